@@ -1,0 +1,184 @@
+"""Settings from the environment and ``chunknav.toml``, in one place.
+
+Owns: every setting's declaration (name, env variable, default, unit, help)
+and the frozen ``Settings`` validated at load. No other module reads
+``os.environ`` for settings. Imports no face.
+
+Precedence (highest first): explicit overrides passed to ``load_settings``
+(CLI flags), environment variables, ``chunknav.toml`` (``[chunknav]`` table,
+keys = field names) in the working directory or ``CHUNKNAV_CONFIG``, defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from engine.errors import SettingsError
+
+__all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
+
+#: Bumped whenever extraction output changes; part of the hash gate.
+EXTRACTOR_VERSION = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One declared setting: field name, env variable, default, unit, help, type."""
+
+    name: str
+    env: str
+    default: Any
+    unit: str
+    help: str
+    type: type
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("db", "CHUNKNAV_DB", ".chunknav/index.db", "path",
+            "SQLite index file (':memory:' for a throwaway index)", str),
+    Setting("dsn", "CHUNKNAV_DSN", "", "URL",
+            "postgresql://... selects the Postgres + pgvector store instead of SQLite", str),
+    Setting("chunk_size", "CHUNKNAV_CHUNK_SIZE", 1000, "characters",
+            "window length; changing it re-chunks every file", int),
+    Setting("chunk_overlap", "CHUNKNAV_CHUNK_OVERLAP", 150, "characters",
+            "characters shared by neighbouring windows (step = size - overlap)", int),
+    Setting("embed_provider", "EMBED_PROVIDER", "local", "name",
+            "local (in-process WordLlama), ollama, openai, auto (probe the wire format) or none", str),
+    Setting("embed_url", "EMBED_URL", "", "URL",
+            "embedding server base URL (ollama default http://127.0.0.1:11434)", str),
+    Setting("embed_api_key", "EMBED_API_KEY", "", "secret",
+            "bearer key for the openai wire format; never logged or shown", str),
+    Setting("embed_model", "EMBED_MODEL", "", "name",
+            "embedding model (local default l2_supercat_256)", str),
+    Setting("embed_dim", "EMBED_DIM", 0, "dimensions",
+            "expected vector dimension; 0 = the model's known dimension (local: 256)", int),
+    Setting("embed_batch", "EMBED_BATCH", 32, "texts",
+            "texts per embedding request", int),
+    Setting("embed_timeout_s", "EMBED_TIMEOUT", 30.0, "seconds",
+            "timeout of one embedding HTTP request", float),
+    Setting("embed_retries", "EMBED_RETRIES", 3, "attempts",
+            "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
+    Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
+            "longest text the model accepts; 0 = the provider's known limit", int),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated settings; see ``SETTINGS`` for units and help of each field."""
+
+    db: str = ".chunknav/index.db"
+    dsn: str = ""
+    chunk_size: int = 1000
+    chunk_overlap: int = 150
+    embed_provider: str = "local"
+    embed_url: str = ""
+    embed_api_key: str = ""
+    embed_model: str = ""
+    embed_dim: int = 0
+    embed_batch: int = 32
+    embed_timeout_s: float = 30.0
+    embed_retries: int = 3
+    embed_max_input_chars: int = 0
+
+    @property
+    def chunk_step(self) -> int:
+        """Characters between window starts: size - overlap."""
+        return self.chunk_size - self.chunk_overlap
+
+    @property
+    def settings_key(self) -> str:
+        """What the hash gate compares besides the content hash."""
+        return f"size={self.chunk_size};overlap={self.chunk_overlap};extractor={EXTRACTOR_VERSION}"
+
+    def validate(self) -> Settings:
+        """Check ranges; raises ``SettingsError`` naming the setting and its env variable."""
+        if self.chunk_size <= 0:
+            raise SettingsError(f"chunk_size (CHUNKNAV_CHUNK_SIZE) must be > 0, got {self.chunk_size}")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise SettingsError(
+                f"chunk_overlap (CHUNKNAV_CHUNK_OVERLAP) must be in 0..chunk_size-1, got {self.chunk_overlap}"
+            )
+        if self.embed_provider not in ("local", "ollama", "openai", "auto", "none"):
+            raise SettingsError(
+                f"embed_provider (EMBED_PROVIDER) must be local, ollama, openai, auto or none, "
+                f"got {self.embed_provider!r}"
+            )
+        if self.embed_batch <= 0:
+            raise SettingsError(f"embed_batch (EMBED_BATCH) must be > 0, got {self.embed_batch}")
+        if self.embed_timeout_s <= 0:
+            raise SettingsError(f"embed_timeout_s (EMBED_TIMEOUT) must be > 0 seconds, got {self.embed_timeout_s}")
+        if self.embed_retries < 0:
+            raise SettingsError(f"embed_retries (EMBED_RETRIES) must be >= 0, got {self.embed_retries}")
+        if self.embed_dim < 0:
+            raise SettingsError(f"embed_dim (EMBED_DIM) must be >= 0, got {self.embed_dim}")
+        if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
+            raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
+        return self
+
+
+def _coerce(setting: Setting, value: Any, source: str) -> Any:
+    try:
+        if setting.type is bool:
+            return str(value).lower() in ("1", "true", "yes", "on")
+        return setting.type(value)
+    except (TypeError, ValueError):
+        raise SettingsError(
+            f"{setting.name} ({setting.env}) from {source} must be {setting.type.__name__} "
+            f"in {setting.unit}, got {value!r}"
+        ) from None
+
+
+def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
+                  toml_path: str | os.PathLike[str] | None = None) -> Settings:
+    """Build validated ``Settings``.
+
+    Args:
+        overrides: field name -> value (CLI flags); None values are ignored.
+        environ: the environment to read (default ``os.environ``).
+        toml_path: a ``chunknav.toml``; default ``CHUNKNAV_CONFIG`` or
+            ``./chunknav.toml`` when present.
+
+    Raises:
+        SettingsError: a value of the wrong type or out of range, naming the
+            setting, its env variable and where the value came from.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    path = Path(toml_path or env.get("CHUNKNAV_CONFIG") or "chunknav.toml")
+    if path.is_file():
+        try:
+            table = tomllib.loads(path.read_text("utf-8")).get("chunknav", {})
+        except tomllib.TOMLDecodeError as e:
+            raise SettingsError(f"{path}: not valid TOML: {e}") from None
+        for key, value in table.items():
+            if key not in _BY_NAME:
+                raise SettingsError(f"{path}: unknown setting {key!r} (known: {', '.join(_BY_NAME)})")
+            values[key] = _coerce(_BY_NAME[key], value, str(path))
+    for s in SETTINGS:
+        if s.env in env and env[s.env] != "":
+            values[s.name] = _coerce(s, env[s.env], f"${s.env}")
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key not in _BY_NAME:
+            raise SettingsError(f"unknown setting {key!r}")
+        values[key] = _coerce(_BY_NAME[key], value, "the command line")
+    return Settings(**values).validate()
+
+
+def settings_table() -> list[dict[str, Any]]:
+    """Declarations as rows (name, env, default, unit, help) for --help, docs and the GUI."""
+    return [
+        {"name": s.name, "env": s.env, "default": s.default, "unit": s.unit, "help": s.help}
+        for s in SETTINGS
+    ]
+
+
+assert [f.name for f in fields(Settings)] == [s.name for s in SETTINGS], "declare each setting once"

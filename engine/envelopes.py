@@ -1,0 +1,198 @@
+"""Wire envelopes: one TypedDict per tool with the exact DESIGN.md keys.
+
+Owns: the camelCase JSON shapes every face (Python, CLI, MCP, GUI) returns.
+Only ``engine/tools.py`` builds them. Exempt from the mixedCase lint rule;
+nothing else renames keys. No ``from __future__ import annotations`` here: on
+3.11 it hides ``NotRequired`` from ``__required_keys__`` (checked in tests).
+
+Units: ``start``/``end``/``offset``/``limit``/``totalLength`` are characters;
+``page`` is 1-based; ``bbox`` fields are 0..1 fractions of the displayed page,
+origin top-left; ``score`` is cosine similarity (``scoreKind: "cosine"``),
+``-bm25`` (``"bm25"``) or reciprocal-rank fusion (``"rrf"``), rounded to 6
+decimals; times are seconds since the epoch.
+"""
+
+from typing import Any, NotRequired, TypedDict
+
+__all__ = [
+    "BboxDict",
+    "RegionDict",
+    "SearchHit",
+    "ChunkHit",
+    "SearchResult",
+    "ChunkResult",
+    "DocumentText",
+    "DocumentNode",
+    "CollectionStatus",
+    "ModelVectors",
+    "FailedFile",
+    "ProviderStatus",
+    "IndexStatus",
+    "FailureFields",
+]
+
+
+class BboxDict(TypedDict):
+    x: float
+    y: float
+    w: float
+    h: float
+
+
+class RegionDict(TypedDict):
+    page: int
+    bbox: BboxDict
+
+
+class FailureFields(TypedDict):
+    """Fields an envelope carries when an embedding call was refused."""
+
+    error: str
+    message: str
+    endpoint: NotRequired[str]
+    model: NotRequired[str]
+    statusCode: NotRequired[int | None]
+    responseBody: NotRequired[str]
+
+
+class SearchHit(TypedDict):  # search: one hit per file
+    documentPath: str
+    collectionPath: str
+    filePath: str
+    rank: int  # 0-based, best first, over all searched collections
+    score: float
+    snippet: str
+    chunkIndex: NotRequired[int]  # the best chunk of the file
+    page: NotRequired[int]
+    pageLabel: NotRequired[str]
+    bbox: NotRequired[BboxDict]
+
+
+class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
+    documentPath: str
+    collectionPath: str
+    filePath: str
+    chunkIndex: int
+    rank: int
+    score: float
+    snippet: str
+    page: NotRequired[int]
+    pageLabel: NotRequired[str]
+    bbox: NotRequired[BboxDict]
+    regions: NotRequired[list[RegionDict]]
+
+
+class SearchResult(TypedDict):  # search, search_chunks
+    searched: bool
+    query: str
+    mode: str  # vector | keyword | hybrid
+    collections: list[str]  # the collections searched
+    count: NotRequired[int]  # absent on every failure arm
+    hits: NotRequired[list[Any]]  # SearchHit | ChunkHit; absent on failure arms
+    scoreKind: NotRequired[str]  # cosine | bm25 | rrf
+    model: NotRequired[str]
+    hint: NotRequired[str]
+    error: NotRequired[str]  # an ErrorCode
+    message: NotRequired[str]
+    endpoint: NotRequired[str]
+    statusCode: NotRequired[int | None]
+    responseBody: NotRequired[str]
+
+
+class ChunkResult(TypedDict):  # get_chunk
+    found: bool
+    collectionPath: str
+    filePath: str
+    chunkIndex: int
+    totalChunks: int
+    documentPath: NotRequired[str]
+    text: NotRequired[str]
+    start: NotRequired[int]  # char offset into extracted text; end exclusive
+    end: NotRequired[int]
+    page: NotRequired[int]  # 1-based, PDFs only
+    pageLabel: NotRequired[str]
+    bbox: NotRequired[BboxDict]  # 0..1 of the displayed page, top-left origin
+    regions: NotRequired[list[RegionDict]]
+    prevIndex: NotRequired[int | None]
+    nextIndex: NotRequired[int | None]
+    chunkId: NotRequired[str]
+    overlapPrev: NotRequired[int]  # characters shared with the previous chunk
+    overlapNext: NotRequired[int]  # characters shared with the next chunk
+    message: NotRequired[str]  # found False: names the valid range
+    error: NotRequired[str]
+
+
+class DocumentText(TypedDict):  # read_document
+    found: bool
+    collectionPath: str
+    filePath: str
+    offset: int  # characters
+    totalLength: NotRequired[int]  # characters of the whole extracted text
+    text: NotRequired[str]
+    nextOffset: NotRequired[int | None]  # None at the end
+    documentPath: NotRequired[str]
+    message: NotRequired[str]
+    error: NotRequired[str]
+
+
+class DocumentNode(TypedDict):  # get_document: metadata + summary, never the text
+    found: bool
+    documentPath: str
+    collectionPath: NotRequired[str]
+    filePath: NotRequired[str]
+    fileType: NotRequired[str]
+    status: NotRequired[str]  # indexed | empty | failed
+    reason: NotRequired[str]
+    contentHash: NotRequired[str]
+    sizeBytes: NotRequired[int]
+    lastModified: NotRequired[float]
+    indexedAt: NotRequired[float]
+    pageCount: NotRequired[int]
+    chunkCount: NotRequired[int]
+    textLength: NotRequired[int]
+    summary: NotRequired[str]
+    metadata: NotRequired[dict[str, Any]]
+    message: NotRequired[str]
+    error: NotRequired[str]
+
+
+class CollectionStatus(TypedDict):
+    collectionPath: str
+    root: str
+    documents: int
+    chunks: int
+    failed: int
+
+
+class ModelVectors(TypedDict):
+    model: str
+    dim: int
+    vectors: int
+    stale: int  # vectors whose chunk vanished
+    missing: int  # chunks without a vector for this model
+
+
+class FailedFile(TypedDict):
+    collectionPath: str
+    filePath: str
+    status: str  # failed | empty
+    reason: str
+
+
+class ProviderStatus(TypedDict):
+    provider: str  # local | ollama | openai | none
+    model: str
+    dim: int
+    endpoint: NotRequired[str]
+    probe: NotRequired[dict[str, Any]]  # {"ok": true, "seconds"} or failure fields
+
+
+class IndexStatus(TypedDict):  # index_status
+    collections: list[CollectionStatus]
+    documents: int
+    chunks: int
+    vectors: list[ModelVectors]
+    staleVectors: int
+    failures: list[FailedFile]
+    provider: ProviderStatus
+    lastRun: NotRequired[dict[str, Any] | None]

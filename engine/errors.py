@@ -1,0 +1,104 @@
+"""Error codes (data) and the exception tree (signals) of the engine.
+
+Owns: the one ``ErrorCode`` Literal every envelope's ``error`` field draws
+from, and the ``ChunknavError`` exception tree. Imports nothing from the rest
+of the engine and no face (streamlit, mcp, argparse).
+
+Exception tree::
+
+    ChunknavError                 base; never crosses a tool boundary
+    ├── SettingsError (ValueError) a bad setting, named, raised at load
+    ├── ExtractError               a file could not be read; .reason is shown
+    │   ├── EncryptedError         password required or wrong
+    │   └── UnsupportedFileError   a file type we do not extract
+    ├── EmbedError                 carries an ``EmbedFailure`` (classified once
+    │                              in embed.py, copied everywhere after)
+    ├── IndexBusyError             another index run holds the lock
+    └── PathEscapeError            a filePath that leaves the collection root
+"""
+
+from typing import Literal
+
+__all__ = [
+    "ErrorCode",
+    "ERROR_CODES",
+    "WHO_FIXES",
+    "ChunknavError",
+    "SettingsError",
+    "ExtractError",
+    "EncryptedError",
+    "UnsupportedFileError",
+    "EmbedError",
+    "IndexBusyError",
+    "PathEscapeError",
+]
+
+ErrorCode = Literal[
+    "embedding-credential-rejected",  # 401/403 from the provider
+    "embedding-request-rejected",  # 400/404/422: unknown model, input too long
+    "embedding-unavailable",  # 5xx, 429, refused connection, timeout
+    "search-not-performed",  # no provider configured
+    "index-busy",  # another index run holds the lock
+    "not-found",  # unknown collection / document node
+    "invalid-argument",  # a tool argument out of its domain
+    "path-escape",  # filePath leaves the collection root
+]
+
+ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
+
+#: Who can act on each code, shown by the GUI and the CLI beside ``message``.
+WHO_FIXES: dict[str, str] = {
+    "embedding-credential-rejected": "the operator: set a valid EMBED_API_KEY for this endpoint",
+    "embedding-request-rejected": "the operator: check EMBED_MODEL / EMBED_URL (the server refused the request)",
+    "embedding-unavailable": "the embedding server's owner: it did not answer; retry later",
+    "search-not-performed": "the operator: configure EMBED_PROVIDER (local, ollama or openai)",
+    "index-busy": "nobody: wait for the running index job to finish",
+    "not-found": "the caller: check the collection or document path",
+    "invalid-argument": "the caller: fix the named argument",
+    "path-escape": "the caller: filePath must stay inside the collection root",
+}
+
+
+class ChunknavError(Exception):
+    """Base of every exception the engine raises on purpose."""
+
+
+class SettingsError(ChunknavError, ValueError):
+    """A setting has a bad value; the message names the setting and its source."""
+
+
+class ExtractError(ChunknavError):
+    """A file could not be extracted.
+
+    Attributes:
+        reason: short human reason stored with the failed document
+            (e.g. ``"corrupt: cannot open broken document"``).
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class EncryptedError(ExtractError):
+    """The PDF needs a password that was not configured, or the configured one is wrong."""
+
+
+class UnsupportedFileError(ExtractError):
+    """The file type has no extractor (skipped and counted, not a failure)."""
+
+
+class EmbedError(ChunknavError):
+    """An embedding call failed; ``failure`` is the classified ``EmbedFailure``."""
+
+    def __init__(self, failure):  # failure: engine.embed.EmbedFailure
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+class IndexBusyError(ChunknavError):
+    """Another index run holds the indexer lock (one indexer at a time)."""
+
+
+class PathEscapeError(ChunknavError):
+    """A filePath resolves outside its collection root (``..``, absolute, symlink)."""

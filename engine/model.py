@@ -1,0 +1,245 @@
+"""Internal values shared by extract, chunk, store, index and search.
+
+Owns: frozen dataclasses in snake_case. They become camelCase wire envelopes
+in ``engine/tools.py`` only. Imports nothing from the engine but the standard
+library.
+
+Frames and units:
+    * offsets (``start``/``end``) are characters into one document's extracted
+      text, end exclusive;
+    * ``page`` is 1-based;
+    * ``Bbox`` is normalised to 0..1 of the page *as displayed* (CropBox and
+      /Rotate applied), origin top-left, x right, y down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Bbox",
+    "Region",
+    "Word",
+    "PageInfo",
+    "ExtractedText",
+    "Window",
+    "Chunk",
+    "Document",
+    "Collection",
+    "VectorHit",
+    "KeywordHit",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Bbox:
+    """A box in 0..1 fractions of the displayed page, origin top-left.
+
+    Attributes:
+        x, y: top-left corner, fractions of displayed width / height.
+        w, h: width / height, fractions of displayed width / height, >= 0.
+    """
+
+    x: float
+    y: float
+    w: float
+    h: float
+
+    def union(self, other: Bbox) -> Bbox:
+        """Smallest box holding both (same page frame)."""
+        x0 = min(self.x, other.x)
+        y0 = min(self.y, other.y)
+        x1 = max(self.x + self.w, other.x + other.w)
+        y1 = max(self.y + self.h, other.y + other.h)
+        return Bbox(x0, y0, x1 - x0, y1 - y0)
+
+    def contains(self, other: Bbox, tol_x: float = 0.0, tol_y: float = 0.0) -> bool:
+        """True when ``other`` lies inside this box, widened by the tolerances."""
+        return (
+            other.x >= self.x - tol_x
+            and other.y >= self.y - tol_y
+            and other.x + other.w <= self.x + self.w + tol_x
+            and other.y + other.h <= self.y + self.h + tol_y
+        )
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"x","y","w","h"}`` rounded to 5 decimals (wire form)."""
+        return {k: round(getattr(self, k), 5) for k in ("x", "y", "w", "h")}
+
+    @staticmethod
+    def from_dict(d: dict[str, float] | None) -> Bbox | None:
+        """Inverse of ``to_dict``; ``None`` stays ``None``."""
+        return None if d is None else Bbox(d["x"], d["y"], d["w"], d["h"])
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """One page a chunk touches: 1-based ``page`` and the union ``bbox`` of its words there."""
+
+    page: int
+    bbox: Bbox
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"page", "bbox"}`` wire form."""
+        return {"page": self.page, "bbox": self.bbox.to_dict()}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Region:
+        """Inverse of ``to_dict``."""
+        return Region(int(d["page"]), Bbox.from_dict(d["bbox"]))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One extracted word: ``text[start:end]`` of the document, on ``page`` at ``bbox``.
+
+    ``page``/``bbox`` are None for formats without pages (txt, md, docx).
+    """
+
+    start: int
+    end: int
+    page: int | None
+    bbox: Bbox | None
+
+
+@dataclass(frozen=True, slots=True)
+class PageInfo:
+    """One PDF page: 1-based ``number``, printed ``label`` ('' when none), word count,
+    and the displayed size in PDF points (``width_pt`` x ``height_pt``)."""
+
+    number: int
+    label: str
+    words: int
+    width_pt: float
+    height_pt: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedText:
+    """A document's text plus provenance.
+
+    Attributes:
+        text: NFKC-normalised extracted text; all offsets index into it.
+        words: word spans in text order, non-overlapping, ``start`` ascending.
+        pages: one entry per PDF page (empty for txt/md/docx).
+        file_type: ``"pdf" | "txt" | "md" | "docx"``.
+        notes: human notes kept with the document, e.g.
+            ``"no text layer on pages 3-5"`` or ``"decoded as cp1252 (not UTF-8)"``.
+        metadata: extra facts (title, author, encrypted, repaired...).
+    """
+
+    text: str
+    words: tuple[Word, ...]
+    pages: tuple[PageInfo, ...]
+    file_type: str
+    notes: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One chunk's span while cutting: ``text[start:end]`` with its provenance.
+
+    Attributes:
+        chunk_index: 0-based, contiguous per document.
+        start, end: character offsets, end exclusive.
+        page: page of the first word that starts inside the window (None: no
+            page, e.g. txt, or no word starts inside).
+        bbox: union of the boxes of the words inside the window on ``page``.
+        regions: every page the window touches, ``regions[0]`` is (page, bbox).
+    """
+
+    chunk_index: int
+    start: int
+    end: int
+    page: int | None = None
+    bbox: Bbox | None = None
+    regions: tuple[Region, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A stored chunk, key ``(collection_path, file_path, chunk_index)``.
+
+    ``chunk_id = sha256(content_hash + "\\0" + chunk_text)`` (hex), so an
+    unchanged file keeps its ids and its vectors. ``page_label`` is the
+    printed label of ``page`` where the PDF defines labels, else None.
+    ``last_modified`` is the file's mtime, seconds since the epoch.
+    """
+
+    collection_path: str
+    file_path: str
+    chunk_index: int
+    chunk_id: str
+    content_hash: str
+    start: int
+    end: int
+    chunk_text: str
+    page: int | None = None
+    page_label: str | None = None
+    bbox: Bbox | None = None
+    regions: tuple[Region, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    last_modified: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A stored document (one file), key ``(collection_path, file_path)``.
+
+    Attributes:
+        status: ``"indexed"`` (chunks stored), ``"empty"`` (no text, e.g. a
+            scan: no chunks, ``reason`` says why) or ``"failed"`` (``reason``
+            holds the library's reason; no chunks).
+        settings_key: chunk size/overlap + extractor version the chunks were
+            made with; part of the hash gate.
+        size_bytes: file size in bytes. ``last_modified``: mtime, epoch seconds.
+        indexed_at: epoch seconds of the run that stored this row.
+        summary: first ~300 characters of the text (never the whole text).
+        page_count: PDF pages (0 for other types).
+    """
+
+    collection_path: str
+    file_path: str
+    content_hash: str
+    settings_key: str
+    file_type: str
+    status: str
+    reason: str | None = None
+    size_bytes: int = 0
+    last_modified: float = 0.0
+    indexed_at: float = 0.0
+    page_count: int = 0
+    chunk_count: int = 0
+    text_length: int = 0
+    summary: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    """A named root: ``collection_path`` (like ``ACME/Reports``) bound to ``root`` (a directory).
+
+    ``password`` opens encrypted PDFs in this collection (never shown in envelopes).
+    """
+
+    collection_path: str
+    root: str
+    password: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """One vector-search hit: the chunk and its cosine similarity ``score`` (-1..1)."""
+
+    chunk: Chunk
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordHit:
+    """One keyword (FTS5 BM25) hit; ``score`` is -bm25, higher is better, unbounded."""
+
+    chunk: Chunk
+    score: float
