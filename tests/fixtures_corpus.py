@@ -1,0 +1,1 @@
+"""Fixtures: corpus (see tests/conftest.py)."""

@@ -1,0 +1,1 @@
+"""Fixtures: embed (see tests/conftest.py)."""

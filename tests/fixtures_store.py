@@ -1,0 +1,1 @@
+"""Fixtures: store (see tests/conftest.py)."""
