@@ -1,0 +1,563 @@
+"""The tool registry: one entry per DESIGN.md tool, and the ``Engine`` they run on.
+
+Owns: each tool's name, agent-facing description, JSON Schema for its
+arguments, engine function and envelope type; argument validation; the one
+JSON serialisation every face uses (``to_json``); the equivalent ``chunknav``
+command line of a call (``cli_command``). The CLI subcommands, the MCP tool
+list and the GUI's "maps to a tool call" panel are all built from
+``REGISTRY``: a tool added here appears in all three.
+
+Envelopes are built here and only here (internal values -> camelCase). No
+exception crosses a tool boundary except ``ToolArgumentError`` (bad
+arguments: a protocol-level error for MCP, exit 2 for the CLI).
+Imports no face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jsonschema
+
+from engine import envelopes as E
+from engine.config import Settings, load_settings
+from engine.errors import EmbedError, PathEscapeError
+from engine.model import Chunk, Collection
+from engine.paths import document_path, resolve_inside
+from engine.search import ContentChunkSearch, make_snippet
+
+__all__ = [
+    "Tool",
+    "REGISTRY",
+    "Engine",
+    "ToolArgumentError",
+    "call_tool",
+    "to_json",
+    "normalise",
+    "cli_command",
+    "READ_LIMIT_DEFAULT",
+]
+
+log = logging.getLogger(__name__)
+
+#: Characters ``read_document`` returns per call unless ``limit`` says otherwise.
+READ_LIMIT_DEFAULT = 200_000
+#: Decimals kept on ``score`` in every envelope.
+SCORE_DECIMALS = 6
+
+
+class ToolArgumentError(ValueError):
+    """Arguments that do not fit the tool's schema; the message names the argument."""
+
+
+class Engine:
+    """The engine objects every face shares: settings, store, search, indexer.
+
+    Built once per process (the GUI caches it with ``st.cache_resource``);
+    safe for concurrent reads. The store and the embedder open lazily.
+
+    Args:
+        settings: validated settings; default ``load_settings()``.
+        store: an already opened Store (tests); default ``open_store(settings)``.
+    """
+
+    def __init__(self, settings: Settings | None = None, store=None):
+        self.settings = settings or load_settings()
+        self._store = store
+        self._lock = threading.Lock()
+        self._search: ContentChunkSearch | None = None
+
+    @property
+    def store(self):
+        """The Store, opened on first use."""
+        with self._lock:
+            if self._store is None:
+                from engine.store import open_store
+
+                self._store = open_store(self.settings)
+            return self._store
+
+    @property
+    def search(self) -> ContentChunkSearch:
+        """The ContentChunkSearch over ``store`` with the configured provider."""
+        if self._search is None:
+            from engine.embed import make_embedder
+
+            self._search = ContentChunkSearch(self.store, lambda: make_embedder(self.settings))
+        return self._search
+
+    def embedder(self):
+        """The configured Embedder or None (provider ``none``). Raises EmbedError."""
+        return self.search.embedder()
+
+    # -- operator actions (not agent tools) -------------------------------
+    def add_collection(self, collection_path: str, root: str, password: str | None = None) -> Collection:
+        """Bind ``collection_path`` (slash-separated) to the directory ``root``.
+
+        Raises:
+            ValueError: empty path, a path segment '..' or '_Documents', or a
+                root that is not a directory.
+        """
+        import os
+
+        path = collection_path.strip("/")
+        if not path or any(p in ("", ".", "..", "_Documents") for p in path.split("/")):
+            raise ValueError(f"bad collectionPath {collection_path!r}: use segments like 'ACME/Reports'")
+        if not os.path.isdir(root):
+            raise ValueError(f"collection root {root!r} is not a directory")
+        c = Collection(path, os.path.abspath(root), password)
+        self.store.add_collection(c)
+        return c
+
+    def remove_collection(self, collection_path: str) -> bool:
+        """Drop a collection's documents and chunks (vectors stay, counted stale)."""
+        return self.store.remove_collection(collection_path.strip("/"))
+
+    def run_index(self, collections: list[str] | None = None, force: bool = False,
+                  on_progress: Callable[[dict], None] | None = None, embed: bool = True) -> dict:
+        """Run the indexer (hash-gated, or forced: Rebuild) and return its summary.
+
+        A provider that cannot be set up is reported in ``embedError`` and the
+        text is indexed anyway. Raises IndexBusyError when a run is active.
+        """
+        from engine.index import Indexer
+
+        embedder = None
+        setup_error = None
+        if embed:
+            try:
+                embedder = self.embedder()
+            except EmbedError as e:
+                setup_error = e.failure.to_fields()
+        summary = Indexer(self.store, self.settings, embedder).run(collections, force, on_progress)
+        if setup_error and not summary.get("embedError"):
+            summary["embedError"] = setup_error
+        return summary
+
+    def provider_status(self, probe: bool = True) -> dict[str, Any]:
+        """``ProviderStatus``: provider, model, dim, endpoint and (optionally) the probe result."""
+        s = self.settings
+        out: dict[str, Any] = {"provider": s.embed_provider, "model": s.embed_model, "dim": s.embed_dim}
+        try:
+            emb = self.embedder()
+        except EmbedError as e:
+            out["probe"] = {"ok": False, **e.failure.to_fields()}
+            return out
+        if emb is None:
+            out["probe"] = {"ok": False, "error": "search-not-performed",
+                            "message": "no embedding provider configured (EMBED_PROVIDER=none)"}
+            return out
+        out.update(provider=emb.provider, model=emb.model, dim=int(emb.dim or 0))
+        if emb.endpoint:
+            out["endpoint"] = emb.endpoint
+        if probe:
+            try:
+                seconds = emb.probe()
+                out["probe"] = {"ok": True, "seconds": round(float(seconds), 4)}
+                out["dim"] = int(emb.dim)
+            except EmbedError as e:
+                out["probe"] = {"ok": False, **e.failure.to_fields()}
+        return out
+
+    def close(self) -> None:
+        """Close the store."""
+        if self._store is not None:
+            self._store.close()
+
+
+# ---------------------------------------------------------------------------
+# envelope builders
+
+
+def _bbox(b) -> E.BboxDict | None:
+    return None if b is None else b.to_dict()  # type: ignore[return-value]
+
+
+def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
+    if chunk.page is not None:
+        out["page"] = chunk.page
+    if chunk.page_label:
+        out["pageLabel"] = chunk.page_label
+    if chunk.bbox is not None:
+        out["bbox"] = _bbox(chunk.bbox)
+    if regions and chunk.regions:
+        out["regions"] = [r.to_dict() for r in chunk.regions]
+
+
+def _failure_fields(outcome) -> dict[str, Any]:
+    if outcome.failure is not None:
+        return outcome.failure.to_fields()
+    return {"error": outcome.error, "message": outcome.message or ""}
+
+
+def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
+    out: dict[str, Any] = {
+        "searched": outcome.searched,
+        "query": outcome.query,
+        "mode": outcome.mode,
+        "collections": list(outcome.collections),
+    }
+    if outcome.failure is not None or outcome.error:
+        out.update(_failure_fields(outcome))  # count and hits stay absent (DESIGN table)
+        return out  # type: ignore[return-value]
+    hits = []
+    for rank, (chunk, score) in enumerate(outcome.hits):
+        h: dict[str, Any] = {
+            "documentPath": document_path(chunk.collection_path, chunk.file_path),
+            "collectionPath": chunk.collection_path,
+            "filePath": chunk.file_path,
+            "chunkIndex": chunk.chunk_index,
+            "rank": rank,
+            "score": round(float(score), SCORE_DECIMALS),
+            "snippet": make_snippet(chunk.chunk_text, outcome.terms),
+        }
+        _provenance(h, chunk, regions=not per_file)
+        hits.append(h)
+    out["count"] = len(hits)
+    out["hits"] = hits
+    if outcome.score_kind:
+        out["scoreKind"] = outcome.score_kind
+    if outcome.model:
+        out["model"] = outcome.model
+    if outcome.hint:
+        out["hint"] = outcome.hint
+    if outcome.message:
+        out["message"] = outcome.message
+    return out  # type: ignore[return-value]
+
+
+def tool_search(engine: Engine, query: str, scope: str | None = None, limit: int = 20,
+                mode: str = "auto") -> E.SearchResult:
+    """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=True), True)
+
+
+def tool_search_chunks(engine: Engine, query: str, scope: str | None = None, limit: int = 20,
+                       mode: str = "auto") -> E.SearchResult:
+    """``search_chunks``: one hit per chunk, not deduplicated by file."""
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=False), False)
+
+
+def _check_file_path(engine: Engine, collection_path: str, file_path: str) -> str | None:
+    """A message when ``file_path`` escapes the collection root, else None."""
+    coll = engine.store.get_collection(collection_path)
+    try:
+        if coll is not None:
+            resolve_inside(coll.root, file_path)
+        elif file_path.startswith("/") or ".." in file_path.split("/"):
+            raise PathEscapeError(f"filePath {file_path!r} leaves the collection root")
+    except PathEscapeError as e:
+        return str(e)
+    return None
+
+
+def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkIndex: int) -> E.ChunkResult:
+    """``get_chunk``: one chunk with provenance and its neighbours' indices.
+
+    Out of range or never indexed: ``found: false`` with ``totalChunks`` and a
+    message naming the valid range; never an exception.
+    """
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
+                           "chunkIndex": chunkIndex}
+    escape = _check_file_path(engine, collectionPath, filePath)
+    if escape:
+        out.update(totalChunks=0, error="path-escape", message=escape)
+        return out  # type: ignore[return-value]
+    chunk, total = engine.search.get_chunk(collectionPath, filePath, chunkIndex)
+    out["totalChunks"] = total
+    if chunk is None:
+        if engine.store.get_collection(collectionPath) is None:
+            out["message"] = f"no collection {collectionPath!r}; see index_status for the known ones"
+        elif total == 0:
+            doc = engine.store.get_document(collectionPath, filePath)
+            if doc is None:
+                out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
+            else:
+                out["message"] = f"{filePath!r} has no chunks ({doc.status}: {doc.reason or 'no text'})"
+        else:
+            out["message"] = f"chunkIndex {chunkIndex} is out of range: valid 0..{total - 1} ({total} chunks)"
+        return out  # type: ignore[return-value]
+    prev = engine.store.get_chunk(collectionPath, filePath, chunkIndex - 1) if chunkIndex > 0 else None
+    nxt = engine.store.get_chunk(collectionPath, filePath, chunkIndex + 1) if chunkIndex + 1 < total else None
+    out.update(
+        found=True,
+        documentPath=document_path(collectionPath, filePath),
+        text=chunk.chunk_text,
+        start=chunk.start,
+        end=chunk.end,
+        prevIndex=chunkIndex - 1 if chunkIndex > 0 else None,
+        nextIndex=chunkIndex + 1 if chunkIndex + 1 < total else None,
+        chunkId=chunk.chunk_id,
+        overlapPrev=max(0, prev.end - chunk.start) if prev else 0,
+        overlapNext=max(0, chunk.end - nxt.start) if nxt else 0,
+    )
+    _provenance(out, chunk)
+    return out  # type: ignore[return-value]
+
+
+def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,
+                       limit: int | None = None) -> E.DocumentText:
+    """``read_document``: the extracted text, ``limit`` characters from ``offset``.
+
+    ``nextOffset`` is the offset of the next page, None at the end. Never
+    reads outside the collection root; a ``..``/absolute/escaping path gives
+    ``error: path-escape``.
+    """
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
+                           "offset": offset}
+    escape = _check_file_path(engine, collectionPath, filePath)
+    if escape:
+        out.update(error="path-escape", message=escape)
+        return out  # type: ignore[return-value]
+    text = engine.store.document_text(collectionPath, filePath)
+    if text is None:
+        doc = engine.store.get_document(collectionPath, filePath)
+        out["message"] = (f"{filePath!r} is not indexed in {collectionPath!r}" if doc is None
+                          else f"{filePath!r} has no text ({doc.status}: {doc.reason or 'empty'})")
+        return out  # type: ignore[return-value]
+    limit = READ_LIMIT_DEFAULT if limit is None else limit
+    end = min(len(text), offset + limit)
+    out.update(found=True, documentPath=document_path(collectionPath, filePath), totalLength=len(text),
+               text=text[offset:end], nextOffset=end if end < len(text) else None)
+    return out  # type: ignore[return-value]
+
+
+def _find_document(engine: Engine, doc_path: str):
+    coll, sep, _ = doc_path.rpartition("/_Documents/")
+    if not sep:
+        return None
+    for d in engine.store.documents(coll):
+        if document_path(d.collection_path, d.file_path) == doc_path:
+            return d
+    return None
+
+
+def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
+    """``get_document``: node metadata + summary, never the text; carries
+    ``collectionPath`` + ``filePath`` so the caller can ``read_document``."""
+    d = _find_document(engine, documentPath)
+    if d is None:
+        return {"found": False, "documentPath": documentPath,  # type: ignore[return-value]
+                "message": f"no document node {documentPath!r}; paths look like "
+                           "'<collectionPath>/_Documents/<slug>' (see search hits)"}
+    out: dict[str, Any] = {
+        "found": True, "documentPath": documentPath, "collectionPath": d.collection_path,
+        "filePath": d.file_path, "fileType": d.file_type, "status": d.status,
+        "contentHash": d.content_hash, "sizeBytes": d.size_bytes, "lastModified": d.last_modified,
+        "indexedAt": d.indexed_at, "pageCount": d.page_count, "chunkCount": d.chunk_count,
+        "textLength": d.text_length, "summary": d.summary, "metadata": d.metadata,
+    }
+    if d.reason:
+        out["reason"] = d.reason
+    return out  # type: ignore[return-value]
+
+
+def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
+    """``index_status``: collections, documents, chunks, vectors per model,
+    stale vectors, failed/empty files with reasons, the provider and its probe."""
+    store = engine.store
+    docs = store.documents()
+    per: dict[str, dict[str, int]] = {}
+    failures = []
+    for d in docs:
+        p = per.setdefault(d.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
+        p["documents"] += 1
+        p["chunks"] += d.chunk_count
+        if d.status != "indexed":
+            p["failed"] += d.status == "failed"
+            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
+                             "status": d.status, "reason": d.reason or ""})
+    colls = [{"collectionPath": c.collection_path, "root": c.root,
+              **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})}
+             for c in store.collections()]
+    vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
+                "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}
+               for m, v in sorted(store.vector_counts().items())]
+    return {  # type: ignore[return-value]
+        "collections": colls,
+        "documents": len(docs),
+        "chunks": sum(d.chunk_count for d in docs),
+        "vectors": vectors,
+        "staleVectors": sum(v["stale"] for v in vectors),
+        "failures": failures,
+        "provider": engine.provider_status(probe),
+        "lastRun": store.last_run(),
+    }
+
+
+# ---------------------------------------------------------------------------
+# registry
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: ``name``, agent-facing ``description``, JSON Schema ``schema``
+    for its arguments, the function ``fn(engine, **arguments)`` and its
+    ``envelope`` TypedDict."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    fn: Callable[..., Any]
+    envelope: type
+
+
+_PATHS = {
+    "collectionPath": {"type": "string", "minLength": 1,
+                       "description": "collection node path, e.g. 'ACME/Reports'"},
+    "filePath": {"type": "string", "minLength": 1,
+                 "description": "POSIX path of the file relative to the collection root"},
+}
+_SEARCH_ARGS = {
+    "query": {"type": "string", "description": "words to search for; may contain "
+              "'namespace:<collectionPath>' (targets that collection) and 'scope:subtree' "
+              "(widens it to the collections below)"},
+    "scope": {"type": ["string", "null"], "description": "anchored scope: a node path; that "
+              "collection and each ancestor are searched"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20,
+              "description": "hits to return"},
+    "mode": {"type": "string", "enum": ["auto", "vector", "keyword", "hybrid"], "default": "auto",
+             "description": "vector = cosine over embeddings, keyword = BM25, hybrid = reciprocal "
+             "rank fusion; auto = vector when a provider is configured, else keyword"},
+}
+
+
+def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+REGISTRY: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool("search",
+             "Which documents are about X? Ranks files by their best chunk. Returns one hit per file "
+             "(documentPath, collectionPath, filePath, rank, score, snippet, chunkIndex of the best "
+             "chunk). Give a scope or a namespace: token. On error the envelope has searched=false "
+             "and an 'error' code; never read that as 'no results'.",
+             _schema(_SEARCH_ARGS, ["query"]), tool_search, E.SearchResult),
+        Tool("search_chunks",
+             "Find passages about X. Returns chunks (not deduplicated by file) with rank, cosine "
+             "score, snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
+             "for the full text and its neighbours.",
+             _schema(_SEARCH_ARGS, ["query"]), tool_search_chunks, E.SearchResult),
+        Tool("get_chunk",
+             "Read one chunk (about 1000 characters; neighbours overlap by 150) with its page, bbox, "
+             "start/end character offsets, and prevIndex/nextIndex to step through the document. "
+             "Out of range answers found=false with totalChunks and the valid range.",
+             _schema({**_PATHS, "chunkIndex": {"type": "integer", "minimum": 0,
+                                               "description": "0-based chunk index"}},
+                     ["collectionPath", "filePath", "chunkIndex"]),
+             tool_get_chunk, E.ChunkResult),
+        Tool("read_document",
+             "Read a document's whole extracted text (use this for a whole table or section, not "
+             "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end.",
+             _schema({**_PATHS,
+                      "offset": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "character offset to start at"},
+                      "limit": {"type": ["integer", "null"], "minimum": 1,
+                                "description": f"characters to return (default {READ_LIMIT_DEFAULT})"}},
+                     ["collectionPath", "filePath"]),
+             tool_read_document, E.DocumentText),
+        Tool("get_document",
+             "Metadata and a short summary of a document node (never its text), with collectionPath "
+             "and filePath for read_document.",
+             _schema({"documentPath": {"type": "string", "minLength": 1,
+                                       "description": "'<collectionPath>/_Documents/<slug>' as in search hits"}},
+                     ["documentPath"]),
+             tool_get_document, E.DocumentNode),
+        Tool("index_status",
+             "What is indexed: collections, documents, chunks, vectors per model, stale vectors, failed "
+             "files with reasons, and the embedding provider with its probe result.",
+             _schema({"probe": {"type": "boolean", "default": True,
+                                "description": "embed a fixed string to check the provider"}}, []),
+             tool_index_status, E.IndexStatus),
+    )
+}
+
+
+def _validate(tool: Tool, arguments: dict[str, Any]) -> None:
+    try:
+        jsonschema.validate(arguments, tool.schema)
+    except jsonschema.ValidationError as e:
+        where = ".".join(str(p) for p in e.absolute_path) or (
+            e.message.split("'")[1] if e.validator in ("required", "additionalProperties") and "'" in e.message else "")
+        raise ToolArgumentError(f"{tool.name}: argument {where!r}: {e.message}" if where
+                                else f"{tool.name}: {e.message}") from None
+
+
+def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate ``arguments`` against the tool's schema and run it.
+
+    Returns:
+        The tool's envelope (a plain dict, JSON-able, camelCase keys).
+
+    Raises:
+        ToolArgumentError: unknown tool, or arguments that break the schema
+            (the message names the argument).
+    """
+    tool = REGISTRY.get(name)
+    if tool is None:
+        raise ToolArgumentError(f"unknown tool {name!r}; tools: {', '.join(REGISTRY)}")
+    arguments = dict(arguments or {})
+    _validate(tool, arguments)
+    return normalise(tool.fn(engine, **arguments))
+
+
+def normalise(envelope: Any) -> Any:
+    """The envelope as it travels: a JSON round trip of ``to_json`` (tuples
+    become lists, floats keep their rounding)."""
+    return json.loads(to_json(envelope))
+
+
+def to_json(envelope: Any, indent: int | None = None) -> str:
+    """The one serialisation of an envelope: keys in insertion order, UTF-8
+    kept, ``None`` as ``null``; absent optional keys stay absent."""
+    return json.dumps(envelope, ensure_ascii=False, indent=indent)
+
+
+# CLI subcommand spelling of each tool and how arguments map to argv.
+CLI_NAMES = {
+    "search": "search",
+    "search_chunks": "search-chunks",
+    "get_chunk": "get-chunk",
+    "read_document": "read",
+    "get_document": "node",
+    "index_status": "status",
+}
+CLI_POSITIONAL = {
+    "search": ["query"],
+    "search_chunks": ["query"],
+    "get_chunk": ["collectionPath", "filePath", "chunkIndex"],
+    "read_document": ["collectionPath", "filePath"],
+    "get_document": ["documentPath"],
+    "index_status": [],
+}
+
+
+def cli_option(arg: str) -> str:
+    """``chunkIndex`` -> ``--chunk-index``."""
+    return "--" + "".join("-" + c.lower() if c.isupper() else c for c in arg)
+
+
+def cli_command(name: str, arguments: dict[str, Any]) -> str:
+    """The ``chunknav`` command line equivalent to a tool call (JSON output)."""
+    parts = ["chunknav", CLI_NAMES[name]]
+    for arg in CLI_POSITIONAL[name]:
+        if arg in arguments:
+            parts.append(str(arguments[arg]))
+    for arg, value in arguments.items():
+        if arg in CLI_POSITIONAL[name] or value is None:
+            continue
+        if isinstance(value, bool):
+            if arg == "probe" and not value:
+                parts.append("--no-probe")
+            continue
+        parts += [cli_option(arg), str(value)]
+    if name == "index_status":
+        parts.append("--json")
+    return " ".join(shlex.quote(p) for p in parts)
