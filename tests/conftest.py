@@ -8,13 +8,20 @@ several people can work on them at once:
   Ollama and OpenAI wire formats).
 * ``tests/fixtures_store.py``: ``store`` (SQLite, plus Postgres when
   available), ``settings``.
+* ``tests/fixtures_engine.py``: ``sample_index`` (a real index of assets/samples,
+  collection ``Samples``, local model), ``sample_engine``.
 """
 
 import os
 
 import pytest
 
-pytest_plugins = ["tests.fixtures_corpus", "tests.fixtures_embed", "tests.fixtures_store"]
+pytest_plugins = [
+    "tests.fixtures_corpus",
+    "tests.fixtures_embed",
+    "tests.fixtures_store",
+    "tests.fixtures_engine",
+]
 
 
 @pytest.fixture(autouse=True)
