@@ -1,0 +1,372 @@
+"""File -> ``ExtractedText``: the document's text plus one ``Word`` per word.
+
+Owns: reading PDF (PyMuPDF), plain text / Markdown and ``.docx`` (python-docx)
+files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
+``Bbox`` of the displayed page. Imports ``engine.model`` and ``engine.errors``
+only; no face (streamlit, mcp, argparse, click), no store, no HTTP.
+
+Text layout of a PDF (offsets of every ``Word`` index into it):
+
+    * words on one line are joined by ``" "`` (WORD_SEPARATOR);
+    * lines of one block by ``"\\n"`` (LINE_SEPARATOR);
+    * blocks of one page by ``"\\n\\n"`` (BLOCK_SEPARATOR);
+    * pages by one form feed ``"\\f"`` (PAGE_SEPARATOR), one between every pair
+      of consecutive pages, also around pages without words. So for a PDF with
+      any text ``text.split("\\f")[n - 1]`` is exactly the text of page ``n``
+      (a form feed inside a word is replaced by a space to keep this true).
+    * A PDF without a single word gives ``text == ""`` (not a run of form feeds).
+
+Words keep PyMuPDF's block / line / word order (the content-stream order,
+``sort=False``); each word is NFKC-normalised (``"ﬂag"`` -> ``"flag"``) before
+it is placed, so offsets, search and display agree. Word boxes: PyMuPDF
+unrotated points in, ``Bbox`` of the displayed page out (rotation matrix
+applied, relative to the displayed ``page.rect``, clamped to 0..1).
+
+Plain text / Markdown: decoded (UTF-8, BOM stripped; else cp1252, else
+latin-1, noted), line ends made ``"\\n"``, NFKC-normalised; words are the
+whitespace-separated spans, page/bbox None. ``.docx``: body paragraphs and
+tables in document order, blocks joined by ``"\\n\\n"``, one table row per
+line with cells joined by ``" | "``; headers/footers are not read; page/bbox None.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
+from engine.model import Bbox, ExtractedText, PageInfo, Word
+
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "PAGE_SEPARATOR",
+    "BLOCK_SEPARATOR",
+    "LINE_SEPARATOR",
+    "WORD_SEPARATOR",
+    "extract",
+    "no_text_note",
+]
+
+log = logging.getLogger(__name__)
+
+#: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
+SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx")
+
+PAGE_SEPARATOR = "\f"
+BLOCK_SEPARATOR = "\n\n"
+LINE_SEPARATOR = "\n"
+WORD_SEPARATOR = " "
+
+#: ``get_text("words")`` flags: PyMuPDF's word defaults (ligatures kept as one
+#: glyph, expanded by NFKC below; whitespace kept; clipped to the MediaBox;
+#: CID for unknown unicode).
+_PDF_FLAGS = None  # resolved lazily from pymupdf.TEXTFLAGS_WORDS
+
+_WORD_RE = re.compile(r"\S+")
+
+
+def extract(path: Path, password: str | None = None) -> ExtractedText:
+    """Read one file into text plus word provenance.
+
+    Args:
+        path: the file; its lower-cased suffix picks the reader (``SUPPORTED_SUFFIXES``).
+        password: PDF user password, tried after the empty password; ignored
+            for other types and for PDFs that open without one.
+
+    Returns:
+        ``ExtractedText`` with ``text`` NFKC-normalised (layout rules in the
+        module docstring) and ``words`` in text order, ``start`` ascending,
+        ``text[start:end]`` == the normalised word. PDF words carry ``page``
+        (1-based) and ``bbox`` (0..1 of the displayed page, top-left origin);
+        other types carry None. ``pages`` has one ``PageInfo`` per PDF page
+        (displayed size in PDF points), empty for other types. As data, not
+        exceptions: a PDF with no pages -> text "" and note ``"no pages"``;
+        pages without words -> note ``"no text layer on pages 3-5"`` (text ""
+        when no page has a word); a page whose text cannot be read -> note;
+        a non-UTF-8 text file -> note ``"decoded as cp1252, not UTF-8"``.
+        ``metadata``: ``encrypted`` (bool), ``title``/``author`` where the
+        file has them, PDF ``repaired`` (True when MuPDF rebuilt the xref),
+        text ``encoding``.
+
+    Raises:
+        UnsupportedFileError: suffix not in ``SUPPORTED_SUFFIXES``
+            (reason ``"unsupported file type: .xyz"``).
+        EncryptedError: PDF needs a password: reason ``"encrypted: password
+            required"`` (none given) or ``"encrypted: wrong password"``.
+        ExtractError: missing, unreadable, zero-byte, corrupt or mislabelled
+            file; ``reason`` carries the library's message (``"corrupt: ..."``).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise UnsupportedFileError(f"unsupported file type: {suffix or '(no suffix)'}")
+    if not path.is_file():
+        raise ExtractError(f"not a readable file: {path}")
+    if suffix == ".pdf":
+        return _extract_pdf(path, password)
+    if suffix == ".docx":
+        return _extract_docx(path)
+    return _extract_plain(path, suffix[1:])
+
+
+def no_text_note(pages: list[int]) -> str:
+    """Note for 1-based ``pages`` without words, ranges compressed.
+
+    ``[2]`` -> ``"no text layer on page 2"``; ``[1, 2, 3, 5]`` ->
+    ``"no text layer on pages 1-3, 5"``. ``pages`` ascending, non-empty.
+    """
+    runs: list[str] = []
+    i = 0
+    while i < len(pages):
+        j = i
+        while j + 1 < len(pages) and pages[j + 1] == pages[j] + 1:
+            j += 1
+        runs.append(str(pages[i]) if i == j else f"{pages[i]}-{pages[j]}")
+        i = j + 1
+    noun = "page" if len(pages) == 1 else "pages"
+    return f"no text layer on {noun} {', '.join(runs)}"
+
+
+# --------------------------------------------------------------------- PDF
+
+
+def _open_pdf(path: Path, password: str | None) -> tuple[Any, bool]:
+    """Open and, if needed, decrypt. Returns (document, was_password_protected)."""
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
+        raise ExtractError(f"corrupt: {e}") from None
+    # Read needs_pass ONCE, before authenticating: reading it after a
+    # successful authenticate() makes MuPDF retry the empty password, which
+    # resets decryption and every later get_text() returns 0 words
+    # (EXPECTED.md trap 7).
+    needs_pass = bool(doc.needs_pass)
+    if needs_pass:
+        if doc.authenticate(""):
+            return doc, True
+        if not password:
+            doc.close()
+            raise EncryptedError("encrypted: password required")
+        if not doc.authenticate(password):
+            doc.close()
+            raise EncryptedError("encrypted: wrong password")
+    return doc, needs_pass
+
+
+def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
+    meta: dict[str, Any] = {"encrypted": needs_pass, "repaired": False}
+    try:
+        info = doc.metadata or {}
+    except Exception:  # broken Info dictionary: metadata is optional
+        info = {}
+    if info.get("encryption"):
+        meta["encrypted"] = True  # owner-password-only files open without asking
+    for key in ("title", "author"):
+        value = (info.get(key) or "").strip()
+        if value:
+            meta[key] = value
+    try:
+        meta["repaired"] = bool(doc.is_repaired)
+    except Exception:
+        pass
+    return meta
+
+
+def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
+    import pymupdf
+
+    flags = pymupdf.TEXTFLAGS_WORDS
+    doc, needs_pass = _open_pdf(path, password)
+    try:
+        metadata = _pdf_metadata(doc, needs_pass)
+        page_count = doc.page_count
+        if page_count == 0:
+            return ExtractedText("", (), (), "pdf", ("no pages",), metadata)
+        try:
+            has_labels = bool(doc.get_page_labels())
+        except Exception:
+            has_labels = False
+
+        normalize = unicodedata.normalize
+        parts: list[str] = []
+        append = parts.append
+        words: list[Word] = []
+        add_word = words.append
+        pages: list[PageInfo] = []
+        empty_pages: list[int] = []
+        notes: list[str] = []
+        pos = 0  # length of "".join(parts)
+
+        for pno in range(page_count):
+            number = pno + 1
+            if pno:
+                append(PAGE_SEPARATOR)
+                pos += 1
+            try:
+                page = doc[pno]
+                raw = page.get_text("words", flags=flags)
+                rect = page.rect
+                a, b, c, d, e, f = page.rotation_matrix
+                label = page.get_label() if has_labels else ""
+            except Exception as exc:  # a damaged page: note it, keep the rest
+                notes.append(f"text of page {number} could not be read: {exc}")
+                pages.append(PageInfo(number, "", 0, 0.0, 0.0))
+                empty_pages.append(number)
+                continue
+            width_pt = rect.width
+            height_pt = rect.height
+            ox = rect.x0
+            oy = rect.y0
+            sx = 1.0 / width_pt if width_pt > 0 else 0.0
+            sy = 1.0 / height_pt if height_pt > 0 else 0.0
+            prev_block = prev_line = -1
+            first = True
+            count = 0
+            for x0, y0, x1, y1, s, block, line, _ in raw:
+                if not s.isascii():
+                    s = normalize("NFKC", s).strip()
+                    if not s:
+                        continue
+                if "\f" in s:
+                    s = s.replace("\f", " ")
+                if first:
+                    first = False
+                elif block != prev_block:
+                    append(BLOCK_SEPARATOR)
+                    pos += 2
+                elif line != prev_line:
+                    append(LINE_SEPARATOR)
+                    pos += 1
+                else:
+                    append(WORD_SEPARATOR)
+                    pos += 1
+                prev_block = block
+                prev_line = line
+                append(s)
+                end = pos + len(s)
+                # unrotated points -> displayed points (rotation_matrix), then
+                # relative to the displayed page rect, 0..1, clamped.
+                u0 = a * x0 + c * y0 + e
+                u1 = a * x1 + c * y1 + e
+                v0 = b * x0 + d * y0 + f
+                v1 = b * x1 + d * y1 + f
+                if u0 > u1:
+                    u0, u1 = u1, u0
+                if v0 > v1:
+                    v0, v1 = v1, v0
+                u0 = (u0 - ox) * sx
+                u1 = (u1 - ox) * sx
+                v0 = (v0 - oy) * sy
+                v1 = (v1 - oy) * sy
+                u0 = 0.0 if u0 < 0.0 else (1.0 if u0 > 1.0 else u0)
+                u1 = 0.0 if u1 < 0.0 else (1.0 if u1 > 1.0 else u1)
+                v0 = 0.0 if v0 < 0.0 else (1.0 if v0 > 1.0 else v0)
+                v1 = 0.0 if v1 < 0.0 else (1.0 if v1 > 1.0 else v1)
+                add_word(Word(pos, end, number, Bbox(u0, v0, u1 - u0, v1 - v0)))
+                pos = end
+                count += 1
+            if not count:
+                empty_pages.append(number)
+            pages.append(PageInfo(number, label, count, width_pt, height_pt))
+    finally:
+        doc.close()
+
+    if empty_pages:
+        notes.append(no_text_note(empty_pages))
+    text = "".join(parts) if words else ""
+    return ExtractedText(text, tuple(words), tuple(pages), "pdf", tuple(notes), metadata)
+
+
+# -------------------------------------------------------------- text / md
+
+
+def _decode(data: bytes) -> tuple[str, str, str | None]:
+    """bytes -> (text, encoding, note or None). Never raises."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16"), "utf-16", None
+        except UnicodeDecodeError:
+            pass
+    try:
+        return data.decode("utf-8-sig"), "utf-8", None
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252"), "cp1252", "decoded as cp1252, not UTF-8"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "latin-1", "decoded as latin-1, not UTF-8"
+
+
+def _words_of(text: str) -> tuple[Word, ...]:
+    return tuple(Word(m.start(), m.end(), None, None) for m in _WORD_RE.finditer(text))
+
+
+def _extract_plain(path: Path, file_type: str) -> ExtractedText:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ExtractError(f"cannot read: {e}") from None
+    text, encoding, note = _decode(data)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = unicodedata.normalize("NFKC", text)
+    notes = (note,) if note else ()
+    if not text.strip():
+        notes += ("no text",)
+    return ExtractedText(text, _words_of(text), (), file_type, notes,
+                         {"encrypted": False, "encoding": encoding})
+
+
+# -------------------------------------------------------------------- docx
+
+
+def _extract_docx(path: Path) -> ExtractedText:
+    try:
+        import docx
+        from docx.table import Table
+
+        document = docx.Document(str(path))
+        blocks: list[str] = []
+        for item in document.iter_inner_content():
+            if isinstance(item, Table):
+                rows = _table_rows(item)
+                if rows:
+                    blocks.append(LINE_SEPARATOR.join(rows))
+            else:
+                line = item.text.strip()
+                if line:
+                    blocks.append(line)
+        props = document.core_properties
+        title, author = (props.title or "").strip(), (props.author or "").strip()
+    except Exception as e:  # not a zip, no word/document.xml, bad XML...
+        raise ExtractError(f"corrupt: {type(e).__name__}: {e}") from None
+    text = unicodedata.normalize("NFKC", BLOCK_SEPARATOR.join(blocks))
+    metadata: dict[str, Any] = {"encrypted": False}
+    if title:
+        metadata["title"] = title
+    if author:
+        metadata["author"] = author
+    notes = () if text.strip() else ("no text in document body",)
+    return ExtractedText(text, _words_of(text), (), "docx", notes, metadata)
+
+
+def _table_rows(table: Any) -> list[str]:
+    """One string per row: cell texts joined by " | "; a cell spanning several
+    grid columns is written once; nested line breaks become spaces."""
+    rows: list[str] = []
+    for row in table.rows:
+        cells: list[str] = []
+        prev = None
+        for cell in row.cells:
+            if cell._tc is prev:  # horizontal span: same cell repeated
+                continue
+            prev = cell._tc
+            cells.append(" ".join(cell.text.split()))
+        if any(cells):
+            rows.append(" | ".join(cells))
+    return rows
