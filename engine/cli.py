@@ -1,0 +1,296 @@
+"""``chunknav``: the command-line face, built on the tool registry.
+
+Owns: argument parsing (argparse: this face only), the human views of
+``index`` and ``status``, exit codes. Tool subcommands (search,
+search-chunks, get-chunk, read, node, status) are generated from
+``engine.tools.REGISTRY`` and print the tool's envelope as JSON on stdout,
+nothing else there. Exit codes: 0 ok (``found: false`` is an answer), 1 the
+envelope carries ``error`` or a run reported a failure, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from engine.config import load_settings, settings_table
+from engine.errors import ChunknavError, IndexBusyError, SettingsError, WHO_FIXES
+from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
+
+__all__ = ["main", "build_parser", "streamlit_flags"]
+
+log = logging.getLogger(__name__)
+REPO = Path(__file__).resolve().parents[1]
+_TYPES = {"integer": int, "string": str, "number": float}
+
+
+def _settings_epilog() -> str:
+    rows = [f"  {r['env']:<24} {r['help']} [{r['unit']}; default {r['default']!r}]" for r in settings_table()]
+    return "settings (environment, or [chunknav] in chunknav.toml):\n" + "\n".join(rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``chunknav`` parser; tool subcommands come from the registry."""
+    p = argparse.ArgumentParser(
+        prog="chunknav",
+        description="Navigate a content index by document and by chunk, with page and region provenance.",
+        epilog=_settings_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--db", help="SQLite index file (env CHUNKNAV_DB, default ./.chunknav/index.db)")
+    p.add_argument("--dsn", help="postgresql://... selects the Postgres store (env CHUNKNAV_DSN)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    coll = sub.add_parser("collections", help="add, list or remove collections")
+    csub = coll.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = csub.add_parser("add", help="bind a collection path to a directory")
+    add.add_argument("path", help="collection path, e.g. ACME/Reports")
+    add.add_argument("dir", help="directory holding the files")
+    add.add_argument("--password", help="password for encrypted PDFs in this collection")
+    csub.add_parser("list", help="list collections as JSON")
+    rm = csub.add_parser("remove", help="drop a collection's documents and chunks (vectors stay)")
+    rm.add_argument("path")
+
+    ix = sub.add_parser("index", help="index the collections (hash-gated; --force rebuilds)")
+    ix.add_argument("--force", action="store_true", help="re-extract and re-store every file (Rebuild)")
+    ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
+    ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
+    ix.add_argument("--json", action="store_true", help="print the JSON summary")
+
+    for name, tool in REGISTRY.items():
+        sp = sub.add_parser(CLI_NAMES[name], help=tool.description.split(". ")[0],
+                            description=tool.description)
+        props = tool.schema["properties"]
+        for arg in CLI_POSITIONAL[name]:
+            sp.add_argument(arg, type=_TYPES.get(_json_type(props[arg]), str), help=props[arg].get("description"))
+        for arg, spec in props.items():
+            if arg in CLI_POSITIONAL[name]:
+                continue
+            if _json_type(spec) == "boolean":
+                sp.add_argument("--no-" + cli_option(arg)[2:], dest=arg, action="store_false",
+                                default=None, help=f"set {arg} false: {spec.get('description', '')}")
+                continue
+            kwargs: dict[str, Any] = {"dest": arg, "default": None, "help": spec.get("description")}
+            if "enum" in spec:
+                kwargs["choices"] = spec["enum"]
+            kwargs["type"] = _TYPES.get(_json_type(spec), str)
+            sp.add_argument(cli_option(arg), **kwargs)
+        if name == "index_status":
+            sp.add_argument("--json", action="store_true", help="print the JSON envelope")
+
+    sub.add_parser("mcp", help="serve the tools over MCP (stdio)")
+    gui = sub.add_parser("gui", help="open the Streamlit explorer")
+    gui.add_argument("--port", type=int, help="server port (default from streamlit_config.toml)")
+    gui.add_argument("--headless", action="store_true", help="do not open a browser")
+
+    mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
+    mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
+    mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
+    sub.add_parser("settings", help="list every setting with its unit, default and help")
+    return p
+
+
+def _json_type(spec: dict[str, Any]) -> str:
+    t = spec.get("type", "string")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "string")
+    return t
+
+
+def _print(obj: Any) -> None:
+    sys.stdout.write(to_json(obj, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def _progress_printer():
+    if not sys.stderr.isatty():
+        return None
+
+    def show(ev: dict) -> None:
+        total = max(1, ev.get("total") or 1)
+        done = ev.get("done", 0)
+        width = 30
+        filled = int(width * done / total)
+        line = (f"\r{ev.get('phase', ''):<7} [{'#' * filled}{'.' * (width - filled)}] "
+                f"{done}/{ev.get('total', 0)} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}")
+        sys.stderr.write(line)
+        if ev.get("phase") == "done":
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _human_index(s: dict) -> str:
+    lines = [
+        f"{'Rebuild' if s.get('force') else 'Index'} finished in {s.get('seconds', 0):.2f} s: "
+        f"{s.get('filesSeen', 0)} files seen, {s.get('indexed', 0)} indexed, "
+        f"{s.get('skipped', 0)} unchanged, {len(s.get('failed', []))} failed, "
+        f"{len(s.get('empty', []))} empty, {s.get('removed', 0)} removed",
+        f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}",
+    ]
+    for f in s.get("failed", []):
+        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    for f in s.get("empty", []):
+        lines.append(f"  empty   {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    for f in s.get("unsupported", []):
+        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    err = s.get("embedError")
+    if err:
+        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}")
+        lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
+    return "\n".join(lines)
+
+
+def _human_status(st: dict) -> str:
+    prov = st["provider"]
+    probe = prov.get("probe") or {}
+    out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
+    for c in st["collections"]:
+        out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
+                   f"{c['failed']:>3} failed  <- {c['root']}")
+    for v in st["vectors"]:
+        out.append(f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}")
+    out.append(f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
+               + (f" at {prov['endpoint']}" if prov.get("endpoint") else ""))
+    if probe:
+        out.append("  probe: ok (%.3f s)" % probe.get("seconds", 0) if probe.get("ok")
+                   else f"  probe: {probe.get('error')}: {probe.get('message')}")
+    for f in st["failures"]:
+        out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    return "\n".join(out)
+
+
+def streamlit_flags(config_path: Path = REPO / "streamlit_config.toml") -> list[str]:
+    """``--section.key=value`` flags from ``streamlit_config.toml`` (Streamlit
+    does not read that file name by itself)."""
+    if not config_path.is_file():
+        return []
+    flags = []
+    for section, table in tomllib.loads(config_path.read_text("utf-8")).items():
+        for key, value in table.items():
+            if isinstance(value, bool):
+                value = str(value).lower()
+            flags.append(f"--{section}.{key}={value}")
+    return flags
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``chunknav`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: 0 for --help, 2 for usage
+        return int(e.code or 0)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_settings({"db": args.db, "dsn": args.dsn})
+    except SettingsError as e:
+        print(f"chunknav: {e}", file=sys.stderr)
+        return 2
+    if args.command == "settings":
+        _print(settings_table())
+        return 0
+    if args.command == "mcp":
+        from engine.mcp_server import main as mcp_main
+
+        return mcp_main(settings) or 0
+    if args.command == "gui":
+        cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "explorer" / "app.py"), *streamlit_flags()]
+        if args.port:
+            cmd.append(f"--server.port={args.port}")
+        if args.headless:
+            cmd.append("--server.headless=true")
+        env = dict(os.environ, CHUNKNAV_DB=settings.db)
+        if settings.dsn:
+            env["CHUNKNAV_DSN"] = settings.dsn
+        return subprocess.call(cmd, cwd=REPO, env=env)
+    if args.command == "migrate":
+        return _migrate(args.src, args.dst)
+
+    engine = Engine(settings)
+    try:
+        return _run(args, engine)
+    except ToolArgumentError as e:
+        print(f"chunknav: {e}", file=sys.stderr)
+        return 2
+    except IndexBusyError as e:
+        print(f"chunknav: {e}", file=sys.stderr)
+        return 1
+    except (ValueError, ChunknavError) as e:
+        print(f"chunknav: {e}", file=sys.stderr)
+        return 2
+    finally:
+        engine.close()
+
+
+def _run(args: argparse.Namespace, engine: Engine) -> int:
+    if args.command == "collections":
+        if args.action == "add":
+            c = engine.add_collection(args.path, args.dir, args.password)
+            _print({"collectionPath": c.collection_path, "root": c.root})
+        elif args.action == "list":
+            _print([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()])
+        else:
+            if not engine.remove_collection(args.path):
+                print(f"chunknav: no collection {args.path!r}", file=sys.stderr)
+                return 1
+            _print({"removed": args.path})
+        return 0
+    if args.command == "index":
+        t0 = time.perf_counter()
+        summary = engine.run_index(args.collection, args.force, _progress_printer(), embed=not args.no_embed)
+        if args.json:
+            _print(summary)
+        else:
+            print(_human_index(summary))
+        log.info("index took %.2f s", time.perf_counter() - t0)
+        return 1 if summary.get("embedError") else 0
+    # a tool subcommand
+    name = next(n for n, c in CLI_NAMES.items() if c == args.command)
+    props = REGISTRY[name].schema["properties"]
+    arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}
+    envelope = call_tool(engine, name, arguments)
+    if name == "index_status" and not args.json:
+        print(_human_status(envelope))
+    else:
+        _print(envelope)
+    return 1 if "error" in envelope else 0
+
+
+def _migrate(src: str, dst: str) -> int:
+    from engine.config import Settings
+    from engine.migrate import migrate
+    from engine.store import open_store
+
+    def store_for(url: str):
+        if url.startswith("sqlite:"):
+            return open_store(Settings(db=url[len("sqlite:"):]))
+        if url.startswith(("postgresql://", "postgres://")):
+            return open_store(Settings(dsn=url))
+        raise SettingsError(f"store URL must be sqlite:PATH or postgresql://..., got {url!r}")
+
+    try:
+        a, b = store_for(src), store_for(dst)
+    except SettingsError as e:
+        print(f"chunknav: {e}", file=sys.stderr)
+        return 2
+    try:
+        _print(migrate(a, b))
+    finally:
+        a.close()
+        b.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
