@@ -1,0 +1,807 @@
+"""SQLite store (the default backend): one file, WAL, FTS5 and numpy cosine.
+
+Owns: the SQLite schema, its transactions, the FTS5 keyword index and the
+in-memory / memory-mapped vector matrix used by ``search_vectors``. Imports
+``engine.model``, ``engine.errors`` and ``sqlite_utils``; never a face
+(streamlit, mcp, argparse), never extract/embed.
+
+Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
+
+    collections(collection_path PK, root, password)
+    documents(collection_path, file_path PK pair, content_hash, settings_key,
+              file_type, status, reason, size_bytes, last_modified, indexed_at,
+              page_count, chunk_count, text_length, summary, metadata JSON, text)
+    chunks(collection_path, file_path, chunk_index PK triple; chunk_id (indexed),
+           content_hash, start, end, chunk_text, page, page_label, bbox JSON,
+           regions JSON, metadata JSON, last_modified)
+    chunks_fts   FTS5 over chunks.chunk_text (external content, kept by triggers)
+    vectors(chunk_id, model PK pair; dim, vec float32 blob, created)
+    runs(id, saved_at, summary JSON)
+    meta(key PK, value)   db_id, chunks_gen, vectors_gen:<model>
+
+Concurrency: one ``sqlite3`` connection per thread (``threading.local``) for a
+file; readers never wait for the writer (WAL) and every multi-row read is one
+statement, so it sees one snapshot. ``:memory:`` uses one shared connection
+behind a lock. Every write bumps a counter in ``meta`` so that the vector cache
+of this or another process notices the change.
+
+Vector cache: per model, a float32 matrix (n, dim) of every stored vector in
+vectors-rowid order. For a file database it lives in ``<db>.<model>.f32`` with
+``<db>.<model>.ids`` (32-byte chunk-id digests) and a small JSON state file,
+is memory-mapped, and is only appended to (vectors are only added); for
+``:memory:`` it is an in-RAM array. Beside it, per store object: one row per
+chunk (chunk rowid, matrix row, collection code), rebuilt when chunks change.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+import sqlite_utils
+
+from engine.errors import IndexBusyError
+from engine.model import Bbox, Chunk, Collection, Document, KeywordHit, Region, VectorHit
+
+__all__ = ["SqliteStore"]
+
+_PAGE_SIZE = 16384
+_BUSY_TIMEOUT_MS = 30_000
+_BLOCK_ROWS = 16_384  # rows per block when scoring a scoped subset
+_SUBSET_FRACTION = 0.5  # scope smaller than this share of chunks: score only its rows
+
+_DOC_COLUMNS = (
+    "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
+    "size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, summary, metadata"
+)
+_CHUNK_COLUMNS = (
+    "collection_path, file_path, chunk_index, chunk_id, content_hash, start, \"end\", chunk_text, "
+    "page, page_label, bbox, regions, metadata, last_modified"
+)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _document(row: sqlite3.Row | tuple) -> Document:
+    (cp, fp, ch, sk, ft, st, reason, size, mtime, at, pages, nchunks, tlen, summary, meta) = row
+    return Document(cp, fp, ch, sk, ft, st, reason, size or 0, mtime or 0.0, at or 0.0,
+                    pages or 0, nchunks or 0, tlen or 0, summary or "",
+                    json.loads(meta) if meta else {})
+
+
+def _chunk(row: sqlite3.Row | tuple) -> Chunk:
+    (cp, fp, idx, cid, ch, start, end, text, page, label, bbox, regions, meta, mtime) = row
+    return Chunk(
+        cp, fp, idx, cid, ch, start, end, text, page, label,
+        Bbox.from_dict(json.loads(bbox)) if bbox else None,
+        tuple(Region.from_dict(r) for r in json.loads(regions)) if regions else (),
+        json.loads(meta) if meta else {},
+        mtime or 0.0,
+    )
+
+
+def _chunk_params(c: Chunk) -> tuple:
+    return (
+        c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start, c.end,
+        c.chunk_text, c.page, c.page_label,
+        _json(c.bbox.to_dict()) if c.bbox is not None else None,
+        _json([r.to_dict() for r in c.regions]) if c.regions else None,
+        _json(c.metadata) if c.metadata else None,
+        c.last_modified,
+    )
+
+
+def fts_query(text: str) -> tuple[str, str] | None:
+    """Plain words -> (all-words FTS5 query, any-word FTS5 query), or None.
+
+    Each whitespace-separated token becomes one quoted FTS5 string (inner
+    quotes doubled), so ``AND``, ``*``, ``-``, ``:``, ``(`` and quotes are
+    searched as text, never parsed as query syntax. Tokens without a letter
+    or digit are dropped (the tokenizer would drop them anyway).
+    """
+    tokens = [t for t in text.split() if any(ch.isalnum() for ch in t)]
+    if not tokens:
+        return None
+    quoted = ['"' + t.replace('"', '""') + '"' for t in tokens]
+    return " AND ".join(quoted), " OR ".join(quoted)
+
+
+@dataclass
+class _Matrix:
+    """Every vector of one model: float32 (n, dim), L2-normalised, in vectors-rowid order."""
+
+    dim: int
+    matrix: np.ndarray  # (n, dim) float32: a memmap (file db) or a RAM array (":memory:")
+    ids: list[str]  # chunk_id of each matrix row
+    row_of: dict[str, int]  # chunk_id -> matrix row
+    max_rowid: int  # highest vectors.rowid covered
+    gen: int  # vectors_gen this covers
+
+
+@dataclass
+class _Occurrences:
+    """One row per stored chunk that has a vector: where it is and which matrix row scores it."""
+
+    chunks_gen: int
+    vectors_gen: int
+    chunk_rowid: np.ndarray  # int64 (m,)
+    matrix_row: np.ndarray  # int64 (m,)
+    collection_code: np.ndarray  # int32 (m,)
+    codes: dict[str, int]  # collection_path -> code
+    scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
+
+
+class SqliteStore:
+    """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
+
+    Safe to share between threads: each thread reads through its own
+    connection; writes are serialised by SQLite (``busy_timeout``) and by a
+    process-local lock.
+    """
+
+    def __init__(self, path: str):
+        """Open or create the database.
+
+        Args:
+            path: file path (parent directories are created) or ``":memory:"``.
+
+        Raises:
+            sqlite3.DatabaseError: the file is not a SQLite database.
+        """
+        self.path = str(path)
+        self.memory = self.path == ":memory:"
+        self._local = threading.local()
+        self._write_lock = threading.RLock()  # one writer per process at a time
+        self._cache_lock = threading.Lock()
+        self._index_thread_lock = threading.Lock()  # index_lock for ":memory:"
+        self._matrices: dict[str, _Matrix] = {}
+        self._occurrences: dict[str, _Occurrences] = {}
+        self._connections: list[sqlite3.Connection] = []
+        self._shared: sqlite3.Connection | None = None
+        if not self.memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        else:
+            self._shared = self._connect()
+        self._create_schema()
+        self.db_id = self._meta_get("db_id")
+
+    # -- connections -----------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                               timeout=_BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # only takes effect on a new file
+        if not self.memory:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        self._connections.append(conn)
+        return conn
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._shared is not None:
+            return self._shared
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A connection for reading; ``:memory:`` serialises on the write lock."""
+        if self._shared is not None:
+            with self._write_lock:
+                yield self._shared
+        else:
+            yield self._conn()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error)."""
+        with self._write_lock:
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _create_schema(self) -> None:
+        """Create the tables once (sqlite-utils DDL; serialised across processes by a file lock)."""
+        with self._write_lock, self._init_lock():
+            db = sqlite_utils.Database(self._conn())
+            if "meta" in db.table_names():
+                return
+            # sqlite-utils runs some DDL through executescript (which commits), so the
+            # steps are idempotent instead of one transaction; "meta" is made last.
+            db["collections"].create(
+                {"collection_path": str, "root": str, "password": str}, pk="collection_path",
+                if_not_exists=True)
+            db["documents"].create(
+                {"collection_path": str, "file_path": str, "content_hash": str,
+                 "settings_key": str, "file_type": str, "status": str, "reason": str,
+                 "size_bytes": int, "last_modified": float, "indexed_at": float,
+                 "page_count": int, "chunk_count": int, "text_length": int, "summary": str,
+                 "metadata": str, "text": str},
+                pk=("collection_path", "file_path"), if_not_exists=True)
+            db["chunks"].create(
+                {"collection_path": str, "file_path": str, "chunk_index": int, "chunk_id": str,
+                 "content_hash": str, "start": int, "end": int, "chunk_text": str, "page": int,
+                 "page_label": str, "bbox": str, "regions": str, "metadata": str,
+                 "last_modified": float},
+                pk=("collection_path", "file_path", "chunk_index"), if_not_exists=True)
+            db["chunks"].create_index(["chunk_id"], index_name="chunks_chunk_id", if_not_exists=True)
+            db["vectors"].create(
+                {"chunk_id": str, "model": str, "dim": int, "vec": bytes, "created": float},
+                pk=("chunk_id", "model"), if_not_exists=True)
+            db["vectors"].create_index(["model"], index_name="vectors_model", if_not_exists=True)
+            db["runs"].create({"id": int, "saved_at": float, "summary": str}, pk="id",
+                              if_not_exists=True)
+            # FTS5 over chunk_text, external content, kept in step by triggers.
+            db["chunks"].enable_fts(["chunk_text"], fts_version="FTS5", create_triggers=True,
+                                    tokenize="unicode61 remove_diacritics 2", replace=True)
+            with self._write() as conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS meta ([key] TEXT PRIMARY KEY, [value] TEXT)")
+                conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
+                                 [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")])
+
+    @contextmanager
+    def _init_lock(self) -> Iterator[None]:
+        if self.memory:
+            yield
+            return
+        with open(self.path + ".init.lock", "a+b") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _meta_get(self, key: str) -> str | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, key: str) -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1", (key,))
+
+    def _gens(self, model: str) -> tuple[int, int]:
+        """(chunks_gen, vectors_gen of model) as one snapshot."""
+        with self._read() as conn:
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)",
+                                     ("chunks_gen", f"vectors_gen:{model}")).fetchall())
+        return int(rows.get("chunks_gen", 0)), int(rows.get(f"vectors_gen:{model}", 0))
+
+    # -- collections -----------------------------------------------------------
+    def add_collection(self, collection: Collection) -> None:
+        """Insert or update a collection (path -> root directory, password)."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO collections(collection_path, root, password) VALUES (?, ?, ?) "
+                "ON CONFLICT(collection_path) DO UPDATE SET root = excluded.root, "
+                "password = excluded.password",
+                (collection.collection_path, collection.root, collection.password))
+
+    def remove_collection(self, collection_path: str) -> bool:
+        """Drop a collection with its documents and chunks (vectors stay, then stale).
+
+        Returns:
+            False when the collection did not exist.
+        """
+        with self._write() as conn:
+            n = conn.execute("DELETE FROM collections WHERE collection_path = ?",
+                             (collection_path,)).rowcount
+            conn.execute("DELETE FROM chunks WHERE collection_path = ?", (collection_path,))
+            conn.execute("DELETE FROM documents WHERE collection_path = ?", (collection_path,))
+            self._bump(conn, "chunks_gen")
+        return n > 0
+
+    def collections(self) -> list[Collection]:
+        """All collections, sorted by ``collection_path``."""
+        with self._read() as conn:
+            rows = conn.execute("SELECT collection_path, root, password FROM collections "
+                                "ORDER BY collection_path").fetchall()
+        return [Collection(*r) for r in rows]
+
+    def get_collection(self, collection_path: str) -> Collection | None:
+        """One collection or None."""
+        with self._read() as conn:
+            row = conn.execute("SELECT collection_path, root, password FROM collections "
+                               "WHERE collection_path = ?", (collection_path,)).fetchone()
+        return Collection(*row) if row else None
+
+    # -- documents and chunks -----------------------------------------------------
+    def get_document(self, collection_path: str, file_path: str) -> Document | None:
+        """One document row (no text) or None."""
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents "
+                               "WHERE collection_path = ? AND file_path = ?",
+                               (collection_path, file_path)).fetchone()
+        return _document(row) if row else None
+
+    def documents(self, collection_path: str | None = None) -> list[Document]:
+        """Document rows (no text), all or of one collection, sorted by key."""
+        sql = f"SELECT {_DOC_COLUMNS} FROM documents"
+        args: tuple = ()
+        if collection_path is not None:
+            sql += " WHERE collection_path = ?"
+            args = (collection_path,)
+        with self._read() as conn:
+            rows = conn.execute(sql + " ORDER BY collection_path, file_path", args).fetchall()
+        return [_document(r) for r in rows]
+
+    def document_text(self, collection_path: str, file_path: str) -> str | None:
+        """The full extracted text of a stored document ("" for empty/failed), or None."""
+        with self._read() as conn:
+            row = conn.execute("SELECT text FROM documents WHERE collection_path = ? AND file_path = ?",
+                               (collection_path, file_path)).fetchone()
+        return None if row is None else (row[0] or "")
+
+    def replace_document(self, document: Document, text: str, chunks: list[Chunk]) -> None:
+        """Swap the document row, its text and all its chunks (and FTS rows) in one transaction.
+
+        Raises:
+            ValueError: a chunk belongs to another key than ``document``.
+        """
+        key = (document.collection_path, document.file_path)
+        for c in chunks:
+            if (c.collection_path, c.file_path) != key:
+                raise ValueError(f"chunk {c.chunk_index} of {c.file_path!r} given for {key[1]!r}")
+        d = document
+        with self._write() as conn:
+            conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?", key)
+            conn.execute(
+                f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
+                 d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
+                 d.chunk_count, d.text_length, d.summary, _json(d.metadata or {}), text))
+            if chunks:
+                conn.executemany(
+                    f"INSERT INTO chunks({_CHUNK_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [_chunk_params(c) for c in chunks])
+            self._bump(conn, "chunks_gen")
+
+    def remove_document(self, collection_path: str, file_path: str) -> None:
+        """Delete the document row, its text and its chunks (vectors stay)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?",
+                         (collection_path, file_path))
+            conn.execute("DELETE FROM documents WHERE collection_path = ? AND file_path = ?",
+                         (collection_path, file_path))
+            self._bump(conn, "chunks_gen")
+
+    def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> Chunk | None:
+        """One chunk by key, or None."""
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
+                               "AND file_path = ? AND chunk_index = ?",
+                               (collection_path, file_path, chunk_index)).fetchone()
+        return _chunk(row) if row else None
+
+    def chunk_count(self, collection_path: str, file_path: str) -> int:
+        """Number of chunks stored for the file (0 when never indexed)."""
+        with self._read() as conn:
+            return conn.execute("SELECT count(*) FROM chunks WHERE collection_path = ? "
+                                "AND file_path = ?", (collection_path, file_path)).fetchone()[0]
+
+    def chunks(self, collection_path: str, file_path: str) -> list[Chunk]:
+        """All chunks of one file by ``chunk_index`` (one statement: one snapshot)."""
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
+                                "AND file_path = ? ORDER BY chunk_index",
+                                (collection_path, file_path)).fetchall()
+        return [_chunk(r) for r in rows]
+
+    # -- vectors ----------------------------------------------------------------------
+    def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
+        """``(chunk_id, chunk_text)`` for distinct chunk ids without a vector for ``model``,
+        ordered by chunk_id; at most ``limit`` rows (None: all)."""
+        sql = ("SELECT chunk_id, min(chunk_text) FROM chunks c WHERE NOT EXISTS "
+               "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?) "
+               "GROUP BY chunk_id ORDER BY chunk_id")
+        args: tuple = (model,)
+        if limit is not None:
+            sql += " LIMIT ?"
+            args = (model, int(limit))
+        with self._read() as conn:
+            return [(r[0], r[1]) for r in conn.execute(sql, args).fetchall()]
+
+    def add_vectors(self, model: str, chunk_ids: list[str], vectors: np.ndarray) -> int:
+        """Add vectors for ``model``; existing ``(chunk_id, model)`` rows are kept.
+
+        Args:
+            chunk_ids: n chunk ids, in the row order of ``vectors``.
+            vectors: float32 (or castable), shape (n, dim), L2-normalised.
+
+        Returns:
+            Rows added (0..n).
+
+        Raises:
+            ValueError: shape does not match ``chunk_ids`` or the model's stored dim.
+        """
+        arr = np.ascontiguousarray(vectors, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(chunk_ids):
+            raise ValueError(f"vectors must have shape ({len(chunk_ids)}, dim), got {arr.shape}")
+        if not chunk_ids:
+            return 0
+        dim = int(arr.shape[1])
+        now = time.time()
+        with self._write() as conn:
+            row = conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
+            if row and row[0] != dim:
+                raise ValueError(f"model {model!r} has dim {row[0]} in this index, got {dim}")
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, ?, ?, ?, ?)",
+                ((cid, model, dim, arr[i].tobytes(), now) for i, cid in enumerate(chunk_ids)))
+            added = conn.total_changes - before
+            if added:
+                self._bump(conn, f"vectors_gen:{model}")
+        return added
+
+    def vector_counts(self) -> dict[str, dict[str, int]]:
+        """Per model ``{"vectors", "dim", "stale", "missing"}``.
+
+        stale = vectors whose chunk_id is in no chunk; missing = distinct chunk
+        ids without a vector for that model.
+        """
+        out: dict[str, dict[str, int]] = {}
+        with self._read() as conn:
+            models = conn.execute("SELECT model, count(*), max(dim) FROM vectors GROUP BY model "
+                                  "ORDER BY model").fetchall()
+            for model, n, dim in models:
+                stale = conn.execute(
+                    "SELECT count(*) FROM vectors v WHERE v.model = ? AND NOT EXISTS "
+                    "(SELECT 1 FROM chunks c WHERE c.chunk_id = v.chunk_id)", (model,)).fetchone()[0]
+                missing = conn.execute(
+                    "SELECT count(DISTINCT chunk_id) FROM chunks c WHERE NOT EXISTS "
+                    "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?)",
+                    (model,)).fetchone()[0]
+                out[model] = {"vectors": n, "dim": dim, "stale": stale, "missing": missing}
+        return out
+
+    # vector cache ---------------------------------------------------------------------
+    def _cache_paths(self, model: str) -> tuple[Path, Path, Path, Path]:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
+        base = f"{self.path}.{safe}"
+        return (Path(base + ".f32"), Path(base + ".ids"), Path(base + ".json"), Path(base + ".lock"))
+
+    def _fetch_vectors(self, model: str, after_rowid: int) -> tuple[list[int], list[str], list[bytes], int]:
+        with self._read() as conn:
+            rows = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
+                                "AND rowid > ? ORDER BY rowid", (model, after_rowid)).fetchall()
+        dim = rows[0][3] if rows else 0
+        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], dim
+
+    def _load_matrix(self, model: str, vectors_gen: int) -> _Matrix | None:
+        """The model's matrix, appended with rows added since it was last seen."""
+        cur = self._matrices.get(model)
+        if cur is not None and cur.gen == vectors_gen:
+            return cur
+        if self.memory:
+            return self._load_matrix_ram(model, vectors_gen, cur)
+        return self._load_matrix_file(model, vectors_gen)
+
+    def _load_matrix_ram(self, model: str, gen: int, cur: _Matrix | None) -> _Matrix | None:
+        rowids, ids, blobs, dim = self._fetch_vectors(model, cur.max_rowid if cur else 0)
+        if cur is None and not ids:
+            return None
+        if cur is None:
+            cur = _Matrix(dim, np.empty((0, dim), np.float32), [], {}, 0, gen)
+        if ids:
+            new = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), cur.dim)
+            cur.matrix = np.concatenate([cur.matrix, new]) if len(cur.ids) else new.copy()
+            for cid in ids:
+                cur.row_of.setdefault(cid, len(cur.ids))
+                cur.ids.append(cid)
+            cur.max_rowid = rowids[-1]
+        cur.gen = gen
+        self._matrices[model] = cur
+        return cur
+
+    def _load_matrix_file(self, model: str, gen: int) -> _Matrix | None:
+        f32, idsf, statef, lockf = self._cache_paths(model)
+        with open(lockf, "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one process updates the cache files at a time
+            try:
+                state = json.loads(statef.read_text()) if statef.exists() else None
+            except (OSError, ValueError):
+                state = None
+            if state is not None:
+                ok = (state.get("db_id") == self.db_id and f32.exists() and idsf.exists()
+                      and f32.stat().st_size == state["rows"] * state["dim"] * 4
+                      and idsf.stat().st_size == state["rows"] * 32)
+                if not ok:
+                    state = None
+            if state is None:
+                for p in (f32, idsf):
+                    p.unlink(missing_ok=True)
+                state = {"db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+            rowids, ids, blobs, dim = self._fetch_vectors(model, state["max_rowid"])
+            if ids:
+                if state["dim"] and dim != state["dim"]:
+                    raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
+                with open(f32, "ab") as fm, open(idsf, "ab") as fi:
+                    fm.write(b"".join(blobs))
+                    fi.write(b"".join(_id_bytes(c) for c in ids))
+                    fm.flush()
+                    fi.flush()
+                    os.fsync(fm.fileno())
+                    os.fsync(fi.fileno())
+                state.update(rows=state["rows"] + len(ids), dim=dim, max_rowid=rowids[-1])
+                tmp = statef.with_suffix(".json.tmp")
+                tmp.write_text(json.dumps(state))
+                os.replace(tmp, statef)
+            if state["rows"] == 0:
+                return None
+            cur = self._matrices.get(model)
+            if cur is not None and cur.max_rowid == state["max_rowid"]:
+                cur.gen = gen
+                return cur
+            matrix = np.memmap(f32, dtype=np.float32, mode="r", shape=(state["rows"], state["dim"]))
+            raw = idsf.read_bytes()
+        # Chunk ids are hex sha256 (64 chars); any other id was stored as its own digest,
+        # so row_of maps both forms.
+        all_ids = [raw[i:i + 32].hex() for i in range(0, len(raw), 32)]
+        row_of: dict[str, int] = {}
+        for i, cid in enumerate(all_ids):
+            row_of.setdefault(cid, i)
+        m = _Matrix(state["dim"], matrix, all_ids, row_of, state["max_rowid"], gen)
+        self._matrices[model] = m
+        return m
+
+    def _load_occurrences(self, model: str, m: _Matrix, chunks_gen: int, vectors_gen: int) -> _Occurrences:
+        occ = self._occurrences.get(model)
+        if occ is not None and occ.chunks_gen == chunks_gen and occ.vectors_gen == vectors_gen:
+            return occ
+        with self._read() as conn:
+            rows = conn.execute("SELECT rowid, chunk_id, collection_path FROM chunks "
+                                "ORDER BY collection_path").fetchall()
+        row_of = m.row_of
+        codes: dict[str, int] = {}
+        rid = np.empty(len(rows), np.int64)
+        mrow = np.empty(len(rows), np.int64)
+        code = np.empty(len(rows), np.int32)
+        n = 0
+        hashed = not self.memory
+        for rowid, cid, cp in rows:
+            r = row_of.get(cid)
+            if r is None and hashed:
+                r = row_of.get(_id_bytes(cid).hex())
+            if r is None:
+                continue
+            rid[n] = rowid
+            mrow[n] = r
+            code[n] = codes.setdefault(cp, len(codes))
+            n += 1
+        occ = _Occurrences(chunks_gen, vectors_gen, rid[:n].copy(), mrow[:n].copy(),
+                           code[:n].copy(), codes, {})
+        self._occurrences[model] = occ
+        return occ
+
+    def _prepare(self, model: str) -> tuple[_Matrix | None, _Occurrences | None]:
+        chunks_gen, vectors_gen = self._gens(model)
+        with self._cache_lock:
+            m = self._load_matrix(model, vectors_gen)
+            if m is None:
+                return None, None
+            return m, self._load_occurrences(model, m, chunks_gen, vectors_gen)
+
+    def search_vectors(
+        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
+    ) -> list[VectorHit]:
+        """Top ``limit`` chunks by cosine similarity to ``query``, best first.
+
+        Args:
+            model: the vectors' model name.
+            query: float32, shape (dim,), L2-normalised.
+            collection_paths: collections to search (None: all).
+            limit: most hits to return.
+
+        Returns:
+            ``VectorHit``s, score = dot product = cosine (vectors are
+            L2-normalised), descending; a chunk_id stored at several paths gives
+            one hit per path. Unknown model or no vectors: [].
+
+        Raises:
+            ValueError: ``query`` has another dimension than the model's vectors.
+        """
+        if limit <= 0:
+            return []
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        for _attempt in range(3):
+            m, occ = self._prepare(model)
+            if m is None or occ is None or len(occ.chunk_rowid) == 0:
+                return []
+            if q.shape[0] != m.dim:
+                raise ValueError(f"query has dim {q.shape[0]}, model {model!r} has dim {m.dim}")
+            picked, scores = self._top(m, occ, q, collection_paths, limit)
+            hits = self._resolve(m, occ, picked, scores)
+            if hits is not None:
+                return hits
+            # A writer changed the chunks between our snapshot and the fetch: refresh.
+            with self._cache_lock:
+                self._occurrences.pop(model, None)
+        return []
+
+    def _scope(self, occ: _Occurrences, collection_paths: Iterable[str] | None) -> np.ndarray | None:
+        """Occurrence indices inside the scope (None: everything), cached per scope."""
+        if collection_paths is None:
+            return None
+        key = tuple(sorted(set(collection_paths)))
+        cached = occ.scope_rows.get(key)
+        if cached is None:
+            wanted = [occ.codes[c] for c in key if c in occ.codes]
+            if len(wanted) == len(occ.codes):
+                return None
+            cached = np.flatnonzero(np.isin(occ.collection_code, np.asarray(wanted, np.int32)))
+            if len(occ.scope_rows) > 64:
+                occ.scope_rows.clear()
+            occ.scope_rows[key] = cached
+        return cached
+
+    def _top(self, m: _Matrix, occ: _Occurrences, q: np.ndarray,
+             collection_paths: Iterable[str] | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices into ``occ`` of the best ``limit`` and their scores, best first."""
+        scope = self._scope(occ, collection_paths)
+        total = len(occ.chunk_rowid)
+        if scope is not None and len(scope) == 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        if scope is not None and len(scope) < _SUBSET_FRACTION * total:
+            # Score only the scope's rows, a block at a time (no copy of the matrix).
+            rows = occ.matrix_row[scope]
+            scores = np.empty(len(scope), np.float32)
+            for b in range(0, len(rows), _BLOCK_ROWS):
+                scores[b:b + _BLOCK_ROWS] = m.matrix[rows[b:b + _BLOCK_ROWS]] @ q
+            cand = scope
+        else:
+            all_scores = m.matrix @ q  # (n_vectors,) float32
+            scores = all_scores[occ.matrix_row]  # (occurrences,)
+            if scope is not None:
+                scores = scores[scope]
+                cand = scope
+            else:
+                cand = None
+        k = min(limit, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        picked = top if cand is None else cand[top]
+        return picked, scores[top]
+
+    def _resolve(self, m: _Matrix, occ: _Occurrences, picked: np.ndarray,
+                 scores: np.ndarray) -> list[VectorHit] | None:
+        """Chunk rows for the picked occurrences; None when the chunks changed meanwhile."""
+        if len(picked) == 0:
+            return []
+        rowids = [int(r) for r in occ.chunk_rowid[picked]]
+        marks = ",".join("?" * len(rowids))
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT rowid, {_CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({marks})",
+                                rowids).fetchall()
+        by_rowid = {r[0]: r[1:] for r in rows}
+        hits = []
+        hashed = not self.memory
+        for i, rowid in enumerate(rowids):
+            row = by_rowid.get(rowid)
+            expect = m.ids[int(occ.matrix_row[picked[i]])]
+            if row is None or (row[3] != expect and not (hashed and _id_bytes(row[3]).hex() == expect)):
+                return None
+            hits.append(VectorHit(_chunk(row), float(scores[i])))
+        return hits
+
+    # -- keyword search -------------------------------------------------------------------
+    def search_keyword(
+        self, query: str, collection_paths: Iterable[str] | None, limit: int
+    ) -> list[KeywordHit]:
+        """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
+
+        ``query`` is plain words; each is quoted, so no FTS5 syntax error can
+        occur. All words must match; when that finds nothing, any word may.
+        Returns [] for a query without a letter or digit or a limit <= 0.
+        """
+        q = fts_query(query)
+        if q is None or limit <= 0:
+            return []
+        where = ""
+        args: list[Any] = []
+        if collection_paths is not None:
+            paths = sorted(set(collection_paths))
+            if not paths:
+                return []
+            where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
+            args = paths
+        sql = (f"SELECT bm25(chunks_fts) AS rank_, {', '.join('c.' + x.strip() for x in _CHUNK_COLUMNS.split(','))} "
+               "FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+               f"WHERE chunks_fts MATCH ?{where} ORDER BY rank_ LIMIT ?")
+        for match in q:
+            with self._read() as conn:
+                rows = conn.execute(sql, [match, *args, int(limit)]).fetchall()
+            if rows:
+                return [KeywordHit(_chunk(r[1:]), -float(r[0])) for r in rows]
+        return []
+
+    # -- runs and locks -----------------------------------------------------------------------
+    @contextmanager
+    def index_lock(self) -> Iterator[None]:
+        """Exclusive indexer lock, across processes (``flock`` on ``<db>.lock``).
+
+        Raises:
+            IndexBusyError: another holder has it (raised at once, no waiting).
+        """
+        if self.memory:
+            if not self._index_thread_lock.acquire(blocking=False):
+                raise IndexBusyError("an index run is already in progress")
+            try:
+                yield
+            finally:
+                self._index_thread_lock.release()
+            return
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise IndexBusyError("an index run is already in progress") from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def save_run(self, summary: dict[str, Any]) -> None:
+        """Remember the last index run's summary (JSON-able)."""
+        with self._write() as conn:
+            conn.execute("INSERT INTO runs(saved_at, summary) VALUES (?, ?)",
+                         (time.time(), json.dumps(summary)))
+            conn.execute("DELETE FROM runs WHERE id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT 20)")
+
+    def last_run(self) -> dict[str, Any] | None:
+        """The last saved run summary, or None."""
+        with self._read() as conn:
+            row = conn.execute("SELECT summary FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def close(self) -> None:
+        """Close every connection this store opened and drop the vector caches."""
+        with self._write_lock, self._cache_lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()
+            self._local = threading.local()
+            self._shared = None
+            self._matrices.clear()
+            self._occurrences.clear()
+
+
+def _id_bytes(chunk_id: str) -> bytes:
+    """32 bytes naming a chunk id in the cache file: a hex sha256 id as is, any other id's digest."""
+    if len(chunk_id) == 64:
+        try:
+            return bytes.fromhex(chunk_id)
+        except ValueError:
+            pass
+    return hashlib.sha256(chunk_id.encode("utf-8")).digest()
