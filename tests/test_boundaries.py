@@ -1,0 +1,72 @@
+"""Boundaries (STYLE.md §1): the engine core imports no face; faces import the engine."""
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FACES = {"engine/cli.py", "engine/mcp_server.py"}
+FRAMEWORKS = {"streamlit", "mcp", "argparse", "click"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text("utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _core_files():
+    return [p for p in sorted((REPO / "engine").rglob("*.py")) if str(p.relative_to(REPO)) not in FACES]
+
+
+@pytest.mark.parametrize("path", _core_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_core_imports_no_face(path):
+    bad = {n for n in _imports(path) if n.split(".")[0] in FRAMEWORKS or n in ("engine.cli", "engine.mcp_server")}
+    assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_explorer_and_pages_are_never_imported_by_the_engine():
+    for path in (REPO / "engine").rglob("*.py"):
+        bad = {n for n in _imports(path) if n.split(".")[0] in ("explorer", "pages")}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_pages_do_no_sql_http_or_pdf():
+    for path in sorted((REPO / "pages").glob("*.py")):
+        bad = {n for n in _imports(path) if n.split(".")[0] in ("sqlite3", "sqlite_utils", "requests", "pymupdf", "fitz", "psycopg")}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+def test_engine_core_loads_without_streamlit_or_mcp():
+    code = (
+        "import sys\n"
+        "import engine.tools, engine.search, engine.index, engine.chunk, engine.extract, engine.embed\n"
+        "import engine.store.sqlite, engine.config, engine.envelopes\n"
+        "bad = [m for m in ('streamlit', 'mcp', 'argparse') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+@pytest.mark.parametrize("module", [
+    "engine.errors", "engine.model", "engine.envelopes", "engine.config", "engine.chunk",
+    "engine.paths", "engine.search", "engine.tools", "engine.extract", "engine.embed",
+    "engine.index", "engine.store.sqlite", "engine.store.base",
+])
+def test_exports_exist_and_are_documented(module):
+    mod = importlib.import_module(module)
+    assert mod.__doc__ and mod.__doc__.strip(), f"{module} has no module docstring"
+    assert hasattr(mod, "__all__"), f"{module} has no __all__"
+    for name in mod.__all__:
+        obj = getattr(mod, name)  # AttributeError: a stale export
+        if callable(obj) and not isinstance(obj, type(str)) and getattr(obj, "__module__", "") == module:
+            assert obj.__doc__ and obj.__doc__.strip(), f"{module}.{name} has no docstring"

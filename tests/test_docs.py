@@ -1,0 +1,33 @@
+"""Docs cannot drift: every tool, CLI command and setting is in the README."""
+
+from pathlib import Path
+
+from engine.cli import build_parser
+from engine.config import SETTINGS
+from engine.tools import CLI_NAMES, REGISTRY
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+
+
+def test_readme_opens_with_the_two_commands():
+    head = "\n".join(README.splitlines()[:8])
+    assert "make run" in head and "make test" in head
+
+
+def test_every_tool_is_documented():
+    for name in REGISTRY:
+        assert f"`{name}(" in README, name
+        assert f"`{CLI_NAMES[name]}`" in README, CLI_NAMES[name]
+
+
+def test_every_cli_command_is_documented():
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    for command in sub.choices:
+        assert f"chunknav {command}" in README, command
+
+
+def test_every_setting_is_documented_with_its_unit():
+    for s in SETTINGS:
+        line = next((l for l in README.splitlines() if l.startswith(f"| `{s.env}`")), None)
+        assert line, f"{s.env} missing from README"
+        assert s.unit in line, f"{s.env}: unit {s.unit!r} missing"
