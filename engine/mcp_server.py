@@ -1,0 +1,195 @@
+"""``chunknav mcp``: the tool registry served over MCP on stdio.
+
+Owns: the MCP face. It publishes every ``engine.tools.REGISTRY`` entry as an
+MCP tool (name, description and the registry's JSON Schema as
+``inputSchema``, unchanged) and answers ``tools/call`` with the tool's
+envelope: once as JSON text (``engine.tools.to_json``, the one serialisation
+every face uses) and once as ``structuredContent``. No face goes past the
+registry: validation and the envelope come from ``engine.tools.call_tool``.
+
+Outcomes (STYLE.md section 3):
+
+* an envelope -> ``CallToolResult`` with ``isError`` true exactly when the
+  envelope carries ``error`` (a refused embedding call, ``path-escape``,
+  ``search-not-performed``); ``found: false`` is an answer, not an error;
+* an unknown tool or arguments that break the schema -> a JSON-RPC error
+  ``-32602`` (invalid params) whose message names the argument;
+* anything unexpected (a bug, a store that cannot be opened) -> a tool
+  result with ``isError`` and a one-line message; the traceback goes to the
+  server's log on stderr, never to the client, and the server keeps serving.
+
+Built on the official SDK's low-level ``mcp.server.lowlevel.Server`` (mcp
+2.x: ``on_list_tools`` / ``on_call_tool`` constructor handlers), which
+passes the registry's schemas through as they are and lets a result carry
+both text content and ``structuredContent``. Engine calls run in worker
+threads (the Store keeps one SQLite connection per thread), so a slow
+embedding call does not stall the protocol loop.
+
+This is the only module that imports ``mcp``; the engine core never imports
+this module.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+try:
+    import anyio
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.exceptions import MCPError
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "'chunknav mcp' needs the 'mcp' package (the official MCP Python SDK): "
+        "pip install 'mcp==2.3.0' (see requirements.txt)"
+    ) from e
+
+from engine.config import Settings, load_settings
+from engine.tools import REGISTRY, Engine, ToolArgumentError, call_tool, to_json
+
+__all__ = ["SERVER_NAME", "list_tools", "tool_result", "build_server", "serve", "main"]
+
+log = logging.getLogger(__name__)
+
+#: The server name announced in the MCP handshake.
+SERVER_NAME = "chunknav"
+
+_INSTRUCTIONS = (
+    "chunknav indexes document collections (PDF, docx, markdown, text) by document and by chunk. "
+    "Find passages with search_chunks (or files with search), pass scope=<collectionPath> or put "
+    "namespace:<collectionPath> in the query (index_status lists the collections). Read a hit with "
+    "get_chunk and step with nextIndex/prevIndex; use read_document for a whole table or section. "
+    "An envelope with an 'error' code is a failure to report, never an empty result."
+)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("chunknav")
+    except Exception:  # not installed as a distribution (run from the checkout)
+        return "0.1.0"
+
+
+def list_tools() -> list[types.Tool]:
+    """The MCP tool list: one ``types.Tool`` per registry entry, in registry order.
+
+    ``inputSchema`` is a deep copy of the registry's JSON Schema, unchanged.
+    """
+    return [
+        types.Tool(name=t.name, description=t.description, input_schema=copy.deepcopy(t.schema))
+        for t in REGISTRY.values()
+    ]
+
+
+def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
+    """One envelope as an MCP result: JSON text + ``structuredContent``.
+
+    Args:
+        envelope: a tool envelope as ``call_tool`` returns it (already
+            normalised: JSON types only, scores rounded).
+
+    Returns:
+        ``CallToolResult`` whose single text block is ``to_json(envelope)``,
+        whose ``structuredContent`` is the envelope, and whose ``isError`` is
+        true exactly when the envelope carries ``error``.
+    """
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=to_json(envelope))],
+        structured_content=envelope,
+        is_error="error" in envelope,
+    )
+
+
+def _failure_result(name: str, exc: BaseException) -> types.CallToolResult:
+    text = f"{name} failed: {type(exc).__name__}: {exc}".strip()
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def build_server(engine: Engine) -> Server:
+    """A low-level MCP ``Server`` answering ``tools/list`` and ``tools/call`` from ``engine``.
+
+    Args:
+        engine: the Engine every call runs on (shared, thread-safe for reads).
+
+    Returns:
+        The server; run it with ``server.run(read, write, server.create_initialization_options())``.
+    """
+
+    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list_tools())
+
+    async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name = params.name
+        arguments = dict(params.arguments or {})
+        try:
+            envelope = await anyio.to_thread.run_sync(call_tool, engine, name, arguments)
+        except ToolArgumentError as e:
+            # Unknown tool / arguments outside the schema: a protocol error (STYLE.md section 3).
+            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+        except Exception as e:  # a bug or an unusable store: report it, keep serving
+            log.exception("tool %s failed with arguments %s", name, to_json(arguments))
+            return _failure_result(name, e)
+        if "error" in envelope:
+            log.info("tool %s answered error %s: %s", name, envelope["error"], envelope.get("message", ""))
+        return tool_result(envelope)
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        title="chunknav content index",
+        instructions=_INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def serve(settings: Settings | None = None, engine: Engine | None = None) -> None:
+    """Serve the tools over stdio until the client closes stdin.
+
+    Args:
+        settings: validated settings (default ``load_settings()``); ignored
+            when ``engine`` is given.
+        engine: an Engine to serve (tests); default ``Engine(settings)``,
+            closed when serving ends.
+
+    The SDK diverts file descriptor 1 to stderr while it serves, so nothing
+    the engine prints can corrupt the JSON-RPC stream on stdout.
+    """
+    own = engine is None
+    engine = engine or Engine(settings or load_settings())
+    server = build_server(engine)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        if own:
+            engine.close()
+
+
+def main(settings: Settings | None = None, *, db: str | None = None) -> int:
+    """Run the stdio server (the ``chunknav mcp`` subcommand); returns the exit code.
+
+    Args:
+        settings: validated settings; default ``load_settings()`` (environment,
+            ``chunknav.toml``), with ``db`` as an override when given.
+        db: SQLite index file, when ``settings`` is not given.
+
+    Returns:
+        0 when the client closed the connection.
+    """
+    if settings is None:
+        settings = load_settings({"db": db})
+    log.info("chunknav mcp: serving %d tools on stdio (db %s)", len(REGISTRY), settings.dsn or settings.db)
+    anyio.run(serve, settings)
+    return 0
+
+
+if __name__ == "__main__":  # python -m engine.mcp_server (settings from the environment)
+    import sys
+
+    sys.exit(main())
