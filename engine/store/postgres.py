@@ -1,0 +1,944 @@
+"""The Postgres + pgvector store: one schema per partition, HNSW vector search.
+
+Owns: the Postgres implementation of the ``Store`` protocol
+(``engine/store/base.py``), its self-provisioning DDL and the schema naming.
+Selected by ``CHUNKNAV_DSN=postgresql://...`` (``open_store``). Imports
+psycopg 3, psycopg_pool and pgvector; must not import streamlit, mcp,
+argparse or any other engine module but ``model``, ``errors`` and
+``store.base``.
+
+Layout (see ``docs/postgres.md``)::
+
+    chunknav                      shared schema
+      collections                 collection_path -> root, password, partition
+      partitions                  partition -> schema_name
+      vectors                     (chunk_id, model) -> dim, embedding, created;
+                                  one partial HNSW index per (model, dim)
+      runs                        saved index-run summaries (JSON)
+    cnp_<slug>_<hash8>            one schema per partition (first segment of
+      documents                   collection_path, e.g. ``ACME``)
+      content_chunks
+
+Vectors live in the shared schema because they are keyed by ``chunk_id``
+(content-addressed, not per partition): a chunk id indexed in two partitions
+shares one vector, and a vector whose chunks vanished stays (stale) without
+needing a partition to live in. Search drives the HNSW index of the model and
+joins each hit to the scoped chunks of one partition schema at a time.
+
+Provisioning is idempotent and additive: ``CREATE ... IF NOT EXISTS`` for
+schemas, tables and indexes, then ``ALTER TABLE ... ADD COLUMN IF NOT EXISTS``
+for every column, so a partition made by an older version gains new columns
+the next time a process touches it. DDL runs under a transaction-scoped
+advisory lock, so several processes may provision at once.
+
+Concurrency: every write is one transaction; ``replace_document`` also takes a
+per-file transaction advisory lock, so two writers of one file serialise and
+the last one wins with exactly one copy of each chunk. ``index_lock`` is a
+session advisory lock held on a dedicated connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from engine.errors import IndexBusyError
+from engine.model import Bbox, Chunk, Collection, Document, KeywordHit, Region, VectorHit
+
+__all__ = [
+    "PostgresStore",
+    "SHARED_SCHEMA",
+    "partition_of",
+    "schema_for",
+    "HNSW_MAX_DIM",
+    "HALFVEC_MAX_DIM",
+]
+
+log = logging.getLogger(__name__)
+
+#: The schema holding the collections registry, partitions, vectors and runs.
+SHARED_SCHEMA = "chunknav"
+#: Largest dimension pgvector's HNSW indexes as ``vector`` (float32).
+HNSW_MAX_DIM = 2000
+#: Largest dimension indexed as ``halfvec`` (float16); above it search is exact.
+HALFVEC_MAX_DIM = 4000
+#: HNSW build parameters (pgvector defaults; recall measured in tests/test_postgres.py).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+#: Session advisory-lock key of the "one indexer at a time" rule (any fixed int64).
+INDEX_LOCK_KEY = 0x63686E6B6E6176  # "chnknav"
+#: Transaction advisory-lock key serialising DDL (provisioning) across processes.
+DDL_LOCK_KEY = 0x63686E6B646466  # "chnkddf"
+
+# Columns added with ADD COLUMN IF NOT EXISTS on every provision: (name, type and default).
+# Keys stay in CREATE TABLE; everything else is listed here, so an old-shaped
+# table gains any column added later by appending a line.
+_DOCUMENT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("content_hash", "text NOT NULL DEFAULT ''"),
+    ("settings_key", "text NOT NULL DEFAULT ''"),
+    ("file_type", "text NOT NULL DEFAULT ''"),
+    ("status", "text NOT NULL DEFAULT 'indexed'"),
+    ("reason", "text"),
+    ("size_bytes", "bigint NOT NULL DEFAULT 0"),
+    ("last_modified", "double precision NOT NULL DEFAULT 0"),
+    ("indexed_at", "double precision NOT NULL DEFAULT 0"),
+    ("page_count", "integer NOT NULL DEFAULT 0"),
+    ("chunk_count", "integer NOT NULL DEFAULT 0"),
+    ("text_length", "integer NOT NULL DEFAULT 0"),
+    ("summary", "text NOT NULL DEFAULT ''"),
+    ("metadata", "jsonb NOT NULL DEFAULT '{}'::jsonb"),
+    ("text", "text"),
+)
+_CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("chunk_id", "text NOT NULL DEFAULT ''"),
+    ("content_hash", "text NOT NULL DEFAULT ''"),
+    ("start_char", "integer NOT NULL DEFAULT 0"),
+    ("end_char", "integer NOT NULL DEFAULT 0"),
+    ("chunk_text", "text NOT NULL DEFAULT ''"),
+    ("metadata", "jsonb NOT NULL DEFAULT '{}'::jsonb"),
+    ("page", "integer"),
+    ("page_label", "text"),
+    ("bbox", "jsonb"),
+    ("regions", "jsonb NOT NULL DEFAULT '[]'::jsonb"),
+    ("last_modified", "double precision NOT NULL DEFAULT 0"),
+    # 'simple': no stemming, no stop words, like SQLite FTS5's unicode61.
+    ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('simple', chunk_text)) STORED"),
+)
+_CHUNK_SELECT = (
+    "collection_path, file_path, chunk_index, chunk_id, content_hash, start_char, end_char, "
+    "chunk_text, page, page_label, bbox, regions, metadata, last_modified"
+)
+_DOCUMENT_SELECT = (
+    "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
+    "size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, summary, metadata"
+)
+
+
+def partition_of(collection_path: str) -> str:
+    """The partition of a collection: its first path segment (``ACME/Reports`` -> ``ACME``).
+
+    Raises:
+        ValueError: an empty collection path.
+    """
+    head = collection_path.strip("/").split("/", 1)[0]
+    if not head:
+        raise ValueError(f"collection_path must not be empty, got {collection_path!r}")
+    return head
+
+
+def schema_for(partition: str) -> str:
+    """The schema name of a partition: ``cnp_<ascii slug, <= 40 chars>_<sha256[:8]>``.
+
+    Lower-case, at most 53 characters (Postgres allows 63), stable across
+    processes and versions. The hash keeps ``ACME`` and ``acme`` (or two names
+    with the same slug) apart; the slug keeps it readable in ``\\dn``.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "_", partition.lower()).strip("_")[:40] or "p"
+    digest = hashlib.sha256(partition.encode("utf-8")).hexdigest()[:8]
+    return f"cnp_{slug}_{digest}"
+
+
+def _index_name(model: str, dim: int) -> str:
+    return "vectors_hnsw_" + hashlib.sha256(f"{model}\0{dim}".encode()).hexdigest()[:16]
+
+
+def _vector_type(dim: int) -> str | None:
+    """The pgvector type an HNSW index of ``dim`` uses, or None (too wide: exact only)."""
+    if dim <= HNSW_MAX_DIM:
+        return "vector"
+    if dim <= HALFVEC_MAX_DIM:
+        return "halfvec"
+    return None
+
+
+def _bbox(value: Any) -> Bbox | None:
+    return Bbox.from_dict(value) if value else None
+
+
+def _row_to_chunk(r: dict[str, Any]) -> Chunk:
+    return Chunk(
+        collection_path=r["collection_path"],
+        file_path=r["file_path"],
+        chunk_index=r["chunk_index"],
+        chunk_id=r["chunk_id"],
+        content_hash=r["content_hash"],
+        start=r["start_char"],
+        end=r["end_char"],
+        chunk_text=r["chunk_text"],
+        page=r["page"],
+        page_label=r["page_label"],
+        bbox=_bbox(r["bbox"]),
+        regions=tuple(Region.from_dict(x) for x in (r["regions"] or [])),
+        metadata=r["metadata"] or {},
+        last_modified=r["last_modified"],
+    )
+
+
+def _row_to_document(r: dict[str, Any]) -> Document:
+    return Document(
+        collection_path=r["collection_path"],
+        file_path=r["file_path"],
+        content_hash=r["content_hash"],
+        settings_key=r["settings_key"],
+        file_type=r["file_type"],
+        status=r["status"],
+        reason=r["reason"],
+        size_bytes=r["size_bytes"],
+        last_modified=r["last_modified"],
+        indexed_at=r["indexed_at"],
+        page_count=r["page_count"],
+        chunk_count=r["chunk_count"],
+        text_length=r["text_length"],
+        summary=r["summary"],
+        metadata=r["metadata"] or {},
+    )
+
+
+def _jsonb(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+class PostgresStore:
+    """``Store`` on PostgreSQL + pgvector (see the module docstring for the layout).
+
+    Safe to share between threads: each call borrows a connection from a
+    psycopg pool. Open one per process; several processes may share a database.
+
+    Args:
+        dsn: ``postgresql://user:pass@host:port/db`` (libpq URI or key=value).
+        pool_size: most connections this store holds at once (>= 1), plus one
+            dedicated connection while ``index_lock`` is held.
+
+    Raises:
+        psycopg.OperationalError: the server cannot be reached or refuses the login.
+        psycopg.errors.InsufficientPrivilege: the role may not create the
+            ``vector`` extension or the schemas (create them once as an owner).
+    """
+
+    def __init__(self, dsn: str, pool_size: int = 4):
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be >= 1 connections, got {pool_size}")
+        self.dsn = dsn
+        self._provisioned: set[str] = set()
+        self._indexed_models: set[tuple[str, int]] = set()
+        self._lock = threading.Lock()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # The extension must exist before register_vector() can find its type.
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        self._pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=pool_size,
+            # prepare_threshold=None: no server-side prepared statements, so
+            # plans always see the literals that the partial HNSW indexes need
+            # and the store also works behind pgbouncer in transaction mode.
+            kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
+            configure=register_vector,
+            open=True,
+            name="chunknav",
+        )
+        self._provision_shared()
+
+    # -- connections and provisioning -----------------------------------------
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection inside one transaction (commit on success)."""
+        with self._pool.connection() as conn, conn.transaction():
+            yield conn
+
+    def _provision_shared(self) -> None:
+        s = sql.Identifier(SHARED_SCHEMA)
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
+            conn.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.collections (collection_path text PRIMARY KEY)"
+            ).format(s))
+            for name, decl in (("root", "text NOT NULL DEFAULT ''"), ("password", "text"),
+                               ("partition", "text NOT NULL DEFAULT ''")):
+                conn.execute(sql.SQL("ALTER TABLE {}.collections ADD COLUMN IF NOT EXISTS {} {}")
+                             .format(s, sql.Identifier(name), sql.SQL(decl)))
+            conn.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.partitions (partition text PRIMARY KEY, "
+                "schema_name text NOT NULL UNIQUE)"
+            ).format(s))
+            conn.execute(sql.SQL(
+                "ALTER TABLE {}.partitions ADD COLUMN IF NOT EXISTS provisioned_at "
+                "double precision NOT NULL DEFAULT 0"
+            ).format(s))
+            conn.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.vectors (chunk_id text NOT NULL, model text NOT NULL, "
+                "PRIMARY KEY (chunk_id, model))"
+            ).format(s))
+            for name, decl in (("dim", "integer NOT NULL DEFAULT 0"), ("embedding", "vector"),
+                               ("created", "double precision NOT NULL DEFAULT 0")):
+                conn.execute(sql.SQL("ALTER TABLE {}.vectors ADD COLUMN IF NOT EXISTS {} {}")
+                             .format(s, sql.Identifier(name), sql.SQL(decl)))
+            conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS vectors_model_dim ON {}.vectors (model, dim)"
+            ).format(s))
+            conn.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.runs (id bigserial PRIMARY KEY, "
+                "saved_at double precision NOT NULL, summary jsonb NOT NULL)"
+            ).format(s))
+
+    def provision(self, partition: str) -> str:
+        """Create or upgrade one partition's schema; idempotent, safe across processes.
+
+        Creates the schema and its tables when missing and adds every column
+        an older version lacked (``ADD COLUMN IF NOT EXISTS``), plus indexes.
+
+        Args:
+            partition: the first segment of a collection path, e.g. ``ACME``.
+
+        Returns:
+            The schema name (``schema_for(partition)``).
+        """
+        schema = schema_for(partition)
+        s = sql.Identifier(schema)
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
+            conn.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.documents (collection_path text NOT NULL, "
+                "file_path text NOT NULL, PRIMARY KEY (collection_path, file_path))"
+            ).format(s))
+            for name, decl in _DOCUMENT_COLUMNS:
+                conn.execute(sql.SQL("ALTER TABLE {}.documents ADD COLUMN IF NOT EXISTS {} {}")
+                             .format(s, sql.Identifier(name), sql.SQL(decl)))
+            conn.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.content_chunks (collection_path text NOT NULL, "
+                "file_path text NOT NULL, chunk_index integer NOT NULL, "
+                "PRIMARY KEY (collection_path, file_path, chunk_index))"
+            ).format(s))
+            for name, decl in _CHUNK_COLUMNS:
+                conn.execute(sql.SQL("ALTER TABLE {}.content_chunks ADD COLUMN IF NOT EXISTS {} {}")
+                             .format(s, sql.Identifier(name), sql.SQL(decl)))
+            for idx, cols in (("content_chunks_chunk_id", "(chunk_id)"),
+                              ("content_chunks_collection", "(collection_path, chunk_id)")):
+                conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.content_chunks {}")
+                             .format(sql.Identifier(idx), s, sql.SQL(cols)))
+            conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS content_chunks_tsv ON {}.content_chunks USING gin (tsv)"
+            ).format(s))
+            conn.execute(sql.SQL(
+                "INSERT INTO {}.partitions (partition, schema_name, provisioned_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (partition) DO UPDATE SET provisioned_at = EXCLUDED.provisioned_at"
+            ).format(sql.Identifier(SHARED_SCHEMA)), (partition, schema, time.time()))
+        with self._lock:
+            self._provisioned.add(schema)
+        return schema
+
+    def _schema(self, collection_path: str, create: bool = False) -> str | None:
+        """The provisioned schema of a collection's partition, or None when it does not exist.
+
+        A schema this process has not touched yet is provisioned first (so an
+        old-shaped partition gains its new columns); a missing one is created
+        only when ``create`` (writes), never by a read.
+        """
+        partition = partition_of(collection_path)
+        schema = schema_for(partition)
+        if schema in self._provisioned:
+            return schema
+        if not create:
+            with self._pool.connection() as conn:
+                if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
+                    return None
+        return self.provision(partition)
+
+    def _schemas(self, collection_paths: Iterable[str] | None = None) -> dict[str, list[str] | None]:
+        """Schemas to visit -> the collection paths to filter on there (None: all).
+
+        ``None`` gives every registered partition (each provisioned first).
+        """
+        if collection_paths is None:
+            with self._pool.connection() as conn:
+                rows = conn.execute(sql.SQL("SELECT partition FROM {}.partitions ORDER BY partition")
+                                    .format(sql.Identifier(SHARED_SCHEMA))).fetchall()
+            found = (self._schema(r["partition"]) for r in rows)
+            return {schema: None for schema in found if schema is not None}
+        out: dict[str, list[str] | None] = {}
+        for path in dict.fromkeys(collection_paths):
+            schema = self._schema(path)
+            if schema is not None:
+                out.setdefault(schema, []).append(path)  # type: ignore[union-attr]
+        return out
+
+    def partitions(self) -> dict[str, str]:
+        """Registered partitions: partition name -> schema name, sorted by name."""
+        with self._pool.connection() as conn:
+            rows = conn.execute(sql.SQL("SELECT partition, schema_name FROM {}.partitions ORDER BY partition")
+                                .format(sql.Identifier(SHARED_SCHEMA))).fetchall()
+        return {r["partition"]: r["schema_name"] for r in rows}
+
+    # -- collections -------------------------------------------------------------
+    def add_collection(self, collection: Collection) -> None:
+        """Insert or update a collection (path -> root directory, password).
+
+        Also provisions the collection's partition schema.
+        """
+        self._schema(collection.collection_path, create=True)
+        with self._tx() as conn:
+            conn.execute(sql.SQL(
+                "INSERT INTO {}.collections (collection_path, root, password, partition) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (collection_path) DO UPDATE SET "
+                "root = EXCLUDED.root, password = EXCLUDED.password, partition = EXCLUDED.partition"
+            ).format(sql.Identifier(SHARED_SCHEMA)),
+                (collection.collection_path, collection.root, collection.password,
+                 partition_of(collection.collection_path)))
+
+    def remove_collection(self, collection_path: str) -> bool:
+        """Drop a collection with its documents and chunks (vectors stay, stale).
+
+        Returns:
+            False when no such collection was registered (its partition's rows,
+            if any, are still removed).
+        """
+        schema = self._schema(collection_path)
+        with self._tx() as conn:
+            cur = conn.execute(sql.SQL("DELETE FROM {}.collections WHERE collection_path = %s")
+                               .format(sql.Identifier(SHARED_SCHEMA)), (collection_path,))
+            existed = cur.rowcount > 0
+            if schema is None:
+                return existed
+            s = sql.Identifier(schema)
+            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s").format(s),
+                         (collection_path,))
+            conn.execute(sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s").format(s),
+                         (collection_path,))
+        return existed
+
+    def collections(self) -> list[Collection]:
+        """All collections, sorted by ``collection_path``."""
+        with self._pool.connection() as conn:
+            rows = conn.execute(sql.SQL(
+                "SELECT collection_path, root, password FROM {}.collections ORDER BY collection_path"
+            ).format(sql.Identifier(SHARED_SCHEMA))).fetchall()
+        return [Collection(r["collection_path"], r["root"], r["password"]) for r in rows]
+
+    def get_collection(self, collection_path: str) -> Collection | None:
+        """One collection or None."""
+        with self._pool.connection() as conn:
+            r = conn.execute(sql.SQL(
+                "SELECT collection_path, root, password FROM {}.collections WHERE collection_path = %s"
+            ).format(sql.Identifier(SHARED_SCHEMA)), (collection_path,)).fetchone()
+        return None if r is None else Collection(r["collection_path"], r["root"], r["password"])
+
+    # -- documents and chunks ----------------------------------------------------
+    def get_document(self, collection_path: str, file_path: str) -> Document | None:
+        """One document row (no text) or None."""
+        schema = self._schema(collection_path)
+        if schema is None:
+            return None
+        s = sql.Identifier(schema)
+        with self._pool.connection() as conn:
+            r = conn.execute(sql.SQL(
+                "SELECT " + _DOCUMENT_SELECT + " FROM {}.documents WHERE collection_path = %s AND file_path = %s"
+            ).format(s), (collection_path, file_path)).fetchone()
+        return None if r is None else _row_to_document(r)
+
+    def documents(self, collection_path: str | None = None) -> list[Document]:
+        """Document rows (no text), all or of one collection, sorted by (collection_path, file_path)."""
+        out: list[Document] = []
+        with self._pool.connection() as conn:
+            for schema in self._schemas(None if collection_path is None else [collection_path]):
+                q = sql.SQL("SELECT " + _DOCUMENT_SELECT + " FROM {}.documents").format(sql.Identifier(schema))
+                if collection_path is None:
+                    rows = conn.execute(q).fetchall()
+                else:
+                    rows = conn.execute(q + sql.SQL(" WHERE collection_path = %s"), (collection_path,)).fetchall()
+                out.extend(_row_to_document(r) for r in rows)
+        out.sort(key=lambda d: (d.collection_path, d.file_path))
+        return out
+
+    def document_text(self, collection_path: str, file_path: str) -> str | None:
+        """The full extracted text of a stored document ("" for empty/failed), or None."""
+        schema = self._schema(collection_path)
+        if schema is None:
+            return None
+        s = sql.Identifier(schema)
+        with self._pool.connection() as conn:
+            r = conn.execute(sql.SQL(
+                "SELECT text FROM {}.documents WHERE collection_path = %s AND file_path = %s"
+            ).format(s), (collection_path, file_path)).fetchone()
+        return None if r is None else (r["text"] or "")
+
+    def replace_document(self, document: Document, text: str, chunks: list[Chunk]) -> None:
+        """Store the document row, its text and its chunks in one transaction.
+
+        Any previous row and chunks for ``(collection_path, file_path)`` are
+        replaced; readers see the old set or the new set, never a mix. A
+        per-file advisory lock serialises concurrent writers of one file, so
+        the last writer wins and each chunk exists once.
+
+        Args:
+            document: the row; its key decides the partition schema.
+            text: the full extracted text (offsets of ``chunks`` index into it).
+            chunks: this file's chunks, ``chunk_index`` 0..n-1, each carrying
+                the same collection_path and file_path as ``document``.
+
+        Raises:
+            ValueError: a chunk belongs to another file.
+        """
+        key = (document.collection_path, document.file_path)
+        for c in chunks:
+            if (c.collection_path, c.file_path) != key:
+                raise ValueError(f"chunk {c.chunk_index} belongs to {c.collection_path}/{c.file_path}, "
+                                 f"not {key[0]}/{key[1]}")
+        schema = self._schema(document.collection_path, create=True)
+        assert schema is not None
+        s = sql.Identifier(schema)
+        d = document
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                         (f"{schema}\x1f{key[0]}\x1f{key[1]}",))
+            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
+                         .format(s), key)
+            conn.execute(sql.SQL(
+                "INSERT INTO {}.documents (collection_path, file_path, content_hash, settings_key, file_type, "
+                "status, reason, size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, "
+                "summary, metadata, text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                "%s::jsonb, %s) ON CONFLICT (collection_path, file_path) DO UPDATE SET "
+                "content_hash = EXCLUDED.content_hash, settings_key = EXCLUDED.settings_key, "
+                "file_type = EXCLUDED.file_type, status = EXCLUDED.status, reason = EXCLUDED.reason, "
+                "size_bytes = EXCLUDED.size_bytes, last_modified = EXCLUDED.last_modified, "
+                "indexed_at = EXCLUDED.indexed_at, page_count = EXCLUDED.page_count, "
+                "chunk_count = EXCLUDED.chunk_count, text_length = EXCLUDED.text_length, "
+                "summary = EXCLUDED.summary, metadata = EXCLUDED.metadata, text = EXCLUDED.text"
+            ).format(s), (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
+                          d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
+                          d.chunk_count, d.text_length, d.summary, json.dumps(d.metadata), text))
+            if chunks:
+                with conn.cursor() as cur:
+                    cur.executemany(sql.SQL(
+                        "INSERT INTO {}.content_chunks (collection_path, file_path, chunk_index, chunk_id, "
+                        "content_hash, start_char, end_char, chunk_text, page, page_label, bbox, regions, "
+                        "metadata, last_modified) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, "
+                        "%s::jsonb, %s::jsonb, %s)"
+                    ).format(s), [
+                        (c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start,
+                         c.end, c.chunk_text, c.page, c.page_label,
+                         _jsonb(c.bbox.to_dict() if c.bbox else None),
+                         json.dumps([r.to_dict() for r in c.regions]), json.dumps(c.metadata),
+                         c.last_modified)
+                        for c in chunks
+                    ])
+
+    def remove_document(self, collection_path: str, file_path: str) -> None:
+        """Delete the document row, its text and its chunks (vectors stay, counted stale)."""
+        schema = self._schema(collection_path)
+        if schema is None:
+            return
+        s = sql.Identifier(schema)
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                         (f"{schema}\x1f{collection_path}\x1f{file_path}",))
+            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
+                         .format(s), (collection_path, file_path))
+            conn.execute(sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s AND file_path = %s")
+                         .format(s), (collection_path, file_path))
+
+    def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> Chunk | None:
+        """One chunk by key ``(collection_path, file_path, chunk_index)``, or None."""
+        schema = self._schema(collection_path)
+        if schema is None:
+            return None
+        s = sql.Identifier(schema)
+        with self._pool.connection() as conn:
+            r = conn.execute(sql.SQL(
+                "SELECT " + _CHUNK_SELECT + " FROM {}.content_chunks "
+                "WHERE collection_path = %s AND file_path = %s AND chunk_index = %s"
+            ).format(s), (collection_path, file_path, chunk_index)).fetchone()
+        return None if r is None else _row_to_chunk(r)
+
+    def chunk_count(self, collection_path: str, file_path: str) -> int:
+        """Number of chunks stored for the file (0 when never indexed)."""
+        schema = self._schema(collection_path)
+        if schema is None:
+            return 0
+        s = sql.Identifier(schema)
+        with self._pool.connection() as conn:
+            r = conn.execute(sql.SQL(
+                "SELECT count(*) AS n FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s"
+            ).format(s), (collection_path, file_path)).fetchone()
+        return int(r["n"])
+
+    def chunks(self, collection_path: str, file_path: str) -> list[Chunk]:
+        """All chunks of one file, ordered by ``chunk_index``."""
+        schema = self._schema(collection_path)
+        if schema is None:
+            return []
+        s = sql.Identifier(schema)
+        with self._pool.connection() as conn:
+            rows = conn.execute(sql.SQL(
+                "SELECT " + _CHUNK_SELECT + " FROM {}.content_chunks "
+                "WHERE collection_path = %s AND file_path = %s ORDER BY chunk_index"
+            ).format(s), (collection_path, file_path)).fetchall()
+        return [_row_to_chunk(r) for r in rows]
+
+    # -- vectors -------------------------------------------------------------------
+    def _all_chunk_ids_sql(self) -> sql.Composable:
+        """A subquery yielding ``chunk_id`` of every chunk row in every partition."""
+        parts = [sql.SQL("SELECT chunk_id FROM {}.content_chunks").format(sql.Identifier(s))
+                 for s in self._schemas(None)]
+        if not parts:
+            return sql.SQL("SELECT NULL::text AS chunk_id WHERE false")
+        return sql.SQL(" UNION ALL ").join(parts)
+
+    def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
+        """Distinct chunk ids that have no vector for ``model``, with their text.
+
+        Returns:
+            ``[(chunk_id, chunk_text)]`` ordered by chunk_id (stable), at most
+            ``limit`` (None: all). A chunk id stored at several paths appears once.
+        """
+        parts = [sql.SQL("SELECT chunk_id, chunk_text FROM {}.content_chunks").format(sql.Identifier(s))
+                 for s in self._schemas(None)]
+        if not parts:
+            return []
+        q = sql.SQL(
+            "SELECT DISTINCT ON (c.chunk_id) c.chunk_id, c.chunk_text FROM ({}) c "
+            "WHERE NOT EXISTS (SELECT 1 FROM {}.vectors v WHERE v.chunk_id = c.chunk_id AND v.model = %s) "
+            "ORDER BY c.chunk_id"
+        ).format(sql.SQL(" UNION ALL ").join(parts), sql.Identifier(SHARED_SCHEMA))
+        params: list[Any] = [model]
+        if limit is not None:
+            q += sql.SQL(" LIMIT %s")
+            params.append(int(limit))
+        with self._pool.connection() as conn:
+            rows = conn.execute(q, params).fetchall()
+        return [(r["chunk_id"], r["chunk_text"]) for r in rows]
+
+    def _ensure_vector_index(self, conn: psycopg.Connection, model: str, dim: int) -> None:
+        """Create the partial HNSW index of ``(model, dim)`` when missing (inside the caller's tx)."""
+        if (model, dim) in self._indexed_models:
+            return
+        kind = _vector_type(dim)
+        if kind is not None:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
+            conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw ((embedding::{}({})) {}) "
+                "WITH (m = {}, ef_construction = {}) WHERE model = {} AND dim = {}"
+            ).format(sql.Identifier(_index_name(model, dim)), sql.Identifier(SHARED_SCHEMA),
+                     sql.SQL(kind), sql.Literal(dim), sql.SQL(f"{kind}_cosine_ops"),
+                     sql.Literal(HNSW_M), sql.Literal(HNSW_EF_CONSTRUCTION),
+                     sql.Literal(model), sql.Literal(dim)))
+        with self._lock:
+            self._indexed_models.add((model, dim))
+
+    def add_vectors(self, model: str, chunk_ids: list[str], vectors: np.ndarray) -> int:
+        """Add vectors for ``model``; existing ``(chunk_id, model)`` rows are kept.
+
+        Loaded with binary COPY into a temporary table, then inserted with
+        ``ON CONFLICT DO NOTHING`` (so concurrent writers never fail). The
+        first vectors of a ``(model, dim)`` create its HNSW index.
+
+        Args:
+            model: embedding model name.
+            chunk_ids: n chunk ids (need not exist as chunks: such vectors
+                count as stale).
+            vectors: float32, shape (n, dim), L2-normalised.
+
+        Returns:
+            Rows added (duplicates within ``chunk_ids`` count once).
+
+        Raises:
+            ValueError: ``vectors`` is not 2-D, its row count is not
+                ``len(chunk_ids)``, or ``model`` already has vectors of another dim.
+        """
+        arr = np.asarray(vectors, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(chunk_ids):
+            raise ValueError(f"vectors must have shape ({len(chunk_ids)}, dim), got {arr.shape}")
+        if not chunk_ids:
+            return 0
+        dim = int(arr.shape[1])
+        now = time.time()
+        with self._tx() as conn:
+            have = self._model_dim(conn, model)
+            if have is not None and have != dim:
+                raise ValueError(f"model {model!r} has dim {have} in this index, got {dim}")
+            self._ensure_vector_index(conn, model, dim)
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS _cn_vectors_in "
+                         "(chunk_id text, embedding vector) ON COMMIT DELETE ROWS")
+            with conn.cursor() as cur:
+                with cur.copy("COPY _cn_vectors_in (chunk_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
+                    cp.set_types(["text", "vector"])
+                    for cid, row in zip(chunk_ids, arr):
+                        cp.write_row((cid, row))
+                cur.execute(sql.SQL(
+                    "INSERT INTO {}.vectors (chunk_id, model, dim, embedding, created) "
+                    "SELECT DISTINCT ON (chunk_id) chunk_id, %s, %s, embedding, %s FROM _cn_vectors_in "
+                    "ORDER BY chunk_id ON CONFLICT (chunk_id, model) DO NOTHING"
+                ).format(sql.Identifier(SHARED_SCHEMA)), (model, dim, now))
+                return max(cur.rowcount, 0)
+
+    def iter_vectors(self, model: str | None = None, batch: int = 10000
+                     ) -> Iterator[tuple[str, list[str], np.ndarray]]:
+        """Every stored vector (stale ones too), in batches, for export or migration.
+
+        Args:
+            model: only this model (None: every model).
+            batch: most rows per yielded batch (>= 1).
+
+        Yields:
+            ``(model, chunk_ids, vectors)`` with vectors float32, shape
+            (len(chunk_ids), dim); one model and one dim per batch, ordered by
+            (model, dim, chunk_id).
+        """
+        shared = sql.Identifier(SHARED_SCHEMA)
+        where = sql.SQL("") if model is None else sql.SQL(" WHERE model = %s")
+        params = () if model is None else (model,)
+        with self._pool.connection() as conn, conn.transaction():
+            with conn.cursor(name="cn_vectors_scan") as cur:
+                cur.itersize = batch
+                cur.execute(sql.SQL("SELECT model, dim, chunk_id, embedding FROM {}.vectors").format(shared)
+                            + where + sql.SQL(" ORDER BY model, dim, chunk_id"), params)
+                key: tuple[str, int] | None = None
+                ids: list[str] = []
+                rows: list[np.ndarray] = []
+                for r in cur:
+                    k = (r["model"], r["dim"])
+                    if ids and (k != key or len(ids) >= batch):
+                        yield key[0], ids, np.vstack(rows).astype(np.float32)  # type: ignore[index]
+                        ids, rows = [], []
+                    key = k
+                    ids.append(r["chunk_id"])
+                    e = r["embedding"]
+                    rows.append(np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32))
+                if ids:
+                    yield key[0], ids, np.vstack(rows).astype(np.float32)  # type: ignore[index]
+
+    def vector_counts(self) -> dict[str, dict[str, int]]:
+        """Per model: ``{"vectors", "dim", "stale", "missing"}``.
+
+        ``stale``: vectors whose chunk_id is in no chunk of any partition;
+        ``missing``: distinct chunk ids (all partitions) with no vector for
+        that model. ``dim`` is the model's largest stored dimension.
+        """
+        ids = self._all_chunk_ids_sql()
+        shared = sql.Identifier(SHARED_SCHEMA)
+        with self._pool.connection() as conn:
+            models = conn.execute(sql.SQL(
+                "SELECT model, count(*) AS n, max(dim) AS dim FROM {}.vectors GROUP BY model ORDER BY model"
+            ).format(shared)).fetchall()
+            if not models:
+                return {}
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS _cn_ids (chunk_id text PRIMARY KEY)")
+            with conn.transaction():
+                conn.execute("TRUNCATE _cn_ids")
+                conn.execute(sql.SQL("INSERT INTO _cn_ids SELECT DISTINCT chunk_id FROM ({}) a").format(ids))
+                conn.execute("ANALYZE _cn_ids")
+                out: dict[str, dict[str, int]] = {}
+                for m in models:
+                    r = conn.execute(sql.SQL(
+                        "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
+                        "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
+                        "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
+                        "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
+                    ).format(shared), {"m": m["model"]}).fetchone()
+                    out[m["model"]] = {"vectors": int(m["n"]), "dim": int(m["dim"]),
+                                       "stale": int(r["stale"]), "missing": int(r["missing"])}
+        return out
+
+    def _model_dim(self, conn: psycopg.Connection, model: str) -> int | None:
+        r = conn.execute(sql.SQL("SELECT dim FROM {}.vectors WHERE model = %s LIMIT 1")
+                         .format(sql.Identifier(SHARED_SCHEMA)), (model,)).fetchone()
+        return None if r is None else int(r["dim"])
+
+    def search_vectors(
+        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
+    ) -> list[VectorHit]:
+        """Top ``limit`` chunks by cosine similarity, HNSW first, exact when filtering starves it.
+
+        Per partition schema: the model's HNSW index (``hnsw.ef_search`` =
+        max(64, 2 x limit), ``hnsw.iterative_scan = relaxed_order``) walks
+        nearest vectors and joins them to the scoped chunks. When that yields
+        fewer than ``limit`` rows although the scope holds more chunks with
+        vectors (a very selective scope), the partition is searched exactly.
+
+        Args:
+            model: embedding model whose vectors are searched.
+            query: float32, shape (dim,), L2-normalised.
+            collection_paths: collections to search (None: all).
+            limit: most hits returned (>= 0).
+
+        Returns:
+            Hits best first; ``score`` = 1 - cosine distance = cosine similarity
+            (-1..1). A chunk_id stored at several paths yields one hit per path.
+            No vectors for ``model`` -> [].
+
+        Raises:
+            ValueError: ``query`` is not 1-D or its dim differs from the model's vectors.
+        """
+        q = np.asarray(query, dtype=np.float32)
+        if q.ndim != 1:
+            raise ValueError(f"query must have shape (dim,), got {q.shape}")
+        if limit <= 0:
+            return []
+        targets = self._schemas(None if collection_paths is None else list(collection_paths))
+        hits: list[VectorHit] = []
+        with self._pool.connection() as conn:
+            dim = self._model_dim(conn, model)
+            if dim is None:
+                return []
+            if dim != q.shape[0]:
+                raise ValueError(f"query has dim {q.shape[0]}, model {model!r} vectors have dim {dim}")
+            kind = _vector_type(dim)
+            for schema, paths in targets.items():
+                if paths is not None and not paths:
+                    continue
+                rows = self._search_partition(conn, schema, paths, model, dim, kind, q, limit)
+                hits.extend(VectorHit(_row_to_chunk(r), 1.0 - float(r["distance"])) for r in rows)
+        hits.sort(key=lambda h: (-h.score, h.chunk.collection_path, h.chunk.file_path, h.chunk.chunk_index))
+        return hits[:limit]
+
+    def _search_partition(self, conn: psycopg.Connection, schema: str, paths: list[str] | None, model: str,
+                          dim: int, kind: str | None, q: np.ndarray, limit: int) -> list[dict[str, Any]]:
+        s = sql.Identifier(schema)
+        where = sql.SQL("v.model = {} AND v.dim = {}").format(sql.Literal(model), sql.Literal(dim))
+        params: dict[str, Any] = {"q": q, "k": limit}
+        if paths is not None:
+            where += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
+            params["paths"] = paths
+        cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
+                                  for n in _CHUNK_SELECT.split(","))
+        exact = sql.SQL(
+            "SELECT {cols}, (v.embedding <=> %(q)s::vector) AS distance FROM {sh}.vectors v "
+            "JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
+            "ORDER BY distance, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
+        ).format(cols=cols, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
+        if kind is None:
+            return conn.execute(exact, params).fetchall()
+        cast = sql.SQL("{}({})").format(sql.SQL(kind), sql.Literal(dim))
+        # The ORDER BY expression matches the partial index expression exactly;
+        # the outer query restores strict order (relaxed_order may swap neighbours).
+        approx = sql.SQL(
+            "WITH hits AS MATERIALIZED (SELECT {cols}, (v.embedding::{cast} <=> %(q)s::{cast}) AS distance "
+            "FROM {sh}.vectors v JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
+            "ORDER BY v.embedding::{cast} <=> %(q)s::{cast} LIMIT %(k)s) "
+            "SELECT * FROM hits ORDER BY distance, collection_path, file_path, chunk_index"
+        ).format(cols=cols, cast=cast, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
+        with conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(64, 2 * limit))))
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = conn.execute(approx, params).fetchall()
+        if len(rows) < limit:
+            have = conn.execute(sql.SQL(
+                "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
+                "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
+            ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where), params).fetchone()["n"]
+            if have > len(rows):
+                rows = conn.execute(exact, params).fetchall()
+        return rows
+
+    # -- keyword search -----------------------------------------------------------
+    def search_keyword(
+        self, query: str, collection_paths: Iterable[str] | None, limit: int
+    ) -> list[KeywordHit]:
+        """Full-text hits over chunk_text, best first; all words first, then any word.
+
+        Words are parsed by ``plainto_tsquery('simple', ...)`` (no stemming, no
+        stop words, like SQLite FTS5's unicode61), so no query syntax is
+        interpreted. When no chunk holds every word, chunks holding any word
+        are returned (the SQLite store's rule).
+
+        Args:
+            query: plain words.
+            collection_paths: collections to search (None: all).
+            limit: most hits returned.
+
+        Returns:
+            Hits best first; ``score`` = ``ts_rank_cd`` (cover density, > 0,
+            higher is better, unbounded). No letter or digit, or limit <= 0 -> [].
+        """
+        if limit <= 0 or not any(ch.isalnum() for ch in query):
+            return []
+        targets = self._schemas(None if collection_paths is None else list(collection_paths))
+        cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
+                                  for n in _CHUNK_SELECT.split(","))
+        all_words = sql.SQL("plainto_tsquery('simple', %(q)s)")
+        any_word = sql.SQL("replace(plainto_tsquery('simple', %(q)s)::text, ' & ', ' | ')::tsquery")
+        hits: list[KeywordHit] = []
+        with self._pool.connection() as conn:
+            for tsquery in (all_words, any_word):
+                for schema, paths in targets.items():
+                    params: dict[str, Any] = {"q": query, "k": limit}
+                    where = sql.SQL("c.tsv @@ q.tq")
+                    if paths is not None:
+                        where += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
+                        params["paths"] = paths
+                    rows = conn.execute(sql.SQL(
+                        "SELECT {cols}, ts_rank_cd(c.tsv, q.tq) AS score FROM {s}.content_chunks c, "
+                        "(SELECT {tsq} AS tq) q WHERE {where} "
+                        "ORDER BY score DESC, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
+                    ).format(cols=cols, s=sql.Identifier(schema), tsq=tsquery, where=where),
+                        params).fetchall()
+                    hits.extend(KeywordHit(_row_to_chunk(r), float(r["score"])) for r in rows)
+                if hits:
+                    break
+        hits.sort(key=lambda h: (-h.score, h.chunk.collection_path, h.chunk.file_path, h.chunk.chunk_index))
+        return hits[:limit]
+
+    # -- runs and locks -------------------------------------------------------------
+    @contextmanager
+    def index_lock(self) -> Iterator[None]:
+        """Exclusive indexer lock across processes (``pg_try_advisory_lock``).
+
+        Held on a dedicated connection for the whole ``with`` block, released
+        on exit (or by the server when the process dies).
+
+        Raises:
+            IndexBusyError: another session holds the lock (no waiting).
+        """
+        conn = psycopg.connect(self.dsn, autocommit=True)
+        try:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (INDEX_LOCK_KEY,)).fetchone()[0]
+            if not got:
+                raise IndexBusyError("another index run holds the lock (Postgres advisory lock)")
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (INDEX_LOCK_KEY,))
+        finally:
+            conn.close()
+
+    def save_run(self, summary: dict[str, Any]) -> None:
+        """Remember the last index run's summary (JSON-able dict); the last 20 are kept."""
+        with self._tx() as conn:
+            shared = sql.Identifier(SHARED_SCHEMA)
+            conn.execute(sql.SQL("INSERT INTO {}.runs (saved_at, summary) VALUES (%s, %s::jsonb)")
+                         .format(shared), (time.time(), json.dumps(summary)))
+            conn.execute(sql.SQL("DELETE FROM {0}.runs WHERE id NOT IN "
+                                 "(SELECT id FROM {0}.runs ORDER BY id DESC LIMIT 20)").format(shared))
+
+    def last_run(self) -> dict[str, Any] | None:
+        """The last saved run summary, or None."""
+        with self._pool.connection() as conn:
+            r = conn.execute(sql.SQL("SELECT summary FROM {}.runs ORDER BY id DESC LIMIT 1")
+                             .format(sql.Identifier(SHARED_SCHEMA))).fetchone()
+        return None if r is None else r["summary"]
+
+    def close(self) -> None:
+        """Close the connection pool (idempotent)."""
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
