@@ -112,6 +112,7 @@ def fts_query(text: str) -> tuple[str, str] | None:
     searched as text, never parsed as query syntax. Tokens without a letter
     or digit are dropped (the tokenizer would drop them anyway).
     """
+    text = "".join(" " if ch < " " else ch for ch in text)  # NUL / controls end a token
     tokens = [t for t in text.split() if any(ch.isalnum() for ch in t)]
     if not tokens:
         return None

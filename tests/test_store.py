@@ -1,0 +1,341 @@
+"""The Store contract (engine/store/base.py), run on every backend via the ``store`` fixture."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.chunk import chunk_id
+from engine.errors import IndexBusyError
+from engine.model import Bbox, Chunk, Collection, Document, Region
+from engine.store.base import Store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _doc(cp: str, fp: str, content_hash: str, n: int, status: str = "indexed") -> Document:
+    return Document(cp, fp, content_hash, "size=1000;overlap=150;extractor=1", "pdf", status,
+                    size_bytes=123, last_modified=1700000000.5, indexed_at=1700000001.0,
+                    page_count=2, chunk_count=n, text_length=10 * n, summary="summary",
+                    metadata={"title": "T", "notes": ["a"]})
+
+
+def _chunks(cp: str, fp: str, content_hash: str, texts: list[str]) -> list[Chunk]:
+    out = []
+    pos = 0
+    for i, t in enumerate(texts):
+        box = Bbox(0.125, 0.25 + i * 0.0625, 0.5, 0.0625)  # exact in 5 decimals (wire rounding)
+        out.append(Chunk(cp, fp, i, chunk_id(content_hash, t), content_hash, pos, pos + len(t), t,
+                         page=1 + i % 2, page_label=["i", "ii"][i % 2], bbox=box,
+                         regions=(Region(1 + i % 2, box), Region(2 + i % 2, Bbox(0, 0, 1, 0.1))),
+                         metadata={"k": i}, last_modified=1700000000.5))
+        pos += len(t)
+    return out
+
+
+def _put(store: Store, cp: str, fp: str, content_hash: str, texts: list[str]) -> list[Chunk]:
+    chunks = _chunks(cp, fp, content_hash, texts)
+    store.replace_document(_doc(cp, fp, content_hash, len(chunks)), "".join(texts), chunks)
+    return chunks
+
+
+def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    v = rng.standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_satisfies_protocol(store):
+    assert isinstance(store, Store)
+
+
+def test_collections_round_trip(store):
+    store.add_collection(Collection("B/x", "/tmp/b", None))
+    store.add_collection(Collection("A", "/tmp/a", "secret"))
+    store.add_collection(Collection("A", "/tmp/a2", None))  # update
+    assert store.collections() == [Collection("A", "/tmp/a2", None), Collection("B/x", "/tmp/b", None)]
+    assert store.get_collection("B/x") == Collection("B/x", "/tmp/b", None)
+    assert store.get_collection("nope") is None
+    assert store.remove_collection("A") is True
+    assert store.remove_collection("A") is False
+    assert [c.collection_path for c in store.collections()] == ["B/x"]
+
+
+def test_document_and_chunks_round_trip(store):
+    store.add_collection(Collection("A", "/tmp/a"))
+    texts = ["alpha beta ", "gamma délta ", "epsilon"]
+    chunks = _put(store, "A", "dir/f.pdf", "h1", texts)
+    doc = store.get_document("A", "dir/f.pdf")
+    assert doc == _doc("A", "dir/f.pdf", "h1", 3)
+    assert store.document_text("A", "dir/f.pdf") == "".join(texts)
+    assert store.chunks("A", "dir/f.pdf") == chunks
+    assert store.get_chunk("A", "dir/f.pdf", 1) == chunks[1]
+    assert store.get_chunk("A", "dir/f.pdf", 3) is None
+    assert store.chunk_count("A", "dir/f.pdf") == 3
+    assert store.chunk_count("A", "other") == 0
+    assert store.get_document("A", "other") is None and store.document_text("A", "other") is None
+    _put(store, "A", "a.txt", "h2", ["x"])
+    assert [d.file_path for d in store.documents()] == ["a.txt", "dir/f.pdf"]
+    assert [d.file_path for d in store.documents("A")] == ["a.txt", "dir/f.pdf"]
+    assert store.documents("B") == []
+    store.remove_document("A", "dir/f.pdf")
+    assert store.get_document("A", "dir/f.pdf") is None and store.chunks("A", "dir/f.pdf") == []
+
+
+def test_failed_document_has_no_chunks(store):
+    _put(store, "A", "f.pdf", "h1", ["one", "two"])
+    failed = Document("A", "f.pdf", "h2", "k", "pdf", "failed", reason="corrupt: broken xref")
+    store.replace_document(failed, "", [])
+    assert store.get_document("A", "f.pdf").status == "failed"
+    assert store.get_document("A", "f.pdf").reason == "corrupt: broken xref"
+    assert store.chunks("A", "f.pdf") == []
+    assert store.search_keyword("one", None, 10) == []
+
+
+def test_replace_is_atomic_for_a_concurrent_reader(store):
+    """A reader thread never sees a mix of the old and the new chunk set."""
+    versions = {
+        "hA": ["old text %d " % i for i in range(7)],
+        "hB": ["new words %d " % i for i in range(3)],
+    }
+    _put(store, "A", "f.txt", "hA", versions["hA"])
+    stop = threading.Event()
+    seen: list[tuple[set[str], int]] = []
+    errors: list[BaseException] = []
+
+    def reader():
+        try:
+            while not stop.is_set():
+                rows = store.chunks("A", "f.txt")
+                seen.append(({c.content_hash for c in rows}, len(rows)))
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for i in range(500):
+            h = "hB" if i % 2 == 0 else "hA"
+            _put(store, "A", "f.txt", h, versions[h])
+    finally:
+        stop.set()
+        t.join()
+    assert not errors
+    assert len(seen) > 10
+    for hashes, n in seen:
+        assert len(hashes) == 1, hashes
+        (h,) = hashes
+        assert n == len(versions[h])
+
+
+def test_vectors_are_only_added_and_stale_is_counted(store):
+    chunks = _put(store, "A", "f.txt", "h1", ["one ", "two ", "three"])
+    ids = [c.chunk_id for c in chunks]
+    rng = np.random.default_rng(1)
+    v = _unit(rng, 3, 8)
+    assert store.chunks_missing_vectors("m") == sorted((c.chunk_id, c.chunk_text) for c in chunks)
+    assert store.add_vectors("m", ids[:2], v[:2]) == 2
+    assert store.chunks_missing_vectors("m") == [(ids[2], "three")]
+    assert store.chunks_missing_vectors("m", limit=0) == []
+    assert store.add_vectors("m", ids, _unit(rng, 3, 8)) == 1  # the first two are kept
+    hits = store.search_vectors("m", v[0], None, 1)
+    assert hits[0].chunk.chunk_id == ids[0] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert store.vector_counts() == {"m": {"vectors": 3, "dim": 8, "stale": 0, "missing": 0}}
+    # A second model adds rows; the first model's stay.
+    assert store.add_vectors("m2", ids[:1], _unit(rng, 1, 4)) == 1
+    counts = store.vector_counts()
+    assert counts["m2"] == {"vectors": 1, "dim": 4, "stale": 0, "missing": 2}
+    # The file changes: old chunks vanish, their vectors stay as stale.
+    new = _put(store, "A", "f.txt", "h2", ["one "])
+    counts = store.vector_counts()
+    assert counts["m"] == {"vectors": 3, "dim": 8, "stale": 3, "missing": 1}
+    assert store.chunks_missing_vectors("m") == [(new[0].chunk_id, "one ")]
+    assert store.search_vectors("m", v[0], None, 5) == []  # stale vectors are never hits
+
+
+def test_missing_vectors_are_distinct_chunk_ids(store):
+    a = _put(store, "A", "f.txt", "same", ["dup ", "x"])
+    _put(store, "B", "g.txt", "same", ["dup ", "x"])
+    assert store.chunks_missing_vectors("m") == sorted((c.chunk_id, c.chunk_text) for c in a)
+
+
+def test_search_vectors_is_exact_cosine_within_collections(store):
+    rng = np.random.default_rng(7)
+    dim = 16
+    rows = []  # (collection, file, index, chunk_id)
+    ids, vecs = [], []
+    for coll in ("A", "B", "C/d"):
+        for f in range(4):
+            chunks = _put(store, coll, f"f{f}.txt", f"{coll}-{f}", [f"{coll} {f} {i} " for i in range(6)])
+            v = _unit(rng, len(chunks), dim)
+            store.add_vectors("m", [c.chunk_id for c in chunks], v)
+            rows += [(c.collection_path, c.file_path, c.chunk_index) for c in chunks]
+            vecs.append(v)
+    matrix = np.concatenate(vecs)
+    q = _unit(rng, 1, dim)[0]
+    truth = matrix @ q
+    for scope in (None, ["A"], ["B", "C/d"], ["C/d", "nope"], ["nope"], []):
+        hits = store.search_vectors("m", q, scope, 7)
+        allowed = [i for i, r in enumerate(rows) if scope is None or r[0] in scope]
+        want = sorted(allowed, key=lambda i: -truth[i])[:7]
+        assert [(h.chunk.collection_path, h.chunk.file_path, h.chunk.chunk_index) for h in hits] == \
+            [rows[i] for i in want]
+        assert [h.score for h in hits] == pytest.approx([float(truth[i]) for i in want], abs=1e-5)
+        assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    # Changing a file is seen by the next search (the cache refreshes).
+    store.remove_document("A", "f0.txt")
+    hits = store.search_vectors("m", q, ["A"], 100)
+    assert {h.chunk.file_path for h in hits} == {"f1.txt", "f2.txt", "f3.txt"}
+    with pytest.raises(ValueError):
+        store.search_vectors("m", np.ones(3, np.float32), None, 3)
+    assert store.search_vectors("unknown-model", q, None, 3) == []
+
+
+def test_same_chunk_id_at_several_paths_gives_one_hit_per_path(store):
+    a = _put(store, "A", "one.txt", "same", ["shared text"])
+    _put(store, "A", "copy/one.txt", "same", ["shared text"])
+    _put(store, "B", "one.txt", "same", ["shared text"])
+    v = _unit(np.random.default_rng(3), 1, 8)
+    assert store.add_vectors("m", [a[0].chunk_id], v) == 1
+    hits = store.search_vectors("m", v[0], None, 10)
+    assert sorted((h.chunk.collection_path, h.chunk.file_path) for h in hits) == [
+        ("A", "copy/one.txt"), ("A", "one.txt"), ("B", "one.txt")]
+    assert all(h.score == pytest.approx(1.0, abs=1e-5) for h in hits)
+    assert len(store.search_vectors("m", v[0], ["B"], 10)) == 1
+
+
+@pytest.mark.parametrize("query", [
+    'alpha', '"alpha', 'alpha"', '"', "''", 'AND', 'alpha AND', 'OR alpha', 'NOT', '*', 'alp*',
+    '-alpha', 'alpha -beta', 'NEAR(alpha beta)', 'col:alpha', '(alpha', 'alpha)', '^alpha',
+    '{alpha}', 'a\x00b', '   ', '', 'alpha + beta', "l'alpha", 'ÄLPHÄ', '\\',
+])
+def test_keyword_search_never_raises_on_hostile_input(store, query):
+    _put(store, "A", "f.txt", "h1", ["alpha beta gamma ", "delta AND epsilon ", "zeta eta"])
+    hits = store.search_keyword(query, None, 5)
+    assert isinstance(hits, list)
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+
+
+def test_keyword_search_ranks_and_scopes(store):
+    _put(store, "A", "f.txt", "h1", ["the pelican flies ", "pelican pelican pelican ", "nothing here"])
+    _put(store, "B", "g.txt", "h2", ["a pelican in B"])
+    hits = store.search_keyword("pelican", None, 10)
+    assert hits[0].chunk.chunk_index == 1 and hits[0].chunk.collection_path == "A"
+    assert {(h.chunk.collection_path, h.chunk.chunk_index) for h in hits} == {("A", 0), ("A", 1), ("B", 0)}
+    assert [h.chunk.collection_path for h in store.search_keyword("pelican", ["B"], 10)] == ["B"]
+    assert store.search_keyword("pelican", [], 10) == []
+    assert store.search_keyword("absent-word", None, 10) == []
+    assert store.search_keyword("pelican", None, 1)[0].chunk.chunk_index == 1
+    # AND is searched as a word, not an operator
+    _put(store, "C", "h.txt", "h3", ["this AND that"])
+    assert [h.chunk.collection_path for h in store.search_keyword("AND", ["C"], 5)] == ["C"]
+
+
+def test_runs(store):
+    assert store.last_run() is None
+    store.save_run({"indexed": 1, "failed": []})
+    store.save_run({"indexed": 2, "failed": [{"filePath": "x"}]})
+    assert store.last_run() == {"indexed": 2, "failed": [{"filePath": "x"}]}
+
+
+def test_index_lock_is_exclusive_between_store_objects(store, store_backend, tmp_path):
+    if store_backend == "sqlite":
+        from engine.store.sqlite import SqliteStore
+
+        other = SqliteStore(store.path)
+    else:
+        other = type(store)(store._test_dsn) if hasattr(store, "_test_dsn") else store
+    try:
+        with store.index_lock():
+            with pytest.raises(IndexBusyError):
+                with other.index_lock():
+                    pass
+        with other.index_lock():  # released
+            pass
+    finally:
+        if other is not store:
+            other.close()
+
+
+_HOLDER = """
+import sys
+from engine.store.sqlite import SqliteStore
+s = SqliteStore(sys.argv[1])
+with s.index_lock():
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_sqlite_index_lock_is_exclusive_across_processes(tmp_path):
+    from engine.store.sqlite import SqliteStore
+
+    path = str(tmp_path / "index.db")
+    store = SqliteStore(path)
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, path], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(IndexBusyError):
+            with store.index_lock():
+                pass
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    with store.index_lock():
+        pass
+    store.close()
+
+
+def test_memory_store_works():
+    from engine.store.sqlite import SqliteStore
+
+    s = SqliteStore(":memory:")
+    _put(s, "A", "f.txt", "h", ["alpha beta"])
+    ids = [c.chunk_id for c in s.chunks("A", "f.txt")]
+    s.add_vectors("m", ids, np.eye(1, 4, dtype=np.float32))
+    assert s.search_vectors("m", np.eye(1, 4, dtype=np.float32)[0], ["A"], 3)[0].score == pytest.approx(1.0)
+    assert s.search_keyword("beta", None, 3)[0].chunk.chunk_id == ids[0]
+    with s.index_lock():
+        with pytest.raises(IndexBusyError):
+            with s.index_lock():
+                pass
+    s.close()
+
+
+def test_sqlite_other_process_writes_are_seen_by_the_vector_cache(tmp_path):
+    """Two store objects on one file: vectors and chunks written by one are searched by the other."""
+    from engine.store.sqlite import SqliteStore
+
+    path = str(tmp_path / "index.db")
+    reader, writer = SqliteStore(path), SqliteStore(path)
+    rng = np.random.default_rng(5)
+    a = _put(writer, "A", "a.txt", "ha", ["a0 ", "a1"])
+    va = _unit(rng, 2, 8)
+    writer.add_vectors("m", [c.chunk_id for c in a], va)
+    assert len(reader.search_vectors("m", va[0], None, 10)) == 2
+    b = _put(writer, "A", "b.txt", "hb", ["b0"])
+    vb = _unit(rng, 1, 8)
+    writer.add_vectors("m", [b[0].chunk_id], vb)
+    hits = reader.search_vectors("m", vb[0], None, 10)
+    assert len(hits) == 3 and hits[0].chunk.file_path == "b.txt"
+    # A brand-new store object on the same file reuses the matrix file.
+    third = SqliteStore(path)
+    assert third.search_vectors("m", vb[0], None, 1)[0].chunk.file_path == "b.txt"
+    for s in (reader, writer, third):
+        s.close()
+
+
+def test_sqlite_file_settings(tmp_path):
+    from engine.store.sqlite import SqliteStore
+
+    s = SqliteStore(str(tmp_path / "deep" / "dir" / "index.db"))
+    conn = s._conn()
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
+    s.close()
