@@ -207,8 +207,14 @@ def _row_to_document(r: dict[str, Any]) -> Document:
     )
 
 
+def _text(value: str | None) -> str | None:
+    """Postgres text cannot hold NUL: each becomes U+FFFD (one character, so offsets stay valid)."""
+    return None if value is None else value.replace("\x00", "\ufffd")
+
+
 def _jsonb(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
+    """JSON for a jsonb column (which rejects ``\\u0000``: it becomes ``\\ufffd``)."""
+    return None if value is None else json.dumps(value).replace("\\u0000", "\\ufffd")
 
 
 class PostgresStore:
@@ -522,7 +528,7 @@ class PostgresStore:
                 "summary = EXCLUDED.summary, metadata = EXCLUDED.metadata, text = EXCLUDED.text"
             ).format(s), (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
                           d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
-                          d.chunk_count, d.text_length, d.summary, json.dumps(d.metadata), text))
+                          d.chunk_count, d.text_length, _text(d.summary), _jsonb(d.metadata), _text(text)))
             if chunks:
                 with conn.cursor() as cur:
                     cur.executemany(sql.SQL(
@@ -532,9 +538,9 @@ class PostgresStore:
                         "%s::jsonb, %s::jsonb, %s)"
                     ).format(s), [
                         (c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start,
-                         c.end, c.chunk_text, c.page, c.page_label,
+                         c.end, _text(c.chunk_text), c.page, _text(c.page_label),
                          _jsonb(c.bbox.to_dict() if c.bbox else None),
-                         json.dumps([r.to_dict() for r in c.regions]), json.dumps(c.metadata),
+                         _jsonb([r.to_dict() for r in c.regions]), _jsonb(c.metadata),
                          c.last_modified)
                         for c in chunks
                     ])
@@ -866,6 +872,7 @@ class PostgresStore:
             Hits best first; ``score`` = ``ts_rank_cd`` (cover density, > 0,
             higher is better, unbounded). No letter or digit, or limit <= 0 -> [].
         """
+        query = query.replace("\x00", " ")
         if limit <= 0 or not any(ch.isalnum() for ch in query):
             return []
         targets = self._schemas(None if collection_paths is None else list(collection_paths))
@@ -922,7 +929,7 @@ class PostgresStore:
         with self._tx() as conn:
             shared = sql.Identifier(SHARED_SCHEMA)
             conn.execute(sql.SQL("INSERT INTO {}.runs (saved_at, summary) VALUES (%s, %s::jsonb)")
-                         .format(shared), (time.time(), json.dumps(summary)))
+                         .format(shared), (time.time(), _jsonb(summary)))
             conn.execute(sql.SQL("DELETE FROM {0}.runs WHERE id NOT IN "
                                  "(SELECT id FROM {0}.runs ORDER BY id DESC LIMIT 20)").format(shared))
 
