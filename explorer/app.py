@@ -1,0 +1,69 @@
+"""chunknav explorer: Streamlit entry point (frame and router).
+
+Run from the repo root: ``chunknav gui`` (or ``make run``), which is
+``python -m streamlit run explorer/app.py`` plus the ``streamlit_config.toml``
+values as ``--section.key`` flags. Pages are the files in ``pages/``, routed
+by ``st.navigation``; every view keeps its state in ``st.query_params``.
+
+On first start (an index without collections) the bundled sample corpus
+(``assets/samples``) is added as collection ``Samples`` and indexed in the
+background, with a progress bar in the sidebar.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_REPO = str(Path(__file__).resolve().parents[1])
+if _REPO not in sys.path:  # `streamlit run explorer/app.py` puts explorer/ first, not the repo
+    sys.path.insert(0, _REPO)
+
+import streamlit as st  # noqa: E402
+
+from explorer import state, widgets  # noqa: E402
+
+st.set_page_config(page_title="chunknav explorer", page_icon=":material/travel_explore:", layout="wide")
+
+pages = [st.Page(widgets.page_path(name), title=title, icon=icon, url_path=url, default=name == "status")
+         for name, (_file, title, icon, url) in widgets.PAGES.items()]
+nav = st.navigation(pages)
+
+
+def _first_start() -> None:
+    """Index the bundled samples when the index has no collection yet."""
+    engine = state.engine()
+    if engine.store.collections() or state.job().snapshot()["status"] != "idle":
+        return
+    if state.SAMPLES.is_dir() and any(state.SAMPLES.iterdir()):
+        engine.add_collection(state.SAMPLE_COLLECTION, str(state.SAMPLES))
+        state.job().start(engine, force=False)
+
+
+@st.fragment(run_every=1.0)
+def _sidebar_job_live() -> None:
+    snap = state.job().snapshot()
+    if snap["status"] != "running":
+        st.rerun(scope="app")  # the run ended: redraw the whole view once, stop polling
+    st.markdown("**Indexing…**")
+    widgets.job_progress(snap)
+
+
+def _sidebar_job() -> None:
+    snap = state.job().snapshot()
+    if snap["status"] == "running":
+        _sidebar_job_live()
+    elif snap["status"] == "done" and snap.get("summary"):
+        s = snap["summary"]
+        st.caption(f"Last run here: {s.get('indexed', 0)} indexed, {s.get('skipped', 0)} unchanged, "
+                   f"{len(s.get('failed') or [])} failed, {s.get('seconds', 0)} s")
+
+
+with st.sidebar:
+    st.markdown("### chunknav")
+    st.caption(f"Index: `{state.settings().dsn and 'postgres' or state.settings().db}` · "
+               f"provider `{state.settings().embed_provider}`")
+    _first_start()
+    _sidebar_job()
+
+nav.run()

@@ -1,0 +1,94 @@
+"""Process-wide explorer state, built once with ``st.cache_resource``.
+
+Owns: the one ``Engine`` per settings (``engine()``), the background index
+job next to it (``job()``), and deep-link helpers over ``st.query_params``.
+The Engine is shared by every session, so it must be (and is) safe for
+concurrent reads; only the index job writes, one at a time.
+
+Settings come from ``engine.config.load_settings()`` (``CHUNKNAV_DB``,
+``EMBED_PROVIDER``, ``EMBED_URL``, ... or ``chunknav.toml``); tests set those
+variables before ``AppTest.from_file("explorer/app.py")``. The cache is keyed
+by the settings, so a test with another database gets another Engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from engine.config import Settings, load_settings
+from engine.tools import Engine
+from explorer.jobs import IndexJob
+
+__all__ = ["REPO", "SAMPLES", "SAMPLE_COLLECTION", "settings", "engine", "job", "qp_get", "qp_int",
+           "qp_float", "qp_set"]
+
+REPO = Path(__file__).resolve().parents[1]
+#: The bundled sample corpus indexed on first start (when the index has no collection).
+SAMPLES = REPO / "assets" / "samples"
+SAMPLE_COLLECTION = "Samples"
+
+
+def settings() -> Settings:
+    """Settings as the engine reads them now (environment + chunknav.toml)."""
+    return load_settings()
+
+
+def _key(s: Settings) -> str:
+    return repr(s)
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(key: str, _settings: Settings) -> Engine:
+    return Engine(_settings)
+
+
+@st.cache_resource(show_spinner=False)
+def _job(key: str) -> IndexJob:
+    return IndexJob()
+
+
+def engine() -> Engine:
+    """The shared Engine for the current settings (built once per process)."""
+    s = settings()
+    return _engine(_key(s), s)
+
+
+def job() -> IndexJob:
+    """The background index job of the current settings' Engine (one per process)."""
+    return _job(_key(settings()))
+
+
+# -- deep links --------------------------------------------------------------
+def qp_get(name: str, default: str | None = None) -> str | None:
+    """A query parameter as text, or ``default``."""
+    value = st.query_params.get(name)
+    return default if value in (None, "") else str(value)
+
+
+def qp_int(name: str, default: int | None = None) -> int | None:
+    """A query parameter as an int (``default`` when absent or not a number)."""
+    try:
+        return int(str(st.query_params.get(name)))
+    except (TypeError, ValueError):
+        return default
+
+
+def qp_float(name: str, default: float) -> float:
+    """A query parameter as a float (``default`` when absent or not a number)."""
+    try:
+        return float(str(st.query_params.get(name)))
+    except (TypeError, ValueError):
+        return default
+
+
+def qp_set(**values: Any) -> None:
+    """Set query parameters; ``None`` removes one. Values are stored as text."""
+    for k, v in values.items():
+        if v is None or v == "":
+            if k in st.query_params:
+                del st.query_params[k]
+        else:
+            st.query_params[k] = str(v)

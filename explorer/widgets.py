@@ -1,0 +1,538 @@
+"""Shared explorer widgets: tool calls with their panel, failure callouts, hits,
+marked text, index progress and page images.
+
+Owns: ``run_tool`` (every page calls the engine through it: one
+``engine.tools.call_tool`` per action, shown in the "This maps to a tool call"
+expander built from ``REGISTRY`` and ``cli_command``, never written per page),
+the failure callouts (one per error code, with who can fix it from
+``engine.errors.WHO_FIXES``), hit rows, text with query words or spans
+marked, and the page-image helper (PNG from ``engine.render``; no PyMuPDF here).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import streamlit as st
+
+from engine.errors import WHO_FIXES, ChunknavError
+from engine.paths import resolve_inside
+from engine.search import parse_query, query_terms
+from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
+from explorer import state
+
+__all__ = [
+    "PAGES",
+    "page_path",
+    "run_tool",
+    "tool_call_panel",
+    "failure_callout",
+    "search_outcome",
+    "hit_row",
+    "mark_terms",
+    "marked_block",
+    "job_progress",
+    "run_summary",
+    "source_file",
+    "page_image",
+    "FAILURE_TITLES",
+]
+
+PAGES_DIR = state.REPO / "pages"
+#: page name -> (file, title, icon, url_path)
+PAGES = {
+    "status": ("status.py", "Status", ":material/monitoring:", "status"),
+    "rebuild": ("rebuild.py", "Rebuild", ":material/autorenew:", "rebuild"),
+    "explore": ("explore.py", "Explore index", ":material/search:", "explore"),
+    "chunk": ("chunk.py", "Chunk", ":material/article:", "chunk"),
+    "source": ("source.py", "Source", ":material/picture_as_pdf:", "source"),
+}
+
+
+def page_path(name: str) -> Path:
+    """Absolute path of a page script, for ``st.switch_page`` / ``st.page_link``."""
+    return PAGES_DIR / PAGES[name][0]
+
+
+def go(name: str, **params: Any) -> None:
+    """Switch to a page with the given query parameters (a deep link)."""
+    st.switch_page(page_path(name), query_params={k: str(v) for k, v in params.items() if v is not None})
+
+
+# -- tool calls -----------------------------------------------------------------
+def run_tool(name: str, arguments: dict[str, Any], panel: bool = True,
+             label: str = "This maps to a tool call") -> dict[str, Any] | None:
+    """Call one registry tool on the shared Engine and show the call.
+
+    Args:
+        name: a ``REGISTRY`` tool name.
+        arguments: the exact arguments passed (shown as sent).
+        panel: draw the "This maps to a tool call" expander.
+
+    Returns:
+        The envelope (parsed JSON, as every face returns it), or None when the
+        arguments broke the schema (shown as an ``invalid-argument`` callout).
+    """
+    try:
+        envelope = call_tool(state.engine(), name, arguments)
+    except ToolArgumentError as e:
+        failure_callout({"error": "invalid-argument", "message": str(e)})
+        envelope = None
+    if panel:
+        tool_call_panel(name, arguments, envelope, label)
+    return envelope
+
+
+def tool_call_panel(name: str, arguments: dict[str, Any], envelope: Any,
+                    label: str = "This maps to a tool call") -> None:
+    """The expander with the exact call, its ``chunknav`` command line and the envelope."""
+    tool = REGISTRY[name]
+    with st.expander(label, expanded=False, icon=":material/terminal:"):
+        st.caption(f"Tool `{tool.name}` (the same function the CLI and the MCP server call): "
+                   f"{tool.description}")
+        st.markdown("**Call** (MCP `tools/call` params)")
+        st.code(to_json({"name": name, "arguments": arguments}, indent=2), language="json")
+        st.markdown("**Command line**")
+        st.code(cli_command(name, arguments), language="bash")
+        st.markdown("**Envelope returned**")
+        st.code(to_json(envelope, indent=2) if envelope is not None else "null", language="json")
+
+
+# -- failures -----------------------------------------------------------------------
+#: error code -> (headline, callout kind)
+FAILURE_TITLES: dict[str, tuple[str, str]] = {
+    "embedding-credential-rejected": ("Could not search: the embedding server refused the credential", "error"),
+    "embedding-request-rejected": ("Could not search: the embedding server refused the request", "error"),
+    "embedding-unavailable": ("Could not search: the embedding server did not answer", "warning"),
+    "search-not-performed": ("Search not performed: no embedding provider is configured", "warning"),
+    "index-busy": ("Another index run is active", "warning"),
+    "not-found": ("Not found", "error"),
+    "invalid-argument": ("Invalid argument", "error"),
+    "path-escape": ("Refused: the file path leaves the collection root", "error"),
+}
+
+
+def failure_callout(envelope: dict[str, Any]) -> None:
+    """A plain callout for an envelope (or probe) carrying ``error``: what happened,
+    the code, who can fix it, and the provider's endpoint/model/status/body."""
+    code = str(envelope.get("error"))
+    title, kind = FAILURE_TITLES.get(code, (f"Failed: {code}", "error"))
+    lines = [f"**{title}.** {envelope.get('message', '')}".strip(),
+             f"Error code: `{code}`" + (f" · HTTP status {envelope['statusCode']}"
+                                       if envelope.get("statusCode") is not None else "")]
+    who = WHO_FIXES.get(code)
+    if who:
+        lines.append(f"**Who can fix it:** {who}.")
+    details = [f"{k}: `{envelope[k]}`" for k in ("endpoint", "model") if envelope.get(k)]
+    if details:
+        lines.append(" · ".join(details))
+    if envelope.get("responseBody"):
+        body = str(envelope["responseBody"])[:500].replace("`", "'")
+        lines.append(f"Server said: `{body}`")
+    getattr(st, kind)("\n\n".join(lines), icon=":material/error:" if kind == "error" else ":material/warning:")
+
+
+def search_outcome(envelope: dict[str, Any]) -> bool:
+    """Render what a search envelope says about itself; True when there are hits to list.
+
+    "Searched, 0 hits" (an info line naming the collections) never looks like
+    "could not search" (an error/warning callout with the code).
+    """
+    if envelope.get("error"):
+        failure_callout(envelope)
+        return False
+    colls = ", ".join(f"`{c}`" for c in envelope.get("collections", [])) or "none"
+    if not envelope.get("searched"):
+        st.info(f"**Not searched.** {envelope.get('hint') or envelope.get('message') or ''}",
+                icon=":material/info:")
+        return False
+    if envelope.get("message"):
+        st.caption(envelope["message"])
+    if envelope.get("count", 0) == 0:
+        st.info(f"**Searched, 0 hits.** Collections searched: {colls}; mode `{envelope.get('mode')}`. "
+                "Nothing matched: try other words or another scope.", icon=":material/search_off:")
+        return False
+    st.caption(f"Searched {colls} · mode `{envelope.get('mode')}` · score `{envelope.get('scoreKind')}`"
+               + (f" · model `{envelope['model']}`" if envelope.get("model") else "")
+               + f" · {envelope['count']} hits")
+    return True
+
+
+# -- text ------------------------------------------------------------------------
+def _term_re(terms: Iterable[str]) -> re.Pattern[str] | None:
+    terms = sorted({t for t in terms if t}, key=len, reverse=True)
+    if not terms:
+        return None
+    return re.compile(r"(?<!\w)(" + "|".join(re.escape(t) for t in terms) + r")", re.IGNORECASE)
+
+
+def mark_terms(text: str, query: str) -> str:
+    """HTML of ``text`` (escaped) with the query's words in ``<mark>``.
+
+    Words are ``engine.search.query_terms`` of the query without its
+    ``namespace:``/``scope:`` tokens, matched case-insensitively at word starts.
+    """
+    pattern = _term_re(query_terms(parse_query(query or "").text))
+    if pattern is None:
+        return html.escape(text)
+    out, pos = [], 0
+    for m in pattern.finditer(text):
+        out.append(html.escape(text[pos:m.start()]))
+        out.append(f"<mark>{html.escape(m.group(0))}</mark>")
+        pos = m.end()
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "",
+                 height_px: int | None = None) -> None:
+    """Show ``text`` preformatted with character spans marked.
+
+    Args:
+        text: the text shown.
+        spans: ``(start, end, css_class)`` character offsets into ``text``,
+            non-overlapping, classes ``ovl`` (overlap with a neighbour) or
+            ``span`` (the chunk inside a document).
+        query: words also marked inside the text.
+        height_px: scroll box height; None = as tall as the text.
+    """
+    pieces, pos = [], 0
+    for start, end, cls in sorted(spans):
+        start, end = max(start, pos), min(end, len(text))
+        if end <= start:
+            continue
+        pieces.append(mark_terms(text[pos:start], query))
+        pieces.append(f'<span class="cn-{cls}">{mark_terms(text[start:end], query)}</span>')
+        pos = end
+    pieces.append(mark_terms(text[pos:], query))
+    style = f"max-height:{height_px}px;overflow-y:auto;" if height_px else ""
+    st.markdown(
+        "<style>.cn-text{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;"
+        "line-height:1.45;padding:0.6rem;border:1px solid #ddd;border-radius:6px}"
+        ".cn-ovl{background:#dbeafe;border-bottom:2px solid #3b82f6}"
+        ".cn-span{background:#fde68a;outline:2px solid #ea580c}</style>"
+        f'<div class="cn-text" style="{style}">{"".join(pieces)}</div>',
+        unsafe_allow_html=True,
+    )
+
+
+# -- hits --------------------------------------------------------------------------
+def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False) -> str | None:
+    """One search hit: rank, score, file, page badge, marked snippet, and buttons.
+
+    Returns:
+        ``"chunk"`` or ``"source"`` when that button was clicked, else None.
+    """
+    with st.container(border=True):
+        left, mid, right = st.columns([1.1, 7, 2.2], vertical_alignment="center")
+        left.markdown(f"**#{hit['rank']}**" + (" ◀" if selected else ""))
+        left.caption(f"score {hit['score']:.4f}")
+        badge = ""
+        if hit.get("page") is not None:
+            label = hit.get("pageLabel")
+            badge = f" :orange-badge[p. {hit['page']}{f' ({label})' if label else ''}]"
+        idx = f" · chunk {hit['chunkIndex']}" if hit.get("chunkIndex") is not None else ""
+        mid.markdown(f"`{hit['collectionPath']}` / **{html.escape(hit['filePath'])}**{idx}{badge}")
+        mid.markdown(mark_terms(hit.get("snippet", ""), query), unsafe_allow_html=True)
+        clicked = None
+        if right.button("Open chunk", key=f"{key}-chunk", icon=":material/article:",
+                        disabled=hit.get("chunkIndex") is None, width="stretch"):
+            clicked = "chunk"
+        if right.button("Source", key=f"{key}-source", icon=":material/visibility:",
+                        disabled=hit.get("chunkIndex") is None, width="stretch"):
+            clicked = "source"
+        return clicked
+
+
+# -- index runs --------------------------------------------------------------------
+def job_progress(snap: dict[str, Any]) -> None:
+    """Live progress of a running index job: files done/total, current file, elapsed."""
+    total = int(snap.get("total") or 0)
+    done = int(snap.get("done") or 0)
+    phase = snap.get("phase") or "start"
+    unit = "chunks embedded" if phase == "embed" else "files"
+    frac = min(1.0, done / total) if total else 0.0
+    what = "Rebuild (forced)" if snap.get("force") else "Re-index (hash-gated)"
+    st.progress(frac, text=f"{what}: {phase} · {done}/{total} {unit} · {snap.get('elapsedS', 0):.1f} s")
+    if snap.get("file"):
+        st.caption(f"Current file: `{snap['file']}`")
+
+
+def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
+    """The summary of an index run: counts, failures with reasons, embedding failure."""
+    st.markdown(f"**{heading}**" + (f" · {summary.get('finishedAt')}" if summary.get("finishedAt") else ""))
+    cols = st.columns(6)
+    for col, (label, key) in zip(cols, [("files seen", "filesSeen"), ("indexed", "indexed"),
+                                        ("skipped (unchanged)", "skipped"), ("chunks written", "chunksWritten"),
+                                        ("vectors embedded", "embedded"), ("seconds", "seconds")]):
+        col.metric(label, summary.get(key, 0))
+    extra = []
+    for label, key in (("removed", "removed"), ("vectors reused", "reused")):
+        if summary.get(key):
+            extra.append(f"{label}: {summary[key]}")
+    if summary.get("collections"):
+        extra.append("collections: " + ", ".join(f"`{c}`" for c in summary["collections"]))
+    extra.append("forced rebuild" if summary.get("force") else "hash-gated")
+    st.caption(" · ".join(extra))
+    if summary.get("embedError"):
+        failure_callout(summary["embedError"])
+    rows = [{"status": kind, **f} for kind in ("failed", "empty", "unsupported")
+            for f in summary.get(kind) or []]
+    if rows:
+        st.markdown(f"**Files not indexed ({len(rows)})**")
+        st.dataframe(rows, hide_index=True, width="stretch",
+                     column_order=["status", "collectionPath", "filePath", "reason"])
+
+
+# -- sources and page images ---------------------------------------------------------
+def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str | None, str | None]:
+    """``(path, password, problem)`` of a document's file, confined to its collection root."""
+    coll = state.engine().store.get_collection(collection_path)
+    if coll is None:
+        return None, None, f"no collection {collection_path!r}"
+    try:
+        path = resolve_inside(coll.root, file_path)
+    except ChunknavError as e:
+        return None, None, str(e)
+    if not path.is_file():
+        return None, None, f"the file {file_path!r} is no longer under {coll.root}"
+    return path, coll.password, None
+
+
+@st.cache_data(max_entries=48, show_spinner=False)
+def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str,
+            texts: tuple[str, ...], _password: str | None):
+    import json
+
+    from engine.render import render_page_info
+
+    return render_page_info(path, page, zoom, json.loads(regions_json), _password, texts or None)
+
+
+def page_image(path: Path, password: str | None, page: int, zoom: float,
+               regions: list[dict[str, Any]], texts: tuple[str, ...] = ()):
+    """The rendered page (``engine.render.RenderedPage``), cached per file version."""
+    import json
+
+    return _render(str(path), os.stat(path).st_mtime_ns, page, round(zoom, 3),
+                   json.dumps(regions, sort_keys=True), tuple(texts), password)
+
+
+# -- status --------------------------------------------------------------------------
+def provider_view(provider: dict[str, Any]) -> None:
+    """The embedding provider with model, dimension, endpoint and the probe's result."""
+    line = (f"Provider **`{provider.get('provider')}`** · model `{provider.get('model') or '-'}` · "
+            f"dimension {provider.get('dim') or '-'}")
+    if provider.get("endpoint"):
+        line += f" · endpoint `{provider['endpoint']}`"
+    st.markdown(line)
+    probe = provider.get("probe")
+    if probe is None:
+        st.caption("Probe not run.")
+    elif probe.get("ok"):
+        st.success(f"Probe ok: embedded a test string in {probe.get('seconds', 0):.3f} s.",
+                   icon=":material/check_circle:")
+    else:
+        failure_callout(probe)
+
+
+def status_view(status: dict[str, Any]) -> None:
+    """The ``index_status`` envelope: counts, collections, vectors per model, failures, last run."""
+    c = st.columns(5)
+    c[0].metric("collections", len(status["collections"]))
+    c[1].metric("documents", status["documents"])
+    c[2].metric("chunks", status["chunks"])
+    c[3].metric("stale vectors", status["staleVectors"],
+                help="vectors whose chunk no longer exists (kept: rows are only added)")
+    model = status["provider"].get("model")
+    row = next((v for v in status["vectors"] if v["model"] == model), None)
+    c[4].metric("chunks lacking vectors", row["missing"] if row else status["chunks"],
+                help=f"for the configured model `{model}`; every model below")
+    st.subheader("Embedding provider")
+    provider_view(status["provider"])
+    st.subheader("Collections")
+    if status["collections"]:
+        st.dataframe(status["collections"], hide_index=True, width="stretch",
+                     column_order=["collectionPath", "root", "documents", "chunks", "failed"])
+    else:
+        st.info("No collection yet: add one on the Rebuild page.")
+    st.subheader("Vectors per model")
+    if status["vectors"]:
+        st.dataframe(status["vectors"], hide_index=True, width="stretch",
+                     column_config={"missing": "chunks lacking vectors", "stale": "stale vectors"})
+    else:
+        st.caption("No vectors stored yet.")
+    st.subheader(f"Files not indexed ({len(status['failures'])})")
+    if status["failures"]:
+        st.dataframe(status["failures"], hide_index=True, width="stretch",
+                     column_order=["status", "collectionPath", "filePath", "reason"])
+    else:
+        st.caption("None: every file was indexed.")
+    st.subheader("Last run")
+    if status.get("lastRun"):
+        run_summary(status["lastRun"], heading="Last index run")
+        with st.expander("Last run summary as JSON"):
+            st.json(status["lastRun"])
+    else:
+        st.caption("No index run yet.")
+
+
+# -- chunk and document views -------------------------------------------------------------
+def _goto_chunk(index: int) -> None:
+    st.query_params["i"] = str(index)
+    st.session_state["chunk_pos"] = index
+    if "p" in st.query_params:
+        del st.query_params["p"]
+
+
+def _slider_moved() -> None:
+    _goto_chunk(int(st.session_state["chunk_pos"]))
+
+
+def _full_toggled() -> None:
+    state.qp_set(full="1" if st.session_state.get("chunk_full") else None)
+
+
+def provenance_line(env: dict[str, Any]) -> str:
+    """``page N (label) · bbox x,y w×h · characters start–end`` of a chunk envelope."""
+    parts = []
+    if env.get("page") is not None:
+        parts.append(f":orange-badge[page {env['page']}"
+                     + (f" ({env['pageLabel']})" if env.get("pageLabel") else "") + "]")
+    if env.get("bbox"):
+        b = env["bbox"]
+        parts.append(f"bbox x={b['x']:.3f} y={b['y']:.3f} w={b['w']:.3f} h={b['h']:.3f}")
+    if len(env.get("regions") or []) > 1:
+        parts.append("continues on page " + ", ".join(str(r["page"]) for r in env["regions"][1:]))
+    if env.get("start") is not None:
+        parts.append(f"characters {env['start']}–{env['end']}")
+    return " · ".join(parts)
+
+
+def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
+    """A found ``get_chunk`` envelope: header, stepper (prevIndex/nextIndex),
+    position slider bounded by totalChunks, text with the overlaps marked, links."""
+    i, total = chunk["chunkIndex"], chunk["totalChunks"]
+    st.markdown(f"`{chunk['collectionPath']}` / **{html.escape(chunk['filePath'])}** · "
+                f"chunk **{i}** of {total} (0-based)")
+    st.markdown(provenance_line(chunk))
+    prev_i, next_i = chunk.get("prevIndex"), chunk.get("nextIndex")
+    left, mid, right = st.columns([1.2, 6, 1.2], vertical_alignment="center")
+    left.button("Previous", key="prev", icon=":material/chevron_left:", disabled=prev_i is None,
+                on_click=_goto_chunk, args=(prev_i,), width="stretch")
+    right.button("Next", key="next", icon=":material/chevron_right:", disabled=next_i is None,
+                 on_click=_goto_chunk, args=(next_i,), width="stretch")
+    if total > 1:
+        st.session_state["chunk_pos"] = i
+        mid.slider("Position", 0, total - 1, key="chunk_pos", on_change=_slider_moved,
+                   label_visibility="collapsed", help="chunk index, 0-based")
+    else:
+        mid.caption("The only chunk of this document.")
+    text = chunk["text"]
+    n_prev, n_next = int(chunk.get("overlapPrev") or 0), int(chunk.get("overlapNext") or 0)
+    spans = [(0, n_prev, "ovl")] if n_prev else []
+    if n_next:
+        spans.append((max(n_prev, len(text) - n_next), len(text), "ovl"))
+    st.caption(f"Blue: the {n_prev} characters shared with chunk {prev_i} and the {n_next} shared "
+               f"with chunk {next_i}." if (n_prev or n_next) else "No overlap with neighbours.")
+    marked_block(text, spans, query)
+    params = {k: v for k, v in {"c": chunk["collectionPath"], "f": chunk["filePath"], "i": i,
+                                "p": chunk.get("page"), "q": query or None}.items() if v is not None}
+    l1, l2, l3 = st.columns(3)
+    l1.page_link(page_path("source"), label="Source view", icon=":material/visibility:", query_params=params)
+    back = {k: st.query_params[k] for k in ("q", "scope", "kind", "mode", "limit", "hit") if k in st.query_params}
+    if back.get("q"):
+        l2.page_link(page_path("explore"), label="Back to results", icon=":material/search:", query_params=back)
+    st.session_state["chunk_full"] = st.query_params.get("full") == "1"
+    l3.toggle("Full document text (read_document)", key="chunk_full", on_change=_full_toggled)
+
+
+def document_view(doc: dict[str, Any], span: tuple[int | None, int | None] | None = None,
+                  query: str = "", height_px: int | None = 520) -> None:
+    """A ``read_document`` envelope: the text with ``span`` (absolute character
+    offsets into the document) highlighted in context."""
+    if not doc.get("found"):
+        if doc.get("error"):
+            failure_callout(doc)
+        else:
+            st.warning(doc.get("message", "not found"), icon=":material/warning:")
+        return
+    offset = int(doc.get("offset") or 0)
+    text = doc["text"]
+    spans = []
+    if span and span[0] is not None and span[1] is not None:
+        spans.append((span[0] - offset, span[1] - offset, "span"))
+    more = f" · more after character {doc['nextOffset']}" if doc.get("nextOffset") is not None else ""
+    st.caption(f"Characters {offset}–{offset + len(text)} of {doc.get('totalLength')}{more}"
+               + (" · the chunk is outlined in orange" if spans else ""))
+    marked_block(text, spans, query, height_px=height_px)
+
+
+ZOOMS = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0]
+
+
+def _set_page(page: int) -> None:
+    st.query_params["p"] = str(page)
+
+
+def _set_zoom() -> None:
+    st.query_params["zoom"] = str(st.session_state["src_zoom"])
+
+
+def _page_typed() -> None:
+    _set_page(int(st.session_state["src_page"]))
+
+
+def pdf_source_view(chunk: dict[str, Any]) -> None:
+    """The chunk's PDF page rendered with its highlight, page navigation and zoom."""
+    path, password, problem = source_file(chunk["collectionPath"], chunk["filePath"])
+    if problem:
+        st.error(f"**Cannot show the source.** {problem}", icon=":material/error:")
+        return
+    regions = chunk.get("regions") or ([{"page": chunk["page"], "bbox": chunk["bbox"]}]
+                                       if chunk.get("bbox") and chunk.get("page") else [])
+    pages_touched = [r["page"] for r in regions]
+    page = state.qp_int("p") or chunk.get("page") or 1
+    zoom = state.qp_float("zoom", 1.5)
+    zoom = min(ZOOMS, key=lambda z: abs(z - zoom))
+    try:
+        from engine.render import page_count
+        n = page_count(path, password)
+    except ChunknavError as e:
+        st.error(f"**Cannot open the PDF.** {e}", icon=":material/error:")
+        return
+    page = min(max(1, page), max(1, n))
+    c1, c2, c3, c4, c5 = st.columns([1, 1.4, 1, 3, 2.6], vertical_alignment="bottom")
+    c1.button("Previous page", key="pg_prev", icon=":material/chevron_left:", disabled=page <= 1,
+              on_click=_set_page, args=(page - 1,), width="stretch")
+    st.session_state["src_page"] = page
+    c2.number_input(f"Page (of {n})", 1, max(1, n), key="src_page", on_change=_page_typed)
+    c3.button("Next page", key="pg_next", icon=":material/chevron_right:", disabled=page >= n,
+              on_click=_set_page, args=(page + 1,), width="stretch")
+    st.session_state["src_zoom"] = zoom
+    c4.select_slider("Zoom", ZOOMS, key="src_zoom", on_change=_set_zoom, format_func=lambda z: f"{z:g}×")
+    if chunk.get("page") and page != chunk["page"]:
+        c5.button(f"Back to the chunk's page {chunk['page']}", key="pg_home",
+                  on_click=_set_page, args=(chunk["page"],))
+    texts = (chunk["text"],) if not regions else ()
+    try:
+        shot = page_image(path, password, page, zoom, regions, texts)
+    except (ChunknavError, ValueError) as e:
+        st.error(f"**Cannot render page {page}.** {e}", icon=":material/error:")
+        return
+    if shot.source == "bbox":
+        note = f"The chunk's region on page {page} is drawn in yellow with an orange outline."
+    elif shot.source == "text":
+        note = f"This chunk has no bbox: its text found on page {page} is marked ({len(shot.boxes)} places)."
+    elif regions and page not in pages_touched:
+        note = f"The chunk is on page{'s' if len(pages_touched) > 1 else ''} {', '.join(map(str, pages_touched))}, not on page {page}."
+    else:
+        note = f"The chunk's text was not found on page {page}."
+    st.caption(note)
+    st.image(shot.png, caption=f"{chunk['filePath']} · page {page} of {n} · zoom {zoom:g}× · "
+             f"{shot.width_px}×{shot.height_px} px", width="content")
+    st.session_state["_last_render"] = {"page": page, "source": shot.source, "boxes": len(shot.boxes)}
