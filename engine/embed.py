@@ -318,7 +318,7 @@ class _BaseEmbedder:
         self._expected_dim = expected_dim  # 0: take the probe's
         self.dim = expected_dim
         self.max_input_chars = max_input_chars
-        self._probe_lock = threading.Lock()
+        self._probe_lock = threading.RLock()
         self._probed = False
         self.probe_seconds: float | None = None
 
@@ -377,7 +377,9 @@ class _BaseEmbedder:
             raise ValueError("embed(texts): empty strings have no embedding (the chunker never makes them)")
         self._check_lengths(texts)
         if not self._probed:
-            self.probe()
+            with self._probe_lock:  # one probe even when threads race here
+                if not self._probed:
+                    self.probe()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._embed_raw(texts, probing=False)
