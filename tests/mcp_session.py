@@ -1,10 +1,11 @@
 """Test helpers: talk to ``chunknav mcp`` as a subprocess with the official MCP client.
 
-Not a test module. ``run_session(settings, calls)`` starts
+Not a test module. ``run_session(db, calls)`` starts
 ``python -m engine --db DB mcp`` (what the ``chunknav mcp`` console script
 runs) through ``mcp.client.stdio.stdio_client`` + ``ClientSession``, lists the
 tools, makes each call in order on that one session and returns what came
 back: a ``CallToolResult`` or the ``MCPError`` a protocol error raised.
+``run_script(db, script)`` runs any ``async script(session)`` instead.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -65,18 +66,37 @@ def server_params(db: str, env: dict[str, str] | None = None) -> StdioServerPara
     )
 
 
-async def _run(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]], errlog) -> Session:
-    out = Session()
+async def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> Answer:
+    """One ``tools/call``: the result, or the protocol error it raised."""
+    try:
+        return Answer(result=await session.call_tool(name, arguments))
+    except MCPError as e:
+        return Answer(error=e)
+
+
+async def _run(params: StdioServerParameters, script: Callable[[ClientSession], Awaitable[Any]], errlog) -> Any:
     async with stdio_client(params, errlog=errlog) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=READ_TIMEOUT_S) as session:
             await session.initialize()
-            out.tools = (await session.list_tools()).tools
-            for name, arguments in calls:
-                try:
-                    out.answers.append(Answer(result=await session.call_tool(name, arguments)))
-                except MCPError as e:
-                    out.answers.append(Answer(error=e))
-    return out
+            return await script(session)
+
+
+def run_script(db: str, script: Callable[[ClientSession], Awaitable[Any]],
+               env: dict[str, str] | None = None) -> tuple[Any, str]:
+    """Start the server on ``db``, run ``await script(session)`` after the handshake, stop it.
+
+    Returns:
+        ``(what script returned, the server's stderr log)``.
+    """
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        try:
+            value = anyio.run(_run, server_params(db, env), script, errlog)
+        except BaseException:
+            errlog.seek(0)
+            sys.stderr.write("--- chunknav mcp stderr ---\n" + errlog.read())
+            raise
+        errlog.seek(0)
+        return value, errlog.read()
 
 
 def run_session(db: str, calls: list[tuple[str, dict[str, Any]]], env: dict[str, str] | None = None) -> Session:
@@ -91,13 +111,12 @@ def run_session(db: str, calls: list[tuple[str, dict[str, Any]]], env: dict[str,
         The session's tool list and one ``Answer`` per call; ``stderr`` holds
         the server's log.
     """
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
-        try:
-            session = anyio.run(_run, server_params(db, env), calls, errlog)
-        except BaseException:
-            errlog.seek(0)
-            sys.stderr.write("--- chunknav mcp stderr ---\n" + errlog.read())
-            raise
-        errlog.seek(0)
-        session.stderr = errlog.read()
-    return session
+
+    async def script(session: ClientSession) -> Session:
+        out = Session(tools=(await session.list_tools()).tools)
+        for name, arguments in calls:
+            out.answers.append(await call(session, name, arguments))
+        return out
+
+    out, out.stderr = run_script(db, script, env)
+    return out

@@ -1,0 +1,228 @@
+"""``chunknav mcp``: the stdio server, driven by the official MCP client.
+
+* smoke: handshake, tool list = registry, a walk through a document by
+  ``nextIndex`` over the wire, ``read_document`` for the whole text;
+* bad arguments (missing, wrong type, negative, unknown tool, unknown
+  argument) are JSON-RPC errors ``-32602`` naming the argument; unknown
+  collection / out of range are ``found: false`` answers; path traversal is an
+  ``isError`` result with ``error: path-escape``; the server keeps serving;
+* no provider / empty or unusable store: envelopes or tool errors, never a
+  protocol error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp import types
+
+from engine import mcp_server
+from engine.tools import REGISTRY, call_tool, to_json
+from tests.fixtures_engine import SAMPLE_COLLECTION
+from tests.mcp_session import call, run_script, run_session
+from tests.test_tools_get_chunk import pick, walk
+
+C = SAMPLE_COLLECTION
+INVALID_PARAMS = types.INVALID_PARAMS
+
+
+def _env(settings) -> dict[str, str]:
+    return {"EMBED_PROVIDER": settings.embed_provider}
+
+
+# -- in-process pieces (no subprocess) -------------------------------------------
+
+
+def test_list_tools_publishes_the_registry_schemas():
+    tools = mcp_server.list_tools()
+    assert [t.name for t in tools] == list(REGISTRY)
+    for t in tools:
+        assert t.input_schema == REGISTRY[t.name].schema
+        assert t.input_schema is not REGISTRY[t.name].schema  # a copy: the registry stays untouched
+        assert t.description == REGISTRY[t.name].description
+        wire = t.model_dump(by_alias=True, mode="json", exclude_none=True)
+        assert wire["inputSchema"] == REGISTRY[t.name].schema
+
+
+@pytest.mark.parametrize("envelope, is_error", [
+    ({"found": False, "totalChunks": 3, "message": "chunkIndex 5 is out of range: valid 0..2"}, False),
+    ({"searched": False, "query": "q", "mode": "vector", "collections": [], "error": "search-not-performed",
+      "message": "no provider"}, True),
+    ({"searched": True, "query": "q", "mode": "vector", "collections": ["A"], "count": 1,
+      "hits": [{"score": 0.123457, "page": None}]}, False),
+])
+def test_tool_result(envelope, is_error):
+    r = mcp_server.tool_result(envelope)
+    assert r.is_error is is_error
+    assert [c.type for c in r.content] == ["text"] and r.content[0].text == to_json(envelope)
+    assert r.structured_content == envelope
+    wire = r.model_dump(by_alias=True, mode="json", exclude_none=True)
+    assert wire["structuredContent"] == envelope and wire["isError"] is is_error
+
+
+def test_server_declares_tools_capability(sample_engine):
+    server = mcp_server.build_server(sample_engine)
+    opts = server.create_initialization_options()
+    assert opts.server_name == "chunknav" and opts.capabilities.tools is not None
+
+
+# -- over stdio ------------------------------------------------------------------
+
+
+def test_stdio_walk_and_read(sample_index, sample_engine):
+    """Search, then step a document chunk by chunk over the wire, then read it whole."""
+    doc = pick(sample_engine, ".pdf")
+    first = sample_engine.store.get_chunk(C, doc.file_path, 0).chunk_text
+    query = " ".join(first.split()[:5])
+
+    async def script(session):
+        tools = (await session.list_tools()).tools
+        hits = await call(session, "search_chunks", {"query": query, "scope": C, "limit": 3})
+        steps = []
+        index = 0
+        while index is not None:
+            a = await call(session, "get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": index})
+            steps.append(a)
+            index = a.envelope["nextIndex"]
+        whole = await call(session, "read_document", {"collectionPath": C, "filePath": doc.file_path})
+        return tools, hits, steps, whole
+
+    (tools, hits, steps, whole), log = run_script(sample_index.db, script, _env(sample_index))
+    assert [t.name for t in tools] == list(REGISTRY)
+    assert [t.input_schema for t in tools] == [t.schema for t in REGISTRY.values()]
+
+    assert hits.result.is_error is False and hits.envelope["searched"] is True and hits.envelope["count"] >= 1
+    assert hits.envelope == call_tool(sample_engine, "search_chunks", {"query": query, "scope": C, "limit": 3})
+
+    by_index = {a.envelope["chunkIndex"]: a.envelope for a in steps}
+    text, chunks = walk(lambda args: by_index[args["chunkIndex"]], doc.file_path)
+    assert len(chunks) == doc.chunk_count
+    assert whole.result.is_error is False and whole.envelope["nextOffset"] is None
+    assert text == whole.envelope["text"] == whole.result.structured_content["text"]
+    assert "Traceback" not in log
+
+
+def test_bad_arguments_and_the_server_keeps_serving(sample_index, sample_engine):
+    doc = pick(sample_engine, ".pdf")
+    good = ("get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": 0})
+    calls = [
+        good,
+        ("get_chunk", {"collectionPath": C, "filePath": doc.file_path}),  # missing
+        ("get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": "zero"}),  # wrong type
+        ("get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": -1}),  # negative
+        ("get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": 0, "pge": 1}),  # unknown arg
+        ("search_chunks", {"query": "x", "scope": C, "limit": 0}),
+        ("search", {"query": "x", "scope": C, "mode": "semantic"}),
+        ("read_document", {"collectionPath": C, "filePath": doc.file_path, "offset": -5}),
+        ("delete_everything", {}),  # unknown tool
+        ("get_chunk", {"collectionPath": "No/Such", "filePath": doc.file_path, "chunkIndex": 0}),
+        ("get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": doc.chunk_count}),
+        ("get_chunk", {"collectionPath": C, "filePath": "../../../etc/passwd", "chunkIndex": 0}),
+        ("read_document", {"collectionPath": C, "filePath": "/etc/passwd"}),
+        ("read_document", {"collectionPath": C, "filePath": "sub/../../outside.txt"}),
+        ("get_document", {"documentPath": "not a node path"}),
+        good,
+    ]
+    session = run_session(sample_index.db, calls, _env(sample_index))
+    a = session.answers
+    want_first = call_tool(sample_engine, *good)
+
+    # protocol errors that name the argument (or the tool)
+    for answer, named in zip(a[1:9], ["chunkIndex", "chunkIndex", "chunkIndex", "pge", "limit", "mode",
+                                      "offset", "delete_everything"]):
+        assert answer.result is None and answer.error is not None, answer
+        assert answer.error.code == INVALID_PARAMS
+        assert f"'{named}'" in answer.error.message, answer.error.message
+        assert "Traceback" not in answer.error.message
+
+    # answers, not errors
+    unknown_coll, out_of_range = a[9].envelope, a[10].envelope
+    assert a[9].result.is_error is False and unknown_coll["found"] is False and "No/Such" in unknown_coll["message"]
+    assert a[10].result.is_error is False and out_of_range["found"] is False
+    assert out_of_range["totalChunks"] == doc.chunk_count and f"0..{doc.chunk_count - 1}" in out_of_range["message"]
+
+    # path traversal: a tool error carrying the envelope
+    for answer in a[11:14]:
+        assert answer.result.is_error is True, answer.envelope
+        assert answer.envelope["error"] == "path-escape" and answer.envelope["found"] is False
+        assert "text" not in answer.envelope
+
+    assert a[14].result.is_error is False and a[14].envelope["found"] is False
+
+    # still serving, same answer as before the bad calls
+    assert a[0].envelope == a[-1].envelope == want_first
+    assert "Traceback" not in session.stderr
+
+
+def test_no_provider_answers_with_envelopes(sample_index, sample_engine):
+    """EMBED_PROVIDER=none: vector/hybrid -> search-not-performed; auto falls back to keyword."""
+    calls = [
+        ("search_chunks", {"query": "table", "scope": C, "mode": "vector"}),
+        ("search", {"query": "table", "scope": C, "mode": "hybrid"}),
+        ("search_chunks", {"query": "table", "scope": C}),
+        ("index_status", {}),
+        ("get_chunk", {"collectionPath": C, "filePath": pick(sample_engine, ".pdf").file_path, "chunkIndex": 0}),
+    ]
+    session = run_session(sample_index.db, calls, {"EMBED_PROVIDER": "none"})
+    vector, hybrid, auto, status, chunk = session.answers
+    for answer, mode in ((vector, "vector"), (hybrid, "hybrid")):
+        env = answer.envelope
+        assert answer.result.is_error is True
+        assert env["searched"] is False and env["error"] == "search-not-performed" and env["mode"] == mode
+        assert "count" not in env and "hits" not in env and env["message"]
+    assert auto.result.is_error is False
+    assert auto.envelope["searched"] is True and auto.envelope["mode"] == "keyword"
+    assert auto.envelope["scoreKind"] == "bm25" and "EMBED_PROVIDER" in auto.envelope["message"]
+    assert status.result.is_error is False
+    assert status.envelope["provider"]["provider"] == "none"
+    assert status.envelope["provider"]["probe"]["error"] == "search-not-performed"
+    assert chunk.envelope["found"] is True
+
+
+def test_empty_index_answers(tmp_path):
+    """A database that does not exist yet: an empty index, every tool answers."""
+    db = str(tmp_path / "new" / "index.db")
+    calls = [
+        ("index_status", {"probe": False}),
+        ("search", {"query": "anything"}),
+        ("search_chunks", {"query": "anything", "scope": "A/B"}),
+        ("get_chunk", {"collectionPath": "A", "filePath": "x.pdf", "chunkIndex": 0}),
+        ("read_document", {"collectionPath": "A", "filePath": "x.pdf"}),
+        ("get_document", {"documentPath": "A/_Documents/x.pdf"}),
+    ]
+    session = run_session(db, calls, {"EMBED_PROVIDER": "none"})
+    status, search, chunks, chunk, read, node = (a.envelope for a in session.answers)
+    assert all(a.error is None and a.result.is_error is False for a in session.answers)
+    assert status["collections"] == [] and status["documents"] == 0
+    # no scope: an empty result with a hint (DESIGN "The tools"), not an error
+    assert search["searched"] is False and "scope" in search["hint"] and search["hits"] == [] and "error" not in search
+    assert chunks["searched"] is False and chunks["hint"] and chunks["hits"] == []
+    assert chunk["found"] is False and chunk["totalChunks"] == 0
+    assert read["found"] is False and node["found"] is False
+
+
+def test_unusable_store_is_a_tool_error_not_a_protocol_error(tmp_path):
+    """A database path that cannot be opened: each call is an isError result, the server keeps serving."""
+    db = tmp_path / "a-directory.db"
+    db.mkdir()
+    calls = [
+        ("search_chunks", {"query": "x", "scope": "A", "mode": "keyword"}),
+        ("get_chunk", {"collectionPath": "A", "filePath": "x.pdf", "chunkIndex": 0}),
+        ("get_chunk", {"collectionPath": "A", "filePath": "x.pdf", "chunkIndex": -1}),
+        ("index_status", {"probe": False}),
+    ]
+    session = run_session(str(db), calls, {"EMBED_PROVIDER": "none"})
+    first, second, bad, last = session.answers
+    for answer in (first, second, last):
+        assert answer.error is None and answer.result.is_error is True
+        assert "Traceback" not in answer.text and "failed" in answer.text
+    assert bad.error is not None and bad.error.code == INVALID_PARAMS
+
+
+def test_text_and_structured_content_agree(sample_index):
+    calls = [(name, {"probe": False} if name == "index_status" else {}) for name in ("index_status",)]
+    session = run_session(sample_index.db, calls, _env(sample_index))
+    (answer,) = session.answers
+    assert json.loads(answer.text) == answer.result.structured_content
+    assert answer.text == to_json(answer.result.structured_content)
