@@ -226,3 +226,15 @@ def test_text_and_structured_content_agree(sample_index):
     (answer,) = session.answers
     assert json.loads(answer.text) == answer.result.structured_content
     assert answer.text == to_json(answer.result.structured_content)
+
+
+def test_agent_docs_name_every_tool():
+    """docs/agents.md (the README section "Use it from an agent") cannot drift from the registry."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text("utf-8")
+    assert text.startswith("## Use it from an agent")
+    for name in ("search_chunks", "get_chunk", "read_document", "get_document", "index_status"):
+        assert name in text, name
+    assert '"mcpServers"' in text and '"mcp"]' in text and "-32602" in text
+    assert "nextIndex" in text and "nextOffset" in text and "overlapPrev" in text
