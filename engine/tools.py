@@ -505,7 +505,19 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
         raise ToolArgumentError(f"unknown tool {name!r}; tools: {', '.join(REGISTRY)}")
     arguments = dict(arguments or {})
     _validate(tool, arguments)
-    return normalise(tool.fn(engine, **arguments))
+    return normalise(tool.fn(engine, **_integers(tool, arguments)))
+
+
+def _integers(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema's ``integer`` admits ``3.0``; hand the tool ``3`` (a float
+    index would break slicing and come back as ``3.0`` in the envelope)."""
+    for arg, spec in tool.schema["properties"].items():
+        kinds = spec.get("type")
+        value = arguments.get(arg)
+        if isinstance(value, float) and value.is_integer() and (
+                kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds)):
+            arguments[arg] = int(value)
+    return arguments
 
 
 def normalise(envelope: Any) -> Any:
