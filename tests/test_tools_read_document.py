@@ -87,3 +87,15 @@ def test_limit_null_means_default(sample_engine):
     a = call_tool(sample_engine, "read_document", {"collectionPath": C, "filePath": doc.file_path, "limit": None})
     b = call_tool(sample_engine, "read_document", {"collectionPath": C, "filePath": doc.file_path})
     assert a == b
+
+
+def test_integral_floats_are_integers(sample_engine):
+    """JSON Schema's integer admits 100.0; the tool pages as with 100 and answers ints."""
+    doc = pick(sample_engine, ".pdf")
+    a = call_tool(sample_engine, "read_document", {"collectionPath": C, "filePath": doc.file_path,
+                                                   "offset": 10.0, "limit": 100.0})
+    b = call_tool(sample_engine, "read_document", {"collectionPath": C, "filePath": doc.file_path,
+                                                   "offset": 10, "limit": 100})
+    assert a == b and isinstance(a["offset"], int) and isinstance(a["nextOffset"], int)
+    c = call_tool(sample_engine, "get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": 0.0})
+    assert c["chunkIndex"] == 0 and isinstance(c["chunkIndex"], int) and c["found"] is True
