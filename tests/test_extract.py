@@ -581,10 +581,38 @@ def test_chunk_provenance_on_unseen_documents(shared_corpus):
 
 
 def test_samples_extract(samples_dir):
-    files = [p for p in sorted(samples_dir.iterdir()) if p.suffix.lower() in SUPPORTED_SUFFIXES]
+    files = [p for p in sorted(samples_dir.iterdir())
+             if p.suffix.lower() in SUPPORTED_SUFFIXES and p.name != "SOURCES.md"]
     if not files:
         pytest.skip(f"no samples in {samples_dir}")
     for path in files:
         x = extract(path)
         assert x.text, path.name
         assert_word_invariants(x)
+
+
+def test_samples_match_their_sources(samples_dir):
+    """assets/samples/SOURCES.md lists every sample with its size and sha256
+    prefix; the files are unedited copies, small, and one page is rotated."""
+    import hashlib
+    import re
+
+    import pymupdf
+
+    listed = {}
+    for line in (samples_dir / "SOURCES.md").read_text("utf-8").splitlines():
+        m = re.match(r"\| `([^`]+)` \|[^|]*\| (\d+) \| `([0-9a-f]{12})` \|", line)
+        if m:
+            listed[m.group(1)] = (int(m.group(2)), m.group(3))
+    present = {p.name for p in samples_dir.iterdir() if p.name != "SOURCES.md"}
+    assert set(listed) == present
+    for name, (size, sha) in listed.items():
+        data = (samples_dir / name).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()[:12]) == (size, sha), name
+    assert sum(size for size, _ in listed.values()) < 2_000_000
+    rotations = set()
+    for name in present:
+        if name.endswith(".pdf"):
+            with pymupdf.open(samples_dir / name) as doc:
+                rotations |= {page.rotation for page in doc}
+    assert rotations - {0}, "one sample PDF should show a rotated page"
