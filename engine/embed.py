@@ -252,6 +252,11 @@ def _server_error(body: str) -> tuple[str, str | None, bool]:
     return body.strip()[:200], None, True
 
 
+def _log_failure(failure: EmbedFailure) -> None:
+    logger.warning("embedding failed: %s status=%s endpoint=%s model=%s: %s", failure.code,
+                   failure.status_code, failure.endpoint, failure.model, failure.message)
+
+
 def known_input_limit_chars(model: str) -> int:
     """The input limit of an HTTP ``model``, in characters (conservative).
 
@@ -401,10 +406,13 @@ class _BaseEmbedder:
                             status_code=status, endpoint=self._where(), model=self.model,
                             body=redact(body, secrets))
 
+    _log_failures = True  # auto-detection probes quietly and logs the final outcome
+
     def _fail(self, failure: EmbedFailure) -> None:
-        logger.warning("embedding failed: %s status=%s endpoint=%s model=%s: %s", failure.code,
-                       failure.status_code, failure.endpoint, failure.model, failure.message)
+        if self._log_failures:
+            _log_failure(failure)
         raise EmbedError(failure)
+
 
     def _check_lengths(self, texts: list[str]) -> None:
         if not self.max_input_chars:
@@ -770,6 +778,11 @@ class _HTTPEmbedder(_BaseEmbedder):
                 "embedding-unavailable",
                 f"no {what} from {self.endpoint} within {self.timeout_s:g} s (EMBED_TIMEOUT); the server is "
                 f"down or overloaded: its owner must check it, or raise EMBED_TIMEOUT", None), True, None
+        except requests.exceptions.SSLError as e:
+            return self._failure(
+                "embedding-unavailable",
+                f"TLS with {self.endpoint} failed ({_short_reason(e)}); retrying cannot help: the operator "
+                f"must fix EMBED_URL or the server's certificate", None), False, None
         except requests.ConnectionError as e:
             reason = _short_reason(e)
             return self._failure(
@@ -910,39 +923,57 @@ class OpenAIEmbedder(_HTTPEmbedder):
 # --------------------------------------------------------------------------- factory
 
 
+def _route_missing(failure: EmbedFailure) -> bool:
+    """True when an error answer says "no such route" rather than anything about the request."""
+    if failure.status_code not in (404, 405):
+        return False
+    message, _, _ = _server_error(failure.body)
+    return "model" not in message.lower()
+
+
 def _ollama_shaped(failure: EmbedFailure) -> bool:
-    """True when an error answer on /api/embed came from Ollama itself."""
+    """True when a failed /api/embed probe was answered by Ollama itself (or by nothing)."""
     if failure.status_code is None:
         return True  # nothing answered: no point trying another route
     try:
         data = json.loads(failure.body)
     except ValueError:
         return False
-    if not (isinstance(data, dict) and isinstance(data.get("error"), str)):
-        return False
-    return not (failure.status_code in (404, 405) and "model" not in data["error"].lower())
+    return isinstance(data, dict) and isinstance(data.get("error"), str) and not _route_missing(failure)
 
 
 def _detect(url: str, settings: Settings, kwargs: dict[str, Any]) -> _HTTPEmbedder:
+    """EMBED_PROVIDER=auto: probe /api/embed, then /v1/embeddings; return the one that answered."""
     ollama = OllamaEmbedder(url, settings.embed_model, **kwargs)
+    ollama._log_failures = False
     try:
         ollama.probe()
+        logger.info("EMBED_PROVIDER=auto: %s speaks the Ollama wire format", _public_url(url))
         return ollama
     except EmbedError as e:
         if _ollama_shaped(e.failure):
+            _log_failure(e.failure)
             raise
         first = e.failure
     openai = OpenAIEmbedder(url, settings.embed_model, **kwargs)
+    openai._log_failures = False
     try:
         openai.probe()
+        logger.info("EMBED_PROVIDER=auto: %s speaks the OpenAI wire format", _public_url(url))
         return openai
     except EmbedError as e:
         f = e.failure
-        raise EmbedError(EmbedFailure(
+        if not _route_missing(f):  # an OpenAI-style server answered: its own failure stands
+            _log_failure(f)
+            raise
+        failure = EmbedFailure(
             code=f.code, status_code=f.status_code, endpoint=f.endpoint, model=f.model, body=f.body,
-            message=(f"EMBED_PROVIDER=auto: neither wire format answered at {_public_url(url)}. "
-                     f"/api/embed gave HTTP {first.status_code}; {f.message}"),
-        )) from None
+            message=(f"EMBED_PROVIDER=auto: neither wire format answered at {_public_url(url)}: "
+                     f"/api/embed gave HTTP {first.status_code} and /v1/embeddings HTTP {f.status_code}; "
+                     f"the operator must fix EMBED_URL (the server's base URL, e.g. {OLLAMA_DEFAULT_URL})"),
+        )
+        _log_failure(failure)
+        raise EmbedError(failure) from None
 
 
 def make_embedder(settings: Settings, *, backoff_s: float = 0.5, max_backoff_s: float = 8.0,

@@ -529,3 +529,17 @@ def test_length_batches_respect_count_and_budget():
     assert sorted(i for b in batches for i in b) == list(range(6))
     for b in batches:
         assert len(b) <= 3 and (len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 8000)
+
+
+def test_auto_openai_server_failure_stands_and_detection_is_quiet(embed_stub, tmp_path, caplog):
+    embed_stub.formats = {"openai"}
+    s = settings(tmp_path, EMBED_PROVIDER="auto", EMBED_URL=embed_stub.url, EMBED_MODEL="stub-embed",
+                 EMBED_API_KEY=KEY)
+    assert E.make_embedder(s).provider == "openai"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # the /api/embed miss is not an error
+    embed_stub.api_key = "another-key"
+    with pytest.raises(EmbedError) as ei:
+        E.make_embedder(s)
+    f = ei.value.failure
+    assert (f.code, f.status_code) == ("embedding-credential-rejected", 401)
+    assert "neither" not in f.message and KEY not in f.body
