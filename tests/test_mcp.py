@@ -238,3 +238,42 @@ def test_agent_docs_name_every_tool():
         assert name in text, name
     assert '"mcpServers"' in text and '"mcp"]' in text and "-32602" in text
     assert "nextIndex" in text and "nextOffset" in text and "overlapPrev" in text
+
+
+def test_agent_docs_example_matches_the_sample_index(sample_engine):
+    """The worked loop in docs/agents.md quotes real answers for Samples/multicolumn.pdf."""
+    from pathlib import Path
+
+    if sample_engine.store.get_document(C, "multicolumn.pdf") is None:
+        pytest.skip("multicolumn.pdf is not in the sample corpus")
+    text = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text("utf-8")
+    args = {"collectionPath": C, "filePath": "multicolumn.pdf"}
+    seven = call_tool(sample_engine, "get_chunk", {**args, "chunkIndex": 7})
+    past = call_tool(sample_engine, "get_chunk", {**args, "chunkIndex": 9})
+    page = call_tool(sample_engine, "read_document", {**args, "offset": 6600, "limit": 400})
+    assert f'"start": {seven["start"]}, "end": {seven["end"]}' in text
+    assert f'"totalChunks": {past["totalChunks"]}, "message": "{past["message"]}"' in text
+    assert f'"totalLength": {page["totalLength"]}' in text and f'"nextOffset": {page["nextOffset"]}' in text
+    hits = call_tool(sample_engine, "search_chunks", {"query": "EU countries population capital",
+                                                      "scope": C, "limit": 2})["hits"]
+    assert [(h["filePath"], h["chunkIndex"]) for h in hits] == [("multicolumn.pdf", 8), ("multicolumn.pdf", 7)]
+
+
+def test_module_exports_are_documented():
+    assert mcp_server.__doc__.strip()
+    for name in mcp_server.__all__:
+        obj = getattr(mcp_server, name)
+        if callable(obj):
+            assert obj.__doc__ and obj.__doc__.strip(), name
+
+
+def test_missing_mcp_package_names_it():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; sys.modules['mcp'] = None\n"
+            "try:\n    import engine.mcp_server\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, check=True).stdout
+    assert "'mcp'" in out and "pip install" in out
