@@ -807,7 +807,8 @@ class _HTTPEmbedder(_BaseEmbedder):
                 msg, _, _ = _server_error(body)
                 return self._failure(
                     "embedding-unavailable",
-                    f"{self.endpoint} answered HTTP {status} with an error instead of vectors: {msg}",
+                    f"{self.endpoint} answered HTTP {status} with an error instead of vectors: {msg}; "
+                    f"the server's owner must check it",
                     status, body), False, None
             raw = self._extract(data)
             return self._vectors(raw, len(texts), status, body), False, None
