@@ -156,7 +156,8 @@ def _norm(s: str) -> str:
 def find_text_boxes(page, texts: Iterable[str]) -> list[Bbox]:
     """Where the given texts appear on one PyMuPDF page, as display-frame boxes.
 
-    Each text is searched whole first; when that finds nothing (a chunk spans
+    Ligatures on the page are expanded for the search (``ﬁnd`` matches
+    ``find``). Each text is searched whole first; when that finds nothing (a chunk spans
     many lines, or starts on another page) each of its lines of at least
     ``MIN_SEARCH_CHARS`` characters is searched on its own.
 
@@ -176,6 +177,9 @@ def find_text_boxes(page, texts: Iterable[str]) -> list[Bbox]:
     if rect.width <= 0 or rect.height <= 0:
         return []
     rot = page.rotation_matrix
+    # expand ligatures (U+FB01 "fi" ...) so the NFKC text of a chunk matches
+    # the glyphs on the page (EXPECTED.md trap 2)
+    flags = pymupdf.TEXTFLAGS_SEARCH & ~pymupdf.TEXT_PRESERVE_LIGATURES
     out: list[Bbox] = []
     seen: set[tuple[float, float, float, float]] = set()
 
@@ -196,14 +200,14 @@ def find_text_boxes(page, texts: Iterable[str]) -> list[Bbox]:
         if not text or not text.strip():
             continue
         whole = _norm(text)
-        hits = page.search_for(whole) if len(whole) <= 400 else []
+        hits = page.search_for(whole, flags=flags) if len(whole) <= 400 else []
         if hits:
             add(hits)
             continue
         for line in re.split(r"[\r\n\f]+", unicodedata.normalize("NFKC", text)):
             line = " ".join(line.split())
             if len(line) >= MIN_SEARCH_CHARS:
-                add(page.search_for(line))
+                add(page.search_for(line, flags=flags))
     return out
 
 
