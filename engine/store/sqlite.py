@@ -538,18 +538,25 @@ class SqliteStore:
                 for p in (f32, idsf):
                     p.unlink(missing_ok=True)
                 state = {"db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
-            rowids, ids, blobs, dim = self._fetch_vectors(model, state["max_rowid"])
-            if ids:
-                if state["dim"] and dim != state["dim"]:
-                    raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
+            # Stream new rows into the files in blocks: never all blobs in memory at once.
+            added = 0
+            with self._read() as conn:
+                cur = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
+                                   "AND rowid > ? ORDER BY rowid", (model, state["max_rowid"]))
                 with open(f32, "ab") as fm, open(idsf, "ab") as fi:
-                    fm.write(b"".join(blobs))
-                    fi.write(b"".join(_id_bytes(c) for c in ids))
+                    while rows := cur.fetchmany(_BLOCK_ROWS):
+                        dim = rows[0][3]
+                        if state["dim"] and dim != state["dim"]:
+                            raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
+                        fm.write(b"".join(r[2] for r in rows))
+                        fi.write(b"".join(_id_bytes(r[1]) for r in rows))
+                        state.update(rows=state["rows"] + len(rows), dim=dim, max_rowid=rows[-1][0])
+                        added += len(rows)
                     fm.flush()
                     fi.flush()
                     os.fsync(fm.fileno())
                     os.fsync(fi.fileno())
-                state.update(rows=state["rows"] + len(ids), dim=dim, max_rowid=rowids[-1])
+            if added:
                 tmp = statef.with_suffix(".json.tmp")
                 tmp.write_text(json.dumps(state))
                 os.replace(tmp, statef)
