@@ -1,0 +1,395 @@
+"""The explorer GUI under ``streamlit.testing.v1.AppTest``, against a real index
+of the sample corpus (``sample_index``) and the loopback embedding stub.
+
+Every page is opened through ``explorer/app.py`` (``st.navigation``) with the
+settings in the environment, as ``chunknav gui`` runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from engine.config import Settings
+from engine.errors import WHO_FIXES
+from engine.tools import Engine, call_tool
+from tests.fixtures_engine import SAMPLE_COLLECTION, SAMPLES
+from tests.stub import Reply, ollama_error
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "explorer" / "app.py")
+PAGE = {name: f"../pages/{name}.py" for name in ("status", "rebuild", "explore", "chunk", "source")}
+QUERY = "Lorem ipsum dolor sit amet"
+
+
+def _env(monkeypatch, settings: Settings, **extra: str) -> None:
+    monkeypatch.setenv("CHUNKNAV_DB", settings.db)
+    monkeypatch.setenv("EMBED_PROVIDER", settings.embed_provider)
+    for k, v in extra.items():
+        monkeypatch.setenv(k, v)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def app(monkeypatch, sample_index):
+    """An AppTest factory on the sample index with the local model."""
+    _env(monkeypatch, sample_index)
+
+    def make(page: str | None = None, **params) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=90)
+        at.run()
+        assert not at.exception, at.exception
+        if page:
+            for k, v in params.items():
+                at.query_params[k] = str(v)
+            at.switch_page(PAGE[page]).run()
+            assert not at.exception, at.exception
+        return at
+
+    yield make
+    st.cache_resource.clear()
+
+
+def _codes(at: AppTest, language: str) -> list[str]:
+    return [c.value for c in at.code if c.language == language]
+
+
+def _panel(at: AppTest, tool: str) -> tuple[dict, dict]:
+    """(call, envelope) shown by the "This maps to a tool call" panel of ``tool``."""
+    blocks = _codes(at, "json")
+    for i, text in enumerate(blocks):
+        call = json.loads(text)
+        if isinstance(call, dict) and call.get("name") == tool and "arguments" in call:
+            return call, json.loads(blocks[i + 1])
+    raise AssertionError(f"no tool-call panel for {tool}: {blocks!r}")
+
+
+def _search(at: AppTest, query: str) -> AppTest:
+    at.text_input(key="q").input(query)
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(elements) -> str:
+    return "\n".join(e.value for e in elements)
+
+
+# -- every page ---------------------------------------------------------------------
+@pytest.mark.parametrize("page,title", [("status", "Status"), ("rebuild", "Rebuild"), ("explore", "Explore index"),
+                                        ("chunk", "Chunk"), ("source", "Source")])
+def test_every_page_opens(app, page, title):
+    at = app(page)
+    assert at.title[0].value == title
+    assert not at.error
+
+
+def test_status_shows_counts_provider_probe_and_collections(app, sample_engine):
+    at = app("status")
+    direct = call_tool(sample_engine, "index_status", {"probe": False})
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["documents"] == str(direct["documents"]) and metrics["chunks"] == str(direct["chunks"])
+    assert metrics["chunks lacking vectors"] == "0" and metrics["stale vectors"] == "0"
+    assert any("Probe ok" in s.value for s in at.success)
+    assert "l2_supercat_256" in _texts(at.markdown)
+    call, env = _panel(at, "index_status")
+    assert call == {"name": "index_status", "arguments": {"probe": True}}
+    assert env["collections"][0]["collectionPath"] == SAMPLE_COLLECTION
+    assert _codes(at, "bash") == ["chunknav status --json"]
+
+
+# -- explore ------------------------------------------------------------------------------
+def test_search_returns_hits_and_panel_is_the_engine_call(app, sample_engine):
+    at = _search(app("explore"), QUERY)
+    assert at.query_params["q"] == QUERY and at.query_params["scope"] == SAMPLE_COLLECTION
+    opens = [b for b in at.button if b.label == "Open chunk"]
+    assert opens, "no hits"
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["query"] == QUERY and call["arguments"]["scope"] == SAMPLE_COLLECTION
+    direct = call_tool(sample_engine, call["name"], call["arguments"])
+    assert shown == json.loads(json.dumps(direct)), "panel envelope != engine call with the same arguments"
+    assert shown["searched"] is True and shown["count"] == len(opens) > 0
+    assert _codes(at, "bash")[0].startswith("chunknav search-chunks ")
+    # query words marked in the snippets, page badge shown
+    assert "<mark>" in _texts(at.markdown) and ":orange-badge[p. " in _texts(at.markdown)
+
+
+def test_documents_granularity_calls_search(app, sample_engine):
+    at = app("explore", q=QUERY, scope=SAMPLE_COLLECTION, kind="documents", mode="keyword")
+    call, shown = _panel(at, "search")
+    assert call["arguments"]["mode"] == "keyword"
+    assert shown == call_tool(sample_engine, "search", call["arguments"])
+    files = [h["filePath"] for h in shown["hits"]]
+    assert len(files) == len(set(files)) > 0
+
+
+def test_namespace_token_scopes_without_picker(app):
+    at = app("explore", q=f"namespace:{SAMPLE_COLLECTION} {QUERY}")
+    _call, shown = _panel(at, "search_chunks")
+    assert shown["collections"] == [SAMPLE_COLLECTION] and shown["count"] > 0
+
+
+def test_clicking_a_hit_opens_its_chunk(app):
+    at = _search(app("explore"), QUERY)
+    _call, shown = _panel(at, "search_chunks")
+    first = shown["hits"][0]
+    next(b for b in at.button if b.label == "Open chunk").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Chunk"
+    qp = at.query_params
+    assert (qp["c"], qp["f"], qp["i"]) == (first["collectionPath"], first["filePath"], str(first["chunkIndex"]))
+    assert qp["q"] == QUERY and qp["hit"] == "0"
+    call, env = _panel(at, "get_chunk")
+    assert env["found"] and call["arguments"]["chunkIndex"] == first["chunkIndex"]
+
+
+def test_zero_hits_looks_different_from_could_not_search(app):
+    at = app("explore", q="qqxzzyv wqpmxx", scope=SAMPLE_COLLECTION, mode="keyword")
+    assert any("Searched, 0 hits" in i.value for i in at.info)
+    assert not at.error and not at.warning
+    _call, shown = _panel(at, "search_chunks")
+    assert shown["searched"] is True and shown["count"] == 0
+
+
+def test_no_scope_is_not_searched_with_hint(app):
+    at = app("explore", q=QUERY)
+    at.selectbox(key="scope").set_value("(none: use a namespace: token)")
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert any("Not searched" in i.value and "namespace:" in i.value for i in at.info)
+    assert not at.error
+
+
+# -- failure arms --------------------------------------------------------------------------
+ARMS = [
+    (401, "embedding-credential-rejected", "error"),
+    (404, "embedding-request-rejected", "error"),
+    (503, "embedding-unavailable", "warning"),
+]
+
+
+@pytest.mark.parametrize("status,code,kind", ARMS)
+def test_provider_refusal_shows_its_own_callout(monkeypatch, sample_index, embed_stub, status, code, kind):
+    _env(monkeypatch, sample_index, EMBED_PROVIDER="ollama", EMBED_URL=embed_stub.url,
+         EMBED_MODEL="stub-embed", EMBED_RETRIES="0", EMBED_TIMEOUT="5")
+    monkeypatch.setenv("EMBED_PROVIDER", "ollama")
+    embed_stub.reply = Reply(status, ollama_error(f"stub refusal {status}"))
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    for k, v in {"q": QUERY, "scope": SAMPLE_COLLECTION, "mode": "vector"}.items():
+        at.query_params[k] = v
+    at.switch_page(PAGE["explore"]).run()
+    assert not at.exception, at.exception
+    callouts = [c.value for c in getattr(at, kind) if code in c.value]
+    assert len(callouts) == 1, (code, _texts(at.error), _texts(at.warning))
+    text = callouts[0]
+    assert WHO_FIXES[code] in text and f"HTTP status {status}" in text and "stub refusal" in text
+    assert not any("Searched, 0 hits" in i.value for i in at.info)
+    _call, shown = _panel(at, "search_chunks")
+    assert shown["searched"] is False and shown["error"] == code and "count" not in shown
+    # the Status page shows the same classified failure for the probe
+    at.switch_page(PAGE["status"]).run()
+    assert any(code in c.value for c in getattr(at, kind)), _texts(getattr(at, kind))
+
+
+def test_provider_none_shows_search_not_performed(monkeypatch, sample_index):
+    _env(monkeypatch, sample_index, EMBED_PROVIDER="none")
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    for k, v in {"q": QUERY, "scope": SAMPLE_COLLECTION, "mode": "vector"}.items():
+        at.query_params[k] = v
+    at.switch_page(PAGE["explore"]).run()
+    callouts = [w.value for w in at.warning if "search-not-performed" in w.value]
+    assert len(callouts) == 1 and WHO_FIXES["search-not-performed"] in callouts[0]
+    assert not at.error
+    # auto mode falls back to keyword search and says so
+    at.query_params["mode"] = "auto"
+    at.switch_page(PAGE["explore"]).run()
+    _call, shown = _panel(at, "search_chunks")
+    assert shown["searched"] is True and shown["mode"] == "keyword" and shown["count"] > 0
+
+
+# -- chunk -----------------------------------------------------------------------------------
+def _multi_chunk_file(engine: Engine) -> tuple[str, int]:
+    docs = sorted(engine.store.documents(SAMPLE_COLLECTION), key=lambda d: -d.chunk_count)
+    assert docs and docs[0].chunk_count >= 3
+    return docs[0].file_path, docs[0].chunk_count
+
+
+def test_next_moves_to_next_index_and_is_disabled_at_the_end(app, sample_engine):
+    f, total = _multi_chunk_file(sample_engine)
+    at = app("chunk", c=SAMPLE_COLLECTION, f=f, i=0)
+    assert at.button(key="prev").disabled and not at.button(key="next").disabled
+    _call, env = _panel(at, "get_chunk")
+    assert env["nextIndex"] == 1 and env["totalChunks"] == total
+    at.button(key="next").click().run()
+    assert at.query_params["i"] == "1"
+    _call, env = _panel(at, "get_chunk")
+    assert env["chunkIndex"] == 1 and env["prevIndex"] == 0
+    assert at.slider(key="chunk_pos").value == 1 and at.slider(key="chunk_pos").max == total - 1
+    # the position slider jumps
+    at.slider(key="chunk_pos").set_value(total - 1).run()
+    assert at.query_params["i"] == str(total - 1)
+    _call, env = _panel(at, "get_chunk")
+    assert env["nextIndex"] is None
+    assert at.button(key="next").disabled and not at.button(key="prev").disabled
+    at.button(key="prev").click().run()
+    assert at.query_params["i"] == str(total - 2)
+
+
+def test_chunk_marks_overlap_and_links_full_text(app, sample_engine):
+    f, _total = _multi_chunk_file(sample_engine)
+    at = app("chunk", c=SAMPLE_COLLECTION, f=f, i=1, full=1)
+    html = _texts(at.markdown)
+    assert html.count('class="cn-ovl"') == 2 and "150 characters shared" in _texts(at.caption)
+    call, doc = _panel(at, "read_document")
+    assert doc == call_tool(sample_engine, "read_document", call["arguments"]) and doc["found"]
+    assert 'class="cn-span"' in html  # the chunk outlined inside the full text
+
+
+def test_chunk_out_of_range_is_an_answer(app):
+    at = app("chunk", c=SAMPLE_COLLECTION, f="minimal-document.pdf", i=999)
+    assert any("out of range" in w.value for w in at.warning)
+    assert not at.exception
+
+
+# -- source ------------------------------------------------------------------------------
+def test_source_renders_the_pdf_page_with_the_bbox(app, sample_engine):
+    at = app("source", c=SAMPLE_COLLECTION, f="multicolumn.pdf", i=1)
+    chunk = call_tool(sample_engine, "get_chunk", {"collectionPath": SAMPLE_COLLECTION,
+                                                    "filePath": "multicolumn.pdf", "chunkIndex": 1})
+    assert at.session_state["_last_render"] == {"page": chunk["page"], "source": "bbox",
+                                                "boxes": len([r for r in chunk["regions"] if r["page"] == chunk["page"]])}
+    assert any("drawn in yellow" in c.value for c in at.caption)
+    # page navigation: another page the chunk is not on draws nothing
+    n = at.number_input(key="src_page")
+    if n.max > chunk["page"]:
+        at.button(key="pg_next").click().run()
+        assert at.query_params["p"] == str(chunk["page"] + 1)
+        assert at.session_state["_last_render"]["page"] == chunk["page"] + 1
+    at.select_slider(key="src_zoom").set_value(2.0).run()
+    assert at.query_params["zoom"] == "2.0"
+
+
+def test_source_of_text_file_highlights_the_span(app, sample_engine):
+    f = next(d.file_path for d in sample_engine.store.documents(SAMPLE_COLLECTION)
+             if not d.file_path.endswith(".pdf") and d.chunk_count > 1)
+    at = app("source", c=SAMPLE_COLLECTION, f=f, i=1)
+    assert 'class="cn-span"' in _texts(at.markdown)
+    call, doc = _panel(at, "read_document")
+    chunk = call_tool(sample_engine, "get_chunk", {"collectionPath": SAMPLE_COLLECTION, "filePath": f, "chunkIndex": 1})
+    assert doc["offset"] <= chunk["start"] and chunk["end"] <= doc["offset"] + len(doc["text"])
+    assert chunk["text"] in doc["text"]
+
+
+# -- rebuild ------------------------------------------------------------------------------
+@pytest.fixture
+def small_index(tmp_path, monkeypatch):
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name in ("minimal-document.pdf", "sample-french-1.txt"):
+        shutil.copy(SAMPLES / name, root / name)
+    settings = Settings(db=str(tmp_path / "index.db"), embed_provider="local").validate()
+    eng = Engine(settings)
+    eng.add_collection("Small", str(root))
+    eng.close()
+    _env(monkeypatch, settings)
+    yield settings, root
+    st.cache_resource.clear()
+
+
+def _wait_for_run(at: AppTest, timeout_s: float = 90) -> AppTest:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        at.run()
+        if any("Run finished" in m.value for m in at.markdown):
+            return at
+        time.sleep(0.3)
+    raise AssertionError("the run did not finish")
+
+
+@pytest.mark.parametrize("button,forced", [("rebuild", True), ("reindex", False)])
+def test_rebuild_runs_and_shows_its_summary(small_index, button, forced):
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["rebuild"]).run()
+    at.button(key=button).click().run()
+    assert not at.exception, at.exception
+    _wait_for_run(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["files seen"] == "2" and metrics["indexed"] == "2"
+    assert ("forced rebuild" if forced else "hash-gated") in _texts(at.caption)
+    # a hash-gated run right after skips both files
+    at.button(key="reindex").click().run()
+    _wait_for_run(at)
+    assert {m.label: m.value for m in at.metric}["skipped (unchanged)"] == "2"
+
+
+def test_second_start_while_running_starts_nothing(small_index):
+    from explorer.jobs import IndexJob
+
+    settings, _root = small_index
+    job, eng = IndexJob(), Engine(settings)
+    try:
+        assert job.start(eng, force=True) is True
+        assert job.start(eng, force=True) is False  # refused while the first is active
+        assert job.wait(90)
+        snap = job.snapshot()
+        assert snap["status"] == "done" and job.runs_started == 1 and snap["summary"]["indexed"] == 2
+    finally:
+        eng.close()
+
+
+def test_failed_files_listed_after_a_run(small_index):
+    _settings, root = small_index
+    (root / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["rebuild"]).run()
+    at.button(key="reindex").click().run()
+    _wait_for_run(at)
+    assert any("Files not indexed (1)" in m.value for m in at.markdown)
+    at.switch_page(PAGE["status"]).run()
+    assert any("Files not indexed (1)" in m.value for m in at.subheader)
+
+
+def test_add_and_remove_a_collection(small_index, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["rebuild"]).run()
+    at.text_input(key="add_path").input("ACME/Reports")
+    at.text_input(key="add_root").input(str(other))
+    next(b for b in at.button if b.label == "Add collection").click().run()
+    assert any("ACME/Reports" in s.value for s in at.success)
+    at.text_input(key="add_root").input(str(tmp_path / "missing"))
+    next(b for b in at.button if b.label == "Add collection").click().run()
+    assert any("not a directory" in e.value for e in at.error)
+    at.selectbox(key="remove_path").set_value("ACME/Reports")
+    at.button(key="remove").click().run()
+    assert any("Removed `ACME/Reports`" in s.value for s in at.success)
+    at.run()
+    assert "ACME/Reports" not in at.selectbox(key="remove_path").options
+
+
+def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
+    """An empty index: the app adds assets/samples as 'Samples' and indexes it with a progress bar."""
+    settings = Settings(db=str(tmp_path / "fresh.db"), embed_provider="local").validate()
+    _env(monkeypatch, settings)
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    assert not at.exception, at.exception
+    from explorer import state
+
+    job = state.job()
+    assert job.runs_started == 1
+    job.wait(120)
+    at.run()
+    assert any("Last run here" in c.value for c in at.sidebar.caption)
+    eng = Engine(settings)
+    try:
+        assert [c.collection_path for c in eng.store.collections()] == ["Samples"]
+        assert call_tool(eng, "index_status", {"probe": False})["chunks"] > 0
+    finally:
+        eng.close()
