@@ -196,3 +196,5 @@ class IndexStatus(TypedDict):  # index_status
     failures: list[FailedFile]
     provider: ProviderStatus
     lastRun: NotRequired[dict[str, Any] | None]
+    error: NotRequired[str]  # index-unavailable
+    message: NotRequired[str]

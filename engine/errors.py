@@ -14,7 +14,9 @@ Exception tree::
     ├── EmbedError                 carries an ``EmbedFailure`` (classified once
     │                              in embed.py, copied everywhere after)
     ├── IndexBusyError             another index run holds the lock
-    └── PathEscapeError            a filePath that leaves the collection root
+    ├── PathEscapeError            a filePath that leaves the collection root
+    └── StoreUnavailableError      the index cannot be opened (reported as
+                                   ``error: index-unavailable`` by every tool)
 """
 
 from typing import Literal
@@ -31,6 +33,7 @@ __all__ = [
     "EmbedError",
     "IndexBusyError",
     "PathEscapeError",
+    "StoreUnavailableError",
 ]
 
 ErrorCode = Literal[
@@ -39,6 +42,7 @@ ErrorCode = Literal[
     "embedding-unavailable",  # 5xx, 429, refused connection, timeout
     "search-not-performed",  # no provider configured
     "index-busy",  # another index run holds the lock
+    "index-unavailable",  # the store cannot be opened (bad path, server down)
     "not-found",  # unknown collection / document node
     "invalid-argument",  # a tool argument out of its domain
     "path-escape",  # filePath leaves the collection root
@@ -53,6 +57,7 @@ WHO_FIXES: dict[str, str] = {
     "embedding-unavailable": "the embedding server's owner: it did not answer; retry later",
     "search-not-performed": "the operator: configure EMBED_PROVIDER (local, ollama or openai)",
     "index-busy": "nobody: wait for the running index job to finish",
+    "index-unavailable": "the operator: check CHUNKNAV_DB / CHUNKNAV_DSN and that the store is reachable",
     "not-found": "the caller: check the collection or document path",
     "invalid-argument": "the caller: fix the named argument",
     "path-escape": "the caller: filePath must stay inside the collection root",
@@ -102,3 +107,7 @@ class IndexBusyError(ChunknavError):
 
 class PathEscapeError(ChunknavError):
     """A filePath resolves outside its collection root (``..``, absolute, symlink)."""
+
+
+class StoreUnavailableError(ChunknavError):
+    """The store cannot be opened (unwritable path, corrupt file, server down)."""

@@ -26,7 +26,7 @@ import jsonschema
 
 from engine import envelopes as E
 from engine.config import Settings, load_settings
-from engine.errors import EmbedError, PathEscapeError
+from engine.errors import ChunknavError, EmbedError, PathEscapeError, StoreUnavailableError
 from engine.model import Chunk, Collection
 from engine.paths import document_path, resolve_inside
 from engine.search import ContentChunkSearch, make_snippet
@@ -79,7 +79,14 @@ class Engine:
             if self._store is None:
                 from engine.store import open_store
 
-                self._store = open_store(self.settings)
+                try:
+                    self._store = open_store(self.settings)
+                except ChunknavError:
+                    raise
+                except Exception as e:  # sqlite3 / psycopg / OSError: the index cannot be opened
+                    where = self.settings.dsn.split("@")[-1] if self.settings.dsn else self.settings.db
+                    raise StoreUnavailableError(
+                        f"the index at {where} cannot be opened: {type(e).__name__}: {e}") from e
             return self._store
 
     @property
@@ -505,7 +512,30 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
         raise ToolArgumentError(f"unknown tool {name!r}; tools: {', '.join(REGISTRY)}")
     arguments = dict(arguments or {})
     _validate(tool, arguments)
-    return normalise(tool.fn(engine, **_integers(tool, arguments)))
+    try:
+        return normalise(tool.fn(engine, **_integers(tool, arguments)))
+    except StoreUnavailableError as e:
+        return normalise(_unavailable(name, arguments, str(e)))
+
+
+def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str, Any]:
+    """The tool's envelope when the index cannot be opened: ``error:
+    index-unavailable`` with the store's reason, the tool's required keys kept."""
+    fail = {"error": "index-unavailable", "message": message}
+    a = arguments
+    if name in ("search", "search_chunks"):
+        return {"searched": False, "query": a.get("query", ""), "mode": a.get("mode", "auto"),
+                "collections": [], **fail}
+    if name == "get_chunk":
+        return {"found": False, "collectionPath": a["collectionPath"], "filePath": a["filePath"],
+                "chunkIndex": a["chunkIndex"], "totalChunks": 0, **fail}
+    if name == "read_document":
+        return {"found": False, "collectionPath": a["collectionPath"], "filePath": a["filePath"],
+                "offset": a.get("offset", 0), **fail}
+    if name == "get_document":
+        return {"found": False, "documentPath": a["documentPath"], **fail}
+    return {"collections": [], "documents": 0, "chunks": 0, "vectors": [], "staleVectors": 0,
+            "failures": [], "provider": {"provider": "", "model": "", "dim": 0}, **fail}
 
 
 def _integers(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:

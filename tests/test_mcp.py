@@ -216,7 +216,7 @@ def test_unusable_store_is_a_tool_error_not_a_protocol_error(tmp_path):
     first, second, bad, last = session.answers
     for answer in (first, second, last):
         assert answer.error is None and answer.result.is_error is True
-        assert "Traceback" not in answer.text and "failed" in answer.text
+        assert "Traceback" not in answer.text and "index-unavailable" in answer.text and "cannot be opened" in answer.text
     assert bad.error is not None and bad.error.code == INVALID_PARAMS
 
 
