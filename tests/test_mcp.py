@@ -228,11 +228,21 @@ def test_text_and_structured_content_agree(sample_index):
     assert answer.text == to_json(answer.result.structured_content)
 
 
-def test_agent_docs_name_every_tool():
-    """docs/agents.md (the README section "Use it from an agent") cannot drift from the registry."""
+def _agent_section() -> str:
+    """The README section "Use it from an agent", up to the next top-level section."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text("utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    start = readme.index("## Use it from an agent")
+    end = readme.find("\n## ", start + 3)
+    return readme[start:end if end > 0 else None]
+
+
+def test_agent_docs_name_every_tool():
+    """The README section "Use it from an agent" cannot drift from the registry."""
+    from pathlib import Path
+
+    text = _agent_section()
     assert text.startswith("## Use it from an agent")
     for name in ("search_chunks", "get_chunk", "read_document", "get_document", "index_status"):
         assert name in text, name
@@ -241,12 +251,12 @@ def test_agent_docs_name_every_tool():
 
 
 def test_agent_docs_example_matches_the_sample_index(sample_engine):
-    """The worked loop in docs/agents.md quotes real answers for Samples/multicolumn.pdf."""
+    """The worked loop in the README quotes real answers for Samples/multicolumn.pdf."""
     from pathlib import Path
 
     if sample_engine.store.get_document(C, "multicolumn.pdf") is None:
         pytest.skip("multicolumn.pdf is not in the sample corpus")
-    text = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text("utf-8")
+    text = _agent_section()
     args = {"collectionPath": C, "filePath": "multicolumn.pdf"}
     seven = call_tool(sample_engine, "get_chunk", {**args, "chunkIndex": 7})
     past = call_tool(sample_engine, "get_chunk", {**args, "chunkIndex": 9})
