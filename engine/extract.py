@@ -222,7 +222,6 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
             return ExtractedText("", (), (), "pdf", ("no pages",), metadata)
         labels = _label_rules(doc)
 
-        normalize = unicodedata.normalize
         parts: list[str] = []
         append = parts.append
         words: list[Word] = []
@@ -261,12 +260,10 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
             prev_block = prev_line = -1
             count = 0
             for x0, y0, x1, y1, s, block, line, _ in raw:
-                if not s.isascii():
-                    s = normalize("NFKC", s).strip()
+                if not s.isascii() or "\f" in s:
+                    s = _normal_word(s)
                     if not s:
                         continue
-                if "\f" in s:
-                    s = s.replace("\f", " ")
                 if block != prev_block:
                     sep = BLOCK_SEPARATOR if count else ""
                     prev_block = block
@@ -311,6 +308,12 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
         notes.append(no_text_note(empty_pages))
     text = "".join(parts) if words else ""
     return ExtractedText(text, tuple(words), tuple(pages), "pdf", tuple(notes), metadata)
+
+
+def _normal_word(word: str) -> str:
+    """NFKC (``"ﬂag"`` -> ``"flag"``), outer whitespace stripped, a form feed
+    inside made a space (it is the page separator); may return ""."""
+    return unicodedata.normalize("NFKC", word).strip().replace("\f", " ")
 
 
 def _label_rules(doc: Any) -> list[Any]:
