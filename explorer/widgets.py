@@ -210,12 +210,15 @@ def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "",
         pos = end
     pieces.append(mark_terms(text[pos:], query))
     style = f"max-height:{height_px}px;overflow-y:auto;" if height_px else ""
+    # one line of raw HTML: a blank line would end the HTML block and let
+    # Markdown reinterpret the text (backticks, *, |); pre-wrap shows &#10; as a line break
+    body = "".join(pieces).replace("\r", "").replace("\n", "&#10;")
     st.markdown(
         "<style>.cn-text{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;"
         "line-height:1.45;padding:0.6rem;border:1px solid #ddd;border-radius:6px}"
         ".cn-ovl{background:#dbeafe;border-bottom:2px solid #3b82f6}"
         ".cn-span{background:#fde68a;outline:2px solid #ea580c}</style>"
-        f'<div class="cn-text" style="{style}">{"".join(pieces)}</div>',
+        f'<div class="cn-text" style="{style}">{body}</div>',
         unsafe_allow_html=True,
     )
 
@@ -237,7 +240,8 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False) -
             badge = f" :orange-badge[p. {hit['page']}{f' ({label})' if label else ''}]"
         idx = f" · chunk {hit['chunkIndex']}" if hit.get("chunkIndex") is not None else ""
         mid.markdown(f"`{hit['collectionPath']}` / **{html.escape(hit['filePath'])}**{idx}{badge}")
-        mid.markdown(mark_terms(hit.get("snippet", ""), query), unsafe_allow_html=True)
+        snippet = mark_terms(" ".join(hit.get("snippet", "").split()), query)
+        mid.markdown(f'<div class="cn-snippet">{snippet}</div>', unsafe_allow_html=True)
         clicked = None
         if right.button("Open chunk", key=f"{key}-chunk", icon=":material/article:",
                         disabled=hit.get("chunkIndex") is None, width="stretch"):
@@ -506,12 +510,12 @@ def pdf_source_view(chunk: dict[str, Any]) -> None:
         st.error(f"**Cannot open the PDF.** {e}", icon=":material/error:")
         return
     page = min(max(1, page), max(1, n))
-    c1, c2, c3, c4, c5 = st.columns([1, 1.4, 1, 3, 2.6], vertical_alignment="bottom")
-    c1.button("Previous page", key="pg_prev", icon=":material/chevron_left:", disabled=page <= 1,
+    c1, c2, c3, c4, c5 = st.columns([1.5, 1.3, 1.5, 3, 2.7], vertical_alignment="bottom")
+    c1.button("Previous", key="pg_prev", help="previous page", icon=":material/chevron_left:", disabled=page <= 1,
               on_click=_set_page, args=(page - 1,), width="stretch")
     st.session_state["src_page"] = page
     c2.number_input(f"Page (of {n})", 1, max(1, n), key="src_page", on_change=_page_typed)
-    c3.button("Next page", key="pg_next", icon=":material/chevron_right:", disabled=page >= n,
+    c3.button("Next", key="pg_next", help="next page", icon=":material/chevron_right:", disabled=page >= n,
               on_click=_set_page, args=(page + 1,), width="stretch")
     st.session_state["src_zoom"] = zoom
     c4.select_slider("Zoom", ZOOMS, key="src_zoom", on_change=_set_zoom, format_func=lambda z: f"{z:g}×")
