@@ -11,7 +11,7 @@
   multi.pdf      3 pages, 612 x 792 pt; page n has the line "page N alpha
                  bravo" ("N" = one/two/three) at x=72, baseline y=100, and a
                  second block "closing words here" at x=72, baseline y=700;
-                 page 2 has the label "ii" style roman labels ("i", "ii", "iii")
+                 roman page labels "i", "ii", "iii"
   rotated.pdf    4 pages, 400 x 600 pt unrotated, /Rotate 0, 90, 180, 270;
                  each page holds only the word "north", drawn so that it
                  reads upright near the top-left of the *displayed* page
