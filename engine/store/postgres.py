@@ -127,6 +127,31 @@ _DOCUMENT_SELECT = (
 )
 
 
+#: Shared-schema tables: (name, keys, columns, indexes); see ``PostgresStore._apply_ddl``.
+_SHARED_TABLES = (
+    ("collections", "collection_path text PRIMARY KEY",
+     (("root", "text NOT NULL DEFAULT ''"), ("password", "text"), ("partition", "text NOT NULL DEFAULT ''")), ()),
+    ("partitions", "partition text PRIMARY KEY, schema_name text NOT NULL UNIQUE",
+     (("provisioned_at", "double precision NOT NULL DEFAULT 0"),), ()),
+    ("vectors", "chunk_id text NOT NULL, model text NOT NULL, PRIMARY KEY (chunk_id, model)",
+     (("dim", "integer NOT NULL DEFAULT 0"), ("embedding", "vector"),
+      ("created", "double precision NOT NULL DEFAULT 0")),
+     (("vectors_model_dim", "(model, dim)"),)),
+    ("runs", "id bigserial PRIMARY KEY",
+     (("saved_at", "double precision NOT NULL DEFAULT 0"), ("summary", "jsonb NOT NULL DEFAULT '{}'::jsonb")), ()),
+)
+#: Per-partition tables, in the order writes touch them (documents, then chunks).
+_PARTITION_TABLES = (
+    ("documents", "collection_path text NOT NULL, file_path text NOT NULL, PRIMARY KEY (collection_path, file_path)",
+     _DOCUMENT_COLUMNS, ()),
+    ("content_chunks", "collection_path text NOT NULL, file_path text NOT NULL, chunk_index integer NOT NULL, "
+     "PRIMARY KEY (collection_path, file_path, chunk_index)",
+     _CHUNK_COLUMNS,
+     (("content_chunks_chunk_id", "(chunk_id)"), ("content_chunks_collection", "(collection_path, chunk_id)"),
+      ("content_chunks_tsv", "USING gin (tsv)"))),
+)
+
+
 def partition_of(collection_path: str) -> str:
     """The partition of a collection: its first path segment (``ACME/Reports`` -> ``ACME``).
 
@@ -282,47 +307,59 @@ class PostgresStore:
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
-    def _provision_shared(self) -> None:
-        s = sql.Identifier(SHARED_SCHEMA)
-        with self._tx() as conn:
+    def _apply_ddl(self, conn: psycopg.Connection, schema: str,
+                   tables: tuple[tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], ...]
+                   ) -> bool:
+        """Bring ``schema`` up to ``tables``; returns True when any DDL ran.
+
+        Each table is ``(name, key columns and constraints, columns, indexes)``
+        with columns ``(name, type and default)`` and indexes ``(name, method
+        and columns)``. The catalogs are read first and only what is missing
+        is executed (``CREATE ... IF NOT EXISTS``, ``ADD COLUMN IF NOT
+        EXISTS``): an up-to-date schema takes no table lock, so provisioning
+        never blocks or deadlocks with readers and writers. Tables are
+        visited in the given order, the same order the writes use.
+        """
+        s = sql.Identifier(schema)
+        have_schema = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+        cols = {(r["table_name"], r["column_name"]) for r in conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s",
+            (schema,)).fetchall()}
+        tables_have = {t for t, _c in cols}
+        indexes = {r["indexname"] for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)).fetchall()}
+        todo: list[sql.Composable] = []
+        if have_schema is None:
+            todo.append(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
+        for table, keys, columns, table_indexes in tables:
+            t = sql.Identifier(table)
+            if table not in tables_have:
+                todo.append(sql.SQL("CREATE TABLE IF NOT EXISTS {}.{} ({})").format(s, t, sql.SQL(keys)))
+            for name, decl in columns:
+                if (table, name) not in cols:
+                    todo.append(sql.SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS {} {}")
+                                .format(s, t, sql.Identifier(name), sql.SQL(decl)))
+            for name, spec in table_indexes:
+                if name not in indexes:
+                    todo.append(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} {}")
+                                .format(sql.Identifier(name), s, t, sql.SQL(spec)))
+        if todo:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
-            conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {}.collections (collection_path text PRIMARY KEY)"
-            ).format(s))
-            for name, decl in (("root", "text NOT NULL DEFAULT ''"), ("password", "text"),
-                               ("partition", "text NOT NULL DEFAULT ''")):
-                conn.execute(sql.SQL("ALTER TABLE {}.collections ADD COLUMN IF NOT EXISTS {} {}")
-                             .format(s, sql.Identifier(name), sql.SQL(decl)))
-            conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {}.partitions (partition text PRIMARY KEY, "
-                "schema_name text NOT NULL UNIQUE)"
-            ).format(s))
-            conn.execute(sql.SQL(
-                "ALTER TABLE {}.partitions ADD COLUMN IF NOT EXISTS provisioned_at "
-                "double precision NOT NULL DEFAULT 0"
-            ).format(s))
-            conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {}.vectors (chunk_id text NOT NULL, model text NOT NULL, "
-                "PRIMARY KEY (chunk_id, model))"
-            ).format(s))
-            for name, decl in (("dim", "integer NOT NULL DEFAULT 0"), ("embedding", "vector"),
-                               ("created", "double precision NOT NULL DEFAULT 0")):
-                conn.execute(sql.SQL("ALTER TABLE {}.vectors ADD COLUMN IF NOT EXISTS {} {}")
-                             .format(s, sql.Identifier(name), sql.SQL(decl)))
-            conn.execute(sql.SQL(
-                "CREATE INDEX IF NOT EXISTS vectors_model_dim ON {}.vectors (model, dim)"
-            ).format(s))
-            conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {}.runs (id bigserial PRIMARY KEY, "
-                "saved_at double precision NOT NULL, summary jsonb NOT NULL)"
-            ).format(s))
+            for stmt in todo:
+                conn.execute(stmt)
+        return bool(todo)
+
+    def _provision_shared(self) -> None:
+        with self._tx() as conn:
+            self._apply_ddl(conn, SHARED_SCHEMA, _SHARED_TABLES)
 
     def provision(self, partition: str) -> str:
         """Create or upgrade one partition's schema; idempotent, safe across processes.
 
         Creates the schema and its tables when missing and adds every column
-        an older version lacked (``ADD COLUMN IF NOT EXISTS``), plus indexes.
+        or index an older version lacked (``ADD COLUMN IF NOT EXISTS``,
+        ``CREATE INDEX IF NOT EXISTS``); a schema already up to date is only
+        read. Registers the partition in ``chunknav.partitions``.
 
         Args:
             partition: the first segment of a collection path, e.g. ``ACME``.
@@ -331,35 +368,12 @@ class PostgresStore:
             The schema name (``schema_for(partition)``).
         """
         schema = schema_for(partition)
-        s = sql.Identifier(schema)
         with self._tx() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
-            conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {}.documents (collection_path text NOT NULL, "
-                "file_path text NOT NULL, PRIMARY KEY (collection_path, file_path))"
-            ).format(s))
-            for name, decl in _DOCUMENT_COLUMNS:
-                conn.execute(sql.SQL("ALTER TABLE {}.documents ADD COLUMN IF NOT EXISTS {} {}")
-                             .format(s, sql.Identifier(name), sql.SQL(decl)))
-            conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {}.content_chunks (collection_path text NOT NULL, "
-                "file_path text NOT NULL, chunk_index integer NOT NULL, "
-                "PRIMARY KEY (collection_path, file_path, chunk_index))"
-            ).format(s))
-            for name, decl in _CHUNK_COLUMNS:
-                conn.execute(sql.SQL("ALTER TABLE {}.content_chunks ADD COLUMN IF NOT EXISTS {} {}")
-                             .format(s, sql.Identifier(name), sql.SQL(decl)))
-            for idx, cols in (("content_chunks_chunk_id", "(chunk_id)"),
-                              ("content_chunks_collection", "(collection_path, chunk_id)")):
-                conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.content_chunks {}")
-                             .format(sql.Identifier(idx), s, sql.SQL(cols)))
-            conn.execute(sql.SQL(
-                "CREATE INDEX IF NOT EXISTS content_chunks_tsv ON {}.content_chunks USING gin (tsv)"
-            ).format(s))
+            changed = self._apply_ddl(conn, schema, _PARTITION_TABLES)
             conn.execute(sql.SQL(
                 "INSERT INTO {}.partitions (partition, schema_name, provisioned_at) VALUES (%s, %s, %s) "
-                "ON CONFLICT (partition) DO UPDATE SET provisioned_at = EXCLUDED.provisioned_at"
+                "ON CONFLICT (partition) DO " + ("UPDATE SET provisioned_at = EXCLUDED.provisioned_at"
+                                                if changed else "NOTHING")
             ).format(sql.Identifier(SHARED_SCHEMA)), (partition, schema, time.time()))
         with self._lock:
             self._provisioned.add(schema)
@@ -438,9 +452,9 @@ class PostgresStore:
             if schema is None:
                 return existed
             s = sql.Identifier(schema)
-            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s").format(s),
-                         (collection_path,))
             conn.execute(sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s").format(s),
+                         (collection_path,))
+            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s").format(s),
                          (collection_path,))
         return existed
 
@@ -528,8 +542,6 @@ class PostgresStore:
         with self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                          (f"{schema}\x1f{key[0]}\x1f{key[1]}",))
-            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
-                         .format(s), key)
             conn.execute(sql.SQL(
                 "INSERT INTO {}.documents (collection_path, file_path, content_hash, settings_key, file_type, "
                 "status, reason, size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, "
@@ -544,6 +556,8 @@ class PostgresStore:
             ).format(s), (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
                           d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
                           d.chunk_count, d.text_length, _text(d.summary), _jsonb(d.metadata), _text(text)))
+            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
+                         .format(s), key)
             if chunks:
                 with conn.cursor() as cur:
                     cur.executemany(sql.SQL(
@@ -569,9 +583,10 @@ class PostgresStore:
         with self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                          (f"{schema}\x1f{collection_path}\x1f{file_path}",))
-            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
-                         .format(s), (collection_path, file_path))
+            # Tables in the order every write and the DDL take them: documents, then chunks.
             conn.execute(sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s AND file_path = %s")
+                         .format(s), (collection_path, file_path))
+            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
                          .format(s), (collection_path, file_path))
 
     def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> Chunk | None:
@@ -879,7 +894,10 @@ class PostgresStore:
         return hits[:limit]
 
     def _search_partition(self, conn: psycopg.Connection, schema: str, paths: list[str] | None, model: str,
-                          dim: int, kind: str | None, q: np.ndarray, limit: int) -> list[dict[str, Any]]:
+                          dim: int, kind: str | None, q: np.ndarray, limit: int,
+                          explain: bool = False) -> list[dict[str, Any]]:
+        """Rows of one partition's top ``limit`` (chunk columns + ``distance``); with
+        ``explain``, the approximate query's plan rows (``{"QUERY PLAN": line}``)."""
         s = sql.Identifier(schema)
         where = sql.SQL("v.model = {} AND v.dim = {}").format(sql.Literal(model), sql.Literal(dim))
         params: dict[str, Any] = {"q": q, "k": limit}
@@ -894,7 +912,7 @@ class PostgresStore:
             "ORDER BY distance, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
         ).format(cols=cols, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
         if kind is None:
-            return conn.execute(exact, params).fetchall()
+            return conn.execute((sql.SQL("EXPLAIN ") + exact) if explain else exact, params).fetchall()
         cast = sql.SQL("{}({})").format(sql.SQL(kind), sql.Literal(dim))
         # The ORDER BY expression matches the partial index expression exactly;
         # the outer query restores strict order (relaxed_order may swap neighbours).
@@ -907,6 +925,8 @@ class PostgresStore:
         with conn.transaction():
             conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(64, 2 * limit))))
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if explain:
+                return conn.execute(sql.SQL("EXPLAIN ") + approx, params).fetchall()
             rows = conn.execute(approx, params).fetchall()
         if len(rows) < limit:
             have = conn.execute(sql.SQL(
@@ -916,6 +936,29 @@ class PostgresStore:
             if have > len(rows):
                 rows = conn.execute(exact, params).fetchall()
         return rows
+
+    def explain_vector_search(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
+                              limit: int = 10) -> str:
+        """The Postgres plan of ``search_vectors``' HNSW query, one partition per block.
+
+        For operators and tests: a healthy plan shows ``Index Scan using
+        vectors_hnsw_...``. Returns "" when the model has no vectors.
+
+        Args:
+            model, query, collection_paths, limit: as for ``search_vectors``.
+        """
+        q = np.asarray(query, dtype=np.float32)
+        targets = self._schemas(None if collection_paths is None else list(collection_paths))
+        out: list[str] = []
+        with self._pool.connection() as conn:
+            dim = self._model_dim(conn, model)
+            if dim is None:
+                return ""
+            for schema, paths in targets.items():
+                rows = self._search_partition(conn, schema, paths, model, dim, _vector_type(dim), q, limit,
+                                              explain=True)
+                out.append(f"-- {schema}\n" + "\n".join(r["QUERY PLAN"] for r in rows))
+        return "\n".join(out)
 
     # -- keyword search -----------------------------------------------------------
     def search_keyword(
