@@ -283,9 +283,11 @@ class PostgresStore:
         self._lock = threading.Lock()
         with psycopg.connect(dsn, autocommit=True) as conn:
             # The extension must exist before register_vector() can find its type.
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            # Checked first, so a role without CREATE on the database works once it exists.
+            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
