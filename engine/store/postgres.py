@@ -288,6 +288,10 @@ class PostgresStore:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+        #: pgvector >= 0.8 has iterative index scans; older ones rely on the exact fallback alone.
+        self.pgvector_version = str(version)
+        self._iterative = tuple(int(p) for p in re.findall(r"\d+", self.pgvector_version)[:2]) >= (0, 8)
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
@@ -926,7 +930,8 @@ class PostgresStore:
         ).format(cols=cols, cast=cast, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
         with conn.transaction():
             conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(64, 2 * limit))))
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if self._iterative:
+                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             if explain:
                 return conn.execute(sql.SQL("EXPLAIN ") + approx, params).fetchall()
             rows = conn.execute(approx, params).fetchall()
