@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import threading
 import uuid
+from typing import Callable
 
 import psycopg
 from psycopg import sql
@@ -97,7 +98,7 @@ def _with_dbname(dsn: str, dbname: str) -> str:
     return make_conninfo(**params)
 
 
-def fresh_database() -> tuple[str, callable]:
+def fresh_database() -> tuple[str, Callable[[], None]]:
     """A new empty database on the test server: ``(dsn, drop)``.
 
     Each test gets its own database, so schemas never leak between tests and
