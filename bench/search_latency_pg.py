@@ -176,11 +176,12 @@ def _fresh_pg(base_dsn: str | None):
 
 
 def run_postgres(n: int, queries: int = 200, dsn: str | None = None, build_memory_mb: int = 3072,
-                 x: np.ndarray | None = None) -> dict[str, dict[str, float]]:
+                 x: np.ndarray | None = None, ef_values: tuple[int, ...] = (100,)) -> dict[str, dict[str, float]]:
     """Load ``n`` synthetic chunks into a fresh Postgres database and time search.
 
     Returns:
-        ``{"load": {...seconds}, "all": {p50_ms, p95_ms, recall}, "scoped": {...}}``.
+        ``{"load": {...seconds}, "all@<ef>": {p50_ms, p95_ms, recall}, "scoped@<ef>": {...}}``
+        for each ``hnsw.ef_search`` in ``ef_values``.
     """
     from engine.store.postgres import PostgresStore
 
@@ -190,9 +191,12 @@ def run_postgres(n: int, queries: int = 200, dsn: str | None = None, build_memor
     try:
         store = PostgresStore(test_dsn, build_memory_mb=build_memory_mb)
         try:
-            load = load_store(store, x)
-            return {"load": load, "all": time_search(store, x, q, None),
-                    "scoped": time_search(store, x, q, ["Bench/c3"])}
+            out = {"load": load_store(store, x)}
+            for ef in ef_values:
+                store.ef_search = ef
+                out[f"all@{ef}"] = time_search(store, x, q, None)
+                out[f"scoped@{ef}"] = time_search(store, x, q, ["Bench/c3"])
+            return out
         finally:
             store.close()
     finally:
@@ -220,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="chunk counts")
     p.add_argument("--queries", type=int, default=200, help="queries per measurement")
     p.add_argument("--sqlite", action="store_true", help="also time the SQLite store")
+    p.add_argument("--ef", type=int, nargs="+", default=[100], help="hnsw.ef_search values to time")
     p.add_argument("--build-memory-mb", type=int, default=3072, help="maintenance_work_mem for the HNSW build")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -238,10 +243,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n:>9} {'sqlite store (numpy)':<22} {scope:<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
                       f"{r['recall']:>9.3f}  chunks {res['load']['chunks_s']:.0f}s vectors "
                       f"{res['load']['vectors_s']:.0f}s", flush=True)
-        res = run_postgres(n, args.queries, dsn, args.build_memory_mb, x)
-        for scope in ("all", "scoped"):
-            r = res[scope]
-            print(f"{n:>9} {'postgres HNSW':<22} {scope:<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
+        res = run_postgres(n, args.queries, dsn, args.build_memory_mb, x, tuple(args.ef))
+        for key in [k for k in res if k != "load"]:
+            r = res[key]
+            scope, ef = key.split("@")
+            print(f"{n:>9} {'postgres HNSW ef=' + ef:<22} {scope:<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
                   f"{r['recall']:>9.3f}  chunks {res['load']['chunks_s']:.0f}s vectors+build "
                   f"{res['load']['vectors_s']:.0f}s", flush=True)
     return 0

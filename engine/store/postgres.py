@@ -262,6 +262,9 @@ class PostgresStore:
             dedicated connection while ``index_lock`` is held.
         build_memory_mb: ``maintenance_work_mem`` for HNSW builds, in MiB; the
             build is fast while the graph fits (about 1.5 KiB per 256-d vector).
+        ef_search: HNSW candidate list per search (``hnsw.ef_search``), raised
+            to 2 x limit for large limits; higher is slower and more exact
+            (``bench/search_latency_pg.py --ef`` measures the trade-off).
 
     Raises:
         psycopg.OperationalError: the server cannot be reached or refuses the login.
@@ -269,13 +272,14 @@ class PostgresStore:
             ``vector`` extension or the schemas (create them once as an owner).
     """
 
-    def __init__(self, dsn: str, pool_size: int = 4, build_memory_mb: int = 1024):
+    def __init__(self, dsn: str, pool_size: int = 4, build_memory_mb: int = 1024, ef_search: int = 100):
         if pool_size < 1:
             raise ValueError(f"pool_size must be >= 1 connections, got {pool_size}")
         if build_memory_mb < 64:
             raise ValueError(f"build_memory_mb must be >= 64 MiB, got {build_memory_mb}")
         self.dsn = dsn
         self.build_memory_mb = build_memory_mb
+        self.ef_search = ef_search
         self._provisioned: set[str] = set()
         self._indexed_models: set[tuple[str, int]] = set()
         self._deferred: set[tuple[str, int]] = set()  # (model, dim) to build when index_lock ends
@@ -858,7 +862,7 @@ class PostgresStore:
         """Top ``limit`` chunks by cosine similarity, HNSW first, exact when filtering starves it.
 
         Per partition schema: the model's HNSW index (``hnsw.ef_search`` =
-        max(64, 2 x limit), ``hnsw.iterative_scan = relaxed_order``) walks
+        max(ef_search, 2 x limit), ``hnsw.iterative_scan = relaxed_order``) walks
         nearest vectors and joins them to the scoped chunks. When that yields
         fewer than ``limit`` rows although the scope holds more chunks with
         vectors (a very selective scope), the partition is searched exactly.
@@ -929,7 +933,7 @@ class PostgresStore:
             "SELECT * FROM hits ORDER BY distance, collection_path, file_path, chunk_index"
         ).format(cols=cols, cast=cast, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
         with conn.transaction():
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(64, 2 * limit))))
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(self.ef_search, 2 * limit))))
             if self._iterative:
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             if explain:
