@@ -177,6 +177,7 @@ def schema_for(partition: str) -> str:
 
 
 def _index_name(model: str, dim: int) -> str:
+    """Name of the partial HNSW index of ``(model, dim)``: ``vectors_hnsw_<sha256[:16]>`` (any model name fits)."""
     return "vectors_hnsw_" + hashlib.sha256(f"{model}\0{dim}".encode()).hexdigest()[:16]
 
 
@@ -190,10 +191,12 @@ def _vector_type(dim: int) -> str | None:
 
 
 def _bbox(value: Any) -> Bbox | None:
+    """A jsonb ``{x, y, w, h}`` (0..1 of the displayed page) -> ``Bbox``; null -> None."""
     return Bbox.from_dict(value) if value else None
 
 
 def _row_to_chunk(r: dict[str, Any]) -> Chunk:
+    """A ``content_chunks`` row (``_CHUNK_SELECT`` columns) -> ``Chunk``; jsonb decoded, nulls defaulted."""
     return Chunk(
         collection_path=r["collection_path"],
         file_path=r["file_path"],
@@ -213,6 +216,7 @@ def _row_to_chunk(r: dict[str, Any]) -> Chunk:
 
 
 def _row_to_document(r: dict[str, Any]) -> Document:
+    """A ``documents`` row (``_DOCUMENT_SELECT`` columns, no text) -> ``Document``."""
     return Document(
         collection_path=r["collection_path"],
         file_path=r["file_path"],
@@ -360,6 +364,7 @@ class PostgresStore:
         return bool(todo)
 
     def _provision_shared(self) -> None:
+        """Create or upgrade the shared ``chunknav`` schema (see ``_apply_ddl``)."""
         with self._tx() as conn:
             self._apply_ddl(conn, SHARED_SCHEMA, _SHARED_TABLES)
 
@@ -671,6 +676,7 @@ class PostgresStore:
         return [(r["chunk_id"], r["chunk_text"]) for r in rows]
 
     def _create_index_sql(self, model: str, dim: int) -> sql.Composable | None:
+        """``CREATE INDEX IF NOT EXISTS`` of the (model, dim) HNSW index; None above ``HALFVEC_MAX_DIM``."""
         kind = _vector_type(dim)
         if kind is None:
             return None
@@ -683,6 +689,7 @@ class PostgresStore:
                  sql.Literal(model), sql.Literal(dim))
 
     def _has_index(self, conn: psycopg.Connection, model: str, dim: int) -> bool:
+        """True when the (model, dim) HNSW index exists (takes no lock)."""
         r = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS ok",
                          (f"{SHARED_SCHEMA}.{_index_name(model, dim)}",)).fetchone()
         return bool(r["ok"])
@@ -852,6 +859,7 @@ class PostgresStore:
         return out
 
     def _model_dim(self, conn: psycopg.Connection, model: str) -> int | None:
+        """Dimension of ``model``'s stored vectors, or None when it has none."""
         r = conn.execute(sql.SQL("SELECT dim FROM {}.vectors WHERE model = %s LIMIT 1")
                          .format(sql.Identifier(SHARED_SCHEMA)), (model,)).fetchone()
         return None if r is None else int(r["dim"])
@@ -1071,7 +1079,9 @@ class PostgresStore:
         self._pool.close()
 
     def __enter__(self) -> PostgresStore:
+        """``with PostgresStore(dsn) as store:`` closes the pool on exit."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close the pool."""
         self.close()
