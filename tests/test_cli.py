@@ -126,3 +126,22 @@ def test_python_m_engine_prints_only_json_on_stdout(tmp_path, corpus):
     r = subprocess.run(py + ["get-chunk", "C", "b.txt", "0"], env=env, cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0
     assert json.loads(r.stdout)["text"] == "Rocket skates go fast."
+
+
+def test_migrate_copies_chunks_and_vectors_without_re_embedding(tmp_path, corpus, capsys, embed_stub, monkeypatch):
+    monkeypatch.setenv("EMBED_PROVIDER", "ollama")
+    monkeypatch.setenv("EMBED_URL", embed_stub.url)
+    monkeypatch.setenv("EMBED_MODEL", "stub-embed")
+    src, dst = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
+    run(capsys, "--db", src, "collections", "add", "C", str(corpus))
+    run(capsys, "--db", src, "index")
+    embedded = embed_stub.count("/api/embed")
+    code, out, _ = run(capsys, "migrate", "--from", f"sqlite:{src}", "--to", f"sqlite:{dst}")
+    counts = json.loads(out)
+    assert code == 0 and counts["chunks"] == 4 and counts["vectors"] == 4
+    code, out, _ = run(capsys, "--db", dst, "index", "--json")
+    summary = json.loads(out)
+    assert summary["indexed"] == 0 and summary["embedded"] == 0 and summary["reused"] == 4
+    assert embed_stub.count("/api/embed") == embedded + 1  # the probe only
+    code, _, err = run(capsys, "migrate", "--from", "mysql://x", "--to", f"sqlite:{dst}")
+    assert code == 2 and "sqlite:PATH" in err
