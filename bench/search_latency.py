@@ -1,6 +1,11 @@
 """search_vectors latency on SQLite vs the bare numpy lower bound, in one run.
 
 Usage: .venv/bin/python bench/search_latency.py [sizes...]   (default 10000 100000 1000000)
+       .venv/bin/python bench/search_latency.py --postgres [pg options]
+
+``--postgres`` runs the Postgres column instead (``bench/search_latency_pg.py``:
+pgvector HNSW p50/p95 and recall@10 at 100k and 1M beside numpy exact and
+the SQLite store, all in the same run, on clustered embedding-like vectors).
 
 For each size: a fresh SQLite file with that many 256-d synthetic unit
 vectors spread over 20 collections (Zipf-like sizes), built with bulk
@@ -81,6 +86,11 @@ def pct(xs: list[float]) -> tuple[float, float]:
 
 
 def main() -> None:
+    if "--postgres" in sys.argv[1:]:
+        from search_latency_pg import main as pg_main
+
+        rest = [a for a in sys.argv[1:] if a != "--postgres"]
+        raise SystemExit(pg_main(rest if "--sqlite" in rest else ["--sqlite", *rest]))
     sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000, 1_000_000]
     rng = np.random.default_rng(0)
     rows = []
