@@ -2,15 +2,16 @@
 
 Owns: the window arithmetic (DESIGN.md "Chunking") and the page/bbox/regions
 of each window. Offsets are recorded while cutting, never found again by
-searching the text. Imports only ``engine.model``; no face, no PyMuPDF.
+searching the text. Imports only ``engine.model`` (and numpy); no face, no PyMuPDF.
 """
 
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left, bisect_right
 
-from engine.model import Bbox, ExtractedText, Region, Window, Word
+import numpy as np
+
+from engine.model import Bbox, ExtractedText, Region, Window
 
 __all__ = ["windows", "chunk_text", "chunk_id", "window_count"]
 
@@ -62,7 +63,9 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     """Windows of ``extracted.text`` with their provenance.
 
     Args:
-        extracted: text plus word spans (``start`` ascending, non-overlapping).
+        extracted: text plus word spans (``start`` ascending, non-overlapping),
+            read as the ``WordArray`` columns; words without a page or box are
+            ignored here.
         size, overlap: characters, as in ``windows``.
 
     Returns:
@@ -78,51 +81,67 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
         ValueError: size/overlap out of range.
     """
     spans = windows(extracted.text, size, overlap)
-    words = [w for w in extracted.words if w.page is not None and w.bbox is not None]
-    if not words:
+    words = extracted.words
+    located = (words.pages > 0) & ~np.isnan(words.boxes[:, 0])
+    if not spans or not located.any():
         return spans
-    starts = [w.start for w in words]
-    ends = [w.end for w in words]
+    if located.all():
+        starts, ends, pages, boxes = words.starts, words.ends, words.pages, words.boxes
+    else:
+        starts, ends = words.starts[located], words.ends[located]
+        pages, boxes = words.pages[located], words.boxes[located]
+    # Corners x0, y0, x1, y1 (fractions of the displayed page), one row per word.
+    corners = np.empty((len(starts), 4))
+    corners[:, :2] = boxes[:, :2]
+    np.add(boxes[:, :2], boxes[:, 2:], out=corners[:, 2:])
+    # Runs of consecutive words on one page: run r covers words [run_at[r], run_at[r + 1]).
+    run_at = np.flatnonzero(np.concatenate(([True], pages[1:] != pages[:-1])))
+    run_of = np.cumsum(np.concatenate(([False], pages[1:] != pages[:-1])))
+
+    win_start = np.fromiter((w.start for w in spans), np.int64, len(spans))
+    win_end = np.fromiter((w.end for w in spans), np.int64, len(spans))
+    lo_all = np.searchsorted(ends, win_start, side="right").tolist()  # first word ending after the start
+    hi_all = np.searchsorted(starts, win_end, side="left").tolist()  # words [lo, hi) overlap the window
+    in_all = np.searchsorted(starts, win_start, side="left").tolist()  # first word starting inside
+    page_list = pages.tolist()
     out: list[Window] = []
-    for win in spans:
-        lo = bisect_right(ends, win.start)  # first word ending after the window start
-        hi = bisect_left(starts, win.end)  # words [lo, hi) overlap the window
+    for win, lo, hi, first_in in zip(spans, lo_all, hi_all, in_all):
         if lo >= hi:
             out.append(win)
             continue
-        out.append(_with_provenance(win, words, lo, hi))
+        first_page = page_list[first_in] if first_in < hi else page_list[lo]
+        r0, r1 = int(run_of[lo]), int(run_of[hi - 1])
+        if r0 == r1:  # one page: the usual case
+            union = _union(corners[lo:hi])
+            bbox = Bbox(*union)
+            out.append(Window(win.chunk_index, win.start, win.end, first_page, bbox,
+                              (Region(first_page, bbox),)))
+            continue
+        cuts = [lo] + run_at[r0 + 1:r1 + 1].tolist() + [hi]
+        acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], pages in order of appearance
+        for a, b in zip(cuts, cuts[1:]):
+            x0, y0, x1, y1 = _corners(corners[a:b])
+            prev = acc.get(page_list[a])
+            if prev is None:
+                acc[page_list[a]] = [x0, y0, x1, y1]
+            else:
+                prev[:] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
+        order = [first_page] + [p for p in acc if p != first_page]
+        regions = tuple(Region(p, Bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]))
+                        for p in order)
+        out.append(Window(win.chunk_index, win.start, win.end, first_page, regions[0].bbox, regions))
     return out
 
 
-def _with_provenance(win: Window, words: list[Word], lo: int, hi: int) -> Window:
-    boxes: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1]
-    first_page: int | None = None
-    for i in range(lo, hi):
-        w = words[i]
-        b = w.bbox
-        page = w.page
-        if first_page is None and w.start >= win.start:
-            first_page = page
-        acc = boxes.get(page)
-        if acc is None:
-            boxes[page] = [b.x, b.y, b.x + b.w, b.y + b.h]
-        else:
-            if b.x < acc[0]:
-                acc[0] = b.x
-            if b.y < acc[1]:
-                acc[1] = b.y
-            if b.x + b.w > acc[2]:
-                acc[2] = b.x + b.w
-            if b.y + b.h > acc[3]:
-                acc[3] = b.y + b.h
-    if first_page is None:
-        first_page = words[lo].page
-    order = [first_page] + [p for p in boxes if p != first_page]
-    regions = tuple(
-        Region(p, Bbox(boxes[p][0], boxes[p][1], boxes[p][2] - boxes[p][0], boxes[p][3] - boxes[p][1]))
-        for p in order
-    )
-    return Window(win.chunk_index, win.start, win.end, first_page, regions[0].bbox, regions)
+def _corners(rows: np.ndarray) -> list[float]:
+    """Union ``[x0, y0, x1, y1]`` of corner rows (float64, shape (k, 4), k >= 1)."""
+    return [*rows[:, :2].min(axis=0).tolist(), *rows[:, 2:].max(axis=0).tolist()]
+
+
+def _union(rows: np.ndarray) -> tuple[float, float, float, float]:
+    """``(x, y, w, h)`` of the union of corner rows (float64, shape (k, 4), k >= 1)."""
+    x0, y0, x1, y1 = _corners(rows)
+    return x0, y0, x1 - x0, y1 - y0
 
 
 def chunk_id(content_hash: str, window_text: str) -> str:

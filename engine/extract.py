@@ -42,8 +42,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
-from engine.model import Bbox, ExtractedText, PageInfo, Word
+from engine.model import ExtractedText, PageInfo, WordArray
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
@@ -67,37 +69,9 @@ WORD_SEPARATOR = " "
 
 _WORD_RE = re.compile(r"\S+")
 
-
-def _fast_constructor(cls: type) -> Any:
-    """A positional constructor for a frozen, slotted dataclass of 4 fields
-    without ``__post_init__``, equal in effect to ``cls(a, b, c, d)`` but ~35%
-    cheaper (measured on 57k-word PDFs).
-
-    The frozen ``__init__`` routes every field through ``object.__setattr__``;
-    on a 57k-word PDF that alone is a fifth of the 1.3x time budget over bare
-    ``get_text("words")``. Writing the slot descriptors directly builds the
-    same object (same type, equality, hash, repr). Checked at import: if the
-    class changes shape this raises instead of building wrong objects.
-    """
-    fields = tuple(cls.__dataclass_fields__)
-    if len(fields) != 4 or hasattr(cls, "__post_init__") or not hasattr(cls, "__slots__"):
-        raise TypeError(f"_fast_constructor: {cls.__name__} is not a 4-field slotted dataclass")
-    s0, s1, s2, s3 = (getattr(cls, name).__set__ for name in fields)
-    new = object.__new__
-
-    def make(v0: Any, v1: Any, v2: Any, v3: Any) -> Any:
-        obj = new(cls)
-        s0(obj, v0)
-        s1(obj, v1)
-        s2(obj, v2)
-        s3(obj, v3)
-        return obj
-
-    return make
-
-
-_word = _fast_constructor(Word)  # Word(start, end, page, bbox)
-_bbox = _fast_constructor(Bbox)  # Bbox(x, y, w, h)
+# Separator codes used while laying out a PDF: 0 page start (form feeds), 1-3 below.
+_SEPARATORS = np.array(["", WORD_SEPARATOR, LINE_SEPARATOR, BLOCK_SEPARATOR], dtype=object)
+_SEPARATOR_LENGTHS = np.array([len(x) for x in _SEPARATORS], dtype=np.int64)
 
 
 def extract(path: Path, password: str | None = None) -> ExtractedText:
@@ -222,23 +196,20 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
         except Exception as e:  # broken page tree
             raise ExtractError(f"corrupt: {e}") from None
         if page_count == 0:
-            return ExtractedText("", (), (), "pdf", ("no pages",), metadata)
+            return ExtractedText("", WordArray.empty(), (), "pdf", ("no pages",), metadata)
         labels = _label_rules(doc)
 
-        parts: list[str] = []
-        append = parts.append
-        words: list[Word] = []
-        add_word = words.append
-        pages: list[PageInfo] = []
-        empty_pages: list[int] = []
+        # Pass 1, per page: PyMuPDF's word tuples, kept whole for the vectorised
+        # pass 2; one row of the page's affine box map each.
+        raw_words: list[tuple[Any, ...]] = []
+        extend = raw_words.extend
+        raw_counts = [0] * page_count  # words PyMuPDF gave per page
+        affine = np.zeros((page_count, 6))  # per page: ma, mb, mc, md, me, mf
+        sizes: list[tuple[str, float, float]] = []  # per page: label, width_pt, height_pt
         notes: list[str] = []
-        pos = 0  # length of "".join(parts)
-
+        unreadable: list[int] = []
         for pno in range(page_count):
             number = pno + 1
-            if pno:
-                append(PAGE_SEPARATOR)
-                pos += 1
             try:
                 page = doc[pno]
                 raw = page.get_text("words", flags=flags)
@@ -248,70 +219,126 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
             except Exception as exc:  # a damaged page: note it, keep the rest
                 log.debug("%s: page %d unreadable: %s", path, number, exc)
                 notes.append(f"text of page {number} could not be read: {exc}")
-                pages.append(PageInfo(number, "", 0, 0.0, 0.0))
-                empty_pages.append(number)
+                sizes.append(("", 0.0, 0.0))
+                unreadable.append(number)
                 continue
             width_pt = rect.width
             height_pt = rect.height
-            # One affine map per page: PyMuPDF unrotated points -> displayed
-            # points (rotation_matrix) -> relative to the displayed page.rect
-            # -> fractions of its width / height.
+            sizes.append((label, width_pt, height_pt))
+            if not raw:
+                continue
+            extend(raw)
+            raw_counts[pno] = len(raw)
+            # PyMuPDF unrotated points -> displayed points (rotation_matrix) ->
+            # relative to the displayed page.rect -> fractions of its width /
+            # height. Rotations are multiples of 90 degrees: x maps to x and y
+            # to y (b = c = 0), or x to y and y to x (a = d = 0).
             sx = 1.0 / width_pt if width_pt > 0 else 0.0
             sy = 1.0 / height_pt if height_pt > 0 else 0.0
-            ma, mb, mc, md = a * sx, b * sy, c * sx, d * sy
-            me, mf = (e - rect.x0) * sx, (f - rect.y0) * sy
-            upright = b == 0 and c == 0  # rotations are multiples of 90 degrees
-            prev_block = prev_line = -1
-            count = 0
-            for x0, y0, x1, y1, s, block, line, _ in raw:
-                if not s.isascii() or "\f" in s:
-                    s = _normal_word(s)
-                    if not s:
-                        continue
-                if block != prev_block:
-                    sep = BLOCK_SEPARATOR if count else ""
-                    prev_block = block
-                    prev_line = line
-                elif line != prev_line:
-                    sep = LINE_SEPARATOR
-                    prev_line = line
-                else:
-                    sep = WORD_SEPARATOR
-                start = pos + len(sep)
-                append(sep + s)
-                pos = start + len(s)
-                if upright:  # /Rotate 0 or 180: x maps to x, y to y
-                    u0 = ma * x0 + me
-                    u1 = ma * x1 + me
-                    v0 = md * y0 + mf
-                    v1 = md * y1 + mf
-                else:  # /Rotate 90 or 270: x maps to y, y to x
-                    u0 = mc * y0 + me
-                    u1 = mc * y1 + me
-                    v0 = mb * x0 + mf
-                    v1 = mb * x1 + mf
-                if u0 > u1:
-                    u0, u1 = u1, u0
-                if v0 > v1:
-                    v0, v1 = v1, v0
-                if u0 < 0.0 or u1 > 1.0:  # clamp to the page (rare)
-                    u0 = 0.0 if u0 < 0.0 else min(u0, 1.0)
-                    u1 = 1.0 if u1 > 1.0 else max(u1, 0.0)
-                if v0 < 0.0 or v1 > 1.0:
-                    v0 = 0.0 if v0 < 0.0 else min(v0, 1.0)
-                    v1 = 1.0 if v1 > 1.0 else max(v1, 0.0)
-                add_word(_word(start, pos, number, _bbox(u0, v0, u1 - u0, v1 - v0)))
-                count += 1
-            if not count:
-                empty_pages.append(number)
-            pages.append(PageInfo(number, label, count, width_pt, height_pt))
+            if b == 0 and c == 0:
+                affine[pno] = (a * sx, 0.0, 0.0, d * sy, (e - rect.x0) * sx, (f - rect.y0) * sy)
+            else:
+                affine[pno] = (0.0, b * sy, c * sx, 0.0, (e - rect.x0) * sx, (f - rect.y0) * sy)
     finally:
         doc.close()
 
+    words, text, page_words = _place_words(raw_words, raw_counts, affine, page_count)
+    empty_pages = sorted({i + 1 for i, k in enumerate(page_words) if not k} | set(unreadable))
+    pages = tuple(PageInfo(i + 1, label, int(page_words[i]), w_pt, h_pt)
+                  for i, (label, w_pt, h_pt) in enumerate(sizes))
     if empty_pages:
         notes.append(no_text_note(empty_pages))
-    text = "".join(parts) if words else ""
-    return ExtractedText(text, tuple(words), tuple(pages), "pdf", tuple(notes), metadata)
+    return ExtractedText(text, words, pages, "pdf", tuple(notes), metadata)
+
+
+def _place_words(raw: list[tuple[Any, ...]], raw_counts: list[int], affine: np.ndarray,
+                 page_count: int) -> tuple[WordArray, str, list[int]]:
+    """Lay one PDF's words out as text (module docstring) with their columns.
+
+    Args:
+        raw: PyMuPDF ``get_text("words")`` tuples ``(x0, y0, x1, y1, word,
+            block, line, word_no)`` of every page in page order; points in the
+            unrotated page frame.
+        raw_counts: tuples per page, length ``page_count`` (pages in order).
+        affine: float64, shape (page_count, 6), per page ``(ma, mb, mc, md,
+            me, mf)``: displayed-page fraction ``u = ma*x + mc*y + me``,
+            ``v = mb*x + md*y + mf`` of an unrotated point (x, y).
+        page_count: pages of the document (for the form feeds after the last word).
+
+    Returns:
+        ``(words, text, page_words)``: the ``WordArray`` (boxes clamped to
+        0..1), the text ("" when no word survives NFKC) and the words kept per
+        page (list of int, length ``page_count``). Words whose NFKC form is
+        empty are dropped before separators are chosen.
+    """
+    if not raw:
+        return WordArray.empty(), "", [0] * page_count
+    x0, y0, x1, y1, strings, blocks, lines, _ = zip(*raw)
+    pages = np.repeat(np.arange(1, page_count + 1, dtype=np.int32), raw_counts)
+    blob = "".join(strings)
+    if not blob.isascii() or PAGE_SEPARATOR in blob:
+        # Rare: NFKC the words that need it; drop those that become empty.
+        normal = [s if s.isascii() and PAGE_SEPARATOR not in s else _normal_word(s) for s in strings]
+        keep = np.fromiter(map(bool, normal), bool, len(normal))
+        if keep.all():
+            strings = tuple(normal)
+        else:
+            strings = tuple(s for s in normal if s)
+            if not strings:
+                return WordArray.empty(), "", [0] * page_count
+            pages = pages[keep]
+            x0, y0, x1, y1 = (np.asarray(col)[keep] for col in (x0, y0, x1, y1))
+            blocks = np.asarray(blocks)[keep]
+            lines = np.asarray(lines)[keep]
+    n = len(strings)
+    block = np.asarray(blocks)
+    line = np.asarray(lines)
+
+    # Separator before each word: "\f" per page boundary crossed (page 1's
+    # first word: none), else "\n\n" on a new block, "\n" on a new line, " ".
+    code = np.ones(n, np.int8)  # index into _SEPARATORS
+    new_line = line[1:] != line[:-1]
+    code[1:][new_line] = 2
+    code[1:][block[1:] != block[:-1]] = 3
+    page_gap = np.empty(n, np.int32)
+    page_gap[0] = pages[0] - 1
+    np.subtract(pages[1:], pages[:-1], out=page_gap[1:])
+    code[0] = 0
+    crossing = np.flatnonzero(page_gap)
+    code[crossing] = 0
+    sep_len = _SEPARATOR_LENGTHS[code]
+    sep_len[crossing] = page_gap[crossing]
+    separators = _SEPARATORS[code]
+    for i in crossing.tolist():
+        separators[i] = PAGE_SEPARATOR * int(page_gap[i])
+
+    lengths = np.fromiter(map(len, strings), np.int64, n)
+    ends = np.cumsum(sep_len + lengths)
+    starts = ends - lengths
+    parts = np.empty(2 * n + 1, dtype=object)
+    parts[0:-1:2] = separators
+    parts[1::2] = strings
+    parts[-1] = PAGE_SEPARATOR * int(page_count - pages[-1])
+    text = "".join(parts.tolist())
+
+    # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
+    m = affine[pages - 1]
+    px0 = np.asarray(x0, dtype=np.float64)
+    py0 = np.asarray(y0, dtype=np.float64)
+    px1 = np.asarray(x1, dtype=np.float64)
+    py1 = np.asarray(y1, dtype=np.float64)
+    ma, mb, mc, md, me, mf = m.T
+    u0 = ma * px0 + mc * py0 + me
+    u1 = ma * px1 + mc * py1 + me
+    v0 = mb * px0 + md * py0 + mf
+    v1 = mb * px1 + md * py1 + mf
+    lo_u = np.clip(np.minimum(u0, u1), 0.0, 1.0)
+    hi_u = np.clip(np.maximum(u0, u1), 0.0, 1.0)
+    lo_v = np.clip(np.minimum(v0, v1), 0.0, 1.0)
+    hi_v = np.clip(np.maximum(v0, v1), 0.0, 1.0)
+    boxes = np.column_stack((lo_u, lo_v, hi_u - lo_u, hi_v - lo_v))
+    page_words = np.bincount(pages, minlength=page_count + 1)[1:].tolist()
+    return WordArray(starts, ends, pages, boxes), text, page_words
 
 
 def _normal_word(word: str) -> str:
@@ -396,8 +423,15 @@ def _decode(data: bytes) -> tuple[str, str, str | None]:
         return data.decode("latin-1"), "latin-1", "decoded as latin-1, not UTF-8"
 
 
-def _words_of(text: str) -> tuple[Word, ...]:
-    return tuple(Word(m.start(), m.end(), None, None) for m in _WORD_RE.finditer(text))
+def _words_of(text: str) -> WordArray:
+    """Whitespace-separated spans of ``text`` as a ``WordArray`` without pages
+    (pages 0, boxes NaN)."""
+    spans = [m.span() for m in _WORD_RE.finditer(text)]
+    if not spans:
+        return WordArray.empty()
+    n = len(spans)
+    cols = np.array(spans, dtype=np.int64)
+    return WordArray(cols[:, 0], cols[:, 1], np.zeros(n, np.int32), np.full((n, 4), np.nan))
 
 
 def _extract_plain(path: Path, file_type: str) -> ExtractedText:

@@ -1,8 +1,9 @@
 """Internal values shared by extract, chunk, store, index and search.
 
-Owns: frozen dataclasses in snake_case. They become camelCase wire envelopes
-in ``engine/tools.py`` only. Imports nothing from the engine but the standard
-library.
+Owns: frozen dataclasses in snake_case, plus ``WordArray`` (a document's word
+provenance as numpy columns). They become camelCase wire envelopes in
+``engine/tools.py`` only. Imports nothing from the engine; outside it only the
+standard library and numpy.
 
 Frames and units:
     * offsets (``start``/``end``) are characters into one document's extracted
@@ -14,13 +15,17 @@ Frames and units:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
+
+import numpy as np
 
 __all__ = [
     "Bbox",
     "Region",
     "Word",
+    "WordArray",
     "PageInfo",
     "ExtractedText",
     "Window",
@@ -103,6 +108,133 @@ class Word:
     bbox: Bbox | None
 
 
+class WordArray(Sequence[Word]):
+    """A document's words as numpy columns: an immutable sequence of ``Word``.
+
+    One row per word, ``n`` rows, in text order (``starts`` ascending, spans
+    non-overlapping). Indexing builds ``Word`` values on demand, so callers that
+    read ``words[i]``, slice or iterate see the same values as a tuple of ``Word``;
+    bulk code (``engine/chunk.py``) reads the columns instead. Equal to a
+    ``WordArray``, tuple or list holding equal words (``WordArray.empty() == ()``).
+
+    Attributes:
+        starts: int64, shape (n,), character offset of each word's first character.
+        ends: int64, shape (n,), character offset just past each word (end exclusive).
+        pages: int32, shape (n,), 1-based page number; 0 = no page (txt, md, docx).
+        boxes: float64, shape (n, 4), columns x, y, w, h in 0..1 of the displayed
+            page, origin top-left (as ``Bbox``); a row with x NaN = no box.
+
+    The arrays are read-only; the object takes no new attributes.
+    """
+
+    __slots__ = ("starts", "ends", "pages", "boxes")
+    __hash__ = None  # type: ignore[assignment]  # equal to tuples, which hash differently
+
+    starts: np.ndarray
+    ends: np.ndarray
+    pages: np.ndarray
+    boxes: np.ndarray
+
+    def __init__(self, starts: Any, ends: Any, pages: Any, boxes: Any) -> None:
+        """Wrap the columns (converted to the dtypes above, made read-only).
+
+        Raises:
+            ValueError: the columns differ in length or ``boxes`` is not (n, 4).
+        """
+        cols = (
+            np.asarray(starts, dtype=np.int64),
+            np.asarray(ends, dtype=np.int64),
+            np.asarray(pages, dtype=np.int32),
+            np.asarray(boxes, dtype=np.float64),
+        )
+        n = len(cols[0])
+        if cols[3].size == 0:
+            cols = cols[:3] + (cols[3].reshape(0, 4),)
+        if any(c.ndim != 1 or len(c) != n for c in cols[:3]) or cols[3].shape != (n, 4):
+            raise ValueError(
+                f"WordArray: columns of shapes {[c.shape for c in cols]}, want (n,), (n,), (n,), (n, 4)")
+        for name, col in zip(self.__slots__, cols):
+            if col.flags.writeable:
+                col = col.view()
+                col.flags.writeable = False
+            object.__setattr__(self, name, col)
+
+    @classmethod
+    def from_words(cls, words: Iterable[Word]) -> WordArray:
+        """Columns of ``words`` (text order); page None -> 0, bbox None -> NaN row."""
+        nan = float("nan")
+        rows = [(w.start, w.end, w.page or 0,
+                 (nan, nan, nan, nan) if w.bbox is None else (w.bbox.x, w.bbox.y, w.bbox.w, w.bbox.h))
+                for w in words]
+        if not rows:
+            return cls.empty()
+        starts, ends, pages, boxes = zip(*rows)
+        return cls(starts, ends, pages, boxes)
+
+    @classmethod
+    def empty(cls) -> WordArray:
+        """No words (n = 0)."""
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32), np.empty((0, 4)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"WordArray is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"WordArray is immutable (cannot delete {name!r})")
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __bool__(self) -> bool:
+        return len(self.starts) > 0
+
+    def _words(self, lo: int, hi: int, step: int = 1) -> tuple[Word, ...]:
+        sl = slice(lo, hi, step)
+        out = []
+        for s, e, p, (x, y, w, h) in zip(self.starts[sl].tolist(), self.ends[sl].tolist(),
+                                         self.pages[sl].tolist(), self.boxes[sl].tolist()):
+            out.append(Word(s, e, p or None, None if x != x else Bbox(x, y, w, h)))
+        return tuple(out)
+
+    @overload
+    def __getitem__(self, index: int) -> Word: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Word, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Word | tuple[Word, ...]:
+        """``int`` -> one ``Word`` (negative counts from the end; IndexError past
+        either end); ``slice`` -> tuple of ``Word``, like a tuple slice."""
+        if isinstance(index, slice):
+            return self._words(*index.indices(len(self)))
+        i = int(index.__index__())
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"word index {index} out of range (0..{n - 1})")
+        (word,) = self._words(i, i + 1)
+        return word
+
+    def __iter__(self) -> Iterator[Word]:
+        return iter(self._words(0, len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WordArray):
+            return (np.array_equal(self.starts, other.starts) and np.array_equal(self.ends, other.ends)
+                    and np.array_equal(self.pages, other.pages)
+                    and np.array_equal(self.boxes, other.boxes, equal_nan=True))
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"WordArray(n={len(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WordArray, (self.starts, self.ends, self.pages, self.boxes))
+
+
 @dataclass(frozen=True, slots=True)
 class PageInfo:
     """One PDF page: 1-based ``number``, printed ``label`` ('' when none), word count,
@@ -121,7 +253,9 @@ class ExtractedText:
 
     Attributes:
         text: NFKC-normalised extracted text; all offsets index into it.
-        words: word spans in text order, non-overlapping, ``start`` ascending.
+        words: ``WordArray``, word spans in text order, non-overlapping,
+            ``start`` ascending; reads as a sequence of ``Word``. Any other
+            iterable of ``Word`` given here is converted on construction.
         pages: one entry per PDF page (empty for txt/md/docx).
         file_type: ``"pdf" | "txt" | "md" | "docx"``.
         notes: human notes kept with the document, e.g.
@@ -130,11 +264,15 @@ class ExtractedText:
     """
 
     text: str
-    words: tuple[Word, ...]
+    words: WordArray
     pages: tuple[PageInfo, ...]
     file_type: str
     notes: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.words, WordArray):
+            object.__setattr__(self, "words", WordArray.from_words(self.words))
 
 
 @dataclass(frozen=True, slots=True)
