@@ -90,58 +90,68 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     else:
         starts, ends = words.starts[located], words.ends[located]
         pages, boxes = words.pages[located], words.boxes[located]
-    # Corners x0, y0, x1, y1 (fractions of the displayed page), one row per word.
-    corners = np.empty((len(starts), 4))
-    corners[:, :2] = boxes[:, :2]
-    np.add(boxes[:, :2], boxes[:, 2:], out=corners[:, 2:])
-    # Runs of consecutive words on one page: run r covers words [run_at[r], run_at[r + 1]).
-    run_at = np.flatnonzero(np.concatenate(([True], pages[1:] != pages[:-1])))
-    run_of = np.cumsum(np.concatenate(([False], pages[1:] != pages[:-1])))
+    n = len(starts)
 
-    win_start = np.fromiter((w.start for w in spans), np.int64, len(spans))
-    win_end = np.fromiter((w.end for w in spans), np.int64, len(spans))
-    lo_all = np.searchsorted(ends, win_start, side="right").tolist()  # first word ending after the start
-    hi_all = np.searchsorted(starts, win_end, side="left").tolist()  # words [lo, hi) overlap the window
-    in_all = np.searchsorted(starts, win_start, side="left").tolist()  # first word starting inside
-    page_list = pages.tolist()
-    out: list[Window] = []
-    for win, lo, hi, first_in in zip(spans, lo_all, hi_all, in_all):
-        if lo >= hi:
-            out.append(win)
+    # Words [lo, hi) overlap window i; first_in: the first word starting inside it.
+    step = size - overlap
+    win_start = np.arange(len(spans), dtype=np.int64) * step
+    win_end = np.minimum(win_start + size, len(extracted.text))
+    lo = np.searchsorted(ends, win_start, side="right")
+    hi = np.searchsorted(starts, win_end, side="left")
+    first_in = np.searchsorted(starts, win_start, side="left")
+    hit = np.flatnonzero(lo < hi)  # windows holding at least one word
+    if not len(hit):
+        return spans
+    lo, hi, first_in = lo[hit], hi[hit], first_in[hit]
+    first_page = np.where(first_in < hi, pages[np.minimum(first_in, n - 1)], pages[lo])
+
+    # Elementary segments: words cut at every window edge and page change, so a
+    # window is a run of whole segments and a segment lies on one page.
+    page_change = np.flatnonzero(pages[1:] != pages[:-1]) + 1
+    cuts = np.unique(np.concatenate((lo, hi, page_change, [0])))
+    cuts = cuts[cuts < n]
+    # Corner unions per segment: x0, y0 (min) and x1 = x + w, y1 = y + h (max),
+    # fractions of the displayed page.
+    seg_min = np.minimum.reduceat(boxes[:, :2], cuts, axis=0)
+    seg_max = np.maximum.reduceat(boxes[:, :2] + boxes[:, 2:], cuts, axis=0)
+    seg_page = pages[cuts]
+    seg_lo = np.searchsorted(cuts, lo)
+    count = np.searchsorted(cuts, hi) - seg_lo  # segments per window, >= 1
+    # (window, segment) pairs in text order; consecutive pairs on one page of
+    # one window form a group, whose union is that page's part of the window.
+    win_of = np.repeat(np.arange(len(hit)), count)
+    seg = np.arange(len(win_of)) - np.repeat(np.cumsum(count) - count, count) + np.repeat(seg_lo, count)
+    pair_page = seg_page[seg]
+    new_group = np.ones(len(seg), bool)
+    new_group[1:] = (win_of[1:] != win_of[:-1]) | (pair_page[1:] != pair_page[:-1])
+    group_at = np.flatnonzero(new_group)
+    g_min = np.minimum.reduceat(seg_min[seg], group_at, axis=0).tolist()
+    g_max = np.maximum.reduceat(seg_max[seg], group_at, axis=0).tolist()
+    g_page = pair_page[group_at].tolist()
+    g_bounds = np.searchsorted(win_of[group_at], np.arange(len(hit) + 1)).tolist()
+
+    out = list(spans)
+    for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
+        win = spans[i]
+        a, b = g_bounds[k], g_bounds[k + 1]
+        if b - a == 1:  # one page: the usual case
+            (x0, y0), (x1, y1) = g_min[a], g_max[a]
+            bbox = Bbox(x0, y0, x1 - x0, y1 - y0)
+            out[i] = Window(win.chunk_index, win.start, win.end, page, bbox, (Region(page, bbox),))
             continue
-        first_page = page_list[first_in] if first_in < hi else page_list[lo]
-        r0, r1 = int(run_of[lo]), int(run_of[hi - 1])
-        if r0 == r1:  # one page: the usual case
-            union = _union(corners[lo:hi])
-            bbox = Bbox(*union)
-            out.append(Window(win.chunk_index, win.start, win.end, first_page, bbox,
-                              (Region(first_page, bbox),)))
-            continue
-        cuts = [lo] + run_at[r0 + 1:r1 + 1].tolist() + [hi]
         acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], pages in order of appearance
-        for a, b in zip(cuts, cuts[1:]):
-            x0, y0, x1, y1 = _corners(corners[a:b])
-            prev = acc.get(page_list[a])
+        for g in range(a, b):
+            (x0, y0), (x1, y1) = g_min[g], g_max[g]
+            prev = acc.get(g_page[g])
             if prev is None:
-                acc[page_list[a]] = [x0, y0, x1, y1]
-            else:
-                prev[:] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
-        order = [first_page] + [p for p in acc if p != first_page]
+                acc[g_page[g]] = [x0, y0, x1, y1]
+            else:  # the window comes back to a page (words not in page order)
+                acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
+        order = [page] + [p for p in acc if p != page]
         regions = tuple(Region(p, Bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]))
                         for p in order)
-        out.append(Window(win.chunk_index, win.start, win.end, first_page, regions[0].bbox, regions))
+        out[i] = Window(win.chunk_index, win.start, win.end, page, regions[0].bbox, regions)
     return out
-
-
-def _corners(rows: np.ndarray) -> list[float]:
-    """Union ``[x0, y0, x1, y1]`` of corner rows (float64, shape (k, 4), k >= 1)."""
-    return [*rows[:, :2].min(axis=0).tolist(), *rows[:, 2:].max(axis=0).tolist()]
-
-
-def _union(rows: np.ndarray) -> tuple[float, float, float, float]:
-    """``(x, y, w, h)`` of the union of corner rows (float64, shape (k, 4), k >= 1)."""
-    x0, y0, x1, y1 = _corners(rows)
-    return x0, y0, x1 - x0, y1 - y0
 
 
 def chunk_id(content_hash: str, window_text: str) -> str:

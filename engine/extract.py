@@ -39,6 +39,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,7 @@ _WORD_RE = re.compile(r"\S+")
 # Separator codes used while laying out a PDF: 0 page start (form feeds), 1-3 below.
 _SEPARATORS = np.array(["", WORD_SEPARATOR, LINE_SEPARATOR, BLOCK_SEPARATOR], dtype=object)
 _SEPARATOR_LENGTHS = np.array([len(x) for x in _SEPARATORS], dtype=np.int64)
+_FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
 
 
 def extract(path: Path, password: str | None = None) -> ExtractedText:
@@ -273,26 +275,34 @@ def _place_words(raw: list[tuple[Any, ...]], raw_counts: list[int], affine: np.n
     """
     if not raw:
         return WordArray.empty(), "", [0] * page_count
-    x0, y0, x1, y1, strings, blocks, lines, _ = zip(*raw)
+    n = len(raw)
+    # One column at a time (cheaper than transposing with zip(*raw)).
+    corners = [np.fromiter(map(_FIELD[i], raw), np.float64, n) for i in range(4)]  # x0, y0, x1, y1
+    strings = list(map(_FIELD[4], raw))
+    block = np.fromiter(map(_FIELD[5], raw), np.int64, n)
+    line = np.fromiter(map(_FIELD[6], raw), np.int64, n)
     pages = np.repeat(np.arange(1, page_count + 1, dtype=np.int32), raw_counts)
+    lengths = np.fromiter(map(len, strings), np.int64, n)
     blob = "".join(strings)
     if not blob.isascii() or PAGE_SEPARATOR in blob:
-        # Rare: NFKC the words that need it; drop those that become empty.
-        normal = [s if s.isascii() and PAGE_SEPARATOR not in s else _normal_word(s) for s in strings]
-        keep = np.fromiter(map(bool, normal), bool, len(normal))
-        if keep.all():
-            strings = tuple(normal)
-        else:
-            strings = tuple(s for s in normal if s)
+        # Rare: NFKC the words holding a non-ASCII character or a form feed
+        # (found on the code points of the joined words); drop those that
+        # become empty.
+        code_points = np.frombuffer(blob.encode("utf-32-le", "surrogatepass"), np.uint32)
+        odd = np.flatnonzero((code_points > 127) | (code_points == ord(PAGE_SEPARATOR)))
+        keep = np.ones(n, bool)
+        for i in np.unique(np.searchsorted(np.cumsum(lengths), odd, side="right")).tolist():
+            s = _normal_word(strings[i])
+            strings[i] = s
+            lengths[i] = len(s)
+            keep[i] = bool(s)
+        if not keep.all():
+            strings = [s for s in strings if s]
             if not strings:
                 return WordArray.empty(), "", [0] * page_count
-            pages = pages[keep]
-            x0, y0, x1, y1 = (np.asarray(col)[keep] for col in (x0, y0, x1, y1))
-            blocks = np.asarray(blocks)[keep]
-            lines = np.asarray(lines)[keep]
-    n = len(strings)
-    block = np.asarray(blocks)
-    line = np.asarray(lines)
+            n = len(strings)
+            pages, block, line, lengths = pages[keep], block[keep], line[keep], lengths[keep]
+            corners = [col[keep] for col in corners]
 
     # Separator before each word: "\f" per page boundary crossed (page 1's
     # first word: none), else "\n\n" on a new block, "\n" on a new line, " ".
@@ -312,22 +322,16 @@ def _place_words(raw: list[tuple[Any, ...]], raw_counts: list[int], affine: np.n
     for i in crossing.tolist():
         separators[i] = PAGE_SEPARATOR * int(page_gap[i])
 
-    lengths = np.fromiter(map(len, strings), np.int64, n)
     ends = np.cumsum(sep_len + lengths)
     starts = ends - lengths
-    parts = np.empty(2 * n + 1, dtype=object)
-    parts[0:-1:2] = separators
+    parts = [PAGE_SEPARATOR * int(page_count - pages[-1])] * (2 * n + 1)  # last: trailing form feeds
+    parts[0:-1:2] = separators.tolist()
     parts[1::2] = strings
-    parts[-1] = PAGE_SEPARATOR * int(page_count - pages[-1])
-    text = "".join(parts.tolist())
+    text = "".join(parts)
 
     # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
-    m = affine[pages - 1]
-    px0 = np.asarray(x0, dtype=np.float64)
-    py0 = np.asarray(y0, dtype=np.float64)
-    px1 = np.asarray(x1, dtype=np.float64)
-    py1 = np.asarray(y1, dtype=np.float64)
-    ma, mb, mc, md, me, mf = m.T
+    px0, py0, px1, py1 = corners
+    ma, mb, mc, md, me, mf = affine[pages - 1].T
     u0 = ma * px0 + mc * py0 + me
     u1 = ma * px1 + mc * py1 + me
     v0 = mb * px0 + md * py0 + mf
