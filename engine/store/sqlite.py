@@ -1,9 +1,10 @@
 """SQLite store (the default backend): one file, WAL, FTS5 and numpy cosine.
 
 Owns: the SQLite schema, its transactions, the FTS5 keyword index and the
-in-memory / memory-mapped vector matrix used by ``search_vectors``. Imports
-``engine.model``, ``engine.errors`` and ``sqlite_utils``; never a face
-(streamlit, mcp, argparse), never extract/embed.
+in-memory / memory-mapped vector matrix used by ``search_vectors`` (built,
+refreshed and scored in ``engine.store.sqlite_vectors``). Imports
+``engine.model``, ``engine.errors``, ``engine.store.sqlite_vectors`` and
+``sqlite_utils``; never a face (streamlit, mcp, argparse), never extract/embed.
 
 Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
 
@@ -25,18 +26,14 @@ statement, so it sees one snapshot. ``:memory:`` uses one shared connection
 behind a lock. Every write bumps a counter in ``meta`` so that the vector cache
 of this or another process notices the change.
 
-Vector cache: per model, a float32 matrix (n, dim) of every stored vector in
-vectors-rowid order. For a file database it lives in ``<db>.<model>.f32`` with
-``<db>.<model>.ids`` (32-byte chunk-id digests) and a small JSON state file,
-is memory-mapped, and is only appended to (vectors are only added); for
-``:memory:`` it is an in-RAM array. Beside it, per store object: one row per
-chunk (chunk rowid, matrix row, collection code), rebuilt when chunks change.
+Vector cache: per model, a float32 matrix (n, dim) of every stored vector,
+memory-mapped for a file database (``<db>.<model>.f32``/``.ids``/``.json``),
+in RAM for ``:memory:``; see ``engine.store.sqlite_vectors``.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import sqlite3
@@ -44,7 +41,6 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -53,13 +49,12 @@ import sqlite_utils
 
 from engine.errors import IndexBusyError
 from engine.model import Bbox, Chunk, Collection, Document, KeywordHit, Region, VectorHit
+from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 
 __all__ = ["SqliteStore"]
 
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
-_BLOCK_ROWS = 16_384  # rows per block when scoring a scoped subset
-_SUBSET_FRACTION = 0.5  # scope smaller than this share of chunks: score only its rows
 
 _DOC_COLUMNS = (
     "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
@@ -120,31 +115,6 @@ def fts_query(text: str) -> tuple[str, str] | None:
     return " AND ".join(quoted), " OR ".join(quoted)
 
 
-@dataclass
-class _Matrix:
-    """Every vector of one model: float32 (n, dim), L2-normalised, in vectors-rowid order."""
-
-    dim: int
-    matrix: np.ndarray  # (n, dim) float32: a memmap (file db) or a RAM array (":memory:")
-    ids: list[str]  # chunk_id of each matrix row
-    row_of: dict[str, int]  # chunk_id -> matrix row
-    max_rowid: int  # highest vectors.rowid covered
-    gen: int  # vectors_gen this covers
-
-
-@dataclass
-class _Occurrences:
-    """One row per stored chunk that has a vector: where it is and which matrix row scores it."""
-
-    chunks_gen: int
-    vectors_gen: int
-    chunk_rowid: np.ndarray  # int64 (m,)
-    matrix_row: np.ndarray  # int64 (m,)
-    collection_code: np.ndarray  # int32 (m,)
-    codes: dict[str, int]  # collection_path -> code
-    scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
-
-
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
 
@@ -166,10 +136,7 @@ class SqliteStore:
         self.memory = self.path == ":memory:"
         self._local = threading.local()
         self._write_lock = threading.RLock()  # one writer per process at a time
-        self._cache_lock = threading.Lock()
         self._index_thread_lock = threading.Lock()  # index_lock for ":memory:"
-        self._matrices: dict[str, _Matrix] = {}
-        self._occurrences: dict[str, _Occurrences] = {}
         self._connections: list[sqlite3.Connection] = []
         self._shared: sqlite3.Connection | None = None
         if not self.memory:
@@ -178,6 +145,7 @@ class SqliteStore:
             self._shared = self._connect()
         self._create_schema()
         self.db_id = self._meta_get("db_id")
+        self._vectors = VectorCache(self.path, self.db_id, self._read)
 
     # -- connections -----------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -482,138 +450,9 @@ class SqliteStore:
         return out
 
     # vector cache ---------------------------------------------------------------------
-    def _cache_paths(self, model: str) -> tuple[Path, Path, Path, Path]:
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
-        base = f"{self.path}.{safe}"
-        return (Path(base + ".f32"), Path(base + ".ids"), Path(base + ".json"), Path(base + ".lock"))
-
-    def _fetch_vectors(self, model: str, after_rowid: int) -> tuple[list[int], list[str], list[bytes], int]:
-        with self._read() as conn:
-            rows = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
-                                "AND rowid > ? ORDER BY rowid", (model, after_rowid)).fetchall()
-        dim = rows[0][3] if rows else 0
-        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], dim
-
-    def _load_matrix(self, model: str, vectors_gen: int) -> _Matrix | None:
-        """The model's matrix, appended with rows added since it was last seen."""
-        cur = self._matrices.get(model)
-        if cur is not None and cur.gen == vectors_gen:
-            return cur
-        if self.memory:
-            return self._load_matrix_ram(model, vectors_gen, cur)
-        return self._load_matrix_file(model, vectors_gen)
-
-    def _load_matrix_ram(self, model: str, gen: int, cur: _Matrix | None) -> _Matrix | None:
-        rowids, ids, blobs, dim = self._fetch_vectors(model, cur.max_rowid if cur else 0)
-        if cur is None and not ids:
-            return None
-        if cur is None:
-            cur = _Matrix(dim, np.empty((0, dim), np.float32), [], {}, 0, gen)
-        if ids:
-            new = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), cur.dim)
-            cur.matrix = np.concatenate([cur.matrix, new]) if len(cur.ids) else new.copy()
-            for cid in ids:
-                cur.row_of.setdefault(cid, len(cur.ids))
-                cur.ids.append(cid)
-            cur.max_rowid = rowids[-1]
-        cur.gen = gen
-        self._matrices[model] = cur
-        return cur
-
-    def _load_matrix_file(self, model: str, gen: int) -> _Matrix | None:
-        f32, idsf, statef, lockf = self._cache_paths(model)
-        with open(lockf, "a+b") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one process updates the cache files at a time
-            try:
-                state = json.loads(statef.read_text()) if statef.exists() else None
-            except (OSError, ValueError):
-                state = None
-            if state is not None:
-                ok = (state.get("db_id") == self.db_id and f32.exists() and idsf.exists()
-                      and f32.stat().st_size == state["rows"] * state["dim"] * 4
-                      and idsf.stat().st_size == state["rows"] * 32)
-                if not ok:
-                    state = None
-            if state is None:
-                for p in (f32, idsf):
-                    p.unlink(missing_ok=True)
-                state = {"db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
-            # Stream new rows into the files in blocks: never all blobs in memory at once.
-            added = 0
-            with self._read() as conn:
-                cur = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
-                                   "AND rowid > ? ORDER BY rowid", (model, state["max_rowid"]))
-                with open(f32, "ab") as fm, open(idsf, "ab") as fi:
-                    while rows := cur.fetchmany(_BLOCK_ROWS):
-                        dim = rows[0][3]
-                        if state["dim"] and dim != state["dim"]:
-                            raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
-                        fm.write(b"".join(r[2] for r in rows))
-                        fi.write(b"".join(_id_bytes(r[1]) for r in rows))
-                        state.update(rows=state["rows"] + len(rows), dim=dim, max_rowid=rows[-1][0])
-                        added += len(rows)
-                    fm.flush()
-                    fi.flush()
-                    os.fsync(fm.fileno())
-                    os.fsync(fi.fileno())
-            if added:
-                tmp = statef.with_suffix(".json.tmp")
-                tmp.write_text(json.dumps(state))
-                os.replace(tmp, statef)
-            if state["rows"] == 0:
-                return None
-            cur = self._matrices.get(model)
-            if cur is not None and cur.max_rowid == state["max_rowid"]:
-                cur.gen = gen
-                return cur
-            matrix = np.memmap(f32, dtype=np.float32, mode="r", shape=(state["rows"], state["dim"]))
-            raw = idsf.read_bytes()
-        # Chunk ids are hex sha256 (64 chars); any other id was stored as its own digest,
-        # so row_of maps both forms.
-        all_ids = [raw[i:i + 32].hex() for i in range(0, len(raw), 32)]
-        row_of: dict[str, int] = {}
-        for i, cid in enumerate(all_ids):
-            row_of.setdefault(cid, i)
-        m = _Matrix(state["dim"], matrix, all_ids, row_of, state["max_rowid"], gen)
-        self._matrices[model] = m
-        return m
-
-    def _load_occurrences(self, model: str, m: _Matrix, chunks_gen: int, vectors_gen: int) -> _Occurrences:
-        occ = self._occurrences.get(model)
-        if occ is not None and occ.chunks_gen == chunks_gen and occ.vectors_gen == vectors_gen:
-            return occ
-        with self._read() as conn:
-            rows = conn.execute("SELECT rowid, chunk_id, collection_path FROM chunks "
-                                "ORDER BY collection_path").fetchall()
-        row_of = m.row_of
-        codes: dict[str, int] = {}
-        rid = np.empty(len(rows), np.int64)
-        mrow = np.empty(len(rows), np.int64)
-        code = np.empty(len(rows), np.int32)
-        n = 0
-        hashed = not self.memory
-        for rowid, cid, cp in rows:
-            r = row_of.get(cid)
-            if r is None and hashed:
-                r = row_of.get(_id_bytes(cid).hex())
-            if r is None:
-                continue
-            rid[n] = rowid
-            mrow[n] = r
-            code[n] = codes.setdefault(cp, len(codes))
-            n += 1
-        occ = _Occurrences(chunks_gen, vectors_gen, rid[:n].copy(), mrow[:n].copy(),
-                           code[:n].copy(), codes, {})
-        self._occurrences[model] = occ
-        return occ
-
-    def _prepare(self, model: str) -> tuple[_Matrix | None, _Occurrences | None]:
+    def _prepare(self, model: str) -> tuple[Matrix | None, Occurrences | None]:
         chunks_gen, vectors_gen = self._gens(model)
-        with self._cache_lock:
-            m = self._load_matrix(model, vectors_gen)
-            if m is None:
-                return None, None
-            return m, self._load_occurrences(model, m, chunks_gen, vectors_gen)
+        return self._vectors.prepare(model, chunks_gen, vectors_gen)
 
     def search_vectors(
         self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
@@ -643,60 +482,15 @@ class SqliteStore:
                 return []
             if q.shape[0] != m.dim:
                 raise ValueError(f"query has dim {q.shape[0]}, model {model!r} has dim {m.dim}")
-            picked, scores = self._top(m, occ, q, collection_paths, limit)
+            picked, scores = top_occurrences(m, occ, q, collection_paths, limit)
             hits = self._resolve(m, occ, picked, scores)
             if hits is not None:
                 return hits
             # A writer changed the chunks between our snapshot and the fetch: refresh.
-            with self._cache_lock:
-                self._occurrences.pop(model, None)
+            self._vectors.forget_occurrences(model)
         return []
 
-    def _scope(self, occ: _Occurrences, collection_paths: Iterable[str] | None) -> np.ndarray | None:
-        """Occurrence indices inside the scope (None: everything), cached per scope."""
-        if collection_paths is None:
-            return None
-        key = tuple(sorted(set(collection_paths)))
-        cached = occ.scope_rows.get(key)
-        if cached is None:
-            wanted = [occ.codes[c] for c in key if c in occ.codes]
-            if len(wanted) == len(occ.codes):
-                return None
-            cached = np.flatnonzero(np.isin(occ.collection_code, np.asarray(wanted, np.int32)))
-            if len(occ.scope_rows) > 64:
-                occ.scope_rows.clear()
-            occ.scope_rows[key] = cached
-        return cached
-
-    def _top(self, m: _Matrix, occ: _Occurrences, q: np.ndarray,
-             collection_paths: Iterable[str] | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """Indices into ``occ`` of the best ``limit`` and their scores, best first."""
-        scope = self._scope(occ, collection_paths)
-        total = len(occ.chunk_rowid)
-        if scope is not None and len(scope) == 0:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
-        if scope is not None and len(scope) < _SUBSET_FRACTION * total:
-            # Score only the scope's rows, a block at a time (no copy of the matrix).
-            rows = occ.matrix_row[scope]
-            scores = np.empty(len(scope), np.float32)
-            for b in range(0, len(rows), _BLOCK_ROWS):
-                scores[b:b + _BLOCK_ROWS] = m.matrix[rows[b:b + _BLOCK_ROWS]] @ q
-            cand = scope
-        else:
-            all_scores = m.matrix @ q  # (n_vectors,) float32
-            scores = all_scores[occ.matrix_row]  # (occurrences,)
-            if scope is not None:
-                scores = scores[scope]
-                cand = scope
-            else:
-                cand = None
-        k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        picked = top if cand is None else cand[top]
-        return picked, scores[top]
-
-    def _resolve(self, m: _Matrix, occ: _Occurrences, picked: np.ndarray,
+    def _resolve(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
                  scores: np.ndarray) -> list[VectorHit] | None:
         """Chunk rows for the picked occurrences; None when the chunks changed meanwhile."""
         if len(picked) == 0:
@@ -712,7 +506,7 @@ class SqliteStore:
         for i, rowid in enumerate(rowids):
             row = by_rowid.get(rowid)
             expect = m.ids[int(occ.matrix_row[picked[i]])]
-            if row is None or (row[3] != expect and not (hashed and _id_bytes(row[3]).hex() == expect)):
+            if row is None or (row[3] != expect and not (hashed and id_bytes(row[3]).hex() == expect)):
                 return None
             hits.append(VectorHit(_chunk(row), float(scores[i])))
         return hits
@@ -792,7 +586,7 @@ class SqliteStore:
 
     def close(self) -> None:
         """Close every connection this store opened and drop the vector caches."""
-        with self._write_lock, self._cache_lock:
+        with self._write_lock, self._vectors.lock:
             for conn in self._connections:
                 try:
                     conn.close()
@@ -801,15 +595,4 @@ class SqliteStore:
             self._connections.clear()
             self._local = threading.local()
             self._shared = None
-            self._matrices.clear()
-            self._occurrences.clear()
-
-
-def _id_bytes(chunk_id: str) -> bytes:
-    """32 bytes naming a chunk id in the cache file: a hex sha256 id as is, any other id's digest."""
-    if len(chunk_id) == 64:
-        try:
-            return bytes.fromhex(chunk_id)
-        except ValueError:
-            pass
-    return hashlib.sha256(chunk_id.encode("utf-8")).digest()
+            self._vectors.clear()

@@ -1,0 +1,300 @@
+"""Shared ground of the embedding providers: failures as data, and the base class.
+
+Owns: ``EmbedFailure`` (one classified provider outcome), ``classify`` (HTTP
+status -> ``ErrorCode``, STYLE.md §3), ``redact`` (secrets out of bodies and
+messages), ``PROBE_TEXT``, ``BODY_LIMIT_CHARS``, the one warning logged per
+failed call (``log_failure``), and ``BaseEmbedder``: probe-once, input-length
+checks and vector validation shared by the local and the HTTP providers.
+
+Must not import: ``engine.embed``, ``engine.embed_local`` or
+``engine.embed_http`` (they import this module, not the reverse), any store,
+or a face (streamlit, mcp, argparse). Imports ``engine.errors`` only. Logs
+under ``engine.embed``, the providers' one logger name. The public entry is
+``engine.embed``, which re-exports what callers use.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.errors import EmbedError, ErrorCode
+
+__all__ = [
+    "EmbedFailure",
+    "classify",
+    "redact",
+    "log_failure",
+    "BaseEmbedder",
+    "PROBE_TEXT",
+    "BODY_LIMIT_CHARS",
+]
+
+# One logger for every provider module, as before the split (operators filter on it).
+logger = logging.getLogger("engine.embed")
+
+#: The fixed text the probe embeds before the first real call.
+PROBE_TEXT = "chunknav probe: the quick brown fox jumps over the lazy dog"
+#: A response body is kept up to this many characters (after redaction).
+BODY_LIMIT_CHARS = 2048
+
+
+# --------------------------------------------------------------------------- failures
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedFailure:
+    """One classified provider outcome, copied unchanged into envelopes.
+
+    Attributes:
+        code: the ``ErrorCode`` (``classify`` of the HTTP status, or a 2xx /
+            pre-check arm chosen where the evidence was seen).
+        message: what happened and who must fix what; never holds the key.
+        status_code: the HTTP status, None when no HTTP answer came
+            (refused connection, timeout, a text refused before sending).
+        endpoint: the URL called (no user-info, no query), ``"in-process"``
+            for the local model.
+        model: the model name asked for.
+        body: the server's response body, secrets redacted, at most
+            ``BODY_LIMIT_CHARS`` characters ("" when there was none).
+    """
+
+    code: ErrorCode
+    message: str
+    status_code: int | None = None
+    endpoint: str = ""
+    model: str = ""
+    body: str = ""
+
+    def to_fields(self) -> dict[str, Any]:
+        """Envelope fields (``envelopes.FailureFields``): ``error``, ``message``,
+        ``endpoint``, ``model``, ``statusCode``, ``responseBody``."""
+        return {
+            "error": self.code,
+            "message": self.message,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "statusCode": self.status_code,
+            "responseBody": self.body,
+        }
+
+
+def classify(status: int | None) -> ErrorCode:
+    """One provider outcome -> code. status None: no HTTP answer (timeout, refused)."""
+    if status in (401, 403):
+        return "embedding-credential-rejected"
+    if status in (400, 404, 422):
+        return "embedding-request-rejected"
+    return "embedding-unavailable"  # 5xx, 429, None (DESIGN table)
+
+
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}]+")
+_SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
+
+
+def redact(text: str, secrets: tuple[str, ...] = (), limit: int = BODY_LIMIT_CHARS) -> str:
+    """Remove secrets from a server body or message, then truncate it.
+
+    Args:
+        text: any text that may echo a credential.
+        secrets: exact strings to remove (the configured API key); "" ignored.
+        limit: characters kept; a longer text ends with ``…[truncated, N chars]``.
+
+    Returns:
+        The text with each secret, ``Bearer <token>`` and ``sk-...`` keys
+        replaced by ``[REDACTED]``; redaction happens before truncation so a
+        key is never left half-cut.
+    """
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "[REDACTED]")
+    text = _BEARER.sub(r"\1 [REDACTED]", text)
+    text = _SK.sub("sk-[REDACTED]", text)
+    if len(text) > limit:
+        text = f"{text[:limit]}…[truncated, {len(text)} chars]"
+    return text
+
+
+def log_failure(failure: EmbedFailure) -> None:
+    """Log one failed provider call once, as a warning (never the API key: fields are redacted)."""
+    logger.warning("embedding failed: %s status=%s endpoint=%s model=%s: %s", failure.code,
+                   failure.status_code, failure.endpoint, failure.model, failure.message)
+
+
+class BaseEmbedder:
+    """Shared probe-once, input checks and vector validation."""
+
+    provider = ""
+    model = ""
+    dim = 0
+    endpoint: str | None = None
+    max_input_chars = 0
+
+    def __init__(self, *, expected_dim: int, max_input_chars: int):
+        self._expected_dim = expected_dim  # 0: take the probe's
+        self.dim = expected_dim
+        self.max_input_chars = max_input_chars
+        self._probe_lock = threading.RLock()
+        self._probed = False
+        self.probe_seconds: float | None = None
+
+    # -- public ---------------------------------------------------------------
+    def probe(self) -> float:
+        """Embed ``PROBE_TEXT`` once and check the dimension.
+
+        Returns:
+            Seconds the probe took (wall clock, one request for HTTP providers,
+            including the model load for ``local`` the first time).
+
+        Raises:
+            EmbedError: the endpoint did not answer or refused
+                (classified as in ``classify``), or the dimension differs from
+                ``EMBED_DIM`` (``embedding-request-rejected``, naming both).
+        """
+        with self._probe_lock:
+            t0 = time.perf_counter()
+            vectors = self._embed_raw([PROBE_TEXT], probing=True)
+            got = int(vectors.shape[1])
+            if self._expected_dim and got != self._expected_dim:
+                self._fail(self._failure(
+                    "embedding-request-rejected",
+                    f"EMBED_DIM is {self._expected_dim} but model {self.model!r} at {self._where()} "
+                    f"returns {got}-dimensional vectors; the operator must set EMBED_DIM={got} "
+                    f"(or 0 to take the model's) or configure the model that gives {self._expected_dim}",
+                    status=None,
+                ))
+            self.dim = got
+            self._probed = True
+            self.probe_seconds = time.perf_counter() - t0
+            logger.info("embedding probe ok: provider=%s model=%s dim=%d endpoint=%s %.3fs",
+                        self.provider, self.model, got, self._where(), self.probe_seconds)
+            return self.probe_seconds
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed a batch of texts (batch-only; runs the probe first, once).
+
+        Args:
+            texts: non-empty strings, any count (split into requests of
+                ``embed_batch``), each at most ``max_input_chars`` characters.
+
+        Returns:
+            float32, shape (n, dim), L2-normalised, row i for texts[i];
+            shape (0, dim) for an empty list. All-or-nothing: a failing batch
+            raises and no rows come back.
+
+        Raises:
+            EmbedError: classified failure (see module docstring); a text over
+                the input limit is refused before anything is sent.
+            ValueError / TypeError: texts is not a list of non-empty strings (a bug).
+        """
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise TypeError("embed(texts) takes a list of str")
+        if any(t == "" for t in texts):
+            raise ValueError("embed(texts): empty strings have no embedding (the chunker never makes them)")
+        self._check_lengths(texts)
+        if not self._probed:
+            with self._probe_lock:  # one probe even when threads race here
+                if not self._probed:
+                    self.probe()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed_raw(texts, probing=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query: float32, shape (dim,), L2-normalised. Raises as ``embed``."""
+        return self.embed([text])[0]
+
+    # -- helpers --------------------------------------------------------------
+    def _where(self) -> str:
+        return self.endpoint or "in-process"
+
+    def _secrets(self) -> tuple[str, ...]:
+        return ()
+
+    def _failure(self, code: ErrorCode, message: str, status: int | None, body: str = "") -> EmbedFailure:
+        secrets = self._secrets()
+        return EmbedFailure(code=code, message=redact(message, secrets, limit=4 * BODY_LIMIT_CHARS),
+                            status_code=status, endpoint=self._where(), model=self.model,
+                            body=redact(body, secrets))
+
+    _log_failures = True  # auto-detection probes quietly and logs the final outcome
+
+    def _fail(self, failure: EmbedFailure) -> None:
+        if self._log_failures:
+            log_failure(failure)
+        raise EmbedError(failure)
+
+
+    def _check_lengths(self, texts: list[str]) -> None:
+        if not self.max_input_chars:
+            return
+        for i, t in enumerate(texts):
+            if len(t) > self.max_input_chars:
+                self._fail(self._failure(
+                    "embedding-request-rejected",
+                    f"text {i} is {len(t)} characters, over the {self.max_input_chars}-character input "
+                    f"limit of model {self.model!r} ({self.provider}); nothing was sent. The operator "
+                    f"must lower CHUNKNAV_CHUNK_SIZE below {self.max_input_chars}, or raise "
+                    f"EMBED_MAX_INPUT_CHARS if the model really accepts more",
+                    status=None,
+                ))
+
+    def _vectors(self, raw: Any, n: int, status: int | None, body: str) -> np.ndarray:
+        """Validate a provider's list of vectors -> float32 (n, dim) L2-normalised, or fail."""
+        if not isinstance(raw, list) or not all(isinstance(v, list) and v for v in raw):
+            self._fail(self._failure(
+                "embedding-unavailable",
+                f"{self._where()} answered HTTP {status} without vectors; the server's owner must check it "
+                f"(or EMBED_PROVIDER names the wrong wire format)", status, body))
+        if len(raw) != n:
+            self._fail(self._failure(
+                "embedding-unavailable",
+                f"{self._where()} returned {len(raw)} vectors for {n} texts (HTTP {status}); nothing stored",
+                status, body))
+        lengths = {len(v) for v in raw}
+        if len(lengths) != 1:
+            self._fail(self._failure(
+                "embedding-unavailable",
+                f"{self._where()} returned vectors of mixed dimensions {sorted(lengths)} (HTTP {status})",
+                status, body))
+        try:
+            arr = np.asarray(raw, dtype=np.float32)
+        except (TypeError, ValueError):
+            self._fail(self._failure("embedding-unavailable",
+                                     f"{self._where()} returned non-numeric vectors (HTTP {status})",
+                                     status, body))
+        got = arr.shape[1]
+        if self.dim and got != self.dim:
+            where = (f"EMBED_DIM is {self.dim}" if self._expected_dim
+                     else f"the probe returned {self.dim} dimensions")
+            self._fail(self._failure(
+                "embedding-request-rejected",
+                f"{where} but model {self.model!r} at {self._where()} returned {got}-dimensional vectors; "
+                f"the operator must set EMBED_DIM={got} or configure the model that gives {self.dim}",
+                status, body))
+        return self._normalise(arr, status, body)
+
+    def _normalise(self, arr: np.ndarray, status: int | None, body: str) -> np.ndarray:
+        if not np.all(np.isfinite(arr)):
+            self._fail(self._failure("embedding-unavailable",
+                                     f"{self._where()} returned non-finite numbers (NaN/inf) in a vector",
+                                     status, body))
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+        if np.any(norms == 0):
+            self._fail(self._failure("embedding-unavailable",
+                                     f"{self._where()} returned an all-zero vector", status, body))
+        return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+    def _embed_raw(self, texts: list[str], probing: bool) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(model={self.model!r}, dim={self.dim}, "
+                f"endpoint={self.endpoint!r})")
+
