@@ -1,23 +1,17 @@
 """The Postgres + pgvector store: one schema per partition, HNSW vector search.
 
 Owns: the Postgres implementation of the ``Store`` protocol
-(``engine/store/base.py``), its self-provisioning DDL and the schema naming.
-Selected by ``CHUNKNAV_DSN=postgresql://...`` (``open_store``). Imports
-psycopg 3, psycopg_pool and pgvector; must not import streamlit, mcp,
-argparse or any other engine module but ``model``, ``errors`` and
-``store.base``.
+(``engine/store/base.py``): the connection pool, the reads and writes, vector
+and keyword search, the HNSW upkeep policy and the indexer lock. Selected by
+``CHUNKNAV_DSN=postgresql://...`` (``open_store``). The schema side (layout,
+naming, self-provisioning DDL, vector index DDL) lives in
+``engine/store/postgres_schema.py``; row <-> dataclass conversion and the SQL
+text of row I/O in ``engine/store/postgres_rows.py``. Imports psycopg 3,
+psycopg_pool and pgvector; must not import streamlit, mcp, argparse or any
+other engine module but ``model``, ``errors``, ``store.base``,
+``store.postgres_schema`` and ``store.postgres_rows``.
 
-Layout (see ``docs/postgres.md``)::
-
-    chunknav                      shared schema
-      collections                 collection_path -> root, password, partition
-      partitions                  partition -> schema_name
-      vectors                     (chunk_id, model) -> dim, embedding, created;
-                                  one partial HNSW index per (model, dim)
-      runs                        saved index-run summaries (JSON)
-    cnp_<slug>_<hash8>            one schema per partition (first segment of
-      documents                   collection_path, e.g. ``ACME``)
-      content_chunks
+Layout: see ``engine/store/postgres_schema.py`` and ``docs/postgres.md``.
 
 Vectors live in the shared schema because they are keyed by ``chunk_id``
 (content-addressed, not per partition): a chunk id indexed in two partitions
@@ -25,11 +19,10 @@ shares one vector, and a vector whose chunks vanished stays (stale) without
 needing a partition to live in. Search drives the HNSW index of the model and
 joins each hit to the scoped chunks of one partition schema at a time.
 
-Provisioning is idempotent and additive: ``CREATE ... IF NOT EXISTS`` for
-schemas, tables and indexes, then ``ALTER TABLE ... ADD COLUMN IF NOT EXISTS``
-for every column, so a partition made by an older version gains new columns
-the next time a process touches it. DDL runs under a transaction-scoped
-advisory lock, so several processes may provision at once.
+Provisioning (``postgres_schema``) is idempotent and additive and runs under a
+transaction-scoped advisory lock, so several processes may provision at once.
+This module decides when: once per schema per process, on first touch; a read
+never creates a partition.
 
 Concurrency: every write is one transaction; ``replace_document`` also takes a
 per-file transaction advisory lock, so two writers of one file serialise and
@@ -39,8 +32,6 @@ session advisory lock held on a dedicated connection.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
 import threading
@@ -56,7 +47,34 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from engine.errors import IndexBusyError
-from engine.model import Bbox, Chunk, Collection, Document, KeywordHit, Region, VectorHit
+from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
+from engine.store.postgres_rows import (
+    CHUNK_INSERT,
+    CHUNK_SELECT,
+    DOCUMENT_SELECT,
+    DOCUMENT_UPSERT,
+    chunk_params,
+    document_params,
+    pg_jsonb,
+    row_to_chunk,
+    row_to_document,
+)
+# SHARED_SCHEMA, partition_of, schema_for, HNSW_MAX_DIM, HALFVEC_MAX_DIM are re-exported (__all__).
+from engine.store.postgres_schema import (
+    HALFVEC_MAX_DIM,
+    HNSW_MAX_DIM,
+    SHARED_SCHEMA,
+    build_hnsw_index,
+    ensure_vector_extension,
+    has_hnsw_index,
+    hnsw_index_sql,
+    partition_of,
+    provision_partition,
+    provision_shared,
+    schema_exists,
+    schema_for,
+    vector_type,
+)
 
 __all__ = [
     "PostgresStore",
@@ -69,185 +87,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The schema holding the collections registry, partitions, vectors and runs.
-SHARED_SCHEMA = "chunknav"
-#: Largest dimension pgvector's HNSW indexes as ``vector`` (float32).
-HNSW_MAX_DIM = 2000
-#: Largest dimension indexed as ``halfvec`` (float16); above it search is exact.
-HALFVEC_MAX_DIM = 4000
-#: HNSW build parameters (pgvector defaults; recall measured in tests/test_postgres.py).
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
 #: Session advisory-lock key of the "one indexer at a time" rule (any fixed int64).
 INDEX_LOCK_KEY = 0x63686E6B6E6176  # "chnknav"
-#: Transaction advisory-lock key serialising DDL (provisioning) across processes.
-DDL_LOCK_KEY = 0x63686E6B646466  # "chnkddf"
-
-# Columns added with ADD COLUMN IF NOT EXISTS on every provision: (name, type and default).
-# Keys stay in CREATE TABLE; everything else is listed here, so an old-shaped
-# table gains any column added later by appending a line.
-_DOCUMENT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("content_hash", "text NOT NULL DEFAULT ''"),
-    ("settings_key", "text NOT NULL DEFAULT ''"),
-    ("file_type", "text NOT NULL DEFAULT ''"),
-    ("status", "text NOT NULL DEFAULT 'indexed'"),
-    ("reason", "text"),
-    ("size_bytes", "bigint NOT NULL DEFAULT 0"),
-    ("last_modified", "double precision NOT NULL DEFAULT 0"),
-    ("indexed_at", "double precision NOT NULL DEFAULT 0"),
-    ("page_count", "integer NOT NULL DEFAULT 0"),
-    ("chunk_count", "integer NOT NULL DEFAULT 0"),
-    ("text_length", "integer NOT NULL DEFAULT 0"),
-    ("summary", "text NOT NULL DEFAULT ''"),
-    ("metadata", "jsonb NOT NULL DEFAULT '{}'::jsonb"),
-    ("text", "text"),
-)
-_CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("chunk_id", "text NOT NULL DEFAULT ''"),
-    ("content_hash", "text NOT NULL DEFAULT ''"),
-    ("start_char", "integer NOT NULL DEFAULT 0"),
-    ("end_char", "integer NOT NULL DEFAULT 0"),
-    ("chunk_text", "text NOT NULL DEFAULT ''"),
-    ("metadata", "jsonb NOT NULL DEFAULT '{}'::jsonb"),
-    ("page", "integer"),
-    ("page_label", "text"),
-    ("bbox", "jsonb"),
-    ("regions", "jsonb NOT NULL DEFAULT '[]'::jsonb"),
-    ("last_modified", "double precision NOT NULL DEFAULT 0"),
-    # 'simple': no stemming, no stop words, like SQLite FTS5's unicode61.
-    ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('simple', chunk_text)) STORED"),
-)
-_CHUNK_SELECT = (
-    "collection_path, file_path, chunk_index, chunk_id, content_hash, start_char, end_char, "
-    "chunk_text, page, page_label, bbox, regions, metadata, last_modified"
-)
-_DOCUMENT_SELECT = (
-    "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
-    "size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, summary, metadata"
-)
-
-
-#: Shared-schema tables: (name, keys, columns, indexes); see ``PostgresStore._apply_ddl``.
-_SHARED_TABLES = (
-    ("collections", "collection_path text PRIMARY KEY",
-     (("root", "text NOT NULL DEFAULT ''"), ("password", "text"), ("partition", "text NOT NULL DEFAULT ''")), ()),
-    ("partitions", "partition text PRIMARY KEY, schema_name text NOT NULL UNIQUE",
-     (("provisioned_at", "double precision NOT NULL DEFAULT 0"),), ()),
-    ("vectors", "chunk_id text NOT NULL, model text NOT NULL, PRIMARY KEY (chunk_id, model)",
-     (("dim", "integer NOT NULL DEFAULT 0"), ("embedding", "vector"),
-      ("created", "double precision NOT NULL DEFAULT 0")),
-     (("vectors_model_dim", "(model, dim)"),)),
-    ("runs", "id bigserial PRIMARY KEY",
-     (("saved_at", "double precision NOT NULL DEFAULT 0"), ("summary", "jsonb NOT NULL DEFAULT '{}'::jsonb")), ()),
-)
-#: Per-partition tables, in the order writes touch them (documents, then chunks).
-_PARTITION_TABLES = (
-    ("documents", "collection_path text NOT NULL, file_path text NOT NULL, PRIMARY KEY (collection_path, file_path)",
-     _DOCUMENT_COLUMNS, ()),
-    ("content_chunks", "collection_path text NOT NULL, file_path text NOT NULL, chunk_index integer NOT NULL, "
-     "PRIMARY KEY (collection_path, file_path, chunk_index)",
-     _CHUNK_COLUMNS,
-     (("content_chunks_chunk_id", "(chunk_id)"), ("content_chunks_collection", "(collection_path, chunk_id)"),
-      ("content_chunks_tsv", "USING gin (tsv)"))),
-)
-
-
-def partition_of(collection_path: str) -> str:
-    """The partition of a collection: its first path segment (``ACME/Reports`` -> ``ACME``).
-
-    Raises:
-        ValueError: an empty collection path.
-    """
-    head = collection_path.strip("/").split("/", 1)[0]
-    if not head:
-        raise ValueError(f"collection_path must not be empty, got {collection_path!r}")
-    return head
-
-
-def schema_for(partition: str) -> str:
-    """The schema name of a partition: ``cnp_<ascii slug, <= 40 chars>_<sha256[:8]>``.
-
-    Lower-case, at most 53 characters (Postgres allows 63), stable across
-    processes and versions. The hash keeps ``ACME`` and ``acme`` (or two names
-    with the same slug) apart; the slug keeps it readable in ``\\dn``.
-    """
-    slug = re.sub(r"[^a-z0-9]+", "_", partition.lower()).strip("_")[:40] or "p"
-    digest = hashlib.sha256(partition.encode("utf-8")).hexdigest()[:8]
-    return f"cnp_{slug}_{digest}"
-
-
-def _index_name(model: str, dim: int) -> str:
-    """Name of the partial HNSW index of ``(model, dim)``: ``vectors_hnsw_<sha256[:16]>`` (any model name fits)."""
-    return "vectors_hnsw_" + hashlib.sha256(f"{model}\0{dim}".encode()).hexdigest()[:16]
-
-
-def _vector_type(dim: int) -> str | None:
-    """The pgvector type an HNSW index of ``dim`` uses, or None (too wide: exact only)."""
-    if dim <= HNSW_MAX_DIM:
-        return "vector"
-    if dim <= HALFVEC_MAX_DIM:
-        return "halfvec"
-    return None
-
-
-def _bbox(value: Any) -> Bbox | None:
-    """A jsonb ``{x, y, w, h}`` (0..1 of the displayed page) -> ``Bbox``; null -> None."""
-    return Bbox.from_dict(value) if value else None
-
-
-def _row_to_chunk(r: dict[str, Any]) -> Chunk:
-    """A ``content_chunks`` row (``_CHUNK_SELECT`` columns) -> ``Chunk``; jsonb decoded, nulls defaulted."""
-    return Chunk(
-        collection_path=r["collection_path"],
-        file_path=r["file_path"],
-        chunk_index=r["chunk_index"],
-        chunk_id=r["chunk_id"],
-        content_hash=r["content_hash"],
-        start=r["start_char"],
-        end=r["end_char"],
-        chunk_text=r["chunk_text"],
-        page=r["page"],
-        page_label=r["page_label"],
-        bbox=_bbox(r["bbox"]),
-        regions=tuple(Region.from_dict(x) for x in (r["regions"] or [])),
-        metadata=r["metadata"] or {},
-        last_modified=r["last_modified"],
-    )
-
-
-def _row_to_document(r: dict[str, Any]) -> Document:
-    """A ``documents`` row (``_DOCUMENT_SELECT`` columns, no text) -> ``Document``."""
-    return Document(
-        collection_path=r["collection_path"],
-        file_path=r["file_path"],
-        content_hash=r["content_hash"],
-        settings_key=r["settings_key"],
-        file_type=r["file_type"],
-        status=r["status"],
-        reason=r["reason"],
-        size_bytes=r["size_bytes"],
-        last_modified=r["last_modified"],
-        indexed_at=r["indexed_at"],
-        page_count=r["page_count"],
-        chunk_count=r["chunk_count"],
-        text_length=r["text_length"],
-        summary=r["summary"],
-        metadata=r["metadata"] or {},
-    )
-
-
-def _text(value: str | None) -> str | None:
-    """Postgres text cannot hold NUL: each becomes U+FFFD (one character, so offsets stay valid)."""
-    return None if value is None else value.replace("\x00", "\ufffd")
-
-
-def _jsonb(value: Any) -> str | None:
-    """JSON for a jsonb column (which rejects ``\\u0000``: it becomes ``\\ufffd``)."""
-    return None if value is None else json.dumps(value).replace("\\u0000", "\\ufffd")
 
 
 class PostgresStore:
-    """``Store`` on PostgreSQL + pgvector (see the module docstring for the layout).
+    """``Store`` on PostgreSQL + pgvector (layout: ``engine/store/postgres_schema.py``).
 
     Safe to share between threads: each call borrows a connection from a
     psycopg pool. Open one per process; several processes may share a database.
@@ -290,15 +135,9 @@ class PostgresStore:
         self._lock_held = False
         self._lock = threading.Lock()
         with psycopg.connect(dsn, autocommit=True) as conn:
-            # The extension must exist before register_vector() can find its type.
-            # Checked first, so a role without CREATE on the database works once it exists.
-            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+            version = ensure_vector_extension(conn)  # before register_vector() can find its type
         #: pgvector >= 0.8 has iterative index scans; older ones rely on the exact fallback alone.
-        self.pgvector_version = str(version)
+        self.pgvector_version = version
         self._iterative = tuple(int(p) for p in re.findall(r"\d+", self.pgvector_version)[:2]) >= (0, 8)
         self._pool = ConnectionPool(
             dsn,
@@ -321,52 +160,10 @@ class PostgresStore:
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
-    def _apply_ddl(self, conn: psycopg.Connection, schema: str,
-                   tables: tuple[tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], ...]
-                   ) -> bool:
-        """Bring ``schema`` up to ``tables``; returns True when any DDL ran.
-
-        Each table is ``(name, key columns and constraints, columns, indexes)``
-        with columns ``(name, type and default)`` and indexes ``(name, method
-        and columns)``. The catalogs are read first and only what is missing
-        is executed (``CREATE ... IF NOT EXISTS``, ``ADD COLUMN IF NOT
-        EXISTS``): an up-to-date schema takes no table lock, so provisioning
-        never blocks or deadlocks with readers and writers. Tables are
-        visited in the given order, the same order the writes use.
-        """
-        s = sql.Identifier(schema)
-        have_schema = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
-        cols = {(r["table_name"], r["column_name"]) for r in conn.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s",
-            (schema,)).fetchall()}
-        tables_have = {t for t, _c in cols}
-        indexes = {r["indexname"] for r in conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)).fetchall()}
-        todo: list[sql.Composable] = []
-        if have_schema is None:
-            todo.append(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
-        for table, keys, columns, table_indexes in tables:
-            t = sql.Identifier(table)
-            if table not in tables_have:
-                todo.append(sql.SQL("CREATE TABLE IF NOT EXISTS {}.{} ({})").format(s, t, sql.SQL(keys)))
-            for name, decl in columns:
-                if (table, name) not in cols:
-                    todo.append(sql.SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS {} {}")
-                                .format(s, t, sql.Identifier(name), sql.SQL(decl)))
-            for name, spec in table_indexes:
-                if name not in indexes:
-                    todo.append(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} {}")
-                                .format(sql.Identifier(name), s, t, sql.SQL(spec)))
-        if todo:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-            for stmt in todo:
-                conn.execute(stmt)
-        return bool(todo)
-
     def _provision_shared(self) -> None:
-        """Create or upgrade the shared ``chunknav`` schema (see ``_apply_ddl``)."""
+        """Create or upgrade the shared ``chunknav`` schema (``postgres_schema.provision_shared``)."""
         with self._tx() as conn:
-            self._apply_ddl(conn, SHARED_SCHEMA, _SHARED_TABLES)
+            provision_shared(conn)
 
     def provision(self, partition: str) -> str:
         """Create or upgrade one partition's schema; idempotent, safe across processes.
@@ -382,14 +179,8 @@ class PostgresStore:
         Returns:
             The schema name (``schema_for(partition)``).
         """
-        schema = schema_for(partition)
         with self._tx() as conn:
-            changed = self._apply_ddl(conn, schema, _PARTITION_TABLES)
-            conn.execute(sql.SQL(
-                "INSERT INTO {}.partitions (partition, schema_name, provisioned_at) VALUES (%s, %s, %s) "
-                "ON CONFLICT (partition) DO " + ("UPDATE SET provisioned_at = EXCLUDED.provisioned_at"
-                                                if changed else "NOTHING")
-            ).format(sql.Identifier(SHARED_SCHEMA)), (partition, schema, time.time()))
+            schema = provision_partition(conn, partition)
         with self._lock:
             self._provisioned.add(schema)
         return schema
@@ -407,7 +198,7 @@ class PostgresStore:
             return schema
         if not create:
             with self._pool.connection() as conn:
-                if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
+                if not schema_exists(conn, schema):
                     return None
         return self.provision(partition)
 
@@ -498,21 +289,21 @@ class PostgresStore:
         s = sql.Identifier(schema)
         with self._pool.connection() as conn:
             r = conn.execute(sql.SQL(
-                "SELECT " + _DOCUMENT_SELECT + " FROM {}.documents WHERE collection_path = %s AND file_path = %s"
+                "SELECT " + DOCUMENT_SELECT + " FROM {}.documents WHERE collection_path = %s AND file_path = %s"
             ).format(s), (collection_path, file_path)).fetchone()
-        return None if r is None else _row_to_document(r)
+        return None if r is None else row_to_document(r)
 
     def documents(self, collection_path: str | None = None) -> list[Document]:
         """Document rows (no text), all or of one collection, sorted by (collection_path, file_path)."""
         out: list[Document] = []
         with self._pool.connection() as conn:
             for schema in self._schemas(None if collection_path is None else [collection_path]):
-                q = sql.SQL("SELECT " + _DOCUMENT_SELECT + " FROM {}.documents").format(sql.Identifier(schema))
+                q = sql.SQL("SELECT " + DOCUMENT_SELECT + " FROM {}.documents").format(sql.Identifier(schema))
                 if collection_path is None:
                     rows = conn.execute(q).fetchall()
                 else:
                     rows = conn.execute(q + sql.SQL(" WHERE collection_path = %s"), (collection_path,)).fetchall()
-                out.extend(_row_to_document(r) for r in rows)
+                out.extend(row_to_document(r) for r in rows)
         out.sort(key=lambda d: (d.collection_path, d.file_path))
         return out
 
@@ -553,41 +344,15 @@ class PostgresStore:
         schema = self._schema(document.collection_path, create=True)
         assert schema is not None
         s = sql.Identifier(schema)
-        d = document
         with self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                          (f"{schema}\x1f{key[0]}\x1f{key[1]}",))
-            conn.execute(sql.SQL(
-                "INSERT INTO {}.documents (collection_path, file_path, content_hash, settings_key, file_type, "
-                "status, reason, size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, "
-                "summary, metadata, text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s::jsonb, %s) ON CONFLICT (collection_path, file_path) DO UPDATE SET "
-                "content_hash = EXCLUDED.content_hash, settings_key = EXCLUDED.settings_key, "
-                "file_type = EXCLUDED.file_type, status = EXCLUDED.status, reason = EXCLUDED.reason, "
-                "size_bytes = EXCLUDED.size_bytes, last_modified = EXCLUDED.last_modified, "
-                "indexed_at = EXCLUDED.indexed_at, page_count = EXCLUDED.page_count, "
-                "chunk_count = EXCLUDED.chunk_count, text_length = EXCLUDED.text_length, "
-                "summary = EXCLUDED.summary, metadata = EXCLUDED.metadata, text = EXCLUDED.text"
-            ).format(s), (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
-                          d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
-                          d.chunk_count, d.text_length, _text(d.summary), _jsonb(d.metadata), _text(text)))
+            conn.execute(sql.SQL(DOCUMENT_UPSERT).format(s), document_params(document, text))
             conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
                          .format(s), key)
             if chunks:
                 with conn.cursor() as cur:
-                    cur.executemany(sql.SQL(
-                        "INSERT INTO {}.content_chunks (collection_path, file_path, chunk_index, chunk_id, "
-                        "content_hash, start_char, end_char, chunk_text, page, page_label, bbox, regions, "
-                        "metadata, last_modified) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, "
-                        "%s::jsonb, %s::jsonb, %s)"
-                    ).format(s), [
-                        (c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start,
-                         c.end, _text(c.chunk_text), c.page, _text(c.page_label),
-                         _jsonb(c.bbox.to_dict() if c.bbox else None),
-                         _jsonb([r.to_dict() for r in c.regions]), _jsonb(c.metadata),
-                         c.last_modified)
-                        for c in chunks
-                    ])
+                    cur.executemany(sql.SQL(CHUNK_INSERT).format(s), [chunk_params(c) for c in chunks])
 
     def remove_document(self, collection_path: str, file_path: str) -> None:
         """Delete the document row, its text and its chunks (vectors stay, counted stale)."""
@@ -612,10 +377,10 @@ class PostgresStore:
         s = sql.Identifier(schema)
         with self._pool.connection() as conn:
             r = conn.execute(sql.SQL(
-                "SELECT " + _CHUNK_SELECT + " FROM {}.content_chunks "
+                "SELECT " + CHUNK_SELECT + " FROM {}.content_chunks "
                 "WHERE collection_path = %s AND file_path = %s AND chunk_index = %s"
             ).format(s), (collection_path, file_path, chunk_index)).fetchone()
-        return None if r is None else _row_to_chunk(r)
+        return None if r is None else row_to_chunk(r)
 
     def chunk_count(self, collection_path: str, file_path: str) -> int:
         """Number of chunks stored for the file (0 when never indexed)."""
@@ -637,10 +402,10 @@ class PostgresStore:
         s = sql.Identifier(schema)
         with self._pool.connection() as conn:
             rows = conn.execute(sql.SQL(
-                "SELECT " + _CHUNK_SELECT + " FROM {}.content_chunks "
+                "SELECT " + CHUNK_SELECT + " FROM {}.content_chunks "
                 "WHERE collection_path = %s AND file_path = %s ORDER BY chunk_index"
             ).format(s), (collection_path, file_path)).fetchall()
-        return [_row_to_chunk(r) for r in rows]
+        return [row_to_chunk(r) for r in rows]
 
     # -- vectors -------------------------------------------------------------------
     def _all_chunk_ids_sql(self) -> sql.Composable:
@@ -675,25 +440,6 @@ class PostgresStore:
             rows = conn.execute(q, params).fetchall()
         return [(r["chunk_id"], r["chunk_text"]) for r in rows]
 
-    def _create_index_sql(self, model: str, dim: int) -> sql.Composable | None:
-        """``CREATE INDEX IF NOT EXISTS`` of the (model, dim) HNSW index; None above ``HALFVEC_MAX_DIM``."""
-        kind = _vector_type(dim)
-        if kind is None:
-            return None
-        return sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw ((embedding::{}({})) {}) "
-            "WITH (m = {}, ef_construction = {}) WHERE model = {} AND dim = {}"
-        ).format(sql.Identifier(_index_name(model, dim)), sql.Identifier(SHARED_SCHEMA),
-                 sql.SQL(kind), sql.Literal(dim), sql.SQL(f"{kind}_cosine_ops"),
-                 sql.Literal(HNSW_M), sql.Literal(HNSW_EF_CONSTRUCTION),
-                 sql.Literal(model), sql.Literal(dim))
-
-    def _has_index(self, conn: psycopg.Connection, model: str, dim: int) -> bool:
-        """True when the (model, dim) HNSW index exists (takes no lock)."""
-        r = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS ok",
-                         (f"{SHARED_SCHEMA}.{_index_name(model, dim)}",)).fetchone()
-        return bool(r["ok"])
-
     def _ensure_vector_index(self, conn: psycopg.Connection, model: str, dim: int) -> None:
         """Make sure ``(model, dim)`` has its HNSW index, or defer it (inside the caller's tx).
 
@@ -703,16 +449,13 @@ class PostgresStore:
         """
         if (model, dim) in self._indexed_models or (model, dim) in self._deferred:
             return
-        ddl = self._create_index_sql(model, dim)
-        if ddl is not None and not self._has_index(conn, model, dim):
+        ddl = hnsw_index_sql(model, dim)
+        if ddl is not None and not has_hnsw_index(conn, model, dim):
             if self._lock_held:
                 with self._lock:
                     self._deferred.add((model, dim))
                 return
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-            conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
-                sql.Literal(f"{self.build_memory_mb}MB")))
-            conn.execute(ddl)
+            build_hnsw_index(conn, ddl, self.build_memory_mb)
         with self._lock:
             self._indexed_models.add((model, dim))
 
@@ -728,14 +471,11 @@ class PostgresStore:
                                  .format(sql.Identifier(SHARED_SCHEMA))).fetchall()
         for r in pairs:
             model, dim = r["model"], int(r["dim"])
-            ddl = self._create_index_sql(model, dim)
+            ddl = hnsw_index_sql(model, dim)
             with self._tx() as conn:
-                if ddl is not None and not self._has_index(conn, model, dim):
+                if ddl is not None and not has_hnsw_index(conn, model, dim):
                     t0 = time.perf_counter()
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-                    conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
-                        sql.Literal(f"{self.build_memory_mb}MB")))
-                    conn.execute(ddl)
+                    build_hnsw_index(conn, ddl, self.build_memory_mb)
                     built.append((model, dim, time.perf_counter() - t0))
                     log.info("built HNSW index of %s (dim %d) in %.1f s", model, dim, built[-1][2])
             with self._lock:
@@ -902,12 +642,12 @@ class PostgresStore:
                 return []
             if dim != q.shape[0]:
                 raise ValueError(f"query has dim {q.shape[0]}, model {model!r} vectors have dim {dim}")
-            kind = _vector_type(dim)
+            kind = vector_type(dim)
             for schema, paths in targets.items():
                 if paths is not None and not paths:
                     continue
                 rows = self._search_partition(conn, schema, paths, model, dim, kind, q, limit)
-                hits.extend(VectorHit(_row_to_chunk(r), 1.0 - float(r["distance"])) for r in rows)
+                hits.extend(VectorHit(row_to_chunk(r), 1.0 - float(r["distance"])) for r in rows)
         hits.sort(key=lambda h: (-h.score, h.chunk.collection_path, h.chunk.file_path, h.chunk.chunk_index))
         return hits[:limit]
 
@@ -923,7 +663,7 @@ class PostgresStore:
             where += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
             params["paths"] = paths
         cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
-                                  for n in _CHUNK_SELECT.split(","))
+                                  for n in CHUNK_SELECT.split(","))
         exact = sql.SQL(
             "SELECT {cols}, (v.embedding <=> %(q)s::vector) AS distance FROM {sh}.vectors v "
             "JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
@@ -974,7 +714,7 @@ class PostgresStore:
             if dim is None:
                 return ""
             for schema, paths in targets.items():
-                rows = self._search_partition(conn, schema, paths, model, dim, _vector_type(dim), q, limit,
+                rows = self._search_partition(conn, schema, paths, model, dim, vector_type(dim), q, limit,
                                               explain=True)
                 out.append(f"-- {schema}\n" + "\n".join(r["QUERY PLAN"] for r in rows))
         return "\n".join(out)
@@ -1004,7 +744,7 @@ class PostgresStore:
             return []
         targets = self._schemas(None if collection_paths is None else list(collection_paths))
         cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
-                                  for n in _CHUNK_SELECT.split(","))
+                                  for n in CHUNK_SELECT.split(","))
         all_words = sql.SQL("plainto_tsquery('simple', %(q)s)")
         any_word = sql.SQL("replace(plainto_tsquery('simple', %(q)s)::text, ' & ', ' | ')::tsquery")
         hits: list[KeywordHit] = []
@@ -1022,7 +762,7 @@ class PostgresStore:
                         "ORDER BY score DESC, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
                     ).format(cols=cols, s=sql.Identifier(schema), tsq=tsquery, where=where),
                         params).fetchall()
-                    hits.extend(KeywordHit(_row_to_chunk(r), float(r["score"])) for r in rows)
+                    hits.extend(KeywordHit(row_to_chunk(r), float(r["score"])) for r in rows)
                 if hits:
                     break
         hits.sort(key=lambda h: (-h.score, h.chunk.collection_path, h.chunk.file_path, h.chunk.chunk_index))
@@ -1063,7 +803,7 @@ class PostgresStore:
         with self._tx() as conn:
             shared = sql.Identifier(SHARED_SCHEMA)
             conn.execute(sql.SQL("INSERT INTO {}.runs (saved_at, summary) VALUES (%s, %s::jsonb)")
-                         .format(shared), (time.time(), _jsonb(summary)))
+                         .format(shared), (time.time(), pg_jsonb(summary)))
             conn.execute(sql.SQL("DELETE FROM {0}.runs WHERE id NOT IN "
                                  "(SELECT id FROM {0}.runs ORDER BY id DESC LIMIT 20)").format(shared))
 
