@@ -15,7 +15,8 @@ Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
     chunks(collection_path, file_path, chunk_index PK triple; chunk_id (indexed),
            content_hash, start, end, chunk_text, page, page_label, bbox JSON,
            regions JSON, metadata JSON, last_modified)
-    chunks_fts   FTS5 over chunks.chunk_text (external content, kept by triggers)
+    chunks_fts   FTS5 over chunks.chunk_text (external content; rows added in bulk
+                 by replace_document, removed by the delete/update triggers)
     vectors(chunk_id, model PK pair; dim, vec float32 blob, created)
     runs(id, saved_at, summary JSON)
     meta(key PK, value)   db_id, chunks_gen, vectors_gen:<model>
@@ -221,10 +222,24 @@ class SqliteStore:
             db["vectors"].create_index(["model"], index_name="vectors_model", if_not_exists=True)
             db["runs"].create({"id": int, "saved_at": float, "summary": str}, pk="id",
                               if_not_exists=True)
-            # FTS5 over chunk_text, external content, kept in step by triggers.
-            db["chunks"].enable_fts(["chunk_text"], fts_version="FTS5", create_triggers=True,
+            # FTS5 over chunk_text, external content. Deletes and updates reach it
+            # through triggers; inserts are added by one INSERT ... SELECT per file
+            # in replace_document: one statement tokenises a whole file without the
+            # GIL (a per-row trigger needs the GIL between rows), so the indexer's
+            # writer thread overlaps with extraction.
+            db.execute("DROP TRIGGER IF EXISTS chunks_ai")
+            db["chunks"].enable_fts(["chunk_text"], fts_version="FTS5", create_triggers=False,
                                     tokenize="unicode61 remove_diacritics 2", replace=True)
             with self._write() as conn:
+                conn.execute(
+                    "CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN "
+                    "INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) "
+                    "VALUES('delete', old.rowid, old.chunk_text); END")
+                conn.execute(
+                    "CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN "
+                    "INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) "
+                    "VALUES('delete', old.rowid, old.chunk_text); "
+                    "INSERT INTO chunks_fts (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
                 conn.execute("CREATE TABLE IF NOT EXISTS meta ([key] TEXT PRIMARY KEY, [value] TEXT)")
                 conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
                                  [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")])
@@ -348,6 +363,8 @@ class SqliteStore:
                     f"INSERT INTO chunks({_CHUNK_COLUMNS}) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [_chunk_params(c) for c in chunks])
+                conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
+                             "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
             self._bump(conn, "chunks_gen")
 
     def remove_document(self, collection_path: str, file_path: str) -> None:
