@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -50,6 +51,7 @@ from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
 from engine.model import ExtractedText, PageInfo, WordArray
 
 __all__ = [
+    "open_pdf",
     "SUPPORTED_SUFFIXES",
     "PAGE_SEPARATOR",
     "BLOCK_SEPARATOR",
@@ -144,12 +146,24 @@ def no_text_note(pages: list[int]) -> str:
 # --------------------------------------------------------------------- PDF
 
 
-def _open_pdf(path: Path, password: str | None) -> tuple[Any, bool]:
-    """Open and, if needed, decrypt. Returns (document, was_password_protected)."""
+def open_pdf(path: str | os.PathLike[str], password: str | None = None) -> tuple[Any, bool]:
+    """Open a PDF with PyMuPDF and, if needed, decrypt it (extraction and rendering share this).
+
+    Args:
+        path: the PDF file.
+        password: tried after the empty password; None = none configured.
+
+    Returns:
+        ``(document, was_password_protected)``; the caller closes the document.
+
+    Raises:
+        ExtractError: ``"corrupt: <library reason>"`` (empty, truncated, not a PDF).
+        EncryptedError: ``"encrypted: password required"`` / ``"encrypted: wrong password"``.
+    """
     import pymupdf
 
     try:
-        doc = pymupdf.open(path, filetype="pdf")
+        doc = pymupdf.open(Path(path), filetype="pdf")
     except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
         raise ExtractError(f"corrupt: {e}") from None
     # Read needs_pass ONCE, before authenticating: reading it after a
@@ -192,7 +206,7 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
     import pymupdf
 
     flags = pymupdf.TEXTFLAGS_WORDS
-    doc, needs_pass = _open_pdf(path, password)
+    doc, needs_pass = open_pdf(path, password)
     try:
         metadata = _pdf_metadata(doc, needs_pass)
         try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from engine.errors import EncryptedError, ExtractError
+from engine.extract import open_pdf
 from engine.model import Bbox
 
 __all__ = [
@@ -73,28 +73,9 @@ class RenderedPage:
 
 
 def _open(pdf_path: str | os.PathLike[str], password: str | None):
-    """Open and decrypt a PDF. Raises ExtractError / EncryptedError.
-
-    ``needs_pass`` is read once before authenticating: reading it after a
-    successful ``authenticate`` makes MuPDF retry the empty password and lose
-    the decryption (EXPECTED.md trap 7).
-    """
-    import pymupdf
-
-    try:
-        doc = pymupdf.open(Path(pdf_path), filetype="pdf")
-    except Exception as e:  # EmptyFileError, FileDataError, FileNotFoundError...
-        raise ExtractError(f"cannot open {Path(pdf_path).name}: {e}") from None
-    if doc.needs_pass:
-        if doc.authenticate(""):
-            return doc
-        if not password:
-            doc.close()
-            raise EncryptedError("encrypted: password required")
-        if not doc.authenticate(password):
-            doc.close()
-            raise EncryptedError("encrypted: wrong password")
-    return doc
+    """Open and decrypt a PDF (``engine.extract.open_pdf``: the same rules and
+    the same EXPECTED.md trap 7 care). Raises ExtractError / EncryptedError."""
+    return open_pdf(pdf_path, password)[0]
 
 
 def page_count(pdf_path: str | os.PathLike[str], password: str | None = None) -> int:
