@@ -26,7 +26,7 @@ import numpy as np
 
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 
-__all__ = ["Store"]
+__all__ = ["Store", "as_vector_rows"]
 
 
 @runtime_checkable
@@ -113,3 +113,15 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections and files."""
+
+
+def as_vector_rows(chunk_ids: list[str], vectors) -> np.ndarray:
+    """Validate vectors for ``add_vectors``: float32, C-contiguous, shape (len(chunk_ids), dim).
+
+    Raises:
+        ValueError: not 2-D, or a row count other than ``len(chunk_ids)``.
+    """
+    arr = np.ascontiguousarray(vectors, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[0] != len(chunk_ids):
+        raise ValueError(f"vectors must have shape ({len(chunk_ids)}, dim), got {arr.shape}")
+    return arr

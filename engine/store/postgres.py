@@ -48,6 +48,7 @@ from psycopg_pool import ConnectionPool
 
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
+from engine.store.base import as_vector_rows
 from engine.store.postgres_rows import (
     CHUNK_INSERT,
     CHUNK_SELECT,
@@ -504,9 +505,7 @@ class PostgresStore:
             ValueError: ``vectors`` is not 2-D, its row count is not
                 ``len(chunk_ids)``, or ``model`` already has vectors of another dim.
         """
-        arr = np.asarray(vectors, dtype=np.float32)
-        if arr.ndim != 2 or arr.shape[0] != len(chunk_ids):
-            raise ValueError(f"vectors must have shape ({len(chunk_ids)}, dim), got {arr.shape}")
+        arr = as_vector_rows(chunk_ids, vectors)
         if not chunk_ids:
             return 0
         dim = int(arr.shape[1])

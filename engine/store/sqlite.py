@@ -50,6 +50,7 @@ import sqlite_utils
 
 from engine.errors import IndexBusyError
 from engine.model import Bbox, Chunk, Collection, Document, KeywordHit, Region, VectorHit
+from engine.store.base import as_vector_rows
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 
 __all__ = ["SqliteStore"]
@@ -425,9 +426,7 @@ class SqliteStore:
         Raises:
             ValueError: shape does not match ``chunk_ids`` or the model's stored dim.
         """
-        arr = np.ascontiguousarray(vectors, dtype=np.float32)
-        if arr.ndim != 2 or arr.shape[0] != len(chunk_ids):
-            raise ValueError(f"vectors must have shape ({len(chunk_ids)}, dim), got {arr.shape}")
+        arr = as_vector_rows(chunk_ids, vectors)
         if not chunk_ids:
             return 0
         dim = int(arr.shape[1])
