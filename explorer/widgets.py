@@ -237,7 +237,9 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False) -
         badge = ""
         if hit.get("page") is not None:
             label = hit.get("pageLabel")
-            badge = f" :orange-badge[p. {hit['page']}{f' ({label})' if label else ''}]"
+            last = max([r["page"] for r in hit.get("regions") or []] + [hit["page"]])
+            span = f"{hit['page']}–{last}" if last > hit["page"] else f"{hit['page']}"
+            badge = f" :orange-badge[p. {span}{f' ({label})' if label else ''}]"
         idx = f" · chunk {hit['chunkIndex']}" if hit.get("chunkIndex") is not None else ""
         mid.markdown(f"`{hit['collectionPath']}` / **{html.escape(hit['filePath'])}**{idx}{badge}")
         snippet = mark_terms(" ".join(hit.get("snippet", "").split()), query)
