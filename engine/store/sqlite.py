@@ -197,6 +197,12 @@ class SqliteStore:
         with self._write_lock, self._init_lock():
             db = sqlite_utils.Database(self._conn())
             if "meta" in db.table_names():
+                conn = self._conn()
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' "
+                                "AND name = 'chunks_ai'").fetchone():
+                    # an index made before FTS rows were added per file: its insert
+                    # trigger would add every row twice now
+                    conn.execute("DROP TRIGGER chunks_ai")
                 return
             # sqlite-utils runs some DDL through executescript (which commits), so the
             # steps are idempotent instead of one transaction; "meta" is made last.
