@@ -61,7 +61,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.errors", "engine.model", "engine.envelopes", "engine.config", "engine.chunk",
     "engine.paths", "engine.search", "engine.tools", "engine.extract", "engine.embed",
     "engine.index", "engine.store.sqlite", "engine.store.base",
-    "engine.store.postgres_schema", "engine.store.postgres_rows",
+    "engine.store.postgres_schema", "engine.store.postgres_rows", "engine.store.postgres_vectors",
     "engine.embed_base", "engine.embed_local", "engine.embed_http", "engine.store.sqlite_vectors",
 ])
 def test_exports_exist_and_are_documented(module):

@@ -1,23 +1,21 @@
 """The Postgres + pgvector store: one schema per partition, HNSW vector search.
 
 Owns: the Postgres implementation of the ``Store`` protocol
-(``engine/store/base.py``): the connection pool, the reads and writes, vector
-and keyword search, the HNSW upkeep policy and the indexer lock. Selected by
+(``engine/store/base.py``): the connection pool, provisioning, the reads and
+writes, keyword search, the HNSW build settings and the indexer lock. Selected by
 ``CHUNKNAV_DSN=postgresql://...`` (``open_store``). The schema side (layout,
 naming, self-provisioning DDL, vector index DDL) lives in
 ``engine/store/postgres_schema.py``; row <-> dataclass conversion and the SQL
-text of row I/O in ``engine/store/postgres_rows.py``. Imports psycopg 3,
+text of row I/O in ``engine/store/postgres_rows.py``; the vector half
+(vector rows, HNSW upkeep, vector search) in ``engine/store/postgres_vectors.py``
+(``PgVectors``, which this store owns and delegates to). Imports psycopg 3,
 psycopg_pool and pgvector; must not import streamlit, mcp, argparse or any
-other engine module but ``model``, ``errors``, ``store.base``,
-``store.postgres_schema`` and ``store.postgres_rows``.
+other engine module but ``model``, ``errors``, ``store.postgres_schema``,
+``store.postgres_rows`` and ``store.postgres_vectors``.
 
 Layout: see ``engine/store/postgres_schema.py`` and ``docs/postgres.md``.
-
-Vectors live in the shared schema because they are keyed by ``chunk_id``
-(content-addressed, not per partition): a chunk id indexed in two partitions
-shares one vector, and a vector whose chunks vanished stays (stale) without
-needing a partition to live in. Search drives the HNSW index of the model and
-joins each hit to the scoped chunks of one partition schema at a time.
+Vectors live in the shared schema, keyed by ``chunk_id`` (see
+``engine/store/postgres_vectors.py``).
 
 Provisioning (``postgres_schema``) is idempotent and additive and runs under a
 transaction-scoped advisory lock, so several processes may provision at once.
@@ -32,7 +30,6 @@ session advisory lock held on a dedicated connection.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -48,7 +45,6 @@ from psycopg_pool import ConnectionPool
 
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
-from engine.store.base import as_vector_rows
 from engine.store.postgres_rows import (
     CHUNK_INSERT,
     CHUNK_SELECT,
@@ -65,17 +61,14 @@ from engine.store.postgres_schema import (
     HALFVEC_MAX_DIM,
     HNSW_MAX_DIM,
     SHARED_SCHEMA,
-    build_hnsw_index,
     ensure_vector_extension,
-    has_hnsw_index,
-    hnsw_index_sql,
     partition_of,
     provision_partition,
     provision_shared,
     schema_exists,
     schema_for,
-    vector_type,
 )
+from engine.store.postgres_vectors import PgVectors
 
 __all__ = [
     "PostgresStore",
@@ -85,8 +78,6 @@ __all__ = [
     "HNSW_MAX_DIM",
     "HALFVEC_MAX_DIM",
 ]
-
-log = logging.getLogger(__name__)
 
 #: Session advisory-lock key of the "one indexer at a time" rule (any fixed int64).
 INDEX_LOCK_KEY = 0x63686E6B6E6176  # "chnknav"
@@ -105,6 +96,7 @@ class PostgresStore:
     yet are loaded without one, and the index is built in bulk when the lock
     is released (searches meanwhile are exact). Later runs insert into the
     existing index. ``build_vector_indexes()`` builds any missing index.
+    The vector methods delegate to ``PgVectors`` (``engine/store/postgres_vectors.py``).
 
     Args:
         dsn: ``postgresql://user:pass@host:port/db`` (libpq URI or key=value).
@@ -131,15 +123,12 @@ class PostgresStore:
         self.build_memory_mb = build_memory_mb
         self.ef_search = ef_search
         self._provisioned: set[str] = set()
-        self._indexed_models: set[tuple[str, int]] = set()
-        self._deferred: set[tuple[str, int]] = set()  # (model, dim) to build when index_lock ends
-        self._lock_held = False
         self._lock = threading.Lock()
         with psycopg.connect(dsn, autocommit=True) as conn:
             version = ensure_vector_extension(conn)  # before register_vector() can find its type
         #: pgvector >= 0.8 has iterative index scans; older ones rely on the exact fallback alone.
         self.pgvector_version = version
-        self._iterative = tuple(int(p) for p in re.findall(r"\d+", self.pgvector_version)[:2]) >= (0, 8)
+        iterative = tuple(int(p) for p in re.findall(r"\d+", self.pgvector_version)[:2]) >= (0, 8)
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
@@ -152,6 +141,8 @@ class PostgresStore:
             open=True,
             name="chunknav",
         )
+        #: The vector half (HNSW upkeep state included); see ``engine/store/postgres_vectors.py``.
+        self._vectors = PgVectors(self._pool, self._schemas, iterative)
         self._provision_shared()
 
     # -- connections and provisioning -----------------------------------------
@@ -408,15 +399,7 @@ class PostgresStore:
             ).format(s), (collection_path, file_path)).fetchall()
         return [row_to_chunk(r) for r in rows]
 
-    # -- vectors -------------------------------------------------------------------
-    def _all_chunk_ids_sql(self) -> sql.Composable:
-        """A subquery yielding ``chunk_id`` of every chunk row in every partition."""
-        parts = [sql.SQL("SELECT chunk_id FROM {}.content_chunks").format(sql.Identifier(s))
-                 for s in self._schemas(None)]
-        if not parts:
-            return sql.SQL("SELECT NULL::text AS chunk_id WHERE false")
-        return sql.SQL(" UNION ALL ").join(parts)
-
+    # -- vectors (PgVectors, engine/store/postgres_vectors.py) ------------------------
     def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
         """Distinct chunk ids that have no vector for ``model``, with their text.
 
@@ -424,41 +407,7 @@ class PostgresStore:
             ``[(chunk_id, chunk_text)]`` ordered by chunk_id (stable), at most
             ``limit`` (None: all). A chunk id stored at several paths appears once.
         """
-        parts = [sql.SQL("SELECT chunk_id, chunk_text FROM {}.content_chunks").format(sql.Identifier(s))
-                 for s in self._schemas(None)]
-        if not parts:
-            return []
-        q = sql.SQL(
-            "SELECT DISTINCT ON (c.chunk_id) c.chunk_id, c.chunk_text FROM ({}) c "
-            "WHERE NOT EXISTS (SELECT 1 FROM {}.vectors v WHERE v.chunk_id = c.chunk_id AND v.model = %s) "
-            "ORDER BY c.chunk_id"
-        ).format(sql.SQL(" UNION ALL ").join(parts), sql.Identifier(SHARED_SCHEMA))
-        params: list[Any] = [model]
-        if limit is not None:
-            q += sql.SQL(" LIMIT %s")
-            params.append(int(limit))
-        with self._pool.connection() as conn:
-            rows = conn.execute(q, params).fetchall()
-        return [(r["chunk_id"], r["chunk_text"]) for r in rows]
-
-    def _ensure_vector_index(self, conn: psycopg.Connection, model: str, dim: int) -> None:
-        """Make sure ``(model, dim)`` has its HNSW index, or defer it (inside the caller's tx).
-
-        Deferred while this store holds ``index_lock`` and the index does not
-        exist yet (bulk build at lock release); dims above ``HALFVEC_MAX_DIM``
-        get no index (exact search).
-        """
-        if (model, dim) in self._indexed_models or (model, dim) in self._deferred:
-            return
-        ddl = hnsw_index_sql(model, dim)
-        if ddl is not None and not has_hnsw_index(conn, model, dim):
-            if self._lock_held:
-                with self._lock:
-                    self._deferred.add((model, dim))
-                return
-            build_hnsw_index(conn, ddl, self.build_memory_mb)
-        with self._lock:
-            self._indexed_models.add((model, dim))
+        return self._vectors.chunks_missing_vectors(model, limit)
 
     def build_vector_indexes(self) -> list[tuple[str, int, float]]:
         """Build every missing HNSW index (one per stored ``(model, dim)``), in bulk.
@@ -466,31 +415,14 @@ class PostgresStore:
         Returns:
             ``[(model, dim, seconds)]`` for each index built (empty when all exist).
         """
-        built: list[tuple[str, int, float]] = []
-        with self._pool.connection() as conn:
-            pairs = conn.execute(sql.SQL("SELECT DISTINCT model, dim FROM {}.vectors ORDER BY model, dim")
-                                 .format(sql.Identifier(SHARED_SCHEMA))).fetchall()
-        for r in pairs:
-            model, dim = r["model"], int(r["dim"])
-            ddl = hnsw_index_sql(model, dim)
-            with self._tx() as conn:
-                if ddl is not None and not has_hnsw_index(conn, model, dim):
-                    t0 = time.perf_counter()
-                    build_hnsw_index(conn, ddl, self.build_memory_mb)
-                    built.append((model, dim, time.perf_counter() - t0))
-                    log.info("built HNSW index of %s (dim %d) in %.1f s", model, dim, built[-1][2])
-            with self._lock:
-                self._deferred.discard((model, dim))
-                self._indexed_models.add((model, dim))
-        return built
+        return self._vectors.build_vector_indexes(self.build_memory_mb)
 
     def add_vectors(self, model: str, chunk_ids: list[str], vectors: np.ndarray) -> int:
         """Add vectors for ``model``; existing ``(chunk_id, model)`` rows are kept.
 
-        Loaded with binary COPY into a temporary table, then inserted with
-        ``ON CONFLICT DO NOTHING`` (so concurrent writers never fail). The
-        first vectors of a ``(model, dim)`` create its HNSW index, or, under
-        ``index_lock``, defer it to a bulk build at lock release (class docstring).
+        Concurrent writers never fail. The first vectors of a ``(model, dim)``
+        create its HNSW index, or, under ``index_lock``, defer it to a bulk
+        build at lock release (class docstring).
 
         Args:
             model: embedding model name.
@@ -505,29 +437,7 @@ class PostgresStore:
             ValueError: ``vectors`` is not 2-D, its row count is not
                 ``len(chunk_ids)``, or ``model`` already has vectors of another dim.
         """
-        arr = as_vector_rows(chunk_ids, vectors)
-        if not chunk_ids:
-            return 0
-        dim = int(arr.shape[1])
-        now = time.time()
-        with self._tx() as conn:
-            have = self._model_dim(conn, model)
-            if have is not None and have != dim:
-                raise ValueError(f"model {model!r} has dim {have} in this index, got {dim}")
-            self._ensure_vector_index(conn, model, dim)
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS _cn_vectors_in "
-                         "(chunk_id text, embedding vector) ON COMMIT DELETE ROWS")
-            with conn.cursor() as cur:
-                with cur.copy("COPY _cn_vectors_in (chunk_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
-                    cp.set_types(["text", "vector"])
-                    for cid, row in zip(chunk_ids, arr):
-                        cp.write_row((cid, row))
-                cur.execute(sql.SQL(
-                    "INSERT INTO {}.vectors (chunk_id, model, dim, embedding, created) "
-                    "SELECT DISTINCT ON (chunk_id) chunk_id, %s, %s, embedding, %s FROM _cn_vectors_in "
-                    "ORDER BY chunk_id ON CONFLICT (chunk_id, model) DO NOTHING"
-                ).format(sql.Identifier(SHARED_SCHEMA)), (model, dim, now))
-                return max(cur.rowcount, 0)
+        return self._vectors.add_vectors(model, chunk_ids, vectors, self.build_memory_mb)
 
     def iter_vectors(self, model: str | None = None, batch: int = 10000
                      ) -> Iterator[tuple[str, list[str], np.ndarray]]:
@@ -542,28 +452,7 @@ class PostgresStore:
             (len(chunk_ids), dim); one model and one dim per batch, ordered by
             (model, dim, chunk_id).
         """
-        shared = sql.Identifier(SHARED_SCHEMA)
-        where = sql.SQL("") if model is None else sql.SQL(" WHERE model = %s")
-        params = () if model is None else (model,)
-        with self._pool.connection() as conn, conn.transaction():
-            with conn.cursor(name="cn_vectors_scan") as cur:
-                cur.itersize = batch
-                cur.execute(sql.SQL("SELECT model, dim, chunk_id, embedding FROM {}.vectors").format(shared)
-                            + where + sql.SQL(" ORDER BY model, dim, chunk_id"), params)
-                key: tuple[str, int] | None = None
-                ids: list[str] = []
-                rows: list[np.ndarray] = []
-                for r in cur:
-                    k = (r["model"], r["dim"])
-                    if ids and (k != key or len(ids) >= batch):
-                        yield key[0], ids, np.vstack(rows).astype(np.float32)  # type: ignore[index]
-                        ids, rows = [], []
-                    key = k
-                    ids.append(r["chunk_id"])
-                    e = r["embedding"]
-                    rows.append(np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32))
-                if ids:
-                    yield key[0], ids, np.vstack(rows).astype(np.float32)  # type: ignore[index]
+        return self._vectors.iter_vectors(model, batch)
 
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model: ``{"vectors", "dim", "stale", "missing"}``.
@@ -572,47 +461,14 @@ class PostgresStore:
         ``missing``: distinct chunk ids (all partitions) with no vector for
         that model. ``dim`` is the model's largest stored dimension.
         """
-        ids = self._all_chunk_ids_sql()
-        shared = sql.Identifier(SHARED_SCHEMA)
-        with self._pool.connection() as conn:
-            models = conn.execute(sql.SQL(
-                "SELECT model, count(*) AS n, max(dim) AS dim FROM {}.vectors GROUP BY model ORDER BY model"
-            ).format(shared)).fetchall()
-            if not models:
-                return {}
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS _cn_ids (chunk_id text PRIMARY KEY)")
-            with conn.transaction():
-                conn.execute("TRUNCATE _cn_ids")
-                conn.execute(sql.SQL("INSERT INTO _cn_ids SELECT DISTINCT chunk_id FROM ({}) a").format(ids))
-                conn.execute("ANALYZE _cn_ids")
-                out: dict[str, dict[str, int]] = {}
-                for m in models:
-                    r = conn.execute(sql.SQL(
-                        "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
-                        "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
-                        "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
-                        "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
-                    ).format(shared), {"m": m["model"]}).fetchone()
-                    out[m["model"]] = {"vectors": int(m["n"]), "dim": int(m["dim"]),
-                                       "stale": int(r["stale"]), "missing": int(r["missing"])}
-        return out
-
-    def _model_dim(self, conn: psycopg.Connection, model: str) -> int | None:
-        """Dimension of ``model``'s stored vectors, or None when it has none."""
-        r = conn.execute(sql.SQL("SELECT dim FROM {}.vectors WHERE model = %s LIMIT 1")
-                         .format(sql.Identifier(SHARED_SCHEMA)), (model,)).fetchone()
-        return None if r is None else int(r["dim"])
+        return self._vectors.vector_counts()
 
     def search_vectors(
         self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
     ) -> list[VectorHit]:
         """Top ``limit`` chunks by cosine similarity, HNSW first, exact when filtering starves it.
 
-        Per partition schema: the model's HNSW index (``hnsw.ef_search`` =
-        max(ef_search, 2 x limit), ``hnsw.iterative_scan = relaxed_order``) walks
-        nearest vectors and joins them to the scoped chunks. When that yields
-        fewer than ``limit`` rows although the scope holds more chunks with
-        vectors (a very selective scope), the partition is searched exactly.
+        How: ``PgVectors.search_vectors`` (``ef_search`` is this store's setting).
 
         Args:
             model: embedding model whose vectors are searched.
@@ -628,72 +484,7 @@ class PostgresStore:
         Raises:
             ValueError: ``query`` is not 1-D or its dim differs from the model's vectors.
         """
-        q = np.asarray(query, dtype=np.float32)
-        if q.ndim != 1:
-            raise ValueError(f"query must have shape (dim,), got {q.shape}")
-        if limit <= 0:
-            return []
-        targets = self._schemas(None if collection_paths is None else list(collection_paths))
-        hits: list[VectorHit] = []
-        with self._pool.connection() as conn:
-            dim = self._model_dim(conn, model)
-            if dim is None:
-                return []
-            if dim != q.shape[0]:
-                raise ValueError(f"query has dim {q.shape[0]}, model {model!r} vectors have dim {dim}")
-            kind = vector_type(dim)
-            for schema, paths in targets.items():
-                if paths is not None and not paths:
-                    continue
-                rows = self._search_partition(conn, schema, paths, model, dim, kind, q, limit)
-                hits.extend(VectorHit(row_to_chunk(r), 1.0 - float(r["distance"])) for r in rows)
-        hits.sort(key=lambda h: (-h.score, h.chunk.collection_path, h.chunk.file_path, h.chunk.chunk_index))
-        return hits[:limit]
-
-    def _search_partition(self, conn: psycopg.Connection, schema: str, paths: list[str] | None, model: str,
-                          dim: int, kind: str | None, q: np.ndarray, limit: int,
-                          explain: bool = False) -> list[dict[str, Any]]:
-        """Rows of one partition's top ``limit`` (chunk columns + ``distance``); with
-        ``explain``, the approximate query's plan rows (``{"QUERY PLAN": line}``)."""
-        s = sql.Identifier(schema)
-        where = sql.SQL("v.model = {} AND v.dim = {}").format(sql.Literal(model), sql.Literal(dim))
-        params: dict[str, Any] = {"q": q, "k": limit}
-        if paths is not None:
-            where += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
-            params["paths"] = paths
-        cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
-                                  for n in CHUNK_SELECT.split(","))
-        exact = sql.SQL(
-            "SELECT {cols}, (v.embedding <=> %(q)s::vector) AS distance FROM {sh}.vectors v "
-            "JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
-            "ORDER BY distance, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
-        ).format(cols=cols, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
-        if kind is None:
-            return conn.execute((sql.SQL("EXPLAIN ") + exact) if explain else exact, params).fetchall()
-        cast = sql.SQL("{}({})").format(sql.SQL(kind), sql.Literal(dim))
-        # The ORDER BY expression matches the partial index expression exactly;
-        # the outer query restores strict order (relaxed_order may swap neighbours).
-        approx = sql.SQL(
-            "WITH hits AS MATERIALIZED (SELECT {cols}, (v.embedding::{cast} <=> %(q)s::{cast}) AS distance "
-            "FROM {sh}.vectors v JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
-            "ORDER BY v.embedding::{cast} <=> %(q)s::{cast} LIMIT %(k)s) "
-            "SELECT * FROM hits ORDER BY distance, collection_path, file_path, chunk_index"
-        ).format(cols=cols, cast=cast, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
-        with conn.transaction():
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(self.ef_search, 2 * limit))))
-            if self._iterative:
-                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            if explain:
-                return conn.execute(sql.SQL("EXPLAIN ") + approx, params).fetchall()
-            rows = conn.execute(approx, params).fetchall()
-        if len(rows) < limit:
-            have = conn.execute(sql.SQL(
-                "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
-                "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
-            ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where), params).fetchone()["n"]
-            if have > len(rows):
-                rows = conn.execute(exact, params).fetchall()
-        return rows
+        return self._vectors.search_vectors(model, query, collection_paths, limit, self.ef_search)
 
     def explain_vector_search(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
                               limit: int = 10) -> str:
@@ -705,18 +496,7 @@ class PostgresStore:
         Args:
             model, query, collection_paths, limit: as for ``search_vectors``.
         """
-        q = np.asarray(query, dtype=np.float32)
-        targets = self._schemas(None if collection_paths is None else list(collection_paths))
-        out: list[str] = []
-        with self._pool.connection() as conn:
-            dim = self._model_dim(conn, model)
-            if dim is None:
-                return ""
-            for schema, paths in targets.items():
-                rows = self._search_partition(conn, schema, paths, model, dim, vector_type(dim), q, limit,
-                                              explain=True)
-                out.append(f"-- {schema}\n" + "\n".join(r["QUERY PLAN"] for r in rows))
-        return "\n".join(out)
+        return self._vectors.explain_vector_search(model, query, collection_paths, limit, self.ef_search)
 
     # -- keyword search -----------------------------------------------------------
     def search_keyword(
@@ -784,13 +564,13 @@ class PostgresStore:
             got = conn.execute("SELECT pg_try_advisory_lock(%s)", (INDEX_LOCK_KEY,)).fetchone()[0]
             if not got:
                 raise IndexBusyError("another index run holds the lock (Postgres advisory lock)")
-            self._lock_held = True
+            self._vectors.lock_held = True
             try:
                 yield
             finally:
-                self._lock_held = False
+                self._vectors.lock_held = False
                 try:
-                    if self._deferred:
+                    if self._vectors.deferred:
                         self.build_vector_indexes()
                 finally:
                     conn.execute("SELECT pg_advisory_unlock(%s)", (INDEX_LOCK_KEY,))
