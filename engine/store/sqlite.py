@@ -28,8 +28,10 @@ behind a lock. Every write bumps a counter in ``meta`` so that the vector cache
 of this or another process notices the change.
 
 Vector cache: per model, a float32 matrix (n, dim) of every stored vector,
-memory-mapped for a file database (``<db>.<model>.f32``/``.ids``/``.json``),
-in RAM for ``:memory:``; see ``engine.store.sqlite_vectors``.
+memory-mapped for a file database (``<db>.<model>.f32``/``.rowids``/``.ids``/
+``.json``), in RAM for ``:memory:``, and the chunk -> matrix row table persisted
+beside it (``<db>.<model>.occ.npz``, keyed by ``db_id`` and the counters); see
+``engine.store.sqlite_vectors``.
 """
 
 from __future__ import annotations
@@ -473,8 +475,22 @@ class SqliteStore:
 
     # vector cache ---------------------------------------------------------------------
     def _prepare(self, model: str) -> tuple[Matrix | None, Occurrences | None]:
-        chunks_gen, vectors_gen = self._gens(model)
-        return self._vectors.prepare(model, chunks_gen, vectors_gen)
+        """The model's matrix and occurrences, read in one snapshot with the counters.
+
+        One read transaction spans reading the counters and whatever the cache
+        rebuilds from SQL, so a rebuilt (and persisted) occurrence table is
+        exactly the one its counters name, even while another process writes.
+        """
+        with self._read() as conn:
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                chunks_gen, vectors_gen = self._gens(model)
+                return self._vectors.prepare(model, chunks_gen, vectors_gen)
+            finally:
+                if own:
+                    conn.execute("COMMIT")
 
     def search_vectors(
         self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
@@ -524,11 +540,9 @@ class SqliteStore:
                                 rowids).fetchall()
         by_rowid = {r[0]: r[1:] for r in rows}
         hits = []
-        hashed = not self.memory
         for i, rowid in enumerate(rowids):
             row = by_rowid.get(rowid)
-            expect = m.ids[int(occ.matrix_row[picked[i]])]
-            if row is None or (row[3] != expect and not (hashed and id_bytes(row[3]).hex() == expect)):
+            if row is None or id_bytes(row[3]) != m.digest(int(occ.matrix_row[picked[i]])):
                 return None
             hits.append(VectorHit(_chunk(row), float(scores[i])))
         return hits

@@ -1,13 +1,17 @@
 """The SQLite store's vector cache: per-model float32 matrices, and cosine scoring over them.
 
 Owns: per model, a float32 matrix (n, dim) of every stored vector in
-vectors-rowid order. For a file database it lives in ``<db>.<model>.f32`` with
-``<db>.<model>.ids`` (32-byte chunk-id digests) and a small JSON state file,
-is memory-mapped, and is only appended to (vectors are only added); for
-``:memory:`` it is an in-RAM array. Beside it, per store object: one row per
-chunk (chunk rowid, matrix row, collection code), rebuilt when chunks change.
-The refresh follows the ``chunks_gen`` / ``vectors_gen:<model>`` counters the
-store bumps on every write, so a change by this or another process is seen.
+vectors-rowid order, with per matrix row the vector's ``vectors.rowid`` and
+the 32-byte digest of its chunk id (``id_bytes``). For a file database these
+live in ``<db>.<model>.f32`` / ``.rowids`` / ``.ids`` with a small JSON state
+file, are memory-mapped, and are only appended to (vectors are only added);
+for ``:memory:`` they are in-RAM arrays. Beside them, the occurrence table:
+one row per chunk that has a vector (chunk rowid, matrix row, collection
+code), built with one join per collection and, for a file database, persisted
+in ``<db>.<model>.occ.npz`` keyed by the database's ``db_id`` and the
+``chunks_gen`` / ``vectors_gen:<model>`` counters, so a new process loads it
+instead of rebuilding it. The store bumps those counters on every write, so a
+change by this or another process is seen and the table rebuilt.
 Scoring (``top_occurrences``): dot products of L2-normalised float32
 vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
 
@@ -21,21 +25,27 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
+import logging
 import os
 import sqlite3
 import threading
+import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import BinaryIO, Callable, Iterable
 
 import numpy as np
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes"]
 
+log = logging.getLogger(__name__)
+
 _BLOCK_ROWS = 16_384  # rows per block when scoring a scoped subset
 _SUBSET_FRACTION = 0.5  # scope smaller than this share of chunks: score only its rows
+_FORMAT = 2  # cache file layout version (JSON state and occurrence file)
 
 
 @dataclass
@@ -44,10 +54,14 @@ class Matrix:
 
     dim: int
     matrix: np.ndarray  # (n, dim) float32: a memmap (file db) or a RAM array (":memory:")
-    ids: list[str]  # chunk_id of each matrix row
-    row_of: dict[str, int]  # chunk_id -> matrix row
+    digests: np.ndarray  # (n, 32) uint8: id_bytes(chunk_id) of each matrix row
+    vector_rowid: np.ndarray  # (n,) int64, ascending: vectors.rowid of each matrix row
     max_rowid: int  # highest vectors.rowid covered
     gen: int  # vectors_gen this covers
+
+    def digest(self, row: int) -> bytes:
+        """The 32-byte ``id_bytes`` of matrix row ``row``'s chunk id."""
+        return self.digests[row].tobytes()
 
 
 @dataclass
@@ -68,7 +82,9 @@ class VectorCache:
 
     Thread-safe through ``lock``: ``prepare`` and ``forget_occurrences`` take
     it; ``clear`` expects the caller to hold it. The files of a file database
-    are shared with other processes under a per-model ``flock``.
+    are shared with other processes: the matrix files under a per-model
+    ``flock``, the occurrence file by atomic replacement (temp file +
+    ``os.replace``) and a key checked on every load.
     """
 
     def __init__(self, path: str, db_id: str | None,
@@ -86,9 +102,13 @@ class VectorCache:
         self.lock = threading.Lock()
         self.matrices: dict[str, Matrix] = {}
         self.occurrences: dict[str, Occurrences] = {}
+        self._distrust: set[str] = set()  # models whose occurrence file must not be loaded
 
     def prepare(self, model: str, chunks_gen: int, vectors_gen: int) -> tuple[Matrix | None, Occurrences | None]:
         """The model's matrix and chunk occurrences, refreshed to these generations.
+
+        The caller reads the counters and calls this inside one read
+        transaction, so what is rebuilt here matches the counters exactly.
 
         Args:
             model: the vectors' model name.
@@ -107,27 +127,23 @@ class VectorCache:
             return m, self._load_occurrences(model, m, chunks_gen, vectors_gen)
 
     def forget_occurrences(self, model: str) -> None:
-        """Drop the model's occurrence table, so the next ``prepare`` rebuilds it."""
+        """Drop the model's occurrence table, so the next ``prepare`` rebuilds it from SQL
+        (not from the occurrence file, which may be what went wrong)."""
         with self.lock:
             self.occurrences.pop(model, None)
+            self._distrust.add(model)
 
     def clear(self) -> None:
         """Drop every matrix and occurrence table (the caller holds ``lock``)."""
         self.matrices.clear()
         self.occurrences.clear()
 
-    def _cache_paths(self, model: str) -> tuple[Path, Path, Path, Path]:
+    def _cache_paths(self, model: str) -> dict[str, Path]:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
         base = f"{self.path}.{safe}"
-        return (Path(base + ".f32"), Path(base + ".ids"), Path(base + ".json"), Path(base + ".lock"))
+        return {k: Path(base + "." + k) for k in ("f32", "ids", "rowids", "json", "lock", "occ.npz")}
 
-    def _fetch_vectors(self, model: str, after_rowid: int) -> tuple[list[int], list[str], list[bytes], int]:
-        with self._read() as conn:
-            rows = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
-                                "AND rowid > ? ORDER BY rowid", (model, after_rowid)).fetchall()
-        dim = rows[0][3] if rows else 0
-        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], dim
-
+    # -- matrix ---------------------------------------------------------------------
     def _load_matrix(self, model: str, vectors_gen: int) -> Matrix | None:
         """The model's matrix, appended with rows added since it was last seen."""
         cur = self.matrices.get(model)
@@ -138,108 +154,193 @@ class VectorCache:
         return self._load_matrix_file(model, vectors_gen)
 
     def _load_matrix_ram(self, model: str, gen: int, cur: Matrix | None) -> Matrix | None:
-        rowids, ids, blobs, dim = self._fetch_vectors(model, cur.max_rowid if cur else 0)
-        if cur is None and not ids:
+        with self._read() as conn:
+            rows = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
+                                "AND rowid > ? ORDER BY rowid", (model, cur.max_rowid if cur else 0)).fetchall()
+        if cur is None and not rows:
             return None
         if cur is None:
-            cur = Matrix(dim, np.empty((0, dim), np.float32), [], {}, 0, gen)
-        if ids:
-            new = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), cur.dim)
-            cur.matrix = np.concatenate([cur.matrix, new]) if len(cur.ids) else new.copy()
-            for cid in ids:
-                cur.row_of.setdefault(cid, len(cur.ids))
-                cur.ids.append(cid)
-            cur.max_rowid = rowids[-1]
+            dim = rows[0][3]
+            cur = Matrix(dim, np.empty((0, dim), np.float32), np.empty((0, 32), np.uint8),
+                         np.empty(0, np.int64), 0, gen)
+        if rows:
+            new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), cur.dim)
+            digests = np.frombuffer(b"".join(id_bytes(r[1]) for r in rows), np.uint8).reshape(len(rows), 32)
+            cur.matrix = np.concatenate([cur.matrix, new])
+            cur.digests = np.concatenate([cur.digests, digests])
+            cur.vector_rowid = np.concatenate([cur.vector_rowid, np.fromiter((r[0] for r in rows), np.int64,
+                                                                             len(rows))])
+            cur.max_rowid = rows[-1][0]
         cur.gen = gen
         self.matrices[model] = cur
         return cur
 
     def _load_matrix_file(self, model: str, gen: int) -> Matrix | None:
-        f32, idsf, statef, lockf = self._cache_paths(model)
-        with open(lockf, "a+b") as lock:
+        p = self._cache_paths(model)
+        files = (p["f32"], p["ids"], p["rowids"])
+        with open(p["lock"], "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process updates the cache files at a time
             try:
-                state = json.loads(statef.read_text()) if statef.exists() else None
+                state = json.loads(p["json"].read_text()) if p["json"].exists() else None
             except (OSError, ValueError):
                 state = None
             if state is not None:
-                ok = (state.get("db_id") == self.db_id and f32.exists() and idsf.exists()
-                      and f32.stat().st_size == state["rows"] * state["dim"] * 4
-                      and idsf.stat().st_size == state["rows"] * 32)
+                rows, dim = state.get("rows", -1), state.get("dim", -1)
+                ok = (state.get("format") == _FORMAT and state.get("db_id") == self.db_id
+                      and all(f.exists() for f in files)
+                      and p["f32"].stat().st_size == rows * dim * 4
+                      and p["ids"].stat().st_size == rows * 32
+                      and p["rowids"].stat().st_size == rows * 8)
                 if not ok:
                     state = None
             if state is None:
-                for p in (f32, idsf):
-                    p.unlink(missing_ok=True)
-                state = {"db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+                for f in files:
+                    f.unlink(missing_ok=True)
+                state = {"format": _FORMAT, "db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
             # Stream new rows into the files in blocks: never all blobs in memory at once.
             added = 0
             with self._read() as conn:
                 cur = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
                                    "AND rowid > ? ORDER BY rowid", (model, state["max_rowid"]))
-                with open(f32, "ab") as fm, open(idsf, "ab") as fi:
+                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr:
                     while rows := cur.fetchmany(_BLOCK_ROWS):
                         dim = rows[0][3]
                         if state["dim"] and dim != state["dim"]:
                             raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
                         fm.write(b"".join(r[2] for r in rows))
                         fi.write(b"".join(id_bytes(r[1]) for r in rows))
+                        fr.write(np.fromiter((r[0] for r in rows), np.int64, len(rows)).tobytes())
                         state.update(rows=state["rows"] + len(rows), dim=dim, max_rowid=rows[-1][0])
                         added += len(rows)
-                    fm.flush()
-                    fi.flush()
-                    os.fsync(fm.fileno())
-                    os.fsync(fi.fileno())
+                    for f in (fm, fi, fr):
+                        f.flush()
+                        os.fsync(f.fileno())
             if added:
-                tmp = statef.with_suffix(".json.tmp")
-                tmp.write_text(json.dumps(state))
-                os.replace(tmp, statef)
+                _write_atomic(p["json"], json.dumps(state).encode())
             if state["rows"] == 0:
                 return None
             cur = self.matrices.get(model)
             if cur is not None and cur.max_rowid == state["max_rowid"]:
                 cur.gen = gen
                 return cur
-            matrix = np.memmap(f32, dtype=np.float32, mode="r", shape=(state["rows"], state["dim"]))
-            raw = idsf.read_bytes()
-        # Chunk ids are hex sha256 (64 chars); any other id was stored as its own digest,
-        # so row_of maps both forms.
-        all_ids = [raw[i:i + 32].hex() for i in range(0, len(raw), 32)]
-        row_of: dict[str, int] = {}
-        for i, cid in enumerate(all_ids):
-            row_of.setdefault(cid, i)
-        m = Matrix(state["dim"], matrix, all_ids, row_of, state["max_rowid"], gen)
+            n, dim = state["rows"], state["dim"]
+            m = Matrix(dim,
+                       np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim)),
+                       np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32)),
+                       np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,)),
+                       state["max_rowid"], gen)
         self.matrices[model] = m
         return m
 
+    # -- occurrences ------------------------------------------------------------------
     def _load_occurrences(self, model: str, m: Matrix, chunks_gen: int, vectors_gen: int) -> Occurrences:
         occ = self.occurrences.get(model)
         if occ is not None and occ.chunks_gen == chunks_gen and occ.vectors_gen == vectors_gen:
             return occ
-        with self._read() as conn:
-            rows = conn.execute("SELECT rowid, chunk_id, collection_path FROM chunks "
-                                "ORDER BY collection_path").fetchall()
-        row_of = m.row_of
-        codes: dict[str, int] = {}
-        rid = np.empty(len(rows), np.int64)
-        mrow = np.empty(len(rows), np.int64)
-        code = np.empty(len(rows), np.int32)
-        n = 0
-        hashed = not self.memory
-        for rowid, cid, cp in rows:
-            r = row_of.get(cid)
-            if r is None and hashed:
-                r = row_of.get(id_bytes(cid).hex())
-            if r is None:
-                continue
-            rid[n] = rowid
-            mrow[n] = r
-            code[n] = codes.setdefault(cp, len(codes))
-            n += 1
-        occ = Occurrences(chunks_gen, vectors_gen, rid[:n].copy(), mrow[:n].copy(),
-                           code[:n].copy(), codes, {})
+        occ = None
+        if not self.memory and model not in self._distrust:
+            occ = self._read_occurrence_file(model, m, chunks_gen, vectors_gen)
+        if occ is None:
+            occ = self._build_occurrences(model, m, chunks_gen, vectors_gen)
+            if not self.memory:
+                self._write_occurrence_file(model, occ)
+            self._distrust.discard(model)
         self.occurrences[model] = occ
         return occ
+
+    def _build_occurrences(self, model: str, m: Matrix, chunks_gen: int, vectors_gen: int) -> Occurrences:
+        """Rebuild from SQL: per collection, one join of chunks to this model's vectors.
+
+        Rows come back as (chunk rowid, vectors rowid) integer pairs straight into
+        numpy; the vectors rowid becomes a matrix row by binary search in
+        ``m.vector_rowid`` (ascending). Vectors newer than the matrix are skipped.
+        """
+        sql = ("SELECT c.rowid, v.rowid FROM chunks c JOIN vectors v "
+               "ON v.chunk_id = c.chunk_id AND v.model = ? WHERE c.collection_path = ?")
+        rids, vrids, codes_out = [], [], []
+        codes: dict[str, int] = {}
+        with self._read() as conn:
+            paths = [r[0] for r in conn.execute("SELECT DISTINCT collection_path FROM chunks "
+                                                "ORDER BY collection_path")]
+            for cp in paths:
+                pairs = np.fromiter(itertools.chain.from_iterable(conn.execute(sql, (model, cp))), np.int64)
+                if len(pairs) == 0:
+                    continue
+                pairs = pairs.reshape(-1, 2)
+                code = codes.setdefault(cp, len(codes))
+                rids.append(pairs[:, 0])
+                vrids.append(pairs[:, 1])
+                codes_out.append(np.full(len(pairs), code, np.int32))
+        if not rids:
+            e = np.empty(0, np.int64)
+            return Occurrences(chunks_gen, vectors_gen, e, e.copy(), np.empty(0, np.int32), codes, {})
+        rid, vrid, code_arr = np.concatenate(rids), np.concatenate(vrids), np.concatenate(codes_out)
+        vr = np.asarray(m.vector_rowid)
+        mrow = np.searchsorted(vr, vrid)
+        ok = mrow < len(vr)
+        ok[ok] = vr[mrow[ok]] == vrid[ok]
+        if not ok.all():
+            rid, mrow, code_arr = rid[ok], mrow[ok], code_arr[ok]
+        return Occurrences(chunks_gen, vectors_gen, rid, mrow.astype(np.int64, copy=False), code_arr, codes, {})
+
+    def _occurrence_key(self, chunks_gen: int, vectors_gen: int, m: Matrix) -> str:
+        return json.dumps({"format": _FORMAT, "db_id": self.db_id, "chunks_gen": chunks_gen,
+                           "vectors_gen": vectors_gen, "dim": m.dim}, sort_keys=True)
+
+    def _read_occurrence_file(self, model: str, m: Matrix, chunks_gen: int, vectors_gen: int) -> Occurrences | None:
+        """The persisted table when its key matches these counters exactly, else None."""
+        path = self._cache_paths(model)["occ.npz"]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z["key"]) != self._occurrence_key(chunks_gen, vectors_gen, m):
+                    return None
+                rid, mrow, code = z["chunk_rowid"], z["matrix_row"], z["collection_code"]
+                paths = [str(x) for x in z["paths"]]
+        except (OSError, ValueError, KeyError):  # missing, torn by hand, or another layout
+            return None
+        n = len(rid)
+        if not (len(mrow) == n == len(code) and rid.dtype == np.int64 and mrow.dtype == np.int64
+                and code.dtype == np.int32):
+            return None
+        if n and (int(mrow.max()) >= len(m.matrix) or int(mrow.min()) < 0
+                  or int(code.min()) < 0 or int(code.max()) >= len(paths)):
+            return None
+        return Occurrences(chunks_gen, vectors_gen, rid, mrow, code,
+                           {cp: i for i, cp in enumerate(paths)}, {})
+
+    def _write_occurrence_file(self, model: str, occ: Occurrences) -> None:
+        """Persist the table under its key (temp file + ``os.replace``); failures only log."""
+        m = self.matrices[model]
+        path = self._cache_paths(model)["occ.npz"]
+        paths = sorted(occ.codes, key=occ.codes.__getitem__)
+        arrays = {"key": np.array(self._occurrence_key(occ.chunks_gen, occ.vectors_gen, m)),
+                  "chunk_rowid": occ.chunk_rowid, "matrix_row": occ.matrix_row,
+                  "collection_code": occ.collection_code,
+                  "paths": np.array(paths, dtype=str) if paths else np.empty(0, "U1")}
+        try:
+            _replace_with(path, lambda f: np.savez(f, **arrays))
+        except OSError as e:
+            log.warning("could not write the occurrence file %s: %s", path, e)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a unique temp file beside ``path``, then ``os.replace`` it."""
+    _replace_with(path, lambda f: f.write(data))
+
+
+def _replace_with(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Atomically replace ``path``: ``write`` fills a unique temp file beside it (mode
+    from the umask, like the other cache files), which is fsynced and ``os.replace``d."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def scope_rows(occ: Occurrences, collection_paths: Iterable[str] | None) -> np.ndarray | None:
