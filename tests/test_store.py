@@ -339,3 +339,117 @@ def test_sqlite_file_settings(tmp_path):
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
     s.close()
+
+
+_SEARCHER = """
+import sys, json
+import numpy as np
+from engine.store.sqlite import SqliteStore
+s = SqliteStore(sys.argv[1])
+q = np.asarray(json.loads(sys.argv[2]), dtype=np.float32)
+print(json.dumps([[h.chunk.file_path, h.chunk.chunk_index, round(h.score, 5)]
+                  for h in s.search_vectors("m", q, None, 10)]))
+s.close()
+"""
+
+
+def _search_in_child(path: str, q: np.ndarray) -> list[list]:
+    import json
+
+    out = subprocess.run([sys.executable, "-c", _SEARCHER, path, json.dumps(q.tolist())], cwd=REPO,
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return json.loads(out)
+
+
+def test_sqlite_second_process_sees_vectors_added_by_the_first(tmp_path):
+    """A new process reuses the cache files (matrix, occurrence file) and still sees every write."""
+    from engine.store.sqlite import SqliteStore
+
+    path = str(tmp_path / "index.db")
+    s = SqliteStore(path)
+    rng = np.random.default_rng(11)
+    a = _put(s, "A", "a.txt", "ha", ["a0 ", "a1"])
+    va = _unit(rng, 2, 8)
+    s.add_vectors("m", [c.chunk_id for c in a], va)
+    assert s.search_vectors("m", va[1], None, 1)[0].chunk.chunk_index == 1  # writes the cache files
+    assert _search_in_child(path, va[1])[0][:2] == ["a.txt", 1]
+    # Vectors added after the files were written: the child must see them.
+    b = _put(s, "B", "b.txt", "hb", ["b0"])
+    vb = _unit(rng, 1, 8)
+    s.add_vectors("m", [b[0].chunk_id], vb)
+    hits = _search_in_child(path, vb[0])
+    assert len(hits) == 3 and hits[0][0] == "b.txt" and hits[0][2] == pytest.approx(1.0)
+    # And the first process sees what a second one wrote after it cached everything.
+    c = _put(s, "C", "c.txt", "hc", ["c0"])
+    vc = _unit(rng, 1, 8)
+    writer = SqliteStore(path)
+    writer.add_vectors("m", [c[0].chunk_id], vc)
+    writer.close()
+    assert s.search_vectors("m", vc[0], None, 1)[0].chunk.file_path == "c.txt"
+    s.close()
+
+
+def test_sqlite_stale_occurrence_file_is_never_used(tmp_path):
+    """After chunks change, a fresh store object rebuilds the persisted chunk -> matrix row table.
+
+    The replacement reuses the chunk rowid and the chunk id (same content at another
+    collection), so only the collection scope can tell a stale table from a fresh one.
+    """
+    from engine.store.sqlite import SqliteStore
+
+    path = str(tmp_path / "index.db")
+    s = SqliteStore(path)
+    v = np.eye(2, 4, dtype=np.float32)
+    old = _put(s, "A", "f.txt", "h1", ["same text"])
+    s.add_vectors("m", [old[0].chunk_id], v[:1])
+    assert [h.chunk.collection_path for h in s.search_vectors("m", v[0], ["A"], 5)] == ["A"]
+    occ_file = Path(path + ".m.occ.npz")
+    assert occ_file.exists()
+    before = occ_file.stat().st_mtime_ns, occ_file.stat().st_ino
+    # Nothing changed: a new store object loads the file as it is.
+    fresh = SqliteStore(path)
+    assert fresh.search_vectors("m", v[0], None, 5)[0].chunk.collection_path == "A"
+    fresh.close()
+    assert (occ_file.stat().st_mtime_ns, occ_file.stat().st_ino) == before
+    # Move the chunk to collection B (same content, so same chunk id, same rowid).
+    s.remove_document("A", "f.txt")
+    moved = _put(s, "B", "f.txt", "h1", ["same text"])
+    assert moved[0].chunk_id == old[0].chunk_id
+    fresh = SqliteStore(path)
+    assert fresh.search_vectors("m", v[0], ["A"], 5) == []
+    hits = fresh.search_vectors("m", v[0], ["B"], 5)
+    assert [(h.chunk.collection_path, h.score) for h in hits] == [("B", pytest.approx(1.0))]
+    fresh.close()
+    # Replace the document's text: a fresh store object finds the new chunk, never the old one.
+    new = _put(s, "B", "f.txt", "h2", ["new text"])
+    s.add_vectors("m", [new[0].chunk_id], v[1:])
+    fresh = SqliteStore(path)
+    hits = fresh.search_vectors("m", v[1], None, 5)
+    assert [(h.chunk.chunk_id, h.chunk.chunk_text) for h in hits] == [(new[0].chunk_id, "new text")]
+    assert hits[0].score == pytest.approx(1.0)
+    assert [h.chunk.chunk_id for h in fresh.search_vectors("m", v[0], None, 5)] == [new[0].chunk_id]
+    fresh.close()
+    assert (occ_file.stat().st_mtime_ns, occ_file.stat().st_ino) != before
+    s.close()
+
+
+def test_sqlite_occurrence_file_of_another_database_is_rebuilt(tmp_path):
+    """A database recreated at the same path (new db_id, same counters) never reuses old cache files."""
+    from engine.store.sqlite import SqliteStore
+
+    path = str(tmp_path / "index.db")
+    v = np.eye(2, 4, dtype=np.float32)
+    first = SqliteStore(path)
+    c = _put(first, "A", "f.txt", "h1", ["one"])
+    first.add_vectors("m", [c[0].chunk_id], v[:1])
+    assert first.search_vectors("m", v[0], None, 1)[0].chunk.collection_path == "A"
+    first.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(path + suffix).unlink(missing_ok=True)
+    second = SqliteStore(path)
+    c2 = _put(second, "B", "g.txt", "h2", ["two"])
+    second.add_vectors("m", [c2[0].chunk_id], v[1:])
+    hits = second.search_vectors("m", v[1], None, 5)
+    assert [(h.chunk.collection_path, h.score) for h in hits] == [("B", pytest.approx(1.0))]
+    assert second.search_vectors("m", v[1], ["A"], 5) == []
+    second.close()
