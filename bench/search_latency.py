@@ -14,13 +14,19 @@ and the row map), a new store object's first query (matrix file reused),
 p50/p95 over ``QUERIES`` queries for scope = all, 3 small collections and
 the largest collection, and the bare lower bound ``M @ q`` + argpartition
 on an in-RAM matrix. Resident memory: RSS growth of the searching process
-vs the raw float32 matrix bytes (n * 256 * 4).
+vs the raw float32 matrix bytes (n * 256 * 4). Then two more first queries:
+in a new process (what each ``chunknav search-chunks`` call pays after its
+imports; the import time is printed separately), and in a new store object
+after a chunks change (``chunks_gen`` bumped: the chunk -> matrix row table
+is rebuilt from SQL instead of loaded from its file).
 """
 
 from __future__ import annotations
 
 import gc
 import shutil
+import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -80,6 +86,27 @@ def build(path: str, n: int, rng: np.random.Generator) -> list[str]:
     return names
 
 
+_CHILD = """
+import sys, time
+t0 = time.perf_counter()
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+from engine.store.sqlite import SqliteStore
+t1 = time.perf_counter()
+q = np.ones(int(sys.argv[3]), np.float32) / np.sqrt(int(sys.argv[3]))
+s = SqliteStore(sys.argv[1])
+s.search_vectors("bench", q, None, 10)
+print(t1 - t0, time.perf_counter() - t1)
+"""
+
+
+def child_first_query(path: str) -> tuple[float, float]:
+    """(import seconds, open + first search seconds) in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, path, str(REPO), str(DIM)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 def pct(xs: list[float]) -> tuple[float, float]:
     a = np.sort(np.asarray(xs)) * 1000
     return float(np.percentile(a, 50)), float(np.percentile(a, 95))
@@ -131,6 +158,16 @@ def main() -> None:
         best = store.search_vectors("bench", qs[1], None, 1)[0].score
         assert abs(best - float((mfile @ qs[1]).max())) < 1e-4
         store.close()
+        import_s, child_s = child_first_query(path)
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
+        conn.commit()
+        conn.close()
+        store = SqliteStore(path)
+        t = time.perf_counter()
+        store.search_vectors("bench", qs[0], None, LIMIT)
+        rebuild_s = time.perf_counter() - t
+        store.close()
         matrix = np.array(mfile)  # in RAM
         del mfile
         times = []
@@ -142,20 +179,24 @@ def main() -> None:
             times.append(time.perf_counter() - t)
         bare = pct(times)
         del matrix
-        rows.append((n, build_s, cold_s, reopen_s, lat, bare, rss_store, raw))
+        rows.append((n, build_s, cold_s, reopen_s, lat, bare, rss_store, raw, import_s, child_s, rebuild_s))
         shutil.rmtree(work, ignore_errors=True)
         print(f"n={n:>9,}: built in {build_s:.1f} s", flush=True)
 
     print()
     print(f"{'vectors':>9} | {'bare M@q p50/p95':>17} | {'all p50/p95':>15} | {'3 small p50/p95':>15} | "
-          f"{'largest p50/p95':>15} | {'cold 1st':>8} | {'reopen 1st':>10} | {'RSS/raw':>11}")
-    for n, build_s, cold_s, reopen_s, lat, bare, rss_store, raw in rows:
+          f"{'largest p50/p95':>15} | {'cold 1st':>8} | {'reopen 1st':>10} | {'new proc 1st':>12} | "
+          f"{'after write':>11} | {'RSS/raw':>11}")
+    for n, build_s, cold_s, reopen_s, lat, bare, rss_store, raw, import_s, child_s, rebuild_s in rows:
         f = lambda p: f"{p[0]:6.2f}/{p[1]:6.2f}"  # noqa: E731
         print(f"{n:>9,} | {f(bare):>17} | {f(lat['all']):>15} | {f(lat['3 small']):>15} | "
-              f"{f(lat['largest']):>15} | {cold_s:7.2f}s | {reopen_s:9.2f}s | "
-              f"{rss_store / raw:5.2f}x {raw / 1e6:.0f}MB")
+              f"{f(lat['largest']):>15} | {cold_s:7.2f}s | {reopen_s:9.2f}s | {child_s:11.2f}s | "
+              f"{rebuild_s:10.2f}s | {rss_store / raw:5.2f}x {raw / 1e6:.0f}MB")
     print("(milliseconds; limit 10, 256-d float32, 20 collections; RSS = growth of the searching process "
-          "over raw matrix bytes, memory-mapped pages included)")
+          "over raw matrix bytes, memory-mapped pages included;\n new proc 1st = open + first search in a fresh "
+          "interpreter after its imports (imports took "
+          + ", ".join(f"{r[8]:.2f}s" for r in rows) + "); after write = new store object's first search "
+          "after chunks_gen changed)")
 
 
 if __name__ == "__main__":
