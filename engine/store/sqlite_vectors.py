@@ -254,6 +254,7 @@ class VectorCache:
         Rows come back as (chunk rowid, vectors rowid) integer pairs straight into
         numpy; the vectors rowid becomes a matrix row by binary search in
         ``m.vector_rowid`` (ascending). Vectors newer than the matrix are skipped.
+        Order: by collection code, then matrix row.
         """
         sql = ("SELECT c.rowid, v.rowid FROM chunks c JOIN vectors v "
                "ON v.chunk_id = c.chunk_id AND v.model = ? WHERE c.collection_path = ?")
@@ -281,6 +282,9 @@ class VectorCache:
         ok[ok] = vr[mrow[ok]] == vrid[ok]
         if not ok.all():
             rid, mrow, code_arr = rid[ok], mrow[ok], code_arr[ok]
+        # Within each collection, matrix order: a scoped search then reads the matrix forwards.
+        order = np.lexsort((mrow, code_arr))
+        rid, mrow, code_arr = rid[order], mrow[order], code_arr[order]
         return Occurrences(chunks_gen, vectors_gen, rid, mrow.astype(np.int64, copy=False), code_arr, codes, {})
 
     def _occurrence_key(self, chunks_gen: int, vectors_gen: int, m: Matrix) -> str:
@@ -371,7 +375,11 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
         rows = occ.matrix_row[scope]
         scores = np.empty(len(scope), np.float32)
         for b in range(0, len(rows), _BLOCK_ROWS):
-            scores[b:b + _BLOCK_ROWS] = m.matrix[rows[b:b + _BLOCK_ROWS]] @ q
+            block = rows[b:b + _BLOCK_ROWS]
+            if len(block) > 1 and (np.diff(block) == 1).all():  # a run of rows: a view, no gather
+                scores[b:b + len(block)] = m.matrix[block[0]:block[-1] + 1] @ q
+            else:
+                scores[b:b + len(block)] = m.matrix[block] @ q
         cand = scope
     else:
         all_scores = m.matrix @ q  # (n_vectors,) float32
