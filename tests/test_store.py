@@ -453,3 +453,26 @@ def test_sqlite_occurrence_file_of_another_database_is_rebuilt(tmp_path):
     assert [(h.chunk.collection_path, h.score) for h in hits] == [("B", pytest.approx(1.0))]
     assert second.search_vectors("m", v[1], ["A"], 5) == []
     second.close()
+
+
+def test_scoped_search_with_repeated_and_contiguous_matrix_rows_is_exact(store):
+    """A small scope (scored row by row) holding a run of matrix rows and a chunk id at two paths."""
+    rng = np.random.default_rng(21)
+    big = _put(store, "Big", "b.txt", "hb", [f"b{i} " for i in range(12)])
+    a1 = _put(store, "A", "a1.txt", "ha", ["x ", "y ", "z"])
+    _put(store, "A", "a2.txt", "ha", ["x ", "y ", "z"])  # same content: same chunk ids
+    ids = [c.chunk_id for c in big + a1]
+    v = _unit(rng, len(ids), 8)
+    store.add_vectors("m", ids, v)
+    q = _unit(rng, 1, 8)[0]
+    hits = store.search_vectors("m", q, ["A"], 10)
+    want = sorted(((float(v[12 + i] @ q), f, i) for i in range(3) for f in ("a1.txt", "a2.txt")),
+                  key=lambda t: -t[0])
+    assert [h.score for h in hits] == pytest.approx([w[0] for w in want], abs=1e-5)
+    assert sorted((h.chunk.file_path, h.chunk.chunk_index) for h in hits) == sorted((w[1], w[2]) for w in want)
+    c = _put(store, "C", "c.txt", "hc", ["c0 ", "c1 ", "c2"])  # a run of matrix rows: scored through a view
+    vc = _unit(rng, 3, 8)
+    store.add_vectors("m", [x.chunk_id for x in c], vc)
+    hits = store.search_vectors("m", q, ["C"], 10)
+    assert [h.chunk.chunk_index for h in hits] == list(np.argsort(-(vc @ q), kind="stable"))
+    assert [h.score for h in hits] == pytest.approx(sorted(vc @ q, reverse=True), abs=1e-5)
