@@ -32,6 +32,7 @@ import os
 import sqlite3
 import threading
 import uuid
+import zipfile
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,7 +301,7 @@ class VectorCache:
                     return None
                 rid, mrow, code = z["chunk_rowid"], z["matrix_row"], z["collection_code"]
                 paths = [str(x) for x in z["paths"]]
-        except (OSError, ValueError, KeyError):  # missing, torn by hand, or another layout
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # missing, damaged, other layout
             return None
         n = len(rid)
         if not (len(mrow) == n == len(code) and rid.dtype == np.int64 and mrow.dtype == np.int64
