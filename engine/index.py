@@ -99,6 +99,11 @@ def _password_key(password: str | None) -> str:
     return hashlib.sha256((password or "").encode("utf-8")).hexdigest()[:16]
 
 
+#: Seconds of extraction grouped into one store commit (other writers wait at
+#: most about this long; readers are never blocked).
+BATCH_SECONDS = 1.0
+
+
 class Indexer:
     """One index run over a store; hold no state between runs.
 
@@ -231,27 +236,37 @@ class Indexer:
         cache: dict[tuple[str, str | None], ExtractedText | ExtractError] = {}
         total = len(files)
         done = summary["skipped"]
-        for f in todo:
-            key = (f.content_hash, f.collection.password)
-            outcome = cache.get(key)
-            if outcome is None:
-                try:
-                    outcome = extract(f.path, f.collection.password)
-                except ExtractError as e:
-                    outcome = e
-                except Exception as e:  # a library bug on one file must not stop the run
-                    log.exception("extracting %s failed", f.path)
-                    outcome = ExtractError(f"extractor error: {type(e).__name__}: {e}")
-            remaining[key] -= 1
-            if remaining[key] > 0:
-                cache[key] = outcome
-            else:
-                cache.pop(key, None)
-            self._store_one(f, outcome, summary)
-            done += 1
-            emit({"phase": "extract", "done": done, "total": total,
-                  "file": f"{f.collection.collection_path}/{f.file_path}",
-                  "elapsedS": round(time.perf_counter() - t0, 3)})
+        i = 0
+        while i < len(todo):
+            # Files are committed in groups of up to BATCH_SECONDS of work: one
+            # commit per group instead of per file (each file is still atomic).
+            with self.store.batch():
+                started = time.perf_counter()
+                while i < len(todo):
+                    f = todo[i]
+                    i += 1
+                    key = (f.content_hash, f.collection.password)
+                    outcome = cache.get(key)
+                    if outcome is None:
+                        try:
+                            outcome = extract(f.path, f.collection.password)
+                        except ExtractError as e:
+                            outcome = e
+                        except Exception as e:  # a library bug on one file must not stop the run
+                            log.exception("extracting %s failed", f.path)
+                            outcome = ExtractError(f"extractor error: {type(e).__name__}: {e}")
+                    remaining[key] -= 1
+                    if remaining[key] > 0:
+                        cache[key] = outcome
+                    else:
+                        cache.pop(key, None)
+                    self._store_one(f, outcome, summary)
+                    done += 1
+                    emit({"phase": "extract", "done": done, "total": total,
+                          "file": f"{f.collection.collection_path}/{f.file_path}",
+                          "elapsedS": round(time.perf_counter() - t0, 3)})
+                    if time.perf_counter() - started >= BATCH_SECONDS:
+                        break
 
     def _store_one(self, f: _File, outcome: ExtractedText | ExtractError, summary: dict) -> None:
         cp = f.collection.collection_path

@@ -14,6 +14,7 @@ from engine.chunk import chunk_id
 from engine.errors import IndexBusyError
 from engine.model import Bbox, Chunk, Collection, Document, Region
 from engine.store.base import Store
+from engine.store.sqlite import SqliteStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -476,3 +477,23 @@ def test_scoped_search_with_repeated_and_contiguous_matrix_rows_is_exact(store):
     hits = store.search_vectors("m", q, ["C"], 10)
     assert [h.chunk.chunk_index for h in hits] == list(np.argsort(-(vc @ q), kind="stable"))
     assert [h.score for h in hits] == pytest.approx(sorted(vc @ q, reverse=True), abs=1e-5)
+
+
+def test_sqlite_batch_commits_together_and_rolls_back_whole(tmp_path):
+    """Store.batch on SQLite: a reader sees nothing of the block until it ends;
+    an exception in the block leaves the index as it was."""
+    path = str(tmp_path / "b.db")
+    writer, reader = SqliteStore(path), SqliteStore(path)
+    writer.add_collection(Collection("C", str(tmp_path)))
+    with writer.batch():
+        _put(writer, "C", "a.txt", "h1", ["alpha one", "alpha two"])
+        _put(writer, "C", "b.txt", "h2", ["beta"])
+        assert writer.chunk_count("C", "a.txt") == 2  # the writer reads its own block
+        assert reader.chunk_count("C", "a.txt") == 0 and reader.get_document("C", "b.txt") is None
+    assert reader.chunk_count("C", "a.txt") == 2 and reader.chunk_count("C", "b.txt") == 1
+    with pytest.raises(RuntimeError):
+        with writer.batch():
+            _put(writer, "C", "a.txt", "h3", ["new alpha"])
+            raise RuntimeError("extractor bug")
+    assert [c.chunk_text for c in reader.chunks("C", "a.txt")] == ["alpha one", "alpha two"]
+    assert [h.chunk.file_path for h in reader.search_keyword("alpha", ["C"], 5)] == ["a.txt", "a.txt"]

@@ -105,6 +105,12 @@ class Store(Protocol):
     def index_lock(self) -> AbstractContextManager[None]:
         """Exclusive indexer lock; raises ``IndexBusyError`` when held elsewhere."""
 
+    def batch(self) -> AbstractContextManager[None]:
+        """Group the writes of the block into one commit where the backend gains
+        from it (SQLite: one WAL commit for several files). Each
+        ``replace_document`` stays atomic on its own; an exception inside the
+        block rolls back the block's writes. A backend may make this a no-op."""
+
     def save_run(self, summary: dict[str, Any]) -> None:
         """Remember the last index run's summary (JSON-able)."""
 

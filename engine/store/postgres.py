@@ -549,6 +549,12 @@ class PostgresStore:
 
     # -- runs and locks -------------------------------------------------------------
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        """No grouping: every file keeps its own transaction, so several
+        indexers sharing the database interleave per file (Store.batch)."""
+        yield
+
+    @contextmanager
     def index_lock(self) -> Iterator[None]:
         """Exclusive indexer lock across processes (``pg_try_advisory_lock``).
 

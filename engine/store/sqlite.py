@@ -183,9 +183,23 @@ class SqliteStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error)."""
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error).
+
+        Inside ``batch()`` on this thread it is a SAVEPOINT of the batch's
+        transaction instead: atomic on its own, committed with the batch.
+        """
         with self._write_lock:
             conn = self._conn()
+            if getattr(self._local, "batch", False):
+                conn.execute("SAVEPOINT write")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK TO write")
+                    conn.execute("RELEASE write")
+                    raise
+                conn.execute("RELEASE write")
+                return
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -193,6 +207,27 @@ class SqliteStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group this thread's writes in the block into one transaction (one WAL
+        commit; Store.batch). Each write stays atomic as a savepoint; other
+        writers in this process wait for the block, other processes' writers
+        wait up to the busy timeout; readers are never blocked (WAL). Nested
+        blocks join the outer one.
+
+        Raises:
+            Whatever the block raises, after rolling back the block's writes.
+        """
+        if getattr(self._local, "batch", False):
+            yield
+            return
+        with self._write():
+            self._local.batch = True
+            try:
+                yield
+            finally:
+                self._local.batch = False
 
     def _create_schema(self) -> None:
         """Create the tables once (sqlite-utils DDL; serialised across processes by a file lock)."""
