@@ -28,6 +28,7 @@ from explorer import state
 __all__ = [
     "PAGES",
     "page_path",
+    "selected_chunk",
     "run_tool",
     "tool_call_panel",
     "failure_callout",
@@ -56,6 +57,17 @@ PAGES = {
 def page_path(name: str) -> Path:
     """Absolute path of a page script, for ``st.switch_page`` / ``st.page_link``."""
     return PAGES_DIR / PAGES[name][0]
+
+
+def selected_chunk(button: str) -> tuple[str, str, int]:
+    """The chunk named by the URL (``c``, ``f``, ``i``); with none, a pointer to
+    Explore index (whose hits carry a ``button`` button) and ``st.stop()``."""
+    c, f, i = state.qp_get("c"), state.qp_get("f"), state.qp_int("i", 0)
+    if not c or not f:
+        st.info(f"No chunk selected: open one from **Explore index** (a hit's *{button}*).")
+        st.page_link(page_path("explore"), label="Explore index", icon=":material/search:")
+        st.stop()
+    return c, f, int(i or 0)
 
 
 def go(name: str, **params: Any) -> None:

@@ -10,11 +10,7 @@ import streamlit as st
 from explorer import state, widgets
 
 st.title("Chunk")
-c, f, i = state.qp_get("c"), state.qp_get("f"), state.qp_int("i", 0)
-if not c or not f:
-    st.info("No chunk selected: open one from **Explore index** (a hit's *Open chunk*).")
-    st.page_link(widgets.page_path("explore"), label="Explore index", icon=":material/search:")
-    st.stop()
+c, f, i = widgets.selected_chunk("Open chunk")
 
 args = {"collectionPath": c, "filePath": f, "chunkIndex": i}
 chunk = widgets.run_tool("get_chunk", args, panel=False)

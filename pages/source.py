@@ -13,11 +13,7 @@ import streamlit as st
 from explorer import state, widgets
 
 st.title("Source")
-c, f, i = state.qp_get("c"), state.qp_get("f"), state.qp_int("i", 0)
-if not c or not f:
-    st.info("No chunk selected: open one from **Explore index** (a hit's *Source*).")
-    st.page_link(widgets.page_path("explore"), label="Explore index", icon=":material/search:")
-    st.stop()
+c, f, i = widgets.selected_chunk("Source")
 
 args = {"collectionPath": c, "filePath": f, "chunkIndex": i}
 chunk = widgets.run_tool("get_chunk", args, panel=False)
