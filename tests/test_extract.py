@@ -616,3 +616,24 @@ def test_samples_match_their_sources(samples_dir):
             with pymupdf.open(samples_dir / name) as doc:
                 rotations |= {page.rotation for page in doc}
     assert rotations - {0}, "one sample PDF should show a rotated page"
+
+
+def test_rotation_affine_equals_pymupdf_rotation_matrix(built_pdfs, shared_corpus):
+    """Our shortcut for page.rotation_matrix gives the same matrix on every page
+    (built rotated + cropped pages, and every readable corpus PDF)."""
+    import pymupdf
+
+    from engine.extract import rotation_affine
+
+    files = sorted(built_pdfs.glob("*.pdf")) + sorted(shared_corpus.glob("pdf/*.pdf"))
+    checked = set()
+    for path in files:
+        doc = pymupdf.open(path)
+        if doc.needs_pass and not doc.authenticate("s3cret"):
+            continue
+        for page in doc:
+            r = page.rect
+            assert rotation_affine(page.rotation, r.width, r.height) == pytest.approx(
+                tuple(page.rotation_matrix)), (path.name, page.number)
+            checked.add(page.rotation)
+    assert checked == {0, 90, 180, 270}
