@@ -13,8 +13,12 @@ several people can work on them at once:
 """
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
 
 pytest_plugins = [
     "tests.fixtures_corpus",
@@ -31,3 +35,26 @@ def clean_env(monkeypatch):
         if key.startswith(("EMBED_", "CHUNKNAV_")):
             monkeypatch.delenv(key, raising=False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def restore_main_module():
+    """Streamlit's script runner (AppTest) installs the app as
+    ``sys.modules["__main__"]`` and sets ``sys.argv[0]`` to it; a later
+    ``multiprocessing`` spawn would then run explorer/app.py as the child's
+    main module (and open the default index). Put both back after each test."""
+    saved_argv, saved_main = list(sys.argv), sys.modules.get("__main__")
+    yield
+    sys.argv[:] = saved_argv
+    if saved_main is not None:
+        sys.modules["__main__"] = saved_main
+
+
+@pytest.fixture(autouse=True)
+def repo_stays_clean():
+    """No test may create the default index (./.chunknav) inside the repo."""
+    default = REPO / ".chunknav"
+    before = default.exists()
+    yield
+    if not before:
+        assert not default.exists(), "this test wrote the default index into the repo"
