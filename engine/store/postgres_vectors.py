@@ -288,8 +288,8 @@ class PgVectors:
         """Top ``limit`` chunks by cosine similarity, HNSW first, exact when filtering starves it.
 
         Per partition schema: the model's HNSW index (``hnsw.ef_search`` =
-        max(ef_search, 2 x limit), ``hnsw.iterative_scan = relaxed_order``) walks
-        nearest vectors and joins them to the scoped chunks. When that yields
+        max(ef_search, 2 x limit), doubled when collections are given;
+        ``hnsw.iterative_scan = relaxed_order``) walks nearest vectors and joins them to the scoped chunks. When that yields
         fewer than ``limit`` rows although the scope holds more chunks with
         vectors (a very selective scope), the partition is searched exactly.
 
@@ -351,7 +351,11 @@ class PgVectors:
             "SELECT * FROM hits ORDER BY distance, collection_path, file_path, chunk_index"
         ).format(cols=cols, cast=cast, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
         with conn.transaction():
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(ef_search, 2 * limit))))
+            # A collection filter discards candidates the graph walk found, so a
+            # scoped search walks twice as wide (measured at 1M: one-collection
+            # recall@10 0.949 at ef 100, 0.963 at ef 200, for about +5 ms).
+            ef = max(ef_search, 2 * limit) * (2 if paths is not None else 1)
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
             if self.iterative:
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             if explain:
