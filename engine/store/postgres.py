@@ -273,16 +273,20 @@ class PostgresStore:
         return None if r is None else Collection(r["collection_path"], r["root"], r["password"])
 
     # -- documents and chunks ----------------------------------------------------
-    def get_document(self, collection_path: str, file_path: str) -> Document | None:
-        """One document row (no text) or None."""
+    def _document_row(self, collection_path: str, file_path: str, columns: str) -> dict[str, Any] | None:
+        """``columns`` (SQL text) of one ``documents`` row by key, or None (no
+        partition or no row). Reads never create a partition."""
         schema = self._schema(collection_path)
         if schema is None:
             return None
-        s = sql.Identifier(schema)
         with self._pool.connection() as conn:
-            r = conn.execute(sql.SQL(
-                "SELECT " + DOCUMENT_SELECT + " FROM {}.documents WHERE collection_path = %s AND file_path = %s"
-            ).format(s), (collection_path, file_path)).fetchone()
+            return conn.execute(sql.SQL(
+                "SELECT " + columns + " FROM {}.documents WHERE collection_path = %s AND file_path = %s"
+            ).format(sql.Identifier(schema)), (collection_path, file_path)).fetchone()
+
+    def get_document(self, collection_path: str, file_path: str) -> Document | None:
+        """One document row (no text) or None."""
+        r = self._document_row(collection_path, file_path, DOCUMENT_SELECT)
         return None if r is None else row_to_document(r)
 
     def documents(self, collection_path: str | None = None) -> list[Document]:
@@ -301,14 +305,7 @@ class PostgresStore:
 
     def document_text(self, collection_path: str, file_path: str) -> str | None:
         """The full extracted text of a stored document ("" for empty/failed), or None."""
-        schema = self._schema(collection_path)
-        if schema is None:
-            return None
-        s = sql.Identifier(schema)
-        with self._pool.connection() as conn:
-            r = conn.execute(sql.SQL(
-                "SELECT text FROM {}.documents WHERE collection_path = %s AND file_path = %s"
-            ).format(s), (collection_path, file_path)).fetchone()
+        r = self._document_row(collection_path, file_path, "text")
         return None if r is None else (r["text"] or "")
 
     def replace_document(self, document: Document, text: str, chunks: list[Chunk]) -> None:
