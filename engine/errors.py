@@ -12,7 +12,7 @@ Exception tree::
     │   ├── EncryptedError         password required or wrong
     │   └── UnsupportedFileError   a file type we do not extract
     ├── EmbedError                 carries an ``EmbedFailure`` (classified once
-    │                              in embed.py, copied everywhere after)
+    │                              in engine/embed/, copied everywhere after)
     ├── IndexBusyError             another index run holds the lock
     ├── PathEscapeError            a filePath that leaves the collection root
     └── StoreUnavailableError      the index cannot be opened (reported as

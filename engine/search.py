@@ -8,7 +8,7 @@ internal values (``SearchOutcome``, ``Chunk``); ``engine/tools.py`` turns them
 into envelopes. Imports no face (streamlit, mcp, argparse).
 
 A refusal from the embedding provider is carried as the ``EmbedFailure`` that
-``engine/embed.py`` classified; it is never re-derived and never turned into
+``engine/embed/`` classified; it is never re-derived and never turned into
 an empty result.
 """
 

@@ -62,7 +62,9 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.paths", "engine.search", "engine.tools", "engine.extract", "engine.embed",
     "engine.index", "engine.store.sqlite", "engine.store.base",
     "engine.store.postgres_schema", "engine.store.postgres_rows", "engine.store.postgres_vectors",
-    "engine.embed_base", "engine.embed_local", "engine.embed_http", "engine.store.sqlite_vectors",
+    "engine.embed.base", "engine.embed.local", "engine.embed.http", "engine.store.sqlite_vectors",
+    "engine.store.sqlite_rows", "engine.service", "engine.extract.common", "engine.extract.pdf",
+    "engine.extract.text", "engine.extract.docx",
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

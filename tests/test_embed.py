@@ -1,4 +1,4 @@
-"""engine/embed.py: providers against the loopback stub, the failure taxonomy,
+"""engine/embed/: providers against the loopback stub, the failure taxonomy,
 retries, the probe, input limits, and the local WordLlama model offline."""
 
 import json

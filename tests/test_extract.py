@@ -1,4 +1,4 @@
-"""engine/extract.py on real files: the shared corpus ground truth (skipped
+"""engine/extract/ on real files: the shared corpus ground truth (skipped
 when ../shared is absent), PDFs built with PyMuPDF (always run), text, Markdown
 and .docx files, and the chunk provenance contract on extracted PDFs."""
 

@@ -51,81 +51,17 @@ import numpy as np
 import sqlite_utils
 
 from engine.errors import IndexBusyError
-from engine.model import Bbox, Chunk, Collection, Document, KeywordHit, Region, VectorHit
+from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.store.base import as_vector_rows
+from engine.store.sqlite_rows import (
+    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, fts_query, to_json,
+)
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 
 __all__ = ["SqliteStore"]
 
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
-
-_DOC_COLUMNS = (
-    "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
-    "size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, summary, metadata"
-)
-_CHUNK_COLUMNS = (
-    "collection_path, file_path, chunk_index, chunk_id, content_hash, start, \"end\", chunk_text, "
-    "page, page_label, bbox, regions, metadata, last_modified"
-)
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _document(row: sqlite3.Row | tuple) -> Document:
-    (cp, fp, ch, sk, ft, st, reason, size, mtime, at, pages, nchunks, tlen, summary, meta) = row
-    return Document(cp, fp, ch, sk, ft, st, reason, size or 0, mtime or 0.0, at or 0.0,
-                    pages or 0, nchunks or 0, tlen or 0, summary or "",
-                    json.loads(meta) if meta else {})
-
-
-def _chunk(row: sqlite3.Row | tuple) -> Chunk:
-    (cp, fp, idx, cid, ch, start, end, text, page, label, bbox, regions, meta, mtime) = row
-    return Chunk(
-        cp, fp, idx, cid, ch, start, end, text, page, label,
-        Bbox.from_dict(json.loads(bbox)) if bbox else None,
-        tuple(Region.from_dict(r) for r in json.loads(regions)) if regions else (),
-        json.loads(meta) if meta else {},
-        mtime or 0.0,
-    )
-
-
-def _bbox_json(b: Bbox) -> str:
-    """``Bbox.to_dict()`` as compact JSON, formatted directly (json.dumps of a
-    dict per box was ~5% of an index run). Boxes are finite: extraction clamps them."""
-    return (f'{{"x":{round(b.x, 5)!r},"y":{round(b.y, 5)!r},'
-            f'"w":{round(b.w, 5)!r},"h":{round(b.h, 5)!r}}}')
-
-
-def _chunk_params(c: Chunk) -> tuple:
-    return (
-        c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start, c.end,
-        c.chunk_text, c.page, c.page_label,
-        _bbox_json(c.bbox) if c.bbox is not None else None,
-        "[" + ",".join(f'{{"page":{r.page},"bbox":{_bbox_json(r.bbox)}}}' for r in c.regions) + "]"
-        if c.regions else None,
-        _json(c.metadata) if c.metadata else None,
-        c.last_modified,
-    )
-
-
-def fts_query(text: str) -> tuple[str, str] | None:
-    """Plain words -> (all-words FTS5 query, any-word FTS5 query), or None.
-
-    Each whitespace-separated token becomes one quoted FTS5 string (inner
-    quotes doubled), so ``AND``, ``*``, ``-``, ``:``, ``(`` and quotes are
-    searched as text, never parsed as query syntax. Tokens without a letter
-    or digit are dropped (the tokenizer would drop them anyway).
-    """
-    text = "".join(" " if ch < " " else ch for ch in text)  # NUL / controls end a token
-    tokens = [t for t in text.split() if any(ch.isalnum() for ch in t)]
-    if not tokens:
-        return None
-    quoted = ['"' + t.replace('"', '""') + '"' for t in tokens]
-    return " AND ".join(quoted), " OR ".join(quoted)
-
 
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
@@ -368,21 +304,21 @@ class SqliteStore:
     def get_document(self, collection_path: str, file_path: str) -> Document | None:
         """One document row (no text) or None."""
         with self._read() as conn:
-            row = conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents "
+            row = conn.execute(f"SELECT {DOC_COLUMNS} FROM documents "
                                "WHERE collection_path = ? AND file_path = ?",
                                (collection_path, file_path)).fetchone()
-        return _document(row) if row else None
+        return document_of(row) if row else None
 
     def documents(self, collection_path: str | None = None) -> list[Document]:
         """Document rows (no text), all or of one collection, sorted by key."""
-        sql = f"SELECT {_DOC_COLUMNS} FROM documents"
+        sql = f"SELECT {DOC_COLUMNS} FROM documents"
         args: tuple = ()
         if collection_path is not None:
             sql += " WHERE collection_path = ?"
             args = (collection_path,)
         with self._read() as conn:
             rows = conn.execute(sql + " ORDER BY collection_path, file_path", args).fetchall()
-        return [_document(r) for r in rows]
+        return [document_of(r) for r in rows]
 
     def document_text(self, collection_path: str, file_path: str) -> str | None:
         """The full extracted text of a stored document ("" for empty/failed), or None."""
@@ -405,16 +341,16 @@ class SqliteStore:
         with self._write() as conn:
             conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?", key)
             conn.execute(
-                f"INSERT OR REPLACE INTO documents({_DOC_COLUMNS}, text) "
+                f"INSERT OR REPLACE INTO documents({DOC_COLUMNS}, text) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
                  d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
-                 d.chunk_count, d.text_length, d.summary, _json(d.metadata or {}), text))
+                 d.chunk_count, d.text_length, d.summary, to_json(d.metadata or {}), text))
             if chunks:
                 conn.executemany(
-                    f"INSERT INTO chunks({_CHUNK_COLUMNS}) "
+                    f"INSERT INTO chunks({CHUNK_COLUMNS}) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [_chunk_params(c) for c in chunks])
+                    [chunk_params(c) for c in chunks])
                 conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
                              "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
             self._bump(conn, "chunks_gen")
@@ -431,10 +367,10 @@ class SqliteStore:
     def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> Chunk | None:
         """One chunk by key, or None."""
         with self._read() as conn:
-            row = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
+            row = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
                                "AND file_path = ? AND chunk_index = ?",
                                (collection_path, file_path, chunk_index)).fetchone()
-        return _chunk(row) if row else None
+        return chunk_of(row) if row else None
 
     def chunk_count(self, collection_path: str, file_path: str) -> int:
         """Number of chunks stored for the file (0 when never indexed)."""
@@ -445,10 +381,10 @@ class SqliteStore:
     def chunks(self, collection_path: str, file_path: str) -> list[Chunk]:
         """All chunks of one file by ``chunk_index`` (one statement: one snapshot)."""
         with self._read() as conn:
-            rows = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
+            rows = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
                                 "AND file_path = ? ORDER BY chunk_index",
                                 (collection_path, file_path)).fetchall()
-        return [_chunk(r) for r in rows]
+        return [chunk_of(r) for r in rows]
 
     # -- vectors ----------------------------------------------------------------------
     def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
@@ -579,7 +515,7 @@ class SqliteStore:
         rowids = [int(r) for r in occ.chunk_rowid[picked]]
         marks = ",".join("?" * len(rowids))
         with self._read() as conn:
-            rows = conn.execute(f"SELECT rowid, {_CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({marks})",
+            rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({marks})",
                                 rowids).fetchall()
         by_rowid = {r[0]: r[1:] for r in rows}
         hits = []
@@ -587,7 +523,7 @@ class SqliteStore:
             row = by_rowid.get(rowid)
             if row is None or id_bytes(row[3]) != m.digest(int(occ.matrix_row[picked[i]])):
                 return None
-            hits.append(VectorHit(_chunk(row), float(scores[i])))
+            hits.append(VectorHit(chunk_of(row), float(scores[i])))
         return hits
 
     # -- keyword search -------------------------------------------------------------------
@@ -611,14 +547,14 @@ class SqliteStore:
                 return []
             where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
             args = paths
-        sql = (f"SELECT bm25(chunks_fts) AS rank_, {', '.join('c.' + x.strip() for x in _CHUNK_COLUMNS.split(','))} "
+        sql = (f"SELECT bm25(chunks_fts) AS rank_, {', '.join('c.' + x.strip() for x in CHUNK_COLUMNS.split(','))} "
                "FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
                f"WHERE chunks_fts MATCH ?{where} ORDER BY rank_ LIMIT ?")
         for match in q:
             with self._read() as conn:
                 rows = conn.execute(sql, [match, *args, int(limit)]).fetchall()
             if rows:
-                return [KeywordHit(_chunk(r[1:]), -float(r[0])) for r in rows]
+                return [KeywordHit(chunk_of(r[1:]), -float(r[0])) for r in rows]
         return []
 
     # -- runs and locks -----------------------------------------------------------------------

@@ -1,35 +1,11 @@
-"""File -> ``ExtractedText``: the document's text plus its words (``WordArray`` columns).
+"""PDF -> ``ExtractedText`` with PyMuPDF: words with page and displayed-page ``Bbox``.
 
-Owns: reading PDF (PyMuPDF), plain text / Markdown and ``.docx`` (python-docx)
-files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
-``Bbox`` of the displayed page. Imports ``engine.model`` and ``engine.errors``
-from the engine (``pymupdf`` and ``docx`` lazily, when a file needs them);
-never a face (streamlit, mcp, argparse, click), a store or HTTP. Page images
-are not made here (``engine/render.py``).
-
-Text layout of a PDF (the word offsets index into it):
-
-    * words on one line are joined by ``" "`` (WORD_SEPARATOR);
-    * lines of one block by ``"\\n"`` (LINE_SEPARATOR);
-    * blocks of one page by ``"\\n\\n"`` (BLOCK_SEPARATOR);
-    * pages by one form feed ``"\\f"`` (PAGE_SEPARATOR), one between every pair
-      of consecutive pages, also around pages without words. So for a PDF with
-      any text ``text.split("\\f")[n - 1]`` is exactly the text of page ``n``
-      (a form feed inside a word is replaced by a space to keep this true).
-    * A PDF without a single word gives ``text == ""`` (not a run of form feeds).
-
-Words keep PyMuPDF's block / line / word order (the content-stream order,
-``sort=False``); each word is NFKC-normalised (``"ﬂag"`` -> ``"flag"``) before
-it is placed, so offsets, search and display agree. Word boxes: PyMuPDF
-unrotated points in, ``Bbox`` of the displayed page out (rotation matrix
-applied, relative to the displayed ``page.rect``, clamped to 0..1), computed
-for all words of a document at once with numpy: no Python object per word.
-
-Plain text / Markdown: decoded (UTF-8, BOM stripped; else cp1252, else
-latin-1, noted), line ends made ``"\\n"``, NFKC-normalised; words are the
-whitespace-separated spans, page/bbox None. ``.docx``: body paragraphs and
-tables in document order, blocks joined by ``"\\n\\n"``, one table row per
-line with cells joined by ``" | "``; headers/footers are not read; page/bbox None.
+Owns: opening and decrypting PDFs (``open_pdf``, shared with ``engine.render``),
+the word layout (block / line / word order, separators from
+``engine.extract.common``), rotation and CropBox handling (``rotation_affine``:
+PyMuPDF unrotated points in, ``Bbox`` of the displayed page out), page labels
+and "no text layer" notes. Imports ``engine.model``, ``engine.errors`` and
+``engine.extract.common``; ``pymupdf`` lazily. Never a face, a store or HTTP.
 """
 
 from __future__ import annotations
@@ -47,83 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
+from engine.errors import EncryptedError, ExtractError
+from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
 from engine.model import ExtractedText, PageInfo, WordArray
 
-__all__ = [
-    "open_pdf",
-    "rotation_affine",
-    "SUPPORTED_SUFFIXES",
-    "PAGE_SEPARATOR",
-    "BLOCK_SEPARATOR",
-    "LINE_SEPARATOR",
-    "WORD_SEPARATOR",
-    "extract",
-    "no_text_note",
-]
+__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "no_text_note"]
 
 log = logging.getLogger(__name__)
-
-#: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
-SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx")
-
-PAGE_SEPARATOR = "\f"
-BLOCK_SEPARATOR = "\n\n"
-LINE_SEPARATOR = "\n"
-WORD_SEPARATOR = " "
-
-_WORD_RE = re.compile(r"\S+")
 
 # Separator codes used while laying out a PDF: 0 page start (form feeds), 1-3 below.
 _SEPARATORS = np.array(["", WORD_SEPARATOR, LINE_SEPARATOR, BLOCK_SEPARATOR], dtype=object)
 _SEPARATOR_LENGTHS = np.array([len(x) for x in _SEPARATORS], dtype=np.int64)
 _FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
-
-
-def extract(path: Path, password: str | None = None) -> ExtractedText:
-    """Read one file into text plus word provenance.
-
-    Args:
-        path: the file; its lower-cased suffix picks the reader (``SUPPORTED_SUFFIXES``).
-        password: PDF user password, tried after the empty password; ignored
-            for other types and for PDFs that open without one.
-
-    Returns:
-        ``ExtractedText`` with ``text`` NFKC-normalised (layout rules in the
-        module docstring) and ``words`` (a ``WordArray``: numpy columns,
-        read as a sequence of ``Word``) in text order, ``start`` ascending,
-        ``text[start:end]`` == the normalised word. PDF words carry ``page``
-        (1-based) and ``bbox`` (0..1 of the displayed page, top-left origin);
-        other types carry None (page 0 and a NaN box row in the columns). ``pages`` has one ``PageInfo`` per PDF page
-        (displayed size in PDF points), empty for other types. As data, not
-        exceptions: a PDF with no pages -> text "" and note ``"no pages"``;
-        pages without words -> note ``"no text layer on pages 3-5"`` (text ""
-        when no page has a word); a page whose text cannot be read -> note;
-        a non-UTF-8 text file -> note ``"decoded as cp1252, not UTF-8"``.
-        ``metadata``: ``encrypted`` (bool), ``title``/``author`` where the
-        file has them, PDF ``repaired`` (True when MuPDF rebuilt the xref),
-        text ``encoding``.
-
-    Raises:
-        UnsupportedFileError: suffix not in ``SUPPORTED_SUFFIXES``
-            (reason ``"unsupported file type: .xyz"``).
-        EncryptedError: PDF needs a password: reason ``"encrypted: password
-            required"`` (none given) or ``"encrypted: wrong password"``.
-        ExtractError: missing, unreadable, zero-byte, corrupt or mislabelled
-            file; ``reason`` carries the library's message (``"corrupt: ..."``).
-    """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
-        raise UnsupportedFileError(f"unsupported file type: {suffix or '(no suffix)'}")
-    if not path.is_file():
-        raise ExtractError(f"not a readable file: {path}")
-    if suffix == ".pdf":
-        with _gc_paused():
-            return _extract_pdf(path, password)
-    if suffix == ".docx":
-        return _extract_docx(path)
-    return _extract_plain(path, suffix[1:])
 
 
 def no_text_note(pages: list[int]) -> str:
@@ -144,7 +55,7 @@ def no_text_note(pages: list[int]) -> str:
     return f"no text layer on {noun} {', '.join(runs)}"
 
 
-# --------------------------------------------------------------------- PDF
+
 
 
 def open_pdf(path: str | os.PathLike[str], password: str | None = None) -> tuple[Any, bool]:
@@ -201,6 +112,16 @@ def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
     except Exception:
         pass
     return meta
+
+
+def extract_pdf(path: Path, password: str | None = None) -> ExtractedText:
+    """Read one PDF's words with page and box (``engine.extract.extract`` documents the result).
+
+    Raises:
+        ExtractError / EncryptedError: as ``open_pdf``.
+    """
+    with _gc_paused():
+        return _extract_pdf(path, password)
 
 
 def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
@@ -449,98 +370,3 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-# -------------------------------------------------------------- text / md
-
-
-def _decode(data: bytes) -> tuple[str, str, str | None]:
-    """bytes -> (text, encoding, note or None). Never raises."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16"), "utf-16", None
-        except UnicodeDecodeError:
-            pass
-    try:
-        return data.decode("utf-8-sig"), "utf-8", None
-    except UnicodeDecodeError:
-        pass
-    try:
-        return data.decode("cp1252"), "cp1252", "decoded as cp1252, not UTF-8"
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1", "decoded as latin-1, not UTF-8"
-
-
-def _words_of(text: str) -> WordArray:
-    """Whitespace-separated spans of ``text`` as a ``WordArray`` without pages
-    (pages 0, boxes NaN)."""
-    spans = [m.span() for m in _WORD_RE.finditer(text)]
-    if not spans:
-        return WordArray.empty()
-    n = len(spans)
-    cols = np.array(spans, dtype=np.int64)
-    return WordArray(cols[:, 0], cols[:, 1], np.zeros(n, np.int32), np.full((n, 4), np.nan))
-
-
-def _extract_plain(path: Path, file_type: str) -> ExtractedText:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ExtractError(f"cannot read: {e}") from None
-    text, encoding, note = _decode(data)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = unicodedata.normalize("NFKC", text)
-    notes = (note,) if note else ()
-    if not text.strip():
-        notes += ("no text",)
-    return ExtractedText(text, _words_of(text), (), file_type, notes,
-                         {"encrypted": False, "encoding": encoding})
-
-
-# -------------------------------------------------------------------- docx
-
-
-def _extract_docx(path: Path) -> ExtractedText:
-    try:
-        import docx
-        from docx.table import Table
-
-        document = docx.Document(str(path))
-        blocks: list[str] = []
-        for item in document.iter_inner_content():
-            if isinstance(item, Table):
-                rows = _table_rows(item)
-                if rows:
-                    blocks.append(LINE_SEPARATOR.join(rows))
-            else:
-                line = item.text.strip()
-                if line:
-                    blocks.append(line)
-        props = document.core_properties
-        title, author = (props.title or "").strip(), (props.author or "").strip()
-    except Exception as e:  # not a zip, no word/document.xml, bad XML...
-        raise ExtractError(f"corrupt: {type(e).__name__}: {e}") from None
-    text = unicodedata.normalize("NFKC", BLOCK_SEPARATOR.join(blocks))
-    metadata: dict[str, Any] = {"encrypted": False}
-    if title:
-        metadata["title"] = title
-    if author:
-        metadata["author"] = author
-    notes = () if text.strip() else ("no text in document body",)
-    return ExtractedText(text, _words_of(text), (), "docx", notes, metadata)
-
-
-def _table_rows(table: Any) -> list[str]:
-    """One string per row: cell texts joined by " | "; a cell spanning several
-    grid columns is written once; nested line breaks become spaces."""
-    rows: list[str] = []
-    for row in table.rows:
-        cells: list[str] = []
-        prev = None
-        for cell in row.cells:
-            if cell._tc is prev:  # horizontal span: same cell repeated
-                continue
-            prev = cell._tc
-            cells.append(" ".join(cell.text.split()))
-        if any(cells):
-            rows.append(" | ".join(cells))
-    return rows

@@ -9,9 +9,9 @@ failure's fields into envelopes and never reclassifies.
 
 This is the providers' public module: callers import from here only. It holds
 the ``Embedder`` protocol and ``make_embedder``; the rest lives in three
-modules and is re-exported here: ``engine.embed_base`` (``EmbedFailure``,
-``classify``, ``redact``, the shared base class), ``engine.embed_local`` (the
-WordLlama provider) and ``engine.embed_http`` (Ollama/OpenAI, retries,
+modules and is re-exported here: ``engine.embed.base`` (``EmbedFailure``,
+``classify``, ``redact``, the shared base class), ``engine.embed.local`` (the
+WordLlama provider) and ``engine.embed.http`` (Ollama/OpenAI, retries,
 auto-detection). Imports ``engine.config``, ``engine.errors`` and those three;
 they never import this module. No face (streamlit, mcp, argparse), no store.
 
@@ -63,8 +63,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from engine.config import Settings
-from engine.embed_base import BODY_LIMIT_CHARS, PROBE_TEXT, EmbedFailure, classify, redact
-from engine.embed_http import (
+from engine.embed.base import BODY_LIMIT_CHARS, PROBE_TEXT, EmbedFailure, classify, redact
+from engine.embed.http import (
     OLLAMA_DEFAULT_URL,
     OPENAI_DEFAULT_URL,
     OllamaEmbedder,
@@ -72,7 +72,7 @@ from engine.embed_http import (
     detect,
     known_input_limit_chars,
 )
-from engine.embed_local import (
+from engine.embed.local import (
     LOCAL_DIM,
     LOCAL_MAX_INPUT_CHARS,
     LOCAL_MODEL,

@@ -6,8 +6,8 @@ messages), ``PROBE_TEXT``, ``BODY_LIMIT_CHARS``, the one warning logged per
 failed call (``log_failure``), and ``BaseEmbedder``: probe-once, input-length
 checks and vector validation shared by the local and the HTTP providers.
 
-Must not import: ``engine.embed``, ``engine.embed_local`` or
-``engine.embed_http`` (they import this module, not the reverse), any store,
+Must not import: ``engine.embed``, ``engine.embed.local`` or
+``engine.embed.http`` (they import this module, not the reverse), any store,
 or a face (streamlit, mcp, argparse). Imports ``engine.errors`` only. Logs
 under ``engine.embed``, the providers' one logger name. The public entry is
 ``engine.embed``, which re-exports what callers use.

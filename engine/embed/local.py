@@ -6,9 +6,9 @@ model per process, length-sorted batching under a character budget, and the
 ``LOCAL_*`` constants. See ``engine.embed``'s module docstring for what the
 model is and how long text is handled.
 
-Must not import: ``engine.embed`` or ``engine.embed_http`` (``engine.embed``
+Must not import: ``engine.embed`` or ``engine.embed.http`` (``engine.embed``
 imports this module), ``requests`` or any network client, any store, or a face
-(streamlit, mcp, argparse). Imports ``engine.embed_base`` only; ``wordllama`` is
+(streamlit, mcp, argparse). Imports ``engine.embed.base`` only; ``wordllama`` is
 imported lazily, on the first load. Logs under ``engine.embed``.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.embed_base import BaseEmbedder
+from engine.embed.base import BaseEmbedder
 
 __all__ = [
     "LocalEmbedder",

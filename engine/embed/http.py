@@ -5,14 +5,14 @@ Owns: ``OllamaEmbedder`` (``POST {EMBED_URL}/api/embed``), ``OpenAIEmbedder``
 their shared client (per-thread ``requests.Session``, batching, bounded retries
 with backoff and ``Retry-After``), the reading of HTTP statuses, server error
 bodies and transport exceptions into ``EmbedFailure`` values (with
-``classify`` from ``engine.embed_base``), the known model input limits
+``classify`` from ``engine.embed.base``), the known model input limits
 (``known_input_limit_chars``) and ``EMBED_PROVIDER=auto`` detection (``detect``).
 The rules are in ``engine.embed``'s module docstring.
 
-Must not import: ``engine.embed`` or ``engine.embed_local`` (``engine.embed``
+Must not import: ``engine.embed`` or ``engine.embed.local`` (``engine.embed``
 imports this module), ``wordllama``, any store, or a face (streamlit, mcp,
 argparse). Imports ``engine.config``, ``engine.errors`` and
-``engine.embed_base``. Logs under ``engine.embed``.
+``engine.embed.base``. Logs under ``engine.embed``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 import requests
 
 from engine.config import Settings
-from engine.embed_base import BaseEmbedder, EmbedFailure, classify, log_failure
+from engine.embed.base import BaseEmbedder, EmbedFailure, classify, log_failure
 from engine.errors import EmbedError, SettingsError
 
 __all__ = [

@@ -1,0 +1,109 @@
+"""File -> ``ExtractedText``: the document's text plus its words (``WordArray`` columns).
+
+The package's public face: ``extract`` picks the reader by suffix; one module per
+format does the work (``pdf``, ``text``, ``docx``; ``common`` holds the
+separators). Callers import from here only.
+
+Owns: reading PDF (PyMuPDF), plain text / Markdown and ``.docx`` (python-docx)
+files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
+``Bbox`` of the displayed page. Imports ``engine.model`` and ``engine.errors``
+from the engine (``pymupdf`` and ``docx`` lazily, when a file needs them);
+never a face (streamlit, mcp, argparse, click), a store or HTTP. Page images
+are not made here (``engine/render.py``).
+
+Text layout of a PDF (the word offsets index into it):
+
+    * words on one line are joined by ``" "`` (WORD_SEPARATOR);
+    * lines of one block by ``"\\n"`` (LINE_SEPARATOR);
+    * blocks of one page by ``"\\n\\n"`` (BLOCK_SEPARATOR);
+    * pages by one form feed ``"\\f"`` (PAGE_SEPARATOR), one between every pair
+      of consecutive pages, also around pages without words. So for a PDF with
+      any text ``text.split("\\f")[n - 1]`` is exactly the text of page ``n``
+      (a form feed inside a word is replaced by a space to keep this true).
+    * A PDF without a single word gives ``text == ""`` (not a run of form feeds).
+
+Words keep PyMuPDF's block / line / word order (the content-stream order,
+``sort=False``); each word is NFKC-normalised (``"ﬂag"`` -> ``"flag"``) before
+it is placed, so offsets, search and display agree. Word boxes: PyMuPDF
+unrotated points in, ``Bbox`` of the displayed page out (rotation matrix
+applied, relative to the displayed ``page.rect``, clamped to 0..1), computed
+for all words of a document at once with numpy: no Python object per word.
+
+Plain text / Markdown: decoded (UTF-8, BOM stripped; else cp1252, else
+latin-1, noted), line ends made ``"\\n"``, NFKC-normalised; words are the
+whitespace-separated spans, page/bbox None. ``.docx``: body paragraphs and
+tables in document order, blocks joined by ``"\\n\\n"``, one table row per
+line with cells joined by ``" | "``; headers/footers are not read; page/bbox None.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.errors import ExtractError, UnsupportedFileError
+from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
+from engine.extract.docx import extract_docx
+from engine.extract.pdf import extract_pdf, no_text_note, open_pdf, rotation_affine
+from engine.extract.text import extract_plain
+from engine.model import ExtractedText
+
+__all__ = [
+    "open_pdf",
+    "rotation_affine",
+    "SUPPORTED_SUFFIXES",
+    "PAGE_SEPARATOR",
+    "BLOCK_SEPARATOR",
+    "LINE_SEPARATOR",
+    "WORD_SEPARATOR",
+    "extract",
+    "no_text_note",
+]
+
+#: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
+SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx")
+
+
+def extract(path: Path, password: str | None = None) -> ExtractedText:
+    """Read one file into text plus word provenance.
+
+    Args:
+        path: the file; its lower-cased suffix picks the reader (``SUPPORTED_SUFFIXES``).
+        password: PDF user password, tried after the empty password; ignored
+            for other types and for PDFs that open without one.
+
+    Returns:
+        ``ExtractedText`` with ``text`` NFKC-normalised (layout rules in the
+        module docstring) and ``words`` (a ``WordArray``: numpy columns,
+        read as a sequence of ``Word``) in text order, ``start`` ascending,
+        ``text[start:end]`` == the normalised word. PDF words carry ``page``
+        (1-based) and ``bbox`` (0..1 of the displayed page, top-left origin);
+        other types carry None (page 0 and a NaN box row in the columns). ``pages`` has one ``PageInfo`` per PDF page
+        (displayed size in PDF points), empty for other types. As data, not
+        exceptions: a PDF with no pages -> text "" and note ``"no pages"``;
+        pages without words -> note ``"no text layer on pages 3-5"`` (text ""
+        when no page has a word); a page whose text cannot be read -> note;
+        a non-UTF-8 text file -> note ``"decoded as cp1252, not UTF-8"``.
+        ``metadata``: ``encrypted`` (bool), ``title``/``author`` where the
+        file has them, PDF ``repaired`` (True when MuPDF rebuilt the xref),
+        text ``encoding``.
+
+    Raises:
+        UnsupportedFileError: suffix not in ``SUPPORTED_SUFFIXES``
+            (reason ``"unsupported file type: .xyz"``).
+        EncryptedError: PDF needs a password: reason ``"encrypted: password
+            required"`` (none given) or ``"encrypted: wrong password"``.
+        ExtractError: missing, unreadable, zero-byte, corrupt or mislabelled
+            file; ``reason`` carries the library's message (``"corrupt: ..."``).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise UnsupportedFileError(f"unsupported file type: {suffix or '(no suffix)'}")
+    if not path.is_file():
+        raise ExtractError(f"not a readable file: {path}")
+    if suffix == ".pdf":
+        return extract_pdf(path, password)
+    if suffix == ".docx":
+        return extract_docx(path)
+    return extract_plain(path, suffix[1:])
+

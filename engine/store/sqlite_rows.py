@@ -1,0 +1,88 @@
+"""SQLite row conversion: model values <-> rows of the SQLite store, and the FTS5 query text.
+
+Owns: the column lists of ``documents`` and ``chunks`` (the order every
+SELECT uses), row -> ``Document`` / ``Chunk``, ``Chunk`` -> INSERT parameters
+(boxes as compact JSON), and ``fts_query`` (plain words -> safe FTS5 query
+strings). Imports ``engine.model`` only; no connection, no SQL execution.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from engine.model import Bbox, Chunk, Document, Region
+
+__all__ = ["DOC_COLUMNS", "CHUNK_COLUMNS", "to_json", "document_of", "chunk_of", "bbox_json",
+           "chunk_params", "fts_query"]
+
+DOC_COLUMNS = (
+    "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
+    "size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, summary, metadata"
+)
+CHUNK_COLUMNS = (
+    "collection_path, file_path, chunk_index, chunk_id, content_hash, start, \"end\", chunk_text, "
+    "page, page_label, bbox, regions, metadata, last_modified"
+)
+
+
+def to_json(value: Any) -> str | None:
+    """A JSON value as compact text (non-ASCII kept), None stays None."""
+    return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def document_of(row: sqlite3.Row | tuple) -> Document:
+    """One ``documents`` row in ``DOC_COLUMNS`` order -> ``Document``."""
+    (cp, fp, ch, sk, ft, st, reason, size, mtime, at, pages, nchunks, tlen, summary, meta) = row
+    return Document(cp, fp, ch, sk, ft, st, reason, size or 0, mtime or 0.0, at or 0.0,
+                    pages or 0, nchunks or 0, tlen or 0, summary or "",
+                    json.loads(meta) if meta else {})
+
+
+def chunk_of(row: sqlite3.Row | tuple) -> Chunk:
+    """One ``chunks`` row in ``CHUNK_COLUMNS`` order -> ``Chunk`` (bbox/regions JSON parsed)."""
+    (cp, fp, idx, cid, ch, start, end, text, page, label, bbox, regions, meta, mtime) = row
+    return Chunk(
+        cp, fp, idx, cid, ch, start, end, text, page, label,
+        Bbox.from_dict(json.loads(bbox)) if bbox else None,
+        tuple(Region.from_dict(r) for r in json.loads(regions)) if regions else (),
+        json.loads(meta) if meta else {},
+        mtime or 0.0,
+    )
+
+
+def bbox_json(b: Bbox) -> str:
+    """``Bbox.to_dict()`` as compact JSON, formatted directly (json.dumps of a
+    dict per box was ~5% of an index run). Boxes are finite: extraction clamps them."""
+    return (f'{{"x":{round(b.x, 5)!r},"y":{round(b.y, 5)!r},'
+            f'"w":{round(b.w, 5)!r},"h":{round(b.h, 5)!r}}}')
+
+
+def chunk_params(c: Chunk) -> tuple:
+    """``Chunk`` -> INSERT parameters in ``CHUNK_COLUMNS`` order."""
+    return (
+        c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start, c.end,
+        c.chunk_text, c.page, c.page_label,
+        bbox_json(c.bbox) if c.bbox is not None else None,
+        "[" + ",".join(f'{{"page":{r.page},"bbox":{bbox_json(r.bbox)}}}' for r in c.regions) + "]"
+        if c.regions else None,
+        to_json(c.metadata) if c.metadata else None,
+        c.last_modified,
+    )
+
+
+def fts_query(text: str) -> tuple[str, str] | None:
+    """Plain words -> (all-words FTS5 query, any-word FTS5 query), or None.
+
+    Each whitespace-separated token becomes one quoted FTS5 string (inner
+    quotes doubled), so ``AND``, ``*``, ``-``, ``:``, ``(`` and quotes are
+    searched as text, never parsed as query syntax. Tokens without a letter
+    or digit are dropped (the tokenizer would drop them anyway).
+    """
+    text = "".join(" " if ch < " " else ch for ch in text)  # NUL / controls end a token
+    tokens = [t for t in text.split() if any(ch.isalnum() for ch in t)]
+    if not tokens:
+        return None
+    quoted = ['"' + t.replace('"', '""') + '"' for t in tokens]
+    return " AND ".join(quoted), " OR ".join(quoted)
