@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import embed as E  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "corpus"
 SIZE, OVERLAP = 1000, 150
 BATCHES = (16, 32, 64, 512)
 

@@ -1,6 +1,6 @@
 """Index throughput: bare PyMuPDF get_text("words") vs our pipeline, in one run.
 
-Usage: .venv/bin/python bench/index_throughput.py [corpus_dir]   (default ../shared/corpus)
+Usage: .venv/bin/python bench/index_throughput.py [corpus_dir]   (default tests/corpus)
 
 1. PDFs only: bare ``page.get_text("words")`` over every page of every PDF vs
    ``Indexer.run`` (extract + chunk + store into a fresh SQLite file, no
@@ -75,7 +75,7 @@ def pipeline(root: Path, work: Path, tag: str) -> tuple[Clock, dict, SqliteStore
 
 
 def main() -> None:
-    corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "corpus"
+    corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests" / "corpus"
     work = Path(tempfile.mkdtemp(prefix="chunknav-bench-"))
     pdf_root = work / "pdfs"
     pdf_root.mkdir()

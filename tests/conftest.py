@@ -1,7 +1,7 @@
 """Shared pytest setup. Fixtures live in per-area plugin modules so that
 several people can work on them at once:
 
-* ``tests/fixtures_corpus.py``: ``shared_corpus`` (../shared/corpus), ``expected``,
+* ``tests/fixtures_corpus.py``: ``real_corpus`` (tests/corpus), ``expected``,
   ``built_pdfs`` (real PDFs built with PyMuPDF: multi-page, rotated, CropBox,
   encrypted, image-only), ``samples_dir``.
 * ``tests/fixtures_embed.py``: ``embed_stub`` (loopback server speaking the

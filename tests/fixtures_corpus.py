@@ -1,10 +1,11 @@
 """Fixtures: corpus (see tests/conftest.py).
 
-* ``shared_corpus``: Path of ``../shared/corpus`` beside the repository (skips
-  the test with the path it looked at when absent).
+* ``real_corpus``: Path of ``tests/corpus``: real-world files copied byte for
+  byte with their origins and licences (``tests/corpus/SOURCES.md``) and
+  ground truth (``expected.json``, ``EXPECTED.md``).
 * ``expected``: ``expected.json`` of that corpus, parsed.
-* ``built_pdfs``: a directory of real PDFs built here with PyMuPDF, so the
-  core tests pass without ``../shared``. Files and what is known about them
+* ``built_pdfs``: a directory of real PDFs built here with PyMuPDF, for cases no
+  real file covers. Files and what is known about them
   (``BUILT`` below holds the same facts for tests):
 
   ============== ============================================================
@@ -36,7 +37,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+REAL_CORPUS = REPO_ROOT / "tests" / "corpus"
 
 #: Facts about ``built_pdfs`` that tests check against.
 BUILT = {
@@ -50,17 +51,16 @@ BUILT = {
 
 
 @pytest.fixture(scope="session")
-def shared_corpus() -> Path:
-    """``../shared/corpus`` (relative to the repository root); skips when absent."""
-    if not (SHARED_CORPUS / "expected.json").is_file():
-        pytest.skip(f"shared corpus not found at {SHARED_CORPUS}")
-    return SHARED_CORPUS
+def real_corpus() -> Path:
+    """``tests/corpus`` (real-world files, see its SOURCES.md)."""
+    assert (REAL_CORPUS / "expected.json").is_file(), f"test corpus missing at {REAL_CORPUS}"
+    return REAL_CORPUS
 
 
 @pytest.fixture(scope="session")
-def expected(shared_corpus: Path) -> dict:
+def expected(real_corpus: Path) -> dict:
     """The corpus ground truth (``expected.json``), parsed."""
-    return json.loads((shared_corpus / "expected.json").read_text("utf-8"))
+    return json.loads((real_corpus / "expected.json").read_text("utf-8"))
 
 
 @pytest.fixture(scope="session")

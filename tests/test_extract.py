@@ -1,5 +1,4 @@
-"""engine/extract/ on real files: the shared corpus ground truth (skipped
-when ../shared is absent), PDFs built with PyMuPDF (always run), text, Markdown
+"""engine/extract/ on real files: the ground truth of tests/corpus, PDFs built with PyMuPDF (always run), text, Markdown
 and .docx files, and the chunk provenance contract on extracted PDFs."""
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
 from engine.extract import PAGE_SEPARATOR, SUPPORTED_SUFFIXES, extract, no_text_note
 from engine.model import Bbox, ExtractedText
-from tests.fixtures_corpus import BUILT, SHARED_CORPUS
+from tests.fixtures_corpus import BUILT, REAL_CORPUS
 
 TOL_X = 0.01  # x and w (EXPECTED.md "Tolerances")
 TOL_Y = 0.02  # y and h
@@ -25,7 +24,7 @@ STRIP = "\"'“”‘’„«».,;:!?()"  # quotes and .,;:!?() (expected.json "
 
 
 def _expected_json() -> dict:
-    path = SHARED_CORPUS / "expected.json"
+    path = REAL_CORPUS / "expected.json"
     return json.loads(path.read_text("utf-8")) if path.is_file() else {}
 
 
@@ -110,15 +109,13 @@ def _ink_box(page, zoom: float = 2.0) -> Bbox | None:
                 (xs.max() + 1 - xs.min()) / pix.width, (ys.max() + 1 - ys.min()) / pix.height)
 
 
-# ------------------------------------------------ shared corpus: ground truth
-
-needs_corpus = pytest.mark.skipif(not DOCUMENTS, reason=f"shared corpus not found at {SHARED_CORPUS}")
+# ------------------------------------------------ real corpus: ground truth
 
 
-@needs_corpus
+
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=[d["file"] for d in DOCUMENTS])
-def test_expected_document(shared_corpus, doc):
-    x = extract(shared_corpus / doc["file"], doc["password"])
+def test_expected_document(real_corpus, doc):
+    x = extract(real_corpus / doc["file"], doc["password"])
     assert x.file_type == "pdf"
     assert len(x.pages) == doc["page_count"]
     assert_word_invariants(x)
@@ -134,11 +131,10 @@ def test_expected_document(shared_corpus, doc):
             assert_box(box, occ["bbox"], f"{doc['file']} {phrase['text']!r} #{i} p{page}")
 
 
-@needs_corpus
 @pytest.mark.parametrize("phrase", ["cell[0][0]", "cell[7][4]"])
-def test_rotation_all_four_pages_same_display_box(shared_corpus, phrase):
+def test_rotation_all_four_pages_same_display_box(real_corpus, phrase):
     """test-2812: /Rotate 0, 90, 180, 270 show the same table; display boxes agree."""
-    x = extract(shared_corpus / "pdf/test-2812.pdf")
+    x = extract(real_corpus / "pdf/test-2812.pdf")
     hits = find_phrase(x, phrase)
     assert [p for p, *_ in hits] == [1, 2, 3, 4]
     first = hits[0][1]
@@ -148,10 +144,9 @@ def test_rotation_all_four_pages_same_display_box(shared_corpus, phrase):
     assert {(round(p.width_pt), round(p.height_pt)) for p in x.pages} == {(842, 595)}
 
 
-@needs_corpus
-def test_rotated_twin_has_same_words_and_rotated_boxes(shared_corpus):
-    plain = extract(shared_corpus / "pdf/nics-background-checks-2015-11.pdf")
-    rotated = extract(shared_corpus / "pdf/nics-background-checks-2015-11-rotated.pdf")
+def test_rotated_twin_has_same_words_and_rotated_boxes(real_corpus):
+    plain = extract(real_corpus / "pdf/nics-background-checks-2015-11.pdf")
+    rotated = extract(real_corpus / "pdf/nics-background-checks-2015-11-rotated.pdf")
     assert plain.text == rotated.text
     (_, a, _, _), = find_phrase(plain, "Alabama")
     (_, b, _, _), = find_phrase(rotated, "Alabama")
@@ -159,30 +154,27 @@ def test_rotated_twin_has_same_words_and_rotated_boxes(shared_corpus):
     assert_box(b, [1 - (a.y + a.h), a.x, a.h, a.w], "Alabama rotated")
 
 
-@needs_corpus
-def test_rotate_180_word_is_top_left(shared_corpus):
-    x = extract(shared_corpus / "pdf/issue14415.pdf")
+def test_rotate_180_word_is_top_left(real_corpus):
+    x = extract(real_corpus / "pdf/issue14415.pdf")
     (_, box, _, _), = find_phrase(x, "Authority")
     assert box.x < 0.2 and box.y < 0.2  # unrotated it sits bottom-right (0.81, 0.91)
 
 
-@needs_corpus
-def test_ligatures_expanded(shared_corpus):
-    x = extract(shared_corpus / "pdf/text-find-ligatures.pdf")
+def test_ligatures_expanded(real_corpus):
+    x = extract(real_corpus / "pdf/text-find-ligatures.pdf")
     assert "\ufb02" not in x.text and "\ufb01" not in x.text
     assert len(find_phrase(x, "flag")) == 2
-    tm = extract(shared_corpus / "pdf/tracemonkey.pdf")
+    tm = extract(real_corpus / "pdf/tracemonkey.pdf")
     assert not any(0xFB00 <= ord(ch) <= 0xFB06 for ch in tm.text)
 
 
-# ------------------------------------------------ shared corpus: structure
+# ------------------------------------------------ real corpus: structure
 
 
-@needs_corpus
 @pytest.mark.parametrize("entry", STRUCTURAL,
                          ids=[f"{e['file']}:{e['password']}" for e in STRUCTURAL])
-def test_structural(shared_corpus, entry):
-    path = shared_corpus / entry["file"]
+def test_structural(real_corpus, entry):
+    path = real_corpus / entry["file"]
     truth = entry["mupdf"]
     if isinstance(truth, str):
         if truth == "needs password":
@@ -214,10 +206,9 @@ def test_structural(shared_corpus, entry):
     assert " ".join(x.text.split()).startswith(first)
 
 
-@needs_corpus
-def test_structural_table(shared_corpus):
+def test_structural_table(real_corpus):
     """EXPECTED.md "Structural truth", row by row."""
-    c = shared_corpus
+    c = real_corpus
     with pytest.raises(ExtractError) as err:
         extract(c / "edge/empty.pdf")
     assert "empty" in err.value.reason.lower() and err.value.reason.startswith("corrupt: ")
@@ -260,21 +251,19 @@ def test_structural_table(shared_corpus):
     assert len(x.pages) == 22 and x.text.startswith("东北电气发展股份有限公司2018 年第一季度报告全文")
 
 
-@needs_corpus
-def test_cropped_and_offset_pages_are_relative_to_visible_box(shared_corpus):
-    x = extract(shared_corpus / "pdf/test_3357.pdf")
+def test_cropped_and_offset_pages_are_relative_to_visible_box(real_corpus):
+    x = extract(real_corpus / "pdf/test_3357.pdf")
     assert [(round(p.width_pt), round(p.height_pt)) for p in x.pages] == [(595, 878), (480, 707)]
-    x = extract(shared_corpus / "pdf/160F-2019.pdf")
+    x = extract(real_corpus / "pdf/160F-2019.pdf")
     assert round(x.pages[0].width_pt) == 595
 
 
-@needs_corpus
-def test_every_corpus_file_extracts_or_fails_cleanly(shared_corpus):
+def test_every_corpus_file_extracts_or_fails_cleanly(real_corpus):
     passwords = {"edge/libreoffice-writer-password.pdf": "openpassword", "edge/password-example.pdf": "test"}
-    for path in sorted(shared_corpus.rglob("*")):
+    for path in sorted(real_corpus.rglob("*")):
         if not path.is_file() or path.suffix.lower() not in SUPPORTED_SUFFIXES:
             continue
-        rel = path.relative_to(shared_corpus).as_posix()
+        rel = path.relative_to(real_corpus).as_posix()
         try:
             x = extract(path, passwords.get(rel))
         except ExtractError as e:
@@ -428,16 +417,15 @@ def test_text_fallback_decodings(tmp_path):
     assert x.notes == ("decoded as latin-1, not UTF-8",) and x.text.startswith("café")
 
 
-@needs_corpus
-def test_corpus_text_files(shared_corpus):
-    x = extract(shared_corpus / "text/sample-english.bom.txt")
+def test_corpus_text_files(real_corpus):
+    x = extract(real_corpus / "text/sample-english.bom.txt")
     assert not x.text.startswith("\ufeff") and x.notes == ()
-    x = extract(shared_corpus / "edge/test_markdown_bad_unicode.md")
+    x = extract(real_corpus / "edge/test_markdown_bad_unicode.md")
     assert x.notes == ("decoded as cp1252, not UTF-8",) and "°" in x.text
     assert "\ufffd" not in x.text
-    x = extract(shared_corpus / "text/sample-french-1.txt")
+    x = extract(real_corpus / "text/sample-french-1.txt")
     assert "not UTF-8" in x.notes[0]
-    x = extract(shared_corpus / "text/sample-polish.txt")
+    x = extract(real_corpus / "text/sample-polish.txt")
     assert "\r" not in x.text and x.notes == ()
     assert_word_invariants(x)
 
@@ -471,12 +459,11 @@ def test_docx_paragraphs_and_tables_in_order(tmp_path):
     assert_word_invariants(x)
 
 
-@needs_corpus
-def test_corpus_docx_tables_match_reference(shared_corpus):
+def test_corpus_docx_tables_match_reference(real_corpus):
     """word_tables.docx vs docling's Markdown of it: every cell text appears,
     tables in order, one row per line."""
-    x = extract(shared_corpus / "docx/word_tables.docx")
-    ref = (shared_corpus / "text/word_tables.docx.md").read_text("utf-8")
+    x = extract(real_corpus / "docx/word_tables.docx")
+    ref = (real_corpus / "text/word_tables.docx.md").read_text("utf-8")
     cells = []
     for line in ref.splitlines():
         if line.startswith("|") and not line.startswith("| -"):
@@ -492,9 +479,8 @@ def test_corpus_docx_tables_match_reference(shared_corpus):
     assert x.text.index("Header 0.0 | Header 0.1 | Header 0.2") > x.text.index("A uniform table")
 
 
-@needs_corpus
-def test_corpus_docx_interleaved_and_empty(shared_corpus):
-    x = extract(shared_corpus / "docx/blk-paras-and-tables.docx")
+def test_corpus_docx_interleaved_and_empty(real_corpus):
+    x = extract(real_corpus / "docx/blk-paras-and-tables.docx")
     # paragraph, one-cell table (two cell paragraphs on one row line), paragraph;
     # the empty tables add nothing
     assert x.text == ("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n\n"
@@ -502,7 +488,7 @@ def test_corpus_docx_interleaved_and_empty(shared_corpus):
                       "Donec semper facilisis metus finibus malesuada.")
     assert_word_invariants(x)
     try:
-        x = extract(shared_corpus / "edge/doc-default.docx")
+        x = extract(real_corpus / "edge/doc-default.docx")
     except ExtractError as e:
         assert e.reason.startswith("corrupt: ")
     else:
@@ -550,10 +536,9 @@ def assert_chunk_provenance(x: ExtractedText, phrases, size: int = 1000, overlap
     return checked
 
 
-@needs_corpus
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=[d["file"] for d in DOCUMENTS])
-def test_chunk_provenance_on_expected_phrases(shared_corpus, doc):
-    x = extract(shared_corpus / doc["file"], doc["password"])
+def test_chunk_provenance_on_expected_phrases(real_corpus, doc):
+    x = extract(real_corpus / doc["file"], doc["password"])
     assert assert_chunk_provenance(x, [p["text"] for p in doc["phrases"]]) >= 0
 
 
@@ -565,12 +550,11 @@ def test_chunk_provenance_on_built_pdfs(built_pdfs):
     assert assert_chunk_provenance(x, ["inside", "offset"], size=8, overlap=2) >= 2
 
 
-@needs_corpus
-def test_chunk_provenance_on_unseen_documents(shared_corpus):
+def test_chunk_provenance_on_unseen_documents(real_corpus):
     """Documents without ground truth: take words spread through the text as
     'phrases' (3 consecutive words) and check the same contract."""
     for name in ("pdf/federal-register-2020-17221.pdf", "pdf/cython.pdf", "pdf/small-table.pdf"):
-        x = extract(shared_corpus / name)
+        x = extract(real_corpus / name)
         step = max(1, len(x.words) // 40)
         phrases = [" ".join(x.text[w.start:w.end] for w in x.words[i:i + 3])
                    for i in range(0, max(0, len(x.words) - 3), step)]
@@ -618,14 +602,14 @@ def test_samples_match_their_sources(samples_dir):
     assert rotations - {0}, "one sample PDF should show a rotated page"
 
 
-def test_rotation_affine_equals_pymupdf_rotation_matrix(built_pdfs, shared_corpus):
+def test_rotation_affine_equals_pymupdf_rotation_matrix(built_pdfs, real_corpus):
     """Our shortcut for page.rotation_matrix gives the same matrix on every page
     (built rotated + cropped pages, and every readable corpus PDF)."""
     import pymupdf
 
     from engine.extract import rotation_affine
 
-    files = sorted(built_pdfs.glob("*.pdf")) + sorted(shared_corpus.glob("pdf/*.pdf"))
+    files = sorted(built_pdfs.glob("*.pdf")) + sorted(real_corpus.glob("pdf/*.pdf"))
     checked = set()
     for path in files:
         doc = pymupdf.open(path)

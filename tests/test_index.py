@@ -1,6 +1,6 @@
 """The indexer (engine/index.py) on real files: a copy of the bundled samples
-(or, while assets/samples is empty, a few files of ../shared/corpus) plus every
-file of ../shared/corpus/edge."""
+(or, while assets/samples is empty, a few files of tests/corpus) plus every
+file of tests/corpus/edge."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from engine.model import Collection
 from engine.store.sqlite import SqliteStore
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "corpus"
+CORPUS = REPO / "tests" / "corpus"
 SAMPLES = REPO / "assets" / "samples"
 FALLBACK = ["pdf/minimal-document.pdf", "pdf/pdflatex-4-pages.pdf", "pdf/test-2812.pdf",
             "pdf/multicolumn.pdf", "text/sample-french-1.txt", "text/sample-english.bom.txt",
@@ -55,8 +55,8 @@ def corpus(tmp_path) -> Path:
             shutil.copy(p, dest)
     else:
         for rel in FALLBACK:
-            shutil.copy(SHARED / rel, main / Path(rel).name)
-    shutil.copytree(SHARED / "edge", root / "edge")
+            shutil.copy(CORPUS / rel, main / Path(rel).name)
+    shutil.copytree(CORPUS / "edge", root / "edge")
     for p in root.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     return root

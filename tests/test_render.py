@@ -1,6 +1,6 @@
 """engine/render.py: the page image the Source view shows, tested on its pixels.
 
-For every phrase of ../shared/corpus/expected.json (rotated, cropped and
+For every phrase of tests/corpus/expected.json (rotated, cropped and
 offset pages included) the highlight drawn by ``render_page`` must cover the
 phrase's region of the rendered page, whether the box comes from the given
 bbox, from the real extract -> chunk pipeline (a chunk's regions), or from the
@@ -24,12 +24,11 @@ from engine.errors import EncryptedError, ExtractError
 from engine.extract import extract
 from engine.model import Bbox
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"
 EXPECTED = CORPUS / "expected.json"
 ZOOM = 1.5
 TOL_X, TOL_Y = 0.01, 0.02  # EXPECTED.md tolerances
 
-pytestmark = pytest.mark.skipif(not EXPECTED.is_file(), reason="../shared/corpus not present")
 
 
 def _cases():

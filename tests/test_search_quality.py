@@ -1,7 +1,7 @@
 """Retrieval quality on the real corpus with the real local model.
 
 The labelled queries (tests/data/search_queries.json) were written from the
-documents in ../shared/corpus; each names the file and page that answer it.
+documents in tests/corpus; each names the file and page that answer it.
 recall@5 = share of queries with at least one top-5 chunk from an answering
 file that touches an answering page. Floors are what we measured, minus a
 small margin (see the closing note of issue 3 for the figures).
@@ -21,9 +21,7 @@ FLOORS = {"vector": 0.80, "keyword": 0.95, "hybrid": 0.95}  # measured 0.852, 1.
 
 @pytest.fixture(scope="module")
 def corpus_engine(tmp_path_factory, request):
-    corpus = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
-    if not corpus.is_dir():
-        pytest.skip(f"shared corpus not found at {corpus}")
+    corpus = Path(__file__).resolve().parent / "corpus"
     db = tmp_path_factory.mktemp("quality") / "index.db"
     engine = Engine(Settings(db=str(db), embed_provider="local").validate())
     engine.add_collection("Corpus", str(corpus))
