@@ -135,7 +135,9 @@ def _human_index(s: dict) -> str:
         f"{s.get('filesSeen', 0)} files seen, {s.get('indexed', 0)} indexed, "
         f"{s.get('skipped', 0)} unchanged, {len(s.get('failed', []))} failed, "
         f"{len(s.get('empty', []))} empty, {s.get('removed', 0)} removed",
-        f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}",
+        f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
+        + (f", truncated {s['truncated']}" if s.get("truncated") else "")
+        + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
     ]
     for f in s.get("failed", []):
         lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {f['reason']}")
@@ -145,7 +147,8 @@ def _human_index(s: dict) -> str:
         lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {f['reason']}")
     err = s.get("embedError")
     if err:
-        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}")
+        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}"
+                     + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else ""))
         lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
     return "\n".join(lines)
 
@@ -158,7 +161,11 @@ def _human_status(st: dict) -> str:
         out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
                    f"{c['failed']:>3} failed  <- {c['root']}")
     for v in st["vectors"]:
-        out.append(f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}")
+        out.append(f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
+                   + f", truncated {v.get('truncated', 0)}, failed {v.get('failed', 0)}")
+    for f in st.get("embedFailures", []):
+        out.append(f"  no vector {f['model']} {f['collectionPath']}/{f['filePath']} chunk {f['chunkIndex']}: "
+                   f"{f['error']}: {f['reason']}")
     out.append(f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
                + (f" at {prov['endpoint']}" if prov.get("endpoint") else ""))
     if probe:

@@ -26,6 +26,7 @@ __all__ = [
     "CollectionStatus",
     "ModelVectors",
     "FailedFile",
+    "EmbedFailedChunk",
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
@@ -53,6 +54,8 @@ class FailureFields(TypedDict):
     model: NotRequired[str]
     statusCode: NotRequired[int | None]
     responseBody: NotRequired[str]
+    storedDim: NotRequired[int]  # embedding-dimension-changed: dim of the vectors stored for model
+    serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
 
 
 class SearchHit(TypedDict):  # search: one hit per file
@@ -170,6 +173,8 @@ class ModelVectors(TypedDict):
     vectors: int
     stale: int  # vectors whose chunk vanished
     missing: int  # chunks without a vector for this model
+    truncated: NotRequired[int]  # chunks whose vector was made from their text cut to the model's limit
+    failed: NotRequired[int]  # chunks the embed pass could not embed (see IndexStatus.embedFailures)
 
 
 class FailedFile(TypedDict):
@@ -177,6 +182,16 @@ class FailedFile(TypedDict):
     filePath: str
     status: str  # failed | empty
     reason: str
+
+
+class EmbedFailedChunk(TypedDict):  # index_status.embedFailures: one chunk the embed pass could not embed
+    model: str
+    collectionPath: str
+    filePath: str
+    chunkIndex: int
+    chunkId: str
+    error: str  # the classified code of the last refusal
+    reason: str  # its message
 
 
 class ProviderStatus(TypedDict):
@@ -194,6 +209,7 @@ class IndexStatus(TypedDict):  # index_status
     vectors: list[ModelVectors]
     staleVectors: int
     failures: list[FailedFile]
+    embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
     provider: ProviderStatus
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable

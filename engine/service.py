@@ -131,6 +131,13 @@ class Engine:
                 seconds = emb.probe()
                 out["probe"] = {"ok": True, "seconds": round(float(seconds), 4)}
                 out["dim"] = int(emb.dim)
+                stored = self.store.vector_dim(emb.model)
+                if stored is not None and stored != int(emb.dim):  # the model behind the name changed
+                    from engine.embed import dimension_changed
+
+                    out["probe"] = {"ok": False, "seconds": round(float(seconds), 4),
+                                    **dimension_changed(emb.model, emb.endpoint or "", stored,
+                                                        int(emb.dim)).to_fields()}
             except EmbedError as e:
                 out["probe"] = {"ok": False, **e.failure.to_fields()}
         return out

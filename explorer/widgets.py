@@ -289,7 +289,8 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
                                         ("vectors embedded", "embedded"), ("seconds", "seconds")]):
         col.metric(label, summary.get(key, 0))
     extra = []
-    for label, key in (("removed", "removed"), ("vectors reused", "reused")):
+    for label, key in (("removed", "removed"), ("vectors reused", "reused"),
+                       ("embedded truncated", "truncated"), ("chunks without a vector", "embedFailed")):
         if summary.get(key):
             extra.append(f"{label}: {summary[key]}")
     if summary.get("collections"):
@@ -381,9 +382,14 @@ def status_view(status: dict[str, Any]) -> None:
     st.subheader("Vectors per model")
     if status["vectors"]:
         st.dataframe(status["vectors"], hide_index=True, width="stretch",
-                     column_config={"missing": "chunks lacking vectors", "stale": "stale vectors"})
+                     column_config={"missing": "chunks lacking vectors", "stale": "stale vectors",
+                                    "truncated": "embedded truncated", "failed": "embedding failed"})
     else:
         st.caption("No vectors stored yet.")
+    if status.get("embedFailures"):
+        st.markdown(f"**Chunks the embedding pass could not embed ({len(status['embedFailures'])})**")
+        st.dataframe(status["embedFailures"], hide_index=True, width="stretch",
+                     column_order=["model", "collectionPath", "filePath", "chunkIndex", "error", "reason"])
     st.subheader(f"Files not indexed ({len(status['failures'])})")
     if status["failures"]:
         st.dataframe(status["failures"], hide_index=True, width="stretch",

@@ -66,9 +66,15 @@ def test_classify(status, code):
 def test_failure_fields_match_envelope():
     f = E.EmbedFailure("embedding-unavailable", "m", 503, "http://x/api/embed", "m1", "{}")
     fields = f.to_fields()
-    assert set(fields) == FailureFields.__required_keys__ | FailureFields.__optional_keys__
+    assert set(fields) == (FailureFields.__required_keys__ | FailureFields.__optional_keys__) - {"storedDim", "serverDim"}
     assert fields == {"error": "embedding-unavailable", "message": "m", "endpoint": "http://x/api/embed",
                       "model": "m1", "statusCode": 503, "responseBody": "{}"}
+
+
+def test_dimension_changed_fields_match_envelope():
+    fields = E.dimension_changed("m1", "http://x/api/embed", 64, 32).to_fields()
+    assert set(fields) == FailureFields.__required_keys__ | FailureFields.__optional_keys__
+    assert (fields["error"], fields["storedDim"], fields["serverDim"]) == ("embedding-dimension-changed", 64, 32)
 
 
 def test_redact_key_bearer_and_truncation():

@@ -1,0 +1,174 @@
+"""The indexer's embed pass: give every chunk a vector for the current model.
+
+Owns: ``embed_pass`` (called by ``engine.index.Indexer`` after the text pass)
+and ``text_hash``. The pass, in order:
+
+1. Reads the chunks without a vector for the embedder's model in groups of
+   ``GROUP_TEXTS`` (chunk-id order, a cursor, so memory stays bounded). When
+   there are none, it returns at once: no probe, no model load.
+2. Probes the provider once, and compares its dimension with the vectors
+   already stored for the model: a difference is the classified failure
+   ``embedding-dimension-changed`` (``storedDim``/``serverDim``) and nothing
+   is written.
+3. Per group: looks up each window text's sha256 among stored vectors of the
+   model (``Store.vectors_by_text``: a re-saved file, or a text that recurs,
+   is not embedded again; ``reused`` counts them), embeds each remaining
+   distinct text once, in length order (every batch of ``EMBED_BATCH`` texts
+   pads to similar lengths), with ``engine.embed.embed_isolating`` so one
+   refused text never blocks the others; a text embedded cut is noted
+   ``truncated``, one that could not be embedded is recorded with its reason
+   (``Store.record_embed_failures``), and the pass goes on.
+4. A failure that is not about one text (unreachable, credential, unknown
+   model) stops the pass: ``embedError`` in the summary; the next run embeds
+   what is missing.
+
+Imports ``engine.embed`` (the isolation helper and failures) and the store
+protocol; never a face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from engine.embed.base import EmbedFailure, dimension_changed
+from engine.embed.isolate import embed_isolating
+from engine.errors import EmbedError
+from engine.store.base import Store
+
+__all__ = ["embed_pass", "text_hash", "GROUP_TEXTS"]
+
+log = logging.getLogger(__name__)
+
+#: Texts read and length-sorted together (then cut into EMBED_BATCH batches).
+GROUP_TEXTS = 1000
+
+
+def text_hash(text: str) -> str:
+    """Hex sha256 of a window's text (UTF-8; lone surrogates pass through), the vector-reuse key."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _fail(summary: dict, failure: EmbedFailure, done: int, total: int) -> None:
+    summary["embedError"] = failure.to_fields()
+    log.warning("embedding stopped after %d of %d chunks: %s", done, total, failure.message)
+
+
+def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
+               emit: Callable[[dict], None], t0: float) -> None:
+    """Embed every chunk that has no vector for ``embedder.model``; failures become data.
+
+    Args:
+        store: the index (any ``Store``).
+        embedder: an ``engine.embed.Embedder`` (``model``, ``dim``, ``probe``,
+            ``embed``, ``embed_truncated``, ``cut_hint``, ``max_input_chars``).
+        batch: texts per ``embed`` call (``EMBED_BATCH``), >= 1.
+        summary: the run summary, updated in place: ``embedded`` (texts
+            embedded and stored), ``reused`` (chunks whose vector existed, by
+            chunk id or by window text), ``truncated`` (chunks embedded cut to
+            the model's limit), ``embedFailed`` (chunks left without a vector,
+            each recorded with its reason in the store), ``embedError``
+            (``EmbedFailure.to_fields()`` of a failure that stopped the pass).
+        emit: progress callback; gets ``{"phase": "embed", "done", "total",
+            "file": "", "elapsedS"}`` with counts of chunks.
+        t0: ``time.perf_counter()`` at the start of the run (for ``elapsedS``).
+    """
+    model = embedder.model
+    summary.setdefault("truncated", 0)
+    summary.setdefault("embedFailed", 0)
+    group = store.chunks_missing_vectors(model, limit=GROUP_TEXTS)
+    counts = store.vector_counts().get(model, {})
+    live = int(counts.get("vectors", 0)) - int(counts.get("stale", 0))
+    summary["reused"] = max(0, live)
+    if not group:
+        return  # nothing to embed: no probe, no model load
+    total = int(counts.get("missing", 0)) or len(group)
+    try:
+        embedder.probe()  # unreachable / wrong EMBED_DIM: stop before any vector is written
+    except EmbedError as e:
+        summary["embedError"] = e.failure.to_fields()
+        log.warning("embedding skipped, probe failed: %s", e.failure.message)
+        return
+    stored = store.vector_dim(model)
+    if stored is not None and int(embedder.dim) != stored:
+        _fail(summary, dimension_changed(model, getattr(embedder, "endpoint", None) or "", stored, int(embedder.dim)), 0, total)
+        return
+    store.backfill_vector_texts(model, text_hash)
+    batch = max(1, int(batch))
+    done = 0
+    while group:
+        after = group[-1][0]
+        try:
+            done += _embed_group(store, embedder, model, group, batch, summary)
+        except EmbedError as e:
+            _fail(summary, e.failure, done, total)
+            return
+        emit({"phase": "embed", "done": done, "total": max(total, done), "file": "",
+              "elapsedS": round(time.perf_counter() - t0, 3)})
+        group = store.chunks_missing_vectors(model, limit=GROUP_TEXTS, after=after)
+
+
+def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str, str]], batch: int,
+                 summary: dict) -> int:
+    """One group of missing chunks -> vectors stored; returns chunks handled. Raises EmbedError."""
+    ids_of: dict[str, list[str]] = {}
+    text_of: dict[str, str] = {}
+    for cid, text in group:
+        h = text_hash(text)
+        ids_of.setdefault(h, []).append(cid)
+        text_of.setdefault(h, text)
+    found = {h: vc for h, vc in store.vectors_by_text(model, list(ids_of)).items()
+             if vc[0].shape[0] == int(embedder.dim)}  # another dimension cannot be reused
+    if found:
+        ids, rows, hashes, cuts = [], [], [], []
+        for h, (vec, cut) in found.items():
+            for cid in ids_of[h]:
+                ids.append(cid)
+                rows.append(vec)
+                hashes.append(h)
+                cuts.append(cut)
+        if ids:
+            store.add_vectors(model, ids, np.stack(rows))
+            store.note_vectors(model, ids, hashes, cuts)
+            summary["reused"] += len(ids)
+            summary["truncated"] += sum(1 for c in cuts if c is not None)
+    todo = sorted((h for h in ids_of if h not in found), key=lambda h: len(text_of[h]))
+    for i in range(0, len(todo), batch):
+        part = todo[i:i + batch]
+        vectors, ok, outcomes = embed_isolating(embedder, [text_of[h] for h in part])
+        if ok.any() and vectors.shape[1] != int(embedder.dim or vectors.shape[1]):
+            raise EmbedError(dimension_changed(model, getattr(embedder, "endpoint", None) or "", int(embedder.dim),
+                                               int(vectors.shape[1])))
+        stored = store.vector_dim(model)
+        if ok.any() and stored is not None and stored != vectors.shape[1]:
+            raise EmbedError(dimension_changed(model, getattr(embedder, "endpoint", None) or "", stored, int(vectors.shape[1])))
+        cut_of = {o.index: o.truncated_chars for o in outcomes if o.truncated_chars is not None}
+        ids, rows, hashes, cuts = [], [], [], []
+        failures = []
+        for k, h in enumerate(part):
+            if not ok[k]:
+                continue
+            for j, cid in enumerate(ids_of[h]):
+                ids.append(cid)
+                rows.append(k)
+                hashes.append(h)
+                cuts.append(cut_of.get(k))
+                if j:
+                    summary["reused"] += 1  # the same text at another chunk id: embedded once
+            summary["embedded"] += 1
+        for o in outcomes:
+            if o.failure is not None:
+                for cid in ids_of[part[o.index]]:
+                    failures.append((cid, o.failure.code, o.failure.message))
+        if ids:
+            store.add_vectors(model, ids, vectors[rows])
+            store.note_vectors(model, ids, hashes, cuts)
+        summary["truncated"] += sum(1 for c in cuts if c is not None)
+        if failures:
+            store.record_embed_failures(model, failures)
+            summary["embedFailed"] += len(failures)
+    return len(group)
