@@ -549,3 +549,14 @@ def test_auto_openai_server_failure_stands_and_detection_is_quiet(embed_stub, tm
     f = ei.value.failure
     assert (f.code, f.status_code) == ("embedding-credential-rejected", 401)
     assert "neither" not in f.message and KEY not in f.body
+
+
+def test_local_unpadded_pooling_gives_wordllamas_vectors(no_network):
+    """The local provider tokenizes once without padding and averages each text's rows:
+    the same vectors as WordLlama's own padded, unsorted batches."""
+    texts = ["short", "a much longer text about rockets, skates and the speed of light " * 12,
+             "Über naïve café 東京 123,456.78", "x", "the middle one, of a middling length " * 3]
+    ref = E._shared_model().embed(texts, norm=True, batch_size=64)  # one padded batch, given order
+    ours = E.LocalEmbedder().embed(texts)
+    assert np.allclose(ours, ref, atol=1e-6)
+    assert np.allclose(E.LocalEmbedder().embed(texts[::-1])[::-1], ref, atol=1e-6)  # order-free

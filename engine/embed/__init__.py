@@ -29,11 +29,12 @@ Providers:
       similarity, weak for fine semantics; English-centred vocabulary.
       Long text: WordLlama does not truncate (it calls ``no_truncation()``);
       every token is averaged, so a long text's vector drifts towards the
-      average of its topics, and a batch is padded to its longest member, so
-      one long text makes the whole batch slow and large. We therefore sort a
-      call's texts by length into batches bounded by ``embed_batch`` texts and
-      a character budget, and refuse texts above ``LOCAL_MAX_INPUT_CHARS``
-      (32,000 characters, about 8k tokens; ``EMBED_MAX_INPUT_CHARS`` overrides).
+      average of its topics. WordLlama's own ``embed`` pads each batch to its
+      longest member; we tokenize once without padding and average each
+      text's token rows on their own (the same vectors, bit for bit, at the
+      cost of the real tokens only), and refuse texts above
+      ``LOCAL_MAX_INPUT_CHARS`` (32,000 characters, about 8k tokens;
+      ``EMBED_MAX_INPUT_CHARS`` overrides).
     * ``ollama``: ``POST {EMBED_URL}/api/embed`` with ``{"model", "input",
       "truncate": false}`` (Ollama would otherwise cut long input silently);
       only the retry of a refused text sends ``"truncate": true`` (and is
