@@ -40,7 +40,7 @@ from engine.embed.isolate import embed_isolating
 from engine.errors import EmbedError
 from engine.store.base import Store
 
-__all__ = ["embed_pass", "text_hash", "GROUP_TEXTS"]
+__all__ = ["embed_pass", "text_hash", "DeferredEmbedder", "GROUP_TEXTS"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,33 @@ GROUP_TEXTS = 1000
 def text_hash(text: str) -> str:
     """Hex sha256 of a window's text (UTF-8; lone surrogates pass through), the vector-reuse key."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class DeferredEmbedder:
+    """An embedder built only when the pass needs more than its model name.
+
+    ``EMBED_PROVIDER=auto`` probes the server to pick a wire format; wrapped in
+    this, an index run with nothing to embed never calls the server. ``model``
+    is known up front; any other attribute builds the real embedder with
+    ``factory`` once (its ``EmbedError`` surfaces where the pass probes, and is
+    reported as ``embedError``).
+
+    Args:
+        model: the model name vectors are stored under (``EMBED_MODEL``).
+        factory: ``() -> Embedder``; may raise ``EmbedError``.
+    """
+
+    def __init__(self, model: str, factory: Callable[[], Any]):
+        self.model = model
+        self._factory = factory
+        self._real: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._real is None:
+            self._real = self._factory()
+        return getattr(self._real, name)
 
 
 def _fail(summary: dict, failure: EmbedFailure, done: int, total: int) -> None:

@@ -100,7 +100,12 @@ class Engine:
 
         embedder = None
         setup_error = None
-        if embed:
+        if embed and self.settings.embed_provider == "auto" and self.settings.embed_model:
+            from engine.index_embed import DeferredEmbedder
+
+            # auto-detection probes the server: only do it when something needs embedding
+            embedder = DeferredEmbedder(self.settings.embed_model, self.embedder)
+        elif embed:
             try:
                 embedder = self.embedder()
             except EmbedError as e:

@@ -278,6 +278,29 @@ def test_nothing_to_embed_means_no_probe(tmp_path, embed_stub):
     eng.close()
 
 
+def test_auto_detection_waits_until_something_needs_embedding(tmp_path, embed_stub, closed_port):
+    _write_corpus(tmp_path / "docs", n=2)
+    s = Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="auto", embed_url=embed_stub.url,
+                 embed_model="stub-embed", embed_retries=0).validate()
+    eng = _engine(s)
+    eng.add_collection("C", str(tmp_path / "docs"))
+    first = eng.run_index()
+    assert first["embedError"] is None and first["embedded"] > 0
+    eng.close()
+    n = embed_stub.count()
+    eng = _engine(s)
+    assert eng.run_index()["embedded"] == 0 and embed_stub.count() == n  # no detection probe
+    eng.close()
+    # an unreachable server is still reported when something does need embedding
+    (tmp_path / "docs" / "new.txt").write_text("fresh text to embed\n", encoding="utf-8")
+    down = Settings(db=s.db, embed_provider="auto", embed_url=f"http://127.0.0.1:{closed_port}",
+                    embed_model="stub-embed", embed_retries=0).validate()
+    eng = _engine(down)
+    summary = eng.run_index()
+    assert summary["indexed"] == 1 and summary["embedError"]["error"] == "embedding-unavailable"
+    eng.close()
+
+
 def test_an_unchanged_index_run_does_not_load_wordllama(tmp_path):
     _write_corpus(tmp_path / "docs", n=2)
     code = (
