@@ -302,7 +302,8 @@ def test_wrong_count_wrong_dim_zero_vector(embed_stub, wire):
     assert f.code == "embedding-unavailable" and "returned 1 vectors for 2 texts" in f.message
     embed_stub.push(Reply(200, _vectors_body(wire, [[1.0] * 5])))
     f = failure_of(e.embed, ["a"])
-    assert f.code == "embedding-request-rejected" and "5-dimensional" in f.message and "8" in f.message
+    assert f.code == "embedding-dimension-changed" and "5-dimensional" in f.message and "8" in f.message
+    assert (f.stored_dim, f.server_dim) == (8, 5)
     embed_stub.push(Reply(200, _vectors_body(wire, [[0.0] * 8])))
     assert "all-zero" in failure_of(e.embed, ["a"]).message
 

@@ -15,6 +15,7 @@ under ``engine.embed``, the providers' one logger name. The public entry is
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import threading
@@ -69,8 +70,9 @@ class EmbedFailure:
             large``, a text over the client-side input limit): the embed pass
             splits the batch to find the offending text instead of stopping.
         stored_dim, server_dim: for ``embedding-dimension-changed``: the
-            dimension of the vectors already stored for ``model`` and the one
-            the server answers now (None otherwise).
+            dimension ``model`` had before (its vectors stored in the index,
+            or the server's earlier answers in this process) and the one the
+            server answers now (None otherwise).
     """
 
     code: ErrorCode
@@ -338,6 +340,15 @@ class BaseEmbedder:
                                      f"{self._where()} returned non-numeric vectors (HTTP {status})",
                                      status, body))
         got = arr.shape[1]
+        if self.dim and got != self.dim and not self._expected_dim:
+            # no EMBED_DIM: this process saw self.dim before, the server now answers got
+            self._fail(dataclasses.replace(self._failure(
+                "embedding-dimension-changed",
+                f"model {self.model!r} at {self._where()} now returns {got}-dimensional vectors, but it "
+                f"returned {self.dim} dimensions earlier (another model behind the same name); nothing is "
+                f"written and stored vectors are kept. The operator must restore the model that gives "
+                f"{self.dim} dimensions, or give the new model a new EMBED_MODEL name and re-index",
+                status, body), stored_dim=int(self.dim), server_dim=int(got)))
         if self.dim and got != self.dim:
             where = (f"EMBED_DIM is {self.dim}" if self._expected_dim
                      else f"the probe returned {self.dim} dimensions")
