@@ -80,13 +80,19 @@ class DeferredEmbedder:
         return getattr(self._real, name)
 
 
+def _endpoint(embedder: Any) -> str:
+    return getattr(embedder, "endpoint", None) or ""
+
+
 def _fail(summary: dict, failure: EmbedFailure, done: int, total: int) -> None:
     summary["embedError"] = failure.to_fields()
     log.warning("embedding stopped after %d of %d chunks: %s", done, total, failure.message)
 
 
 def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
-               emit: Callable[[dict], None], t0: float) -> None:
+               emit: Callable[[dict], None], t0: float, *,
+               check: Callable[[], None] | None = None,
+               write: Callable[[Callable[[], Any]], Any] | None = None) -> None:
     """Embed every chunk that has no vector for ``embedder.model``; failures become data.
 
     Args:
@@ -103,6 +109,10 @@ def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
         emit: progress callback; gets ``{"phase": "embed", "done", "total",
             "file": "", "elapsedS"}`` with counts of chunks.
         t0: ``time.perf_counter()`` at the start of the run (for ``elapsedS``).
+        check: called before each batch (the indexer's cancel check); whatever
+            it raises stops the pass with what was stored kept, and propagates.
+        write: ``write(fn)`` runs each store write ``fn()`` (the indexer's
+            busy-lock retry); None calls it directly.
     """
     model = embedder.model
     summary.setdefault("truncated", 0)
@@ -122,15 +132,16 @@ def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
         return
     stored = store.vector_dim(model)
     if stored is not None and int(embedder.dim) != stored:
-        _fail(summary, dimension_changed(model, getattr(embedder, "endpoint", None) or "", stored, int(embedder.dim)), 0, total)
+        _fail(summary, dimension_changed(model, _endpoint(embedder), stored, int(embedder.dim)), 0, total)
         return
-    store.backfill_vector_texts(model, text_hash)
+    run = write or (lambda fn: fn())
+    run(lambda: store.backfill_vector_texts(model, text_hash))
     batch = max(1, int(batch))
     done = 0
     while group:
         after = group[-1][0]
         try:
-            done += _embed_group(store, embedder, model, group, batch, summary)
+            done += _embed_group(store, embedder, model, group, batch, summary, check or (lambda: None), run)
         except EmbedError as e:
             _fail(summary, e.failure, done, total)
             return
@@ -139,8 +150,16 @@ def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
         group = store.chunks_missing_vectors(model, limit=GROUP_TEXTS, after=after)
 
 
+def _store_vectors(store: Store, model: str, ids: list[str], rows: np.ndarray, hashes: list[str],
+                   cuts: list[int | None]) -> None:
+    """Add vectors (float32 (n, dim)) and their window-text notes in one commit where the store can."""
+    with store.batch():
+        store.add_vectors(model, ids, rows)
+        store.note_vectors(model, ids, hashes, cuts)
+
+
 def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str, str]], batch: int,
-                 summary: dict) -> int:
+                 summary: dict, check: Callable[[], None], run: Callable[[Callable[[], Any]], Any]) -> int:
     """One group of missing chunks -> vectors stored; returns chunks handled. Raises EmbedError."""
     ids_of: dict[str, list[str]] = {}
     text_of: dict[str, str] = {}
@@ -159,20 +178,20 @@ def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str,
                 hashes.append(h)
                 cuts.append(cut)
         if ids:
-            store.add_vectors(model, ids, np.stack(rows))
-            store.note_vectors(model, ids, hashes, cuts)
+            run(lambda: _store_vectors(store, model, ids, np.stack(rows), hashes, cuts))
             summary["reused"] += len(ids)
             summary["truncated"] += sum(1 for c in cuts if c is not None)
     todo = sorted((h for h in ids_of if h not in found), key=lambda h: len(text_of[h]))
     for i in range(0, len(todo), batch):
+        check()
         part = todo[i:i + batch]
         vectors, ok, outcomes = embed_isolating(embedder, [text_of[h] for h in part])
         if ok.any() and vectors.shape[1] != int(embedder.dim or vectors.shape[1]):
-            raise EmbedError(dimension_changed(model, getattr(embedder, "endpoint", None) or "", int(embedder.dim),
+            raise EmbedError(dimension_changed(model, _endpoint(embedder), int(embedder.dim),
                                                int(vectors.shape[1])))
         stored = store.vector_dim(model)
         if ok.any() and stored is not None and stored != vectors.shape[1]:
-            raise EmbedError(dimension_changed(model, getattr(embedder, "endpoint", None) or "", stored, int(vectors.shape[1])))
+            raise EmbedError(dimension_changed(model, _endpoint(embedder), stored, int(vectors.shape[1])))
         cut_of = {o.index: o.truncated_chars for o in outcomes if o.truncated_chars is not None}
         ids, rows, hashes, cuts = [], [], [], []
         failures = []
@@ -192,10 +211,9 @@ def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str,
                 for cid in ids_of[part[o.index]]:
                     failures.append((cid, o.failure.code, o.failure.message))
         if ids:
-            store.add_vectors(model, ids, vectors[rows])
-            store.note_vectors(model, ids, hashes, cuts)
+            run(lambda: _store_vectors(store, model, ids, vectors[rows], hashes, cuts))
         summary["truncated"] += sum(1 for c in cuts if c is not None)
         if failures:
-            store.record_embed_failures(model, failures)
+            run(lambda: store.record_embed_failures(model, failures))
             summary["embedFailed"] += len(failures)
     return len(group)
