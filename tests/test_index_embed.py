@@ -319,3 +319,32 @@ def test_an_unchanged_index_run_does_not_load_wordllama(tmp_path):
                                       check=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
     assert runs[0]["embedded"] > 0 and runs[0]["loaded"]
     assert runs[1] == {"embedded": 0, "loaded": False, "wordllama": False}
+
+
+def test_check_hook_stops_the_pass_between_batches_keeping_what_was_stored(tmp_path, embed_stub):
+    from engine.embed import make_embedder
+    from engine.index_embed import embed_pass
+    from engine.store.sqlite import SqliteStore
+
+    _write_corpus(tmp_path / "docs", n=6)
+    s = _ollama(tmp_path, embed_stub, chunk_size=200, chunk_overlap=20, batch=4)
+    store = SqliteStore(s.db)
+    store.add_collection(Collection("C", str(tmp_path / "docs")))
+    Indexer(store, s).run()  # text only
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def check():
+        calls.append(1)
+        if len(calls) == 3:
+            raise Stop
+
+    summary = {"embedded": 0, "reused": 0, "embedError": None}
+    with pytest.raises(Stop):
+        embed_pass(store, make_embedder(s), 4, summary, lambda e: None, 0.0, check=check,
+                   write=lambda fn: fn())
+    assert summary["embedded"] == 8  # two batches of 4, stored before the stop
+    assert store.vector_counts()["stub-embed"]["vectors"] == 8
+    store.close()
