@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/embed_pass.py [corpus_dir]          # default tests/corpus/pdf
     BENCH_REPO=/path/to/other/checkout .venv/bin/python bench/embed_pass.py   # "before" numbers
+    BENCH_BEFORE=/path/to/other/checkout .venv/bin/python bench/embed_pass.py # row 4 interleaved with it
 
 Rows (ratios of one run, interleaved pairs, median and min-max; load average printed):
 
@@ -20,7 +21,8 @@ Rows (ratios of one run, interleaved pairs, median and min-max; load average pri
    text), re-index; the count comes from the run summary. Goal 0.
 4. ``unchanged `chunknav index` process, local provider``: wall seconds of one
    CLI process on an index where nothing changed (no model load when nothing
-   needs embedding), median of the pairs.
+   needs embedding), median of the runs; with ``BENCH_BEFORE`` the other
+   checkout's processes alternate with ours and the per-pair ratio is printed.
 
 ``BENCH_PAIRS`` (default 5) sets the number of interleaved pairs.
 """
@@ -186,21 +188,32 @@ def main() -> None:
     print(f"| PDF re-saved with identical text ({big.name}, {first['chunksWritten']} chunks): chunks re-embedded "
           f"| {second['embedded']} (reused {second['reused']}) | 0 |")
 
-    # unchanged `chunknav index` process (no model load when nothing needs embedding)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
-    env.update(EMBED_PROVIDER="local", PYTHONPATH=str(REPO))
-    cli_db = work / "cli" / "i.db"
-    base = [sys.executable, "-m", "engine", "--db", str(cli_db)]
-    subprocess.run(base + ["collections", "add", "Bench", str(root)], check=True, env=env, cwd=REPO,
-                   capture_output=True)
-    subprocess.run(base + ["index"], check=True, env=env, cwd=REPO, capture_output=True)
-    walls = []
+    # unchanged `chunknav index` process (no model load when nothing needs embedding);
+    # with BENCH_BEFORE=<other checkout>, its processes alternate with ours (pairs)
+    trees = {"this": REPO}
+    if os.environ.get("BENCH_BEFORE"):
+        trees["before"] = Path(os.environ["BENCH_BEFORE"]).resolve()
+    cmds = {}
+    for name, tree in trees.items():
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
+        env.update(EMBED_PROVIDER="local", PYTHONPATH=str(tree))
+        base = [sys.executable, "-m", "engine", "--db", str(work / f"cli-{name}" / "i.db")]
+        subprocess.run(base + ["collections", "add", "Bench", str(root)], check=True, env=env, cwd=tree,
+                       capture_output=True)
+        subprocess.run(base + ["index"], check=True, env=env, cwd=tree, capture_output=True)
+        cmds[name] = (base + ["index"], env, tree)
+    walls: dict[str, list[float]] = {name: [] for name in trees}
     for _ in range(PAIRS):
-        t0 = time.perf_counter()
-        subprocess.run(base + ["index"], env=env, cwd=REPO, capture_output=True)
-        walls.append(time.perf_counter() - t0)
-    print(f"| unchanged `chunknav index` process, local provider ({len(pdfs)} PDFs) | "
-          f"{statistics.median(walls):.2f} s [{min(walls):.2f}-{max(walls):.2f}] | no model load |")
+        for name, (cmd, env, tree) in cmds.items():
+            t0 = time.perf_counter()
+            subprocess.run(cmd, env=env, cwd=tree, capture_output=True)
+            walls[name].append(time.perf_counter() - t0)
+    for name, w in walls.items():
+        print(f"| unchanged `chunknav index` process, local provider ({len(pdfs)} PDFs), {name} code "
+              f"({trees[name]}) | {statistics.median(w):.2f} s [{min(w):.2f}-{max(w):.2f}] | no model load |")
+    if "before" in walls:
+        r = [a / b for a, b in zip(walls["this"], walls["before"])]
+        print(f"|   this / before, per pair | {fmt(r)} | < 1 |")
     print(f"load average at the end: {loadavg()}")
     shutil.rmtree(work, ignore_errors=True)
 
