@@ -145,6 +145,8 @@ class Engine:
                                                         int(emb.dim)).to_fields()}
             except EmbedError as e:
                 out["probe"] = {"ok": False, **e.failure.to_fields()}
+                if e.failure.server_dim is not None:
+                    out["dim"] = int(e.failure.server_dim)  # what the provider answers now
         return out
 
     def close(self) -> None:

@@ -191,3 +191,16 @@ def test_429_body_hint_longer_than_the_cap_is_not_waited(embed_stub, sleeps):
     with pytest.raises(EmbedError) as ei:
         e.embed(["x"])
     assert sleeps == [] and "longer than the 2 s we wait" in ei.value.failure.message
+
+
+def test_isolation_logs_one_line_per_bad_text_not_per_sub_batch(embed_stub, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="engine.embed")
+    embed_stub.refuse = ollama_small_context
+    e = E.OllamaEmbedder(embed_stub.url, "stub-embed", max_input_chars=5000)
+    e.probe()
+    caplog.clear()
+    E.embed_isolating(e, texts(32, bad=(17,)))
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "truncated" in warnings[0].getMessage()

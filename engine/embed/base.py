@@ -15,13 +15,14 @@ under ``engine.embed``, the providers' one logger name. The public entry is
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -34,6 +35,7 @@ __all__ = [
     "log_failure",
     "BaseEmbedder",
     "dimension_changed",
+    "quiet_failures",
     "PROBE_TEXT",
     "BODY_LIMIT_CHARS",
 ]
@@ -159,6 +161,22 @@ def log_failure(failure: EmbedFailure) -> None:
     """Log one failed provider call once, as a warning (never the API key: fields are redacted)."""
     logger.warning("embedding failed: %s status=%s endpoint=%s model=%s: %s", failure.code,
                    failure.status_code, failure.endpoint, failure.model, failure.message)
+
+
+#: Per-thread switch: while ``quiet_failures()`` is active, failed calls are not
+#: logged one by one (the batch isolation logs one line per text instead).
+_QUIET = threading.local()
+
+
+@contextlib.contextmanager
+def quiet_failures() -> Iterator[None]:
+    """Within the block, this thread's failed provider calls raise without their own log line."""
+    before = getattr(_QUIET, "on", False)
+    _QUIET.on = True
+    try:
+        yield
+    finally:
+        _QUIET.on = before
 
 
 class BaseEmbedder:
@@ -296,7 +314,7 @@ class BaseEmbedder:
     _log_failures = True  # auto-detection probes quietly and logs the final outcome
 
     def _fail(self, failure: EmbedFailure) -> None:
-        if self._log_failures:
+        if self._log_failures and not getattr(_QUIET, "on", False):
             log_failure(failure)
         raise EmbedError(failure)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.embed.base import PROBE_TEXT, EmbedFailure
+from engine.embed.base import PROBE_TEXT, EmbedFailure, log_failure, quiet_failures
 from engine.errors import EmbedError
 
 __all__ = ["TextOutcome", "embed_isolating", "TRUNCATE_ATTEMPTS"]
@@ -113,7 +113,7 @@ def embed_isolating(embedder: Any, texts: list[str]) -> tuple[np.ndarray, np.nda
                 continue
             rows[i] = vec
             outcomes[i] = TextOutcome(i, truncated_chars=int(sent))
-            logger.info("text %d embedded truncated to %d of %d characters (%s)", i, sent, len(text),
+            logger.warning("text %d embedded truncated to %d of %d characters (%s)", i, sent, len(text),
                         getattr(embedder, "model", ""))
             return
         if last is None:  # pragma: no cover - nothing left to cut
@@ -146,7 +146,12 @@ def embed_isolating(embedder: Any, texts: list[str]) -> tuple[np.ndarray, np.nda
             rows[i] = out[k]
 
     if n:
-        run(list(range(n)))
+        try:
+            with quiet_failures():  # one line per isolated text below, not one per sub-batch
+                run(list(range(n)))
+        except EmbedError as e:
+            log_failure(e.failure)
+            raise
     dim = int(next(iter(rows.values())).shape[0]) if rows else int(getattr(embedder, "dim", 0) or 0)
     vectors = np.zeros((n, dim), dtype=np.float32)
     ok = np.zeros(n, dtype=bool)
