@@ -382,8 +382,7 @@ def status_view(status: dict[str, Any]) -> None:
     st.subheader("Vectors per model")
     if status["vectors"]:
         st.dataframe(status["vectors"], hide_index=True, width="stretch",
-                     column_config={"missing": "chunks lacking vectors", "stale": "stale vectors",
-                                    "truncated": "embedded truncated", "failed": "embedding failed"})
+                     column_config={"missing": "chunks lacking vectors", "stale": "stale vectors"})
     else:
         st.caption("No vectors stored yet.")
     if status.get("embedFailures"):
