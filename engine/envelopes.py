@@ -26,10 +26,10 @@ __all__ = [
     "CollectionStatus",
     "ModelVectors",
     "FailedFile",
-    "EmbedFailedChunk",
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
+    "EmbedFailedChunk",
 ]
 
 
@@ -184,6 +184,14 @@ class FailedFile(TypedDict):
     reason: str
 
 
+class ProviderStatus(TypedDict):
+    provider: str  # local | ollama | openai | none
+    model: str
+    dim: int
+    endpoint: NotRequired[str]
+    probe: NotRequired[dict[str, Any]]  # {"ok": true, "seconds"} or failure fields
+
+
 class EmbedFailedChunk(TypedDict):  # index_status.embedFailures: one chunk the embed pass could not embed
     model: str
     collectionPath: str
@@ -194,14 +202,6 @@ class EmbedFailedChunk(TypedDict):  # index_status.embedFailures: one chunk the 
     reason: str  # its message
 
 
-class ProviderStatus(TypedDict):
-    provider: str  # local | ollama | openai | none
-    model: str
-    dim: int
-    endpoint: NotRequired[str]
-    probe: NotRequired[dict[str, Any]]  # {"ok": true, "seconds"} or failure fields
-
-
 class IndexStatus(TypedDict):  # index_status
     collections: list[CollectionStatus]
     documents: int
@@ -209,8 +209,8 @@ class IndexStatus(TypedDict):  # index_status
     vectors: list[ModelVectors]
     staleVectors: int
     failures: list[FailedFile]
-    embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
     provider: ProviderStatus
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]
+    embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason

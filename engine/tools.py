@@ -275,9 +275,9 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "vectors": vectors,
         "staleVectors": sum(v["stale"] for v in vectors),
         "failures": failures,
-        "embedFailures": embed_failures,
         "provider": engine.provider_status(probe),
         "lastRun": store.last_run(),
+        "embedFailures": embed_failures,
     }
 
 
