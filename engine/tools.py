@@ -274,10 +274,10 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "chunks": sum(d.chunk_count for d in docs),
         "vectors": vectors,
         "staleVectors": sum(v["stale"] for v in vectors),
+        "embedFailures": embed_failures,
         "failures": failures,
         "provider": engine.provider_status(probe),
         "lastRun": store.last_run(),
-        "embedFailures": embed_failures,
     }
 
 
