@@ -103,6 +103,9 @@ class PgEmbedNotes:
     def embed_notes(self, limit: int = 50) -> dict[str, dict[str, Any]]:
         """Per model ``{"truncated", "failed", "failures": [...]}`` over live chunks (see ``SqliteEmbedNotes``)."""
         sh = sql.Identifier(SHARED_SCHEMA)
+        with self._pool.connection() as conn:  # type: ignore[attr-defined]
+            if conn.execute(sql.SQL("SELECT 1 FROM {}.embed_notes LIMIT 1").format(sh)).fetchone() is None:
+                return {}  # the common case: never scan the chunks of every partition for nothing
         parts = [sql.SQL("SELECT collection_path, file_path, chunk_index, chunk_id FROM {}.content_chunks"
                          ).format(sql.Identifier(s)) for s in self._schemas(None)]  # type: ignore[attr-defined]
         out: dict[str, dict[str, Any]] = {}
