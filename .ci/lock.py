@@ -102,7 +102,11 @@ def read_lock(path: Path = REPO / "requirements.lock") -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     """Print the lock, or with ``--check`` compare it with ``requirements.lock``."""
-    pins = closure(direct())
+    try:
+        pins = closure(direct())
+    except metadata.PackageNotFoundError as e:
+        print(f"not installed but needed: {e.name}", file=sys.stderr)
+        return 1
     if "--check" not in argv:
         sys.stdout.write(render(pins))
         return 0
