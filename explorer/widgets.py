@@ -385,8 +385,7 @@ def status_view(status: dict[str, Any]) -> None:
         st.caption("No vectors stored yet.")
     if status.get("embedFailures"):
         st.markdown(f"**Chunks the embedding pass could not embed ({len(status['embedFailures'])})**")
-        st.dataframe(status["embedFailures"], hide_index=True, width="stretch",
-                     column_order=["model", "collectionPath", "filePath", "chunkIndex", "error", "reason"])
+        table(status["embedFailures"], columns=["model", "collectionPath", "filePath", "chunkIndex", "error", "reason"])
     st.subheader(f"Files not indexed ({len(status['failures'])})")
     if status["failures"]:
         table(status["failures"], columns=["status", "collectionPath", "filePath", "reason"])
