@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from engine.config import Settings
 from engine.errors import WHO_FIXES
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 from tests.fixtures_engine import SAMPLE_COLLECTION, SAMPLES
 from tests.stub import Reply, ollama_error
 
@@ -293,7 +294,7 @@ def small_index(tmp_path, monkeypatch):
     root.mkdir()
     for name in ("minimal-document.pdf", "sample-french-1.txt"):
         shutil.copy(SAMPLES / name, root / name)
-    settings = Settings(db=str(tmp_path / "index.db"), embed_provider="local").validate()
+    settings = Settings(db=str(tmp_path / "index.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()
     eng = Engine(settings)
     eng.add_collection("Small", str(root))
     eng.close()
@@ -376,7 +377,7 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
 
 def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
     """An empty index: the app adds assets/samples as 'Samples' and indexes it with a progress bar."""
-    settings = Settings(db=str(tmp_path / "fresh.db"), embed_provider="local").validate()
+    settings = Settings(db=str(tmp_path / "fresh.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()
     _env(monkeypatch, settings)
     at = AppTest.from_file(APP, default_timeout=90).run()
     assert not at.exception, at.exception
