@@ -370,6 +370,9 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
     assert any("not a directory" in e.value for e in at.error)
     at.selectbox(key="remove_path").set_value("ACME/Reports")
     at.button(key="remove").click().run()
+    assert not any("Removed `ACME/Reports`" in s.value for s in at.success)  # asks first
+    assert any("Remove `ACME/Reports`?" in w.value and "0 documents" in w.value for w in at.warning)
+    at.button(key="confirm_remove").click().run()
     assert any("Removed `ACME/Reports`" in s.value for s in at.success)
     at.run()
     assert "ACME/Reports" not in at.selectbox(key="remove_path").options
