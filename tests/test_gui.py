@@ -103,7 +103,7 @@ def test_status_shows_counts_provider_probe_and_collections(app, sample_engine):
     call, env = _panel(at, "index_status")
     assert call == {"name": "index_status", "arguments": {"probe": True}}
     assert env["collections"][0]["collectionPath"] == SAMPLE_COLLECTION
-    assert _codes(at, "bash") == ["chunknav status --json"]
+    assert _codes(at, "bash") == [f"chunknav --db {sample_engine.settings.db} status --json"]
 
 
 # -- explore ------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def test_search_returns_hits_and_panel_is_the_engine_call(app, sample_engine):
     direct = call_tool(sample_engine, call["name"], call["arguments"])
     assert shown == json.loads(json.dumps(direct)), "panel envelope != engine call with the same arguments"
     assert shown["searched"] is True and shown["count"] == len(opens) > 0
-    assert _codes(at, "bash")[0].startswith("chunknav search-chunks ")
+    assert _codes(at, "bash")[0].startswith(f"chunknav --db {sample_engine.settings.db} search-chunks ")
     # query words marked in the snippets, page badge shown
     assert "<mark>" in _texts(at.markdown) and ":orange-badge[p. " in _texts(at.markdown)
 
