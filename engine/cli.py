@@ -214,7 +214,10 @@ def _attention(st: dict) -> list[str]:
         if v.get("missing"):
             out.append(f"attention: model {v['model']} has {v['missing']} chunks without vectors "
                        f"(run chunknav index to embed them)")
-    truncated = sum(int(v.get("truncated") or 0) for v in st["vectors"]) + int(st.get("truncatedChunks") or 0)
+    # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
+    truncated = (sum(int(v.get("truncated") or 0) for v in st["vectors"]) or int(st.get("truncatedChunks") or 0)
+                 or int((run or {}).get("truncated") or 0 if not isinstance((run or {}).get("truncated"), list)
+                        else len(run["truncated"])))
     if truncated:
         out.append(f"attention: {truncated} chunks were truncated before embedding")
     stale = [f for f in st["failures"] if f.get("status") == "stale" or f.get("stale")]

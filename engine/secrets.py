@@ -58,9 +58,25 @@ _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
 
+# generic credential shapes (``generic=True``: provider bodies, where any of them is a credential)
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}\]\\]+")
 _BASIC = re.compile(r"(?i)\b(basic)\s+[A-Za-z0-9+/_\-]{6,}={0,2}")
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
+# the same shapes, strict enough for document text ("a basic concept", "the bearer of")
+_BEARER_STRICT = re.compile(r"(?i)\b(bearer)\s+(?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+/\-]{16,}=*")
+_BASIC_STRICT = re.compile(r"(?i)\b(basic)\s+([A-Za-z0-9+/_\-]{4,}={0,2})")
+_SK_STRICT = re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")
+
+
+def _basic_credential(m: re.Match[str]) -> str:
+    """``Basic <base64>`` -> redacted when the base64 decodes to ``user:password``."""
+    token = m.group(2)
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token
+                                   else None, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return m.group(0)
+    return f"{m.group(1)} {MARK}" if ":" in decoded else m.group(0)
 
 
 def _char_alternatives(ch: str) -> str:
@@ -144,7 +160,7 @@ def register_settings(settings: Any) -> None:
         value = getattr(settings, s.name, None)
         if not isinstance(value, str) or not value:
             continue
-        if s.unit == "secret":
+        if s.unit == "secret" or any(w in s.name for w in ("token", "password", "api_key", "secret")):
             register(value)
         elif s.unit == "URL":
             register_url(value)
@@ -155,17 +171,21 @@ def known_count() -> int:
     return len(_secrets)
 
 
-def redact(text: str, extra: Iterable[str] = ()) -> str:
+def redact(text: str, extra: Iterable[str] = (), generic: bool = False) -> str:
     """Replace every registered secret, in every form, by ``[REDACTED]``.
 
     Args:
         text: any text bound for a person, a log, an envelope or a file.
         extra: further exact secrets for this call (also registered).
+        generic: also replace every ``Bearer <word>``, ``Basic <base64>`` and
+            ``sk-…`` shape (provider response bodies, where any of them is a
+            credential). Without it only credential-looking ones go: ``Basic``
+            whose base64 decodes to ``user:password``, ``Bearer`` + a 16+
+            character token with a digit, ``sk-`` + 20+ characters; so document
+            text ("a basic concept") is left alone.
 
     Returns:
-        The text with secrets (raw, JSON-escaped, URL-encoded, base64),
-        ``Bearer <token>``, ``Basic <base64>`` and ``sk-…`` keys replaced.
-        Never raises; a non-string is converted with ``str``.
+        The redacted text. Never raises; a non-string is converted with ``str``.
     """
     if not isinstance(text, str):
         text = str(text)
@@ -175,12 +195,13 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     pattern = _pattern
     if pattern is not None:
         text = pattern.sub(MARK, text)
-    if "earer" in text or "EARER" in text:
-        text = _BEARER.sub(rf"\1 {MARK}", text)
-    if "asic" in text or "ASIC" in text:
-        text = _BASIC.sub(rf"\1 {MARK}", text)
+    lower = text.lower() if len(text) < 1_000_000 else text
+    if "bearer" in lower:
+        text = (_BEARER if generic else _BEARER_STRICT).sub(rf"\1 {MARK}", text)
+    if "basic" in lower:
+        text = _BASIC.sub(rf"\1 {MARK}", text) if generic else _BASIC_STRICT.sub(_basic_credential, text)
     if "sk-" in text:
-        text = _SK.sub(f"sk-{MARK}", text)
+        text = (_SK if generic else _SK_STRICT).sub(f"sk-{MARK}", text)
     return text
 
 

@@ -84,6 +84,8 @@ with st.sidebar:
                f"provider `{state.settings().embed_provider}`")
     if read_only:
         st.caption(":material/lock: Read-only explorer: no Rebuild, no collection changes.")
+    if state.settings().access_token:
+        st.caption(":material/key: Shared explorer: this session entered the access token.")
     _first_start()
     _sidebar_job()
 

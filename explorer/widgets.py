@@ -108,10 +108,10 @@ def tool_call_panel(name: str, arguments: dict[str, Any], envelope: Any,
         st.caption(f"Tool `{tool.name}` (the same function the CLI and the MCP server call): "
                    f"{tool.description}")
         st.markdown("**Call** (MCP `tools/call` params)")
-        st.code(to_json({"name": name, "arguments": arguments}, indent=2), language="json")
+        st.code(redact(to_json({"name": name, "arguments": arguments}, indent=2)), language="json")
         st.markdown("**Command line**")
         settings = state.settings()
-        st.code(cli_command(name, arguments, settings), language="bash")
+        st.code(redact(cli_command(name, arguments, settings)), language="bash")
         if settings.dsn and public_dsn(settings.dsn) != settings.dsn:
             st.caption("The database password is not shown: set `PGPASSWORD` (or `~/.pgpass`) to run it.")
         st.markdown("**Envelope returned**")

@@ -112,7 +112,7 @@ def redact(text: str, secrets: tuple[str, ...] = (), limit: int = BODY_LIMIT_CHA
         The redacted text; redaction happens before truncation so a key is
         never left half-cut.
     """
-    text = _redact(text, secrets)
+    text = _redact(text, secrets, generic=True)  # a provider body: every credential shape goes
     if len(text) > limit:
         text = f"{text[:limit]}…[truncated, {len(text)} chars]"
     return text
