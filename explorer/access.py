@@ -26,7 +26,7 @@ import streamlit as st
 from engine.config import Settings
 from engine.launcher import is_loopback
 
-__all__ = ["WRONG_TOKEN_DELAY_S", "gate"]
+__all__ = ["WRONG_TOKEN_DELAY_S", "is_open", "gate"]
 
 #: Seconds a wrong token waits before the answer (slows guessing).
 WRONG_TOKEN_DELAY_S = 1.0
@@ -45,6 +45,13 @@ def _exposed() -> str | None:
     if isinstance(ip, str) and ip and not is_loopback(ip):
         return f"this browser connects from {ip}"
     return None
+
+
+def is_open(settings: Settings) -> bool:
+    """True when this session may see the pages now (no prompt, no refusal)."""
+    if settings.access_token:
+        return bool(st.session_state.get(_OK))
+    return _exposed() is None
 
 
 def gate(settings: Settings) -> None:

@@ -33,7 +33,6 @@ from explorer import access, links, state, widgets  # noqa: E402
 
 install_log_redaction()  # engine.secrets: no log line carries a configured secret
 st.set_page_config(page_title="chunknav explorer", page_icon=":material/travel_explore:", layout="wide")
-access.gate(state.settings())  # st.stop() unless this session may see the explorer
 
 
 def _home() -> None:
@@ -46,7 +45,9 @@ pages = [st.Page(_home, title="Home", url_path="home", default=True, visibility=
 pages += [st.Page(widgets.page_path(name), title=title, icon=icon, url_path=url)
           for name, (_file, title, icon, url) in widgets.PAGES.items()
           if not (read_only and name == "rebuild")]
-nav = st.navigation(pages)
+# the gate runs after st.navigation, so a deep link (/rebuild?...) survives entering the token
+nav = st.navigation(pages, position="sidebar" if access.is_open(state.settings()) else "hidden")
+access.gate(state.settings())  # st.stop() unless this session may see the explorer
 
 
 def _first_start() -> None:
