@@ -284,3 +284,26 @@ def test_chunknav_gui_refuses_to_start_exposed_without_a_token(tmp_path):
     r = subprocess.run([sys.executable, "-m", "engine", "--db", str(tmp_path / "g.db"), "gui", "--address",
                         "0.0.0.0", "--port", "1"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "CHUNKNAV_ACCESS_TOKEN" in r.stderr and "0.0.0.0" in r.stderr
+
+
+def test_cli_remove_and_replace_are_refused_while_a_run_holds_the_lock(tmp_path, two_dirs, capsys):
+    a, b = two_dirs
+    db = str(tmp_path / "busy.db")
+    run(capsys, "--db", db, "collections", "add", "Docs", str(a))
+    run(capsys, "--db", db, "index", "--no-embed")
+    holder = Engine(load_settings({"db": db}))
+    try:
+        with holder.store.index_lock():  # a run in progress, as another process would hold it
+            code, out, err = run(capsys, "--db", db, "collections", "remove", "Docs")
+            assert code == 1 and out == "" and "cannot remove collection 'Docs'" in err
+            code, out, err = run(capsys, "--db", db, "collections", "add", "Docs", str(b), "--replace")
+            assert code == 1 and "cannot replace collection 'Docs'" in err
+        assert holder.store.get_collection("Docs").root == str(a)
+    finally:
+        holder.close()
+
+
+def test_readme_first_screen_says_how_to_change_the_port():
+    first = (REPO / "README.md").read_text("utf-8").split("\n## ")[0]
+    assert "make run PORT=" in first and "chunknav gui --port" in first and "--address" in first
+    assert "## Security" in (REPO / "README.md").read_text("utf-8")
