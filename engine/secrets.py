@@ -57,6 +57,9 @@ MIN_SECRET_CHARS = 4
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
+_literals: tuple[str, ...] = ()  # raw and base64 forms, longest first: the fast path
+_reach = 0  # longest escaped form of any secret, characters (12 per character at most)
+_ESCAPE = re.compile(r"[\\%+]")
 
 # generic credential shapes (``generic=True``: provider bodies, where any of them is a credential)
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}\]\\]+")
@@ -126,13 +129,15 @@ def _build() -> re.Pattern[str] | None:
 
 def register(*secrets: str | None) -> None:
     """Add secrets (None, "" and strings under ``MIN_SECRET_CHARS`` are ignored)."""
-    global _pattern
+    global _pattern, _literals, _reach
     new = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} - _secrets
     if not new:
         return
     with _lock:
         _secrets.update(new)
         _pattern = _build()
+        _literals = tuple(sorted({f for s in _secrets for f in (s, *secret_forms(s))}, key=len, reverse=True))
+        _reach = 12 * max(len(s) for s in _secrets)
 
 
 def register_url(url: str | None) -> None:
@@ -194,7 +199,7 @@ def redact(text: str, extra: Iterable[str] = (), generic: bool = False) -> str:
         register(*extra)
     pattern = _pattern
     if pattern is not None:
-        text = pattern.sub(MARK, text)
+        text = _redact_registered(text, pattern)
     lower = text.lower() if len(text) < 1_000_000 else text
     if "bearer" in lower:
         text = (_BEARER if generic else _BEARER_STRICT).sub(rf"\1 {MARK}", text)
@@ -203,6 +208,33 @@ def redact(text: str, extra: Iterable[str] = (), generic: bool = False) -> str:
     if "sk-" in text:
         text = (_SK if generic else _SK_STRICT).sub(f"sk-{MARK}", text)
     return text
+
+
+def _redact_registered(text: str, pattern: re.Pattern[str]) -> str:
+    """Registered secrets out of ``text``: raw and base64 forms by substring
+    replacement; escaped forms (``\\u…``, ``%…``, ``+``) by the full pattern,
+    run only on the windows around escape characters (an escaped form holds
+    at least one and is at most ``_reach`` characters long)."""
+    for form in _literals:
+        if form in text:
+            text = text.replace(form, MARK)
+    reach = _reach
+    windows: list[list[int]] = []
+    for m in _ESCAPE.finditer(text):
+        a, b = max(0, m.start() - reach), m.end() + reach
+        if windows and a <= windows[-1][1]:
+            windows[-1][1] = b
+        else:
+            windows.append([a, b])
+    if not windows:
+        return text
+    out, pos = [], 0
+    for a, b in windows:
+        out.append(text[pos:a])
+        out.append(pattern.sub(MARK, text[a:b]))
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact_obj(obj: Any) -> Any:

@@ -257,3 +257,15 @@ def page_text(at: AppTest) -> str:
     return "\n".join(out)
 
 
+
+
+@pytest.mark.parametrize("form", ["raw", "json-escaped", "json-escaped-mixed", "url-encoded", "base64"])
+def test_secrets_are_found_anywhere_in_long_text(form):
+    """The fast path (substring replacement, pattern only around escape characters)
+    misses nothing: the secret at the start, the middle and the end of 200k characters."""
+    S.register(KEY)
+    f = forms(KEY)[form]
+    filler = ("a + b = 100% of text \\n " * 4000)[:100_000]
+    text = f + filler + f + filler[:777] + "+" + f
+    out = S.redact(text)
+    assert f not in out and out.count(S.MARK) == 3
