@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import load_settings, settings_table
-from engine.launcher import streamlit_flags  # noqa: F401  (re-exported: engine.cli.streamlit_flags)
+from engine.launcher import APP, STREAMLIT_CONFIG, streamlit_flags  # noqa: F401  (re-exported from engine.cli)
 from engine.secrets import install_log_redaction, redact
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError, WHO_FIXES
 from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="SQLite index file (env CHUNKNAV_DB, default ./.chunknav/index.db)")
     p.add_argument("--dsn", help="postgresql://... selects the Postgres store (env CHUNKNAV_DSN)")
     p.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    p.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     coll = sub.add_parser("collections", help="add, list or remove collections")
@@ -92,7 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "index_status":
             sp.add_argument("--json", action="store_true", help="print the JSON envelope")
 
-    sub.add_parser("mcp", help="serve the tools over MCP (stdio)")
+    mcp = sub.add_parser("mcp", help="serve the tools over MCP (stdio, or streamable HTTP with --http)")
+    mcp.add_argument("--http", metavar="HOST:PORT",
+                     help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by default; "
+                          "any other address needs CHUNKNAV_MCP_TOKEN)")
     gui = sub.add_parser("gui", help="open the Streamlit explorer")
     gui.add_argument("--port", type=int,
                      help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)")
@@ -105,6 +109,23 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
     sub.add_parser("settings", help="list every setting with its unit, default and help")
     return p
+
+
+def _version() -> str:
+    import engine
+
+    return engine.__version__
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``chunknav <version>`` (package metadata, read only when asked) and exit 0."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"chunknav {_version()}\n")
+        parser.exit()
 
 
 def _json_type(spec: dict[str, Any]) -> str:
@@ -250,7 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "mcp":
         from engine.mcp_server import main as mcp_main
 
-        return mcp_main(settings) or 0
+        try:
+            return mcp_main(settings, http=args.http) or 0
+        except SettingsError as e:
+            _err(e)
+            return 2
     if args.command == "gui":
         from engine.launcher import run_gui
 

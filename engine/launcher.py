@@ -31,10 +31,16 @@ from engine.config import Settings
 from engine.errors import SettingsError
 from engine.secrets import redact
 
-__all__ = ["REPO", "STOP_TIMEOUT_S", "streamlit_env_name", "streamlit_flags", "is_loopback",
+__all__ = ["REPO", "APP", "STREAMLIT_CONFIG", "STOP_TIMEOUT_S", "streamlit_env_name", "streamlit_flags", "is_loopback",
            "check_exposure", "gui_command", "run_gui"]
 
 REPO = Path(__file__).resolve().parents[1]
+#: The explorer's entry script: ``explorer/app.py`` beside ``engine/`` (checkout or site-packages).
+APP = REPO / "explorer" / "app.py"
+#: Streamlit settings: inside the installed ``explorer`` package, else at the checkout's root.
+STREAMLIT_CONFIG = next((p for p in (REPO / "explorer" / "_config" / "streamlit_config.toml",
+                                     REPO / "streamlit_config.toml") if p.is_file()),
+                        REPO / "streamlit_config.toml")
 #: Seconds Streamlit gets to exit after a forwarded signal before it is killed.
 STOP_TIMEOUT_S = 10.0
 
@@ -46,14 +52,14 @@ def streamlit_env_name(section: str, key: str) -> str:
     return f"STREAMLIT_{section.upper()}_{snake}"
 
 
-def streamlit_config(config_path: Path = REPO / "streamlit_config.toml") -> dict[str, dict[str, Any]]:
+def streamlit_config(config_path: Path = STREAMLIT_CONFIG) -> dict[str, dict[str, Any]]:
     """The tables of ``streamlit_config.toml`` ({} when the file is missing)."""
     if not config_path.is_file():
         return {}
     return tomllib.loads(config_path.read_text("utf-8"))
 
 
-def streamlit_flags(config_path: Path = REPO / "streamlit_config.toml",
+def streamlit_flags(config_path: Path = STREAMLIT_CONFIG,
                     environ: dict[str, str] | None = None) -> list[str]:
     """``--section.key=value`` flags from ``streamlit_config.toml``, leaving out
     every option whose ``STREAMLIT_…`` environment variable is set (the
@@ -112,7 +118,7 @@ def _effective(option: str, flag: Any, environ: dict[str, str], config: dict[str
 
 def gui_command(settings: Settings, port: int | None = None, address: str | None = None,
                 headless: bool = False, environ: dict[str, str] | None = None,
-                config_path: Path = REPO / "streamlit_config.toml") -> tuple[list[str], dict[str, str], str, int]:
+                config_path: Path = STREAMLIT_CONFIG) -> tuple[list[str], dict[str, str], str, int]:
     """The Streamlit command, its environment, and the address and port it binds.
 
     Precedence of ``server.port`` / ``server.address``: the ``--port`` /
@@ -140,7 +146,7 @@ def gui_command(settings: Settings, port: int | None = None, address: str | None
         raise SettingsError(f"server port must be in 1..65535 (--port / STREAMLIT_SERVER_PORT), got {real_port}")
     check_exposure(bind, settings)
     own = ("--server.port=", "--server.address=", "--browser.serverAddress=", "--browser.serverPort=")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "explorer" / "app.py"),
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
            *(f for f in streamlit_flags(config_path, env) if not f.startswith(own)),
            f"--server.port={real_port}"]
     if bind:
@@ -189,7 +195,8 @@ def run_gui(settings: Settings, port: int | None = None, address: str | None = N
     print(f"chunknav explorer: http://{host}:{real_port}/ (bound to {shown}, {exposure}"
           + (", access token required" if settings.access_token else "")
           + (", read-only" if settings.read_only else "") + ")", file=sys.stderr, flush=True)
-    kwargs: dict[str, Any] = {"cwd": REPO, "env": env}
+    # the app runs in this working directory (chunknav.toml is read here, as by every other command)
+    kwargs: dict[str, Any] = {"env": env}
     if sys.platform.startswith("linux"):
         kwargs["preexec_fn"] = _die_with_parent
     proc = subprocess.Popen(cmd, **kwargs)

@@ -26,8 +26,11 @@ SYSTEM_DIRS: tuple[str, ...] = (
     "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root",
     "/run", "/sbin", "/sys", "/usr", "/var", "/snap", "/lost+found",
 )
-#: The bundled first-run corpus: always allowed (it ships with chunknav).
-SAMPLES_DIR = str(Path(__file__).resolve().parents[1] / "assets" / "samples")
+_ROOT = Path(__file__).resolve().parents[1]
+#: The bundled first-run corpus: always allowed (it ships with chunknav): ``explorer/_assets/samples``
+#: in an installed wheel (setup.py maps it there, as ``explorer.state.SAMPLES``), else ``assets/samples``.
+SAMPLES_DIR = str(next((p for p in (_ROOT / "explorer" / "_assets" / "samples", _ROOT / "assets" / "samples")
+                        if p.is_dir()), _ROOT / "assets" / "samples"))
 
 
 def _real(path: str) -> str:

@@ -12,6 +12,7 @@ import streamlit as st
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError
 from engine.roots import allowed_roots
 from explorer import state, widgets
+from explorer.table import table
 
 st.title("Rebuild")
 engine = state.engine()
@@ -127,5 +128,4 @@ if known:
             if n.button("Keep it", key="cancel_remove"):
                 st.session_state.pop("pending_remove", None)
                 st.rerun()
-    st.dataframe([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()],
-                 hide_index=True, width="stretch")
+    table([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()])
