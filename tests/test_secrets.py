@@ -3,12 +3,13 @@
 Unit checks of ``redact`` on every form, then one end-to-end run: the
 loopback stub answers every embedding request with 401 and a body that
 echoes every configured secret (API key, the password and ``user:password``
-of ``EMBED_URL``, the PDF password, the access token, an MCP-style secret
-setting) in raw, JSON-escaped, URL-encoded and base64 forms, plus the
+of ``EMBED_URL``, the PDF password, the explorer's access token, the MCP
+token) in raw, JSON-escaped, URL-encoded and base64 forms, plus the
 ``Authorization`` header it received. Then every output is grepped for every
 form: CLI stdout/stderr (index, status, search with ``-v`` logs), the MCP
-server's results and stderr, the SQLite file (and its WAL), the GUI pages
-under AppTest, and the log records of an in-process call.
+server's results and stderr, the SQLite file (every byte but the one column
+where the PDF password must live), the GUI pages under AppTest, and the log
+records of an in-process call.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ KEY = "sk-live-Q7f9ZkLmN2pR8sT4"
 USER, PASSWORD = "alice", "Pw-9x7Yq2LzK"
 PDF_PASSWORD = "openpassword"
 TOKEN = "tok-3e8c1f2a9b7d"
-SECRETS = [KEY, PASSWORD, f"{USER}:{PASSWORD}", PDF_PASSWORD, TOKEN]
+MCP_TOKEN = "mcp-tok-8d2e5c1a77"
+SECRETS = [KEY, PASSWORD, f"{USER}:{PASSWORD}", PDF_PASSWORD, TOKEN, MCP_TOKEN]
 
 
 def forms(secret: str) -> dict[str, str]:
@@ -149,7 +151,7 @@ def leaky(tmp_path, embed_stub, monkeypatch):
         "EMBED_MODEL": "stub-embed",
         "EMBED_RETRIES": "0",
         "CHUNKNAV_ACCESS_TOKEN": TOKEN,
-        "CHUNKNAV_MCP_TOKEN_FOR_TEST": TOKEN,  # not a setting: must not matter
+        "CHUNKNAV_MCP_TOKEN": MCP_TOKEN,
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
