@@ -196,7 +196,7 @@ def main() -> None:
     cmds = {}
     for name, tree in trees.items():
         env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
-        env.update(EMBED_PROVIDER="local", PYTHONPATH=str(tree))
+        env.update(EMBED_PROVIDER="local", PYTHONPATH=str(tree), CHUNKNAV_ALLOWED_ROOTS=str(work))
         base = [sys.executable, "-m", "engine", "--db", str(work / f"cli-{name}" / "i.db")]
         subprocess.run(base + ["collections", "add", "Bench", str(root)], check=True, env=env, cwd=tree,
                        capture_output=True)

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.config import Settings
 from engine.tools import Engine
+from tests.conftest import ALLOWED_ROOTS
 from tests.stub import ERRORS, Reply
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ def status_page(monkeypatch, tmp_path, embed_stub):
     embed_stub.dim = 16
     embed_stub.refuse = lambda path, p: (Reply(400, ERRORS[("ollama", 400)])
                                          if any("zzpoisonzz" in t for t in p.get("input", [])) else None)
-    s = Settings(db=str(tmp_path / "index.db"), embed_provider="ollama", embed_url=embed_stub.url,
+    s = Settings(allowed_roots=ALLOWED_ROOTS, db=str(tmp_path / "index.db"), embed_provider="ollama", embed_url=embed_stub.url,
                  embed_model="stub-embed", embed_retries=0).validate()
     eng = Engine(s)
     eng.add_collection("C", str(docs))

@@ -20,6 +20,7 @@ from engine.config import Settings
 from engine.index import Indexer
 from engine.model import Collection
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 from tests.stub import ERRORS, Reply, stub_vector
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +28,8 @@ POISON = "zzpoisonzz"
 
 
 def _ollama(tmp_path, stub, **kw) -> Settings:
-    return Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="ollama", embed_url=stub.url,
+    return Settings(allowed_roots=ALLOWED_ROOTS, db=str(tmp_path / "db" / "index.db"),
+                    embed_provider="ollama", embed_url=stub.url,
                     embed_model="stub-embed", embed_retries=0, embed_batch=kw.pop("batch", 8), **kw).validate()
 
 
@@ -200,7 +202,8 @@ def test_local_model_length_order_gives_the_same_vectors_as_unsorted(tmp_path):
     from engine.embed import make_embedder
 
     _write_corpus(tmp_path / "docs", n=6)
-    s = Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="local", chunk_size=250,
+    s = Settings(allowed_roots=ALLOWED_ROOTS, db=str(tmp_path / "db" / "index.db"), embed_provider="local",
+                 chunk_size=250,
                  chunk_overlap=25).validate()
     eng = _engine(s)
     eng.add_collection("C", str(tmp_path / "docs"))
@@ -280,7 +283,8 @@ def test_nothing_to_embed_means_no_probe(tmp_path, embed_stub):
 
 def test_auto_detection_waits_until_something_needs_embedding(tmp_path, embed_stub, closed_port):
     _write_corpus(tmp_path / "docs", n=2)
-    s = Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="auto", embed_url=embed_stub.url,
+    s = Settings(allowed_roots=ALLOWED_ROOTS, db=str(tmp_path / "db" / "index.db"), embed_provider="auto",
+                 embed_url=embed_stub.url,
                  embed_model="stub-embed", embed_retries=0).validate()
     eng = _engine(s)
     eng.add_collection("C", str(tmp_path / "docs"))
@@ -293,7 +297,8 @@ def test_auto_detection_waits_until_something_needs_embedding(tmp_path, embed_st
     eng.close()
     # an unreachable server is still reported when something does need embedding
     (tmp_path / "docs" / "new.txt").write_text("fresh text to embed\n", encoding="utf-8")
-    down = Settings(db=s.db, embed_provider="auto", embed_url=f"http://127.0.0.1:{closed_port}",
+    down = Settings(allowed_roots=ALLOWED_ROOTS, db=s.db, embed_provider="auto",
+                    embed_url=f"http://127.0.0.1:{closed_port}",
                     embed_model="stub-embed", embed_retries=0).validate()
     eng = _engine(down)
     summary = eng.run_index()
@@ -307,7 +312,7 @@ def test_an_unchanged_index_run_does_not_load_wordllama(tmp_path):
         "import sys, json\n"
         "from engine.config import Settings\n"
         "from engine.tools import Engine\n"
-        f"s = Settings(db={str(tmp_path / 'index.db')!r}, embed_provider='local').validate()\n"
+        f"s = Settings(allowed_roots={ALLOWED_ROOTS!r}, db={str(tmp_path / 'index.db')!r}, embed_provider='local').validate()\n"
         "e = Engine(s)\n"
         f"e.add_collection('C', {str(tmp_path / 'docs')!r})\n"
         "r = e.run_index()\n"
