@@ -45,6 +45,9 @@ class Engine:
 
                 try:
                     self._store = open_store(self.settings)
+                    repair = getattr(self._store, "repair_orphans", None)
+                    if repair is not None:
+                        repair()  # rows of a collection removed while a run still wrote
                 except ChunknavError:
                     raise
                 except Exception as e:  # sqlite3 / psycopg / OSError: the index cannot be opened
@@ -86,15 +89,31 @@ class Engine:
         return c
 
     def remove_collection(self, collection_path: str) -> bool:
-        """Drop a collection's documents and chunks (vectors stay, counted stale)."""
-        return self.store.remove_collection(collection_path.strip("/"))
+        """Drop a collection's documents and chunks (vectors stay, counted stale).
+
+        Takes the index lock, so it never interleaves with an index run (which
+        would leave orphan rows).
+
+        Raises:
+            IndexBusyError: an index run is active; nothing was removed.
+        """
+        from engine.errors import IndexBusyError
+
+        try:
+            with self.store.index_lock():
+                return self.store.remove_collection(collection_path.strip("/"))
+        except IndexBusyError:
+            raise IndexBusyError(f"an index run is active: collection {collection_path.strip('/')!r} was not "
+                                 "removed; remove it after the run ends (or cancel the run)") from None
 
     def run_index(self, collections: list[str] | None = None, force: bool = False,
-                  on_progress: Callable[[dict], None] | None = None, embed: bool = True) -> dict:
+                  on_progress: Callable[[dict], None] | None = None, embed: bool = True,
+                  cancel: threading.Event | None = None) -> dict:
         """Run the indexer (hash-gated, or forced: Rebuild) and return its summary.
 
         A provider that cannot be set up is reported in ``embedError`` and the
-        text is indexed anyway. Raises IndexBusyError when a run is active.
+        text is indexed anyway. ``cancel`` set: the run stops at the next file
+        boundary and ends ``cancelled``. Raises IndexBusyError when a run is active.
         """
         from engine.index import Indexer
 
@@ -105,7 +124,7 @@ class Engine:
                 embedder = self.embedder()
             except EmbedError as e:
                 setup_error = e.failure.to_fields()
-        summary = Indexer(self.store, self.settings, embedder).run(collections, force, on_progress)
+        summary = Indexer(self.store, self.settings, embedder).run(collections, force, on_progress, cancel=cancel)
         if setup_error and not summary.get("embedError"):
             summary["embedError"] = setup_error
         return summary
