@@ -144,15 +144,18 @@ def _human_index(s: dict) -> str:
         f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}",
     ]
+    def why(f: dict) -> str:  # "code: message", without repeating a code the message starts with
+        code, reason = f.get("code") or "", f.get("reason") or ""
+        return reason if not code or reason.startswith(code) else f"{code}: {reason}"
+
     for f in s.get("failed", []):
-        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {f.get('code') or ''} {f['reason']}")
+        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {why(f)}")
     for f in s.get("empty", []):
         lines.append(f"  empty   {f['collectionPath']}/{f['filePath']}: {f['reason']}")
     for f in s.get("skippedFiles", s.get("unsupported", [])):
-        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {f.get('code') or ''}: {f['reason']}")
+        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {why(f)}")
     for f in s.get("stale", []):
-        lines.append(f"  stale   {f['collectionPath']}/{f['filePath']}: {f.get('code')}: {f['reason']} "
-                     "(chunks kept)")
+        lines.append(f"  stale   {f['collectionPath']}/{f['filePath']}: {why(f)} (chunks kept)")
     if s.get("error"):
         lines.append(f"run stopped: {s['error'].get('error')}: {s['error'].get('message')}")
         lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")

@@ -28,6 +28,7 @@ import errno
 import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -64,11 +65,17 @@ _PROGRESS_EVERY_S = 0.2
 def file_hash(path: str | os.PathLike[str]) -> str:
     """Hex sha256 of the file's bytes (the ``content_hash``).
 
+    Opened non-blocking and checked to be a regular file first, so a FIFO put
+    in a file's place after the walk fails instead of blocking the run.
+
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or is no longer a regular file.
     """
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "no longer a regular file", os.fspath(path))
         while block := f.read(_HASH_BLOCK_BYTES):
             h.update(block)
     return h.hexdigest()
@@ -90,6 +97,7 @@ class _File:
     content_hash: str
     size_bytes: int
     mtime_ns: int
+    ctime_ns: int = 0  # inode change time: moves on every write, cannot be set back
 
     @property
     def last_modified(self) -> float:
@@ -239,11 +247,11 @@ class Indexer:
         with self.store.index_lock():
             targets = self._targets(collections)
             summary = new_summary(force, [c.collection_path for c in targets], _iso(started))
-            self._retrying(lambda: self.store.save_run(summary))
-            repair = getattr(self.store, "repair_orphans", None)
-            if repair is not None:
-                summary["orphansRemoved"] = repair()
             try:
+                self._retrying(lambda: self.store.save_run(summary))
+                repair = getattr(self.store, "repair_orphans", None)
+                if repair is not None:
+                    summary["orphansRemoved"] = repair()
                 files = self._scan(targets, summary, emit, t0)
                 self._text_pass(files, force, summary, emit, t0)
                 if self.embedder is not None:
@@ -259,8 +267,8 @@ class Indexer:
             summary["skipped"] = summary["unchanged"]
             summary["seconds"] = round(time.perf_counter() - t0, 3)
             summary["finishedAt"] = _iso(time.time())
-            try:
-                self._retrying(lambda: self.store.save_run(summary))
+            try:  # the summary is worth a longer wait than one write
+                self._retrying(lambda: self.store.save_run(summary), self._lock_wait_s() + 10.0)
             except StoreBusyError as e:
                 summary["error"] = summary["error"] or {"error": "store-busy", "message": str(e)}
                 log.warning("the run summary could not be saved: %s", e)
@@ -273,11 +281,15 @@ class Indexer:
         if self._cancel is not None and self._cancel.is_set():
             raise RunCancelled("cancel requested")
 
-    def _retrying(self, write: Callable[[], Any]) -> Any:
+    def _lock_wait_s(self) -> float:
+        return float(getattr(self.settings, "lock_wait_s", 0.0))
+
+    def _retrying(self, write: Callable[[], Any], wait_s: float | None = None) -> Any:
         """Run ``write``; while the store says its writer lock is busy, retry
-        with exponential backoff (0.05 s doubling to 5 s) for up to
-        ``settings.lock_wait_s`` seconds, then re-raise ``StoreBusyError``."""
-        deadline = time.monotonic() + float(getattr(self.settings, "lock_wait_s", 0.0))
+        with exponential backoff (0.05 s doubling to 5 s) for up to ``wait_s``
+        (default ``settings.lock_wait_s``) seconds, then re-raise ``StoreBusyError``."""
+        wait_s = self._lock_wait_s() if wait_s is None else wait_s
+        deadline = time.monotonic() + wait_s
         delay = 0.05
         while True:
             try:
@@ -285,8 +297,8 @@ class Indexer:
             except StoreBusyError as e:
                 if time.monotonic() + delay > deadline:
                     raise StoreBusyError(
-                        f"{e}; gave up after lock_wait_s (CHUNKNAV_LOCK_WAIT_S) = "
-                        f"{getattr(self.settings, 'lock_wait_s', 0)} s") from None
+                        f"{e}; gave up after {wait_s:g} s (lock_wait_s, CHUNKNAV_LOCK_WAIT_S = "
+                        f"{self._lock_wait_s():g} s)") from None
                 log.info("writer lock busy, retrying in %.2f s", delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -369,7 +381,7 @@ class Indexer:
                     continue
                 scan.seen.add(entry.file_path)
                 scan.files.append(_File(coll, entry.file_path, entry.os_path, digest, entry.size_bytes,
-                                        entry.mtime_ns))
+                                        entry.mtime_ns, entry.ctime_ns))
                 summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
                 now = time.perf_counter()
                 if now - last >= _PROGRESS_EVERY_S:
@@ -514,7 +526,7 @@ class Indexer:
         for attempt in range(2):
             try:
                 st = os.stat(f.path)
-                same = ((st.st_size, st.st_mtime_ns) == (f.size_bytes, f.mtime_ns)
+                same = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (f.size_bytes, f.mtime_ns, f.ctime_ns)
                         and file_hash(f.path) == f.content_hash)
                 if same:
                     return self._prepared(f, outcome)
@@ -522,7 +534,7 @@ class Indexer:
                     break
                 # changed since it was hashed: extract once more from the new bytes
                 f = dataclasses.replace(f, content_hash=file_hash(f.path), size_bytes=st.st_size,
-                                        mtime_ns=st.st_mtime_ns)
+                                        mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
             except OSError as e:
                 return Prepared(f, "skipped", _read_code(e), f"cannot read after extraction: {e.strerror or e}")
             outcome = self._extract(f)

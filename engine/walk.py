@@ -40,6 +40,9 @@ class Entry:
         message: for people, naming the entry and the cause ("" when code is None).
         size_bytes: st_size of a regular file (0 otherwise).
         mtime_ns: st_mtime_ns of a regular file (0 otherwise).
+        ctime_ns: st_ctime_ns of a regular file (0 otherwise): moves on every
+            write and cannot be set back, so a rewrite is seen even when size
+            and mtime are restored.
     """
 
     file_path: str
@@ -49,6 +52,7 @@ class Entry:
     message: str = ""
     size_bytes: int = 0
     mtime_ns: int = 0
+    ctime_ns: int = 0
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
@@ -94,7 +98,8 @@ def walk_entries(root: str | os.PathLike[str]) -> Iterator[Entry]:
             collection as ``root-missing`` / ``unreadable``).
     """
     base = os.path.realpath(os.fspath(root))
-    first = sorted(os.scandir(base), key=lambda e: e.name)  # raises for the root itself
+    with os.scandir(base) as it:  # raises for the root itself
+        first = sorted(it, key=lambda e: e.name)
     stack: list[tuple[str, list[os.DirEntry] | None]] = [("", first)]
     while stack:
         rel_dir, listing = stack.pop()
@@ -145,7 +150,7 @@ def _classify(base: str, entry: os.DirEntry, fp: str, shown: set[str]) -> Entry 
         return Entry(fp, path, False, "unreadable", f"cannot stat: {_why(e)}")
     if not stat.S_ISREG(st.st_mode):
         return Entry(fp, path, False, "not-a-regular-file", f"{_kind(st.st_mode)}, not a regular file")
-    return Entry(fp, path, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
+    return Entry(fp, path, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
 
 
 def _symlink(base: str, path: str, fp: str) -> Entry:
@@ -166,4 +171,4 @@ def _symlink(base: str, path: str, fp: str) -> Entry:
                      "symlink to a folder inside the root: not followed (its files are indexed at their own path)")
     if not stat.S_ISREG(st.st_mode):
         return Entry(fp, path, False, "not-a-regular-file", f"symlink to {_kind(st.st_mode)}")
-    return Entry(fp, path, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns)
+    return Entry(fp, path, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)

@@ -55,7 +55,7 @@ def test_index_human_then_json_then_force(tmp_path, corpus, capsys, monkeypatch)
     code, out, _ = run(capsys, "--db", db, "index")
     assert code == 1  # a file failed (README: exit 1)
     assert "4 entries seen, 2 indexed" in out and "1 failed" in out and "1 skipped" in out
-    assert "failed  C/broken.pdf: corrupt corrupt" in out
+    assert "failed  C/broken.pdf: corrupt: " in out
     assert "skipped C/notes.xyz: unsupported-type: unsupported file type: .xyz" in out
     code, out, _ = run(capsys, "--db", db, "index", "--json")
     summary = json.loads(out)
