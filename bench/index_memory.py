@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -31,11 +32,11 @@ REPO = Path(__file__).resolve().parents[1]
 _CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {repo!r})
-from engine.config import Settings
+from engine.config import load_settings
 from engine.index import Indexer
 from engine.model import Collection
 from engine.store.sqlite import SqliteStore
-settings = Settings(db={db!r}, embed_provider="none").validate()
+settings = load_settings({{"db": {db!r}, "embed_provider": "none"}})
 store = SqliteStore(settings.db)
 store.add_collection(Collection("B", {root!r}))
 t0 = time.perf_counter()
@@ -59,10 +60,15 @@ def write_text(path: Path, mib: int) -> None:
             f.write(block)
 
 
-def run_child(root: Path, db: Path) -> tuple[float, dict]:
-    """Index ``root`` in a child process; returns (peak RSS MiB, the child's JSON line)."""
+def run_child(root: Path, db: Path, prefix: list[str] | None = None,
+              env: dict[str, str] | None = None) -> tuple[float, dict]:
+    """Index ``root`` in a child process (``prefix``: e.g. setpriv); returns
+    (peak RSS MiB, the child's JSON line)."""
     code = _CHILD.format(repo=str(REPO), db=str(db), root=str(root))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
+    child_env.update(env or {})
+    proc = subprocess.Popen([*(prefix or []), sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=child_env)
     out, _ = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"child failed with {proc.returncode}")
@@ -80,26 +86,33 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="chunknav-mem-") as tmp:
         t = Path(tmp)
-        cases: list[tuple[str, Path]] = []
+        cases: list[tuple[str, Path, list[str], dict[str, str]]] = []
         anchor = t / "anchor"
         anchor.mkdir()
         write_text(anchor / "anchor.txt", args.anchor_mb)
-        cases.append((f"text {args.anchor_mb} MiB (anchor)", anchor))
+        cases.append((f"text {args.anchor_mb} MiB (anchor)", anchor, [], {}))
         if args.hostile:
             sys.path.insert(0, str(REPO))
-            from tests.hostile import build_hostile_folder
+            from tests.hostile import DROP_CAPS, build_hostile_folder
 
             hostile = t / "hostile"
             build_hostile_folder(hostile)
-            cases.append(("hostile folder", hostile))
+            # the limits the tests use, and root's permission bypass dropped
+            cases.append(("hostile folder (setpriv)" if DROP_CAPS else "hostile folder", hostile, DROP_CAPS,
+                          {"CHUNKNAV_MAX_FILE_BYTES": str(1 << 20), "CHUNKNAV_MAX_DOCX_PART_BYTES": str(1 << 20)}))
+            os.chmod(t, 0o755)
         big = t / "big"
         big.mkdir()
         write_text(big / "big.txt", args.mb)
-        cases.append((f"text {args.mb} MiB", big))
-        for i, (name, root) in enumerate(cases):
+        cases.append((f"text {args.mb} MiB", big, [], {}))
+        for i, (name, root, prefix, env) in enumerate(cases):
             t0 = time.perf_counter()
-            peak, info = run_child(root, t / f"index{i}.db")
+            peak, info = run_child(root, t / f"index{i}.db", prefix, env)
             rows.append((name, peak, time.perf_counter() - t0, info))
+        if args.hostile:
+            from tests.hostile import restore_permissions
+
+            restore_permissions(hostile)
     anchor_peak = rows[0][1]
     print(f"{'case':<28} {'peak RSS MiB':>12} {'x anchor':>9} {'seconds':>8}  result")
     for name, peak, secs, info in rows:
