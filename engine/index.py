@@ -31,18 +31,19 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.chunk import chunk_id, chunk_text
+from engine.chunk import chunk_text
 from engine.config import Settings
 from engine.errors import (
     EmbedError, EncryptedError, ExtractError, RunCancelled, StoreBusyError, TooLargeError, UnsupportedFileError,
 )
-from engine.model import Chunk, Collection, Document, ExtractedText, Window
+from engine.model import Collection, Document, ExtractedText
+from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
 from engine.paths import document_path, resolve_inside
 from engine.runs import new_summary, record
 from engine.store.base import Store
@@ -87,108 +88,15 @@ def walk(root: str | Path) -> list[str]:
     return sorted(e.file_path for e in walk_entries(root) if e.code is None)
 
 
-@dataclass
-class _File:
-    """A regular file found by the walk, with the hash read at scan time."""
-
-    collection: Collection
-    file_path: str
-    path: str  # OS path to open (bad bytes as surrogate escapes)
-    content_hash: str
-    size_bytes: int
-    mtime_ns: int
-    ctime_ns: int = 0  # inode change time: moves on every write, cannot be set back
-
-    @property
-    def last_modified(self) -> float:
-        """mtime, epoch seconds."""
-        return self.mtime_ns / 1e9
-
-    @property
-    def suffix(self) -> str:
-        """Lower-case suffix with the dot."""
-        return os.path.splitext(self.file_path)[1].lower()
-
-
-class _Chunks(Sequence):
-    """A file's chunks made on demand from its windows: iterating twice is
-    fine, and no list of every chunk text is held (bounded memory for big files)."""
-
-    def __init__(self, f: _File, text: str, windows: list[Window], labels: dict[int, str]):
-        self._f, self._text, self._windows, self._labels = f, text, windows, labels
-
-    def __len__(self) -> int:
-        return len(self._windows)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        w = self._windows[i]
-        f = self._f
-        body = self._text[w.start:w.end]
-        return Chunk(f.collection.collection_path, f.file_path, w.chunk_index, chunk_id(f.content_hash, body),
-                     f.content_hash, w.start, w.end, body, w.page,
-                     self._labels.get(w.page) if w.page is not None else None, w.bbox, w.regions, {},
-                     f.last_modified)
-
-    def __iter__(self) -> Iterator[Chunk]:
-        for i in range(len(self._windows)):
-            yield self[i]
-
-
-@dataclass
-class Prepared:
-    """What ``Indexer.prepare`` made of one file: the outcome and what to store.
-
-    Attributes:
-        file: the file (its ``content_hash`` is the one of the bytes extracted).
-        kind: ``indexed`` | ``empty`` | ``failed`` | ``skipped``.
-        code: reason code for failed/skipped (``engine.errors.ReasonCode``), else None.
-        reason: message for people (None for a clean ``indexed``).
-        document: the row to store (None: store nothing, e.g. skipped).
-        text: the full extracted text ("" unless indexed).
-        chunks: the chunks to store (a re-iterable sequence).
-        drop: remove the stored document (unsupported type).
-    """
-
-    file: _File
-    kind: str
-    code: str | None = None
-    reason: str | None = None
-    document: Document | None = None
-    text: str = ""
-    chunks: Sequence[Chunk] = ()
-    drop: bool = False
-
-
 def _password_key(password: str | None) -> str:
     return hashlib.sha256((password or "").encode("utf-8")).hexdigest()[:16]
-
-
-def _code_of(e: ExtractError) -> str:
-    """The reason code of an extraction error (classified once, here)."""
-    if isinstance(e, TooLargeError):
-        return "too-large"
-    if isinstance(e, EncryptedError):
-        return "encrypted"
-    if isinstance(e, UnsupportedFileError):
-        return "unsupported-type"
-    if e.reason.startswith("extractor error"):
-        return "extractor-error"
-    if e.reason.startswith(("cannot read", "not a readable file")):
-        return "unreadable"
-    return "corrupt"
-
-
-def _read_code(e: OSError) -> str:
-    return "gone" if e.errno in (errno.ENOENT, errno.ENOTDIR) else "unreadable"
 
 
 @dataclass
 class _Scan:
     """The walk of one collection: files to gate, and what became of the rest."""
 
-    files: list[_File] = field(default_factory=list)
+    files: list[HashedFile] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
     blocked: dict[str, tuple[str, str]] = field(default_factory=dict)  # dir filePath -> (code, message)
     stale: dict[str, tuple[str, str]] = field(default_factory=dict)  # filePath -> (code, message)
@@ -327,12 +235,12 @@ class Indexer:
 
     # -- walk and hash -------------------------------------------------------------
     def _scan(self, targets: list[Collection], summary: dict, emit: Callable[[dict], None],
-              t0: float) -> list[_File]:
+              t0: float) -> list[HashedFile]:
         """Walk every root, classify every entry, hash regular files; keep (stale)
         or remove the documents the walk did not index this time."""
         from engine.extract import SUPPORTED_SUFFIXES
 
-        files: list[_File] = []
+        files: list[HashedFile] = []
         found = 0
         last = 0.0
         for coll in targets:
@@ -373,14 +281,14 @@ class Indexer:
                 try:
                     digest = file_hash(entry.os_path)
                 except OSError as e:
-                    code = _read_code(e)
+                    code = read_code(e)
                     msg = f"cannot read: {e.strerror or e}"
                     if code == "unreadable":
                         scan.stale[entry.file_path] = (code, msg)
                     self._add(summary, "skipped", record(cp, entry.file_path, code, msg))
                     continue
                 scan.seen.add(entry.file_path)
-                scan.files.append(_File(coll, entry.file_path, entry.os_path, digest, entry.size_bytes,
+                scan.files.append(HashedFile(coll, entry.file_path, entry.os_path, digest, entry.size_bytes,
                                         entry.mtime_ns, entry.ctime_ns))
                 summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
                 now = time.perf_counter()
@@ -420,7 +328,7 @@ class Indexer:
                     os.lstat(resolve_inside(coll.root, fp))
                     why = ("unreadable", "the file exists but the walk did not reach it")
                 except OSError as e:
-                    if _read_code(e) == "gone":
+                    if read_code(e) == "gone":
                         self._retrying(lambda: self.store.remove_document(cp, fp))
                         summary["removed"] += 1
                         summary["counts"]["removed"] += 1
@@ -450,7 +358,7 @@ class Indexer:
         self._retrying(lambda: self.store.replace_document(dataclasses.replace(doc, metadata=meta), text, chunks))
 
     # -- the text pass -----------------------------------------------------------------
-    def _is_current(self, f: _File) -> bool:
+    def _is_current(self, f: HashedFile) -> bool:
         doc = self.store.get_document(f.collection.collection_path, f.file_path)
         if doc is None or doc.content_hash != f.content_hash or doc.settings_key != self.settings.settings_key:
             return False
@@ -462,11 +370,11 @@ class Indexer:
         return True
 
     @staticmethod
-    def _cache_key(f: _File) -> tuple[str, str, str | None]:
+    def _cache_key(f: HashedFile) -> tuple[str, str, str | None]:
         """Duplicate cache key: the bytes, the extractor (by suffix) and the password it is read with."""
         return (f.content_hash, f.suffix, f.collection.password if f.suffix == ".pdf" else None)
 
-    def _text_pass(self, files: list[_File], force: bool, summary: dict,
+    def _text_pass(self, files: list[HashedFile], force: bool, summary: dict,
                    emit: Callable[[dict], None], t0: float) -> None:
         remaining: dict[tuple, int] = {}
         todo = []
@@ -501,7 +409,7 @@ class Indexer:
             if group:
                 self.commit(group, summary)
 
-    def prepare(self, f: _File, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
+    def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
         """One hashed file -> its outcome, with no store write (the per-file seam).
 
         Checks the limits, extracts (once per duplicate key while ``cache``
@@ -536,12 +444,12 @@ class Indexer:
                 f = dataclasses.replace(f, content_hash=file_hash(f.path), size_bytes=st.st_size,
                                         mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
             except OSError as e:
-                return Prepared(f, "skipped", _read_code(e), f"cannot read after extraction: {e.strerror or e}")
+                return Prepared(f, "skipped", read_code(e), f"cannot read after extraction: {e.strerror or e}")
             outcome = self._extract(f)
         return Prepared(f, "skipped", "changed-during-read",
                         "the file changed while it was read (size, mtime or hash moved); the next run retries")
 
-    def _extract(self, f: _File) -> ExtractedText | ExtractError:
+    def _extract(self, f: HashedFile) -> ExtractedText | ExtractError:
         from engine.extract import extract
         from engine.extract.limits import check_limits
 
@@ -556,7 +464,7 @@ class Indexer:
             log.exception("extracting %s failed", f.path)
             return ExtractError(f"extractor error: {type(e).__name__}: {e}")
 
-    def _prepared(self, f: _File, outcome: ExtractedText | ExtractError) -> Prepared:
+    def _prepared(self, f: HashedFile, outcome: ExtractedText | ExtractError) -> Prepared:
         cp = f.collection.collection_path
         base = dict(collection_path=cp, file_path=f.file_path, content_hash=f.content_hash,
                     settings_key=self.settings.settings_key, size_bytes=f.size_bytes,
@@ -567,10 +475,10 @@ class Indexer:
         if isinstance(outcome, UnsupportedFileError):
             return Prepared(f, "skipped", "unsupported-type", outcome.reason, drop=True)
         if isinstance(outcome, (TooLargeError,)) or (isinstance(outcome, ExtractError)
-                                                     and _code_of(outcome) == "unreadable"):
-            return Prepared(f, "skipped", _code_of(outcome), outcome.reason)
+                                                     and code_of(outcome) == "unreadable"):
+            return Prepared(f, "skipped", code_of(outcome), outcome.reason)
         if isinstance(outcome, ExtractError):
-            meta: dict[str, Any] = {"code": _code_of(outcome)}
+            meta: dict[str, Any] = {"code": code_of(outcome)}
             if isinstance(outcome, EncryptedError):
                 meta.update(encrypted=True, passwordKey=_password_key(f.collection.password))
             doc = Document(**base, file_type=f.suffix.lstrip("."), status="failed", reason=outcome.reason,
@@ -592,7 +500,7 @@ class Indexer:
                        reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
                        chunk_count=len(windows), text_length=len(text),
                        summary=text[:SUMMARY_CHARS], metadata=meta)
-        return Prepared(f, "indexed", None, doc.reason, doc, text, _Chunks(f, text, windows, labels))
+        return Prepared(f, "indexed", None, doc.reason, doc, text, LazyChunks(f, text, windows, labels))
 
     def commit(self, group: list[Prepared], summary: dict) -> None:
         """Write a group of outcomes in one store batch (retried while the writer

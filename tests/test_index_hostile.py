@@ -486,7 +486,7 @@ def test_status_into_a_closed_pipe_prints_no_traceback(tmp_path):
 
 
 def test_extract_error_codes_are_reason_codes():
-    from engine.index import _code_of
+    from engine.outcome import code_of as _code_of
 
     assert _code_of(ExtractError("corrupt: x")) == "corrupt"
     assert _code_of(TooLargeError("too-large: x")) == "too-large"
