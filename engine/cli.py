@@ -124,8 +124,11 @@ def _progress_printer():
         done = ev.get("done", 0)
         width = 30
         filled = int(width * done / total)
+        count = f"{done}/{ev.get('total', 0)}" if ev.get("total") else f"{done} found"
+        if ev.get("bytesHashed"):
+            count += f" {ev['bytesHashed'] / 1e6:.0f} MB hashed"
         line = (f"\r{ev.get('phase', ''):<7} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{done}/{ev.get('total', 0)} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}")
+                f"{count} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}")
         sys.stderr.write(line)
         if ev.get("phase") == "done":
             sys.stderr.write("\n")

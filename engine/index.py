@@ -44,7 +44,7 @@ from engine.errors import (
 )
 from engine.model import Collection, Document, ExtractedText
 from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
-from engine.paths import document_path, resolve_inside
+from engine.paths import document_path, os_name, resolve_inside
 from engine.runs import new_summary, record
 from engine.store.base import Store
 from engine.walk import Entry, walk_entries
@@ -324,8 +324,8 @@ class Indexer:
             why = scan.stale.get(fp) or next(
                 (v for d, v in scan.blocked.items() if fp.startswith(d + "/")), None)
             if why is None:
-                try:
-                    os.lstat(resolve_inside(coll.root, fp))
+                try:  # lstat: the entry itself, no symlink followed
+                    os.lstat(os.path.join(coll.root, os_name(fp)))
                     why = ("unreadable", "the file exists but the walk did not reach it")
                 except OSError as e:
                     if read_code(e) == "gone":
@@ -334,8 +334,6 @@ class Indexer:
                         summary["counts"]["removed"] += 1
                         continue
                     why = ("unreadable", f"cannot stat: {e.strerror or e}")
-                except Exception as e:  # PathEscapeError: the stored path now leaves the root
-                    why = ("symlink-outside-root", str(e))
             self._mark_stale(doc, *why)
             self._add(summary, "stale", record(cp, fp, why[0], why[1]))
 

@@ -67,8 +67,8 @@ def resolve_inside(root: str | Path, file_path: str) -> Path:
         The resolved absolute path (it need not exist).
 
     Raises:
-        PathEscapeError: ``file_path`` is absolute, contains ``..``, or
-            resolves (through symlinks) outside ``root``.
+        PathEscapeError: ``file_path`` is absolute, contains ``..`` or a NUL
+            byte, is a symlink loop, or resolves (through symlinks) outside ``root``.
     """
     if "\0" in file_path:
         raise PathEscapeError(f"filePath {file_path!r} contains a NUL byte; no file name can")
@@ -77,10 +77,13 @@ def resolve_inside(root: str | Path, file_path: str) -> Path:
         raise PathEscapeError(f"filePath {file_path!r} is absolute; give it relative to the collection root")
     if ".." in p.parts:
         raise PathEscapeError(f"filePath {file_path!r} contains '..'; it must stay inside the collection root")
-    base = Path(root).resolve()
-    full = (base / Path(*p.parts)).resolve() if p.parts else base
-    if _SHOWN_BYTE.search(file_path) and not os.path.lexists(full):
-        full = (base / Path(*PurePosixPath(os_name(file_path)).parts)).resolve()  # a shown bad byte
+    try:
+        base = Path(root).resolve()
+        full = (base / Path(*p.parts)).resolve() if p.parts else base
+        if _SHOWN_BYTE.search(file_path) and not os.path.lexists(full):
+            full = (base / Path(*PurePosixPath(os_name(file_path)).parts)).resolve()  # a shown bad byte
+    except (RuntimeError, OSError) as e:  # 3.11 pathlib: "Symlink loop from ..."
+        raise PathEscapeError(f"filePath {file_path!r} cannot be resolved (symlink loop?): {e}") from None
     if full != base and base not in full.parents:
         raise PathEscapeError(f"filePath {file_path!r} resolves outside the collection root (symlink)")
     return full

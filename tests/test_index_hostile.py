@@ -199,8 +199,12 @@ def test_a_name_that_is_not_utf8_is_indexed_and_the_tools_accept_it_back(tmp_pat
                 args["chunkIndex"] = 0
             out = call_tool(eng, tool, args)
             assert out["found"] is False and out["error"] == "path-escape" and "NUL" in out["message"]
+        os.symlink("loop.txt", root / "loop.txt")  # a loop asked for by name: an answer, not an exception
+        out = call_tool(eng, "get_chunk", {"collectionPath": "B", "filePath": "loop.txt", "chunkIndex": 0})
+        assert out["found"] is False and out["error"] == "path-escape" and "loop" in out["message"]
         # a second run sees the same name: unchanged
-        assert eng.run_index()["counts"]["unchanged"] == 2
+        again = eng.run_index()
+        assert again["counts"]["unchanged"] == 2 and again["skippedFiles"][0]["code"] == "symlink-loop"
     finally:
         eng.close()
 
