@@ -220,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # a second Ctrl-C during a run: the run record says how it ended
+        sys.stderr.write("\nchunknav: interrupted\n")
+        return 130
     except BrokenPipeError:
         try:  # the reader went away: drop what is buffered, say nothing
             devnull = os.open(os.devnull, os.O_WRONLY)

@@ -172,19 +172,30 @@ class Indexer:
                 summary["status"] = "stopped"
                 summary["error"] = {"error": "store-busy", "message": str(e)}
                 log.warning("index run stopped: %s", e)
-            summary["skipped"] = summary["unchanged"]
-            summary["seconds"] = round(time.perf_counter() - t0, 3)
-            summary["finishedAt"] = _iso(time.time())
-            try:  # the summary is worth a longer wait than one write
-                self._retrying(lambda: self.store.save_run(summary), self._lock_wait_s() + 10.0)
-            except StoreBusyError as e:
-                summary["error"] = summary["error"] or {"error": "store-busy", "message": str(e)}
-                log.warning("the run summary could not be saved: %s", e)
+            except BaseException as e:  # a bug, a second Ctrl-C: record how it ended, then raise
+                summary["status"] = "cancelled" if isinstance(e, KeyboardInterrupt) else "stopped"
+                summary["message"] = f"the run ended on {type(e).__name__}: {e}"
+                self._finish(summary, t0)
+                raise
+            self._finish(summary, t0)
             emit({"phase": "done", "done": summary["filesSeen"], "total": summary["filesSeen"],
                   "file": "", "elapsedS": summary["seconds"], "status": summary["status"]})
         return summary
 
     # -- helpers -------------------------------------------------------------------
+    def _finish(self, summary: dict, t0: float) -> None:
+        """Stamp the end of the run and save its record (a longer wait than one write)."""
+        summary["skipped"] = summary["unchanged"]
+        summary["seconds"] = round(time.perf_counter() - t0, 3)
+        summary["finishedAt"] = _iso(time.time())
+        try:
+            self._retrying(lambda: self.store.save_run(summary), self._lock_wait_s() + 10.0)
+        except StoreBusyError as e:
+            summary["error"] = summary["error"] or {"error": "store-busy", "message": str(e)}
+            log.warning("the run summary could not be saved: %s", e)
+        except Exception:  # the store itself is broken: the original outcome matters more
+            log.exception("the run summary could not be saved")
+
     def _check_cancel(self) -> None:
         if self._cancel is not None and self._cancel.is_set():
             raise RunCancelled("cancel requested")

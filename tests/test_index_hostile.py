@@ -413,12 +413,14 @@ def test_cancel_stops_at_a_file_boundary_and_keeps_what_was_committed(tmp_path):
 
 
 def _many_files(root: Path, n: int = 3000) -> None:
+    """``n`` text files of ~30 KB: several seconds of work, so a signal lands mid-run."""
     root.mkdir()
+    body = "".join(f"line {j} of many words to chunk and index\n" for j in range(700))
     for i in range(n):
-        (root / f"f{i:05d}.txt").write_text(f"file {i} words " * 60, "utf-8")
+        (root / f"f{i:05d}.txt").write_text(f"file {i}\n" + body, "utf-8")
 
 
-def _wait_running(db: Path, proc: subprocess.Popen, timeout_s: float = 60, documents: int = 50) -> None:
+def _wait_running(db: Path, proc: subprocess.Popen, timeout_s: float = 60, documents: int = 1) -> None:
     """Until the CLI run has saved its ``running`` record and committed more than ``documents``."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
@@ -458,7 +460,7 @@ def test_sigterm_and_ctrl_c_cancel_a_cli_run_cleanly(tmp_path, sig):
 
 def test_a_killed_run_shows_as_interrupted_and_the_next_run_carries_on(tmp_path):
     root = tmp_path / "root"
-    _many_files(root, 1000)
+    _many_files(root, 500)
     db = tmp_path / "index.db"
     _cli(db, "collections", "add", "C", str(root))
     proc = subprocess.Popen([sys.executable, "-m", "engine", "--db", str(db), "index"], cwd=REPO,
@@ -470,7 +472,7 @@ def test_a_killed_run_shows_as_interrupted_and_the_next_run_carries_on(tmp_path)
     assert st["lastRun"]["status"] == "interrupted" and "never finished" in st["lastRun"]["message"]
     assert "last run: interrupted" in _cli(db, "status").stdout
     again = json.loads(_cli(db, "index", "--json").stdout)
-    assert again["status"] == "finished" and again["indexed"] + again["unchanged"] == 1000
+    assert again["status"] == "finished" and again["indexed"] + again["unchanged"] == 500
 
 
 def test_run_outcome_of_records():
