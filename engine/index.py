@@ -540,7 +540,9 @@ class Indexer:
             return
         if p.document is None:
             old = self.store.get_document(cp, fp)
-            if old is not None and p.code:  # kept, marked stale with the reason
+            if old is not None and p.code == "gone":  # vanished since the walk: really gone
+                self.store.remove_document(cp, fp)
+            elif old is not None and p.code:  # kept, marked stale with the reason
                 self._mark_stale(old, p.code, p.reason or "")
             return
         self.store.replace_document(p.document, p.text, p.chunks)  # type: ignore[arg-type]

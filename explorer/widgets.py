@@ -276,7 +276,7 @@ def job_progress(snap: dict[str, Any]) -> None:
     frac = min(1.0, done / total) if total else 0.0
     what = "Rebuild (forced)" if snap.get("force") else "Re-index (hash-gated)"
     count = f"{done}/{total}" if total else f"{done}"
-    if snap.get("bytesHashed"):
+    if snap.get("bytesHashed") and phase == "hash":
         count += f" ({snap['bytesHashed'] / 1e6:.1f} MB hashed)"
     if snap.get("cancelRequested"):
         what += " · cancelling at the next file boundary"
