@@ -74,6 +74,10 @@ SETTINGS: tuple[Setting, ...] = (
             "most pages of a PDF an index run extracts; more is skipped as too-large; 0 = no limit", int),
     Setting("lock_wait_s", "CHUNKNAV_LOCK_WAIT_S", 120.0, "seconds",
             "how long an index run retries a busy writer lock (with backoff) before it stops", float),
+    # -- MCP over HTTP (chunknav mcp --http) --
+    Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
+            "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
+            "required for any non-loopback address; never logged or shown", str),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -100,6 +104,7 @@ class Settings:
     max_docx_part_bytes: int = 128 * 1024 * 1024
     max_pages: int = 5000
     lock_wait_s: float = 120.0
+    mcp_token: str = ""
 
     @property
     def chunk_step(self) -> int:

@@ -11,6 +11,7 @@ import streamlit as st
 from engine.errors import IndexBusyError
 
 from explorer import state, widgets
+from explorer.table import table
 
 st.title("Rebuild")
 engine = state.engine()
@@ -75,5 +76,4 @@ if known:
             st.success(f"Removed `{victim}`: its documents and chunks left the index (vectors stay, counted stale).")
         except IndexBusyError as e:  # a run of another process holds the index
             widgets.failure_callout({"error": "index-busy", "message": str(e)})
-    st.dataframe([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()],
-                 hide_index=True, width="stretch")
+    table([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()])
