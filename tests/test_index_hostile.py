@@ -485,10 +485,10 @@ def test_run_outcome_of_records():
 def test_status_into_a_closed_pipe_prints_no_traceback(tmp_path):
     db = tmp_path / "index.db"
     _cli(db, "collections", "add", "C", str(tmp_path))
-    for reader in ("true", "head -c 1"):
-        r = subprocess.run(f"{sys.executable} -m engine --db {db} status --json | {reader}", shell=True,
+    for command, reader in (("status", "head -n 1"), ("status --json", "true"), ("settings", "head -c 1")):
+        r = subprocess.run(f"{sys.executable} -m engine --db {db} {command} | {reader}", shell=True,
                            cwd=REPO, env=_env(), capture_output=True, text=True)
-        assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, (command, reader, r.stderr)
 
 
 def test_extract_error_codes_are_reason_codes():
