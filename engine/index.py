@@ -49,7 +49,7 @@ from engine.runs import new_summary, record
 from engine.store.base import Store
 from engine.walk import Entry, walk_entries
 
-__all__ = ["Indexer", "Prepared", "walk", "file_hash", "document_path", "resolve_inside", "SUMMARY_CHARS"]
+__all__ = ["Indexer", "Prepared", "repair_orphans", "walk", "file_hash", "document_path", "resolve_inside", "SUMMARY_CHARS"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,25 @@ def walk(root: str | Path) -> list[str]:
 
 def _password_key(password: str | None) -> str:
     return hashlib.sha256((password or "").encode("utf-8")).hexdigest()[:16]
+
+
+def repair_orphans(store: Store) -> int:
+    """Drop documents and chunks whose collection is gone (a remove that raced a
+    run in an older version). Uses the store's own ``repair_orphans`` when it
+    has one (SQLite: one query), else the protocol (``documents`` of every
+    collection path, ``remove_collection`` of the orphans).
+
+    Returns:
+        The number of collection paths whose rows were removed.
+    """
+    own = getattr(store, "repair_orphans", None)
+    if own is not None:
+        return int(own())
+    known = {c.collection_path for c in store.collections()}
+    gone = sorted({d.collection_path for d in store.documents()} - known)
+    for cp in gone:
+        store.remove_collection(cp)
+    return len(gone)
 
 
 @dataclass
@@ -157,9 +176,7 @@ class Indexer:
             summary = new_summary(force, [c.collection_path for c in targets], _iso(started))
             try:
                 self._retrying(lambda: self.store.save_run(summary))
-                repair = getattr(self.store, "repair_orphans", None)
-                if repair is not None:
-                    summary["orphansRemoved"] = repair()
+                summary["orphansRemoved"] = repair_orphans(self.store)
                 files = self._scan(targets, summary, emit, t0)
                 self._text_pass(files, force, summary, emit, t0)
                 if self.embedder is not None:

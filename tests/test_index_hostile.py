@@ -497,3 +497,17 @@ def test_extract_error_codes_are_reason_codes():
     assert _code_of(ExtractError("corrupt: x")) == "corrupt"
     assert _code_of(TooLargeError("too-large: x")) == "too-large"
     assert all(c == c.lower() and " " not in c for c in REASON_CODES)
+
+
+def test_orphan_rows_are_repaired_on_every_store(store):
+    """Documents whose collection is gone leave at the next run, SQLite and Postgres alike."""
+    from engine.index import repair_orphans
+    from engine.model import Chunk, Document
+
+    store.add_collection(Collection("Kept", "/nowhere"))
+    for cp in ("Kept", "Gone/Sub"):
+        doc = Document(cp, "a.txt", "h" * 64, "k", "txt", "indexed", chunk_count=1, text_length=5)
+        store.replace_document(doc, "words", [Chunk(cp, "a.txt", 0, "c" * 64, "h" * 64, 0, 5, "words")])
+    assert repair_orphans(store) == 1
+    assert [d.collection_path for d in store.documents()] == ["Kept"]
+    assert store.chunks("Gone/Sub", "a.txt") == [] and store.chunk_count("Kept", "a.txt") == 1
