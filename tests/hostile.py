@@ -157,6 +157,11 @@ def build_hostile_folder(root: Path, outside: Path | None = None) -> tuple[list[
         with open(os.path.join(os.fsencode(h), raw), "wb") as f:
             f.write(f"a file whose name is not UTF-8, number {i}, word zqbadname{i}\n".encode())
         hostile["hostile/" + display_name(os.fsdecode(raw))] = "indexed"
+    bad_dir = os.path.join(os.fsencode(h), b"dir-\xfe")
+    os.mkdir(bad_dir)
+    with open(os.path.join(bad_dir, b"inner.txt"), "wb") as f:
+        f.write(b"a healthy file in a folder whose name is not UTF-8")
+    hostile["hostile/dir-\\xfe/inner.txt"] = "indexed"
     with open(os.path.join(os.fsencode(h), b"twin-\xff.txt"), "wb") as f:
         f.write(b"the byte-named twin")
     (h / "twin-\\xff.txt").write_text("the literal twin", "utf-8")  # a valid name equal to the shown form
