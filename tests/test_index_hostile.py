@@ -367,16 +367,24 @@ def test_a_held_writer_lock_is_retried_then_the_run_stops_cleanly_with_its_summa
     (root / "a.txt").write_text("words", "utf-8")
     db = tmp_path / "index.db"
     _cli(db, "collections", "add", "W", str(root))
-    holder = sqlite3.connect(str(db), isolation_level=None, check_same_thread=False)
+    holder = sqlite3.connect(str(db), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process's long write transaction
-    threading.Timer(4.0, lambda: holder.execute("ROLLBACK")).start()
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "--db", str(db), "index", "--json"], cwd=REPO,
+                            env=_env(CHUNKNAV_LOCK_WAIT_S="1"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    err_lines = []
     try:
-        r = _cli(db, "index", "--json", env=_env(CHUNKNAV_LOCK_WAIT_S="1"))
+        for line in proc.stderr:  # held until the run has given up on its writes
+            err_lines.append(line)
+            if "index run stopped" in line:
+                break
     finally:
-        time.sleep(0.1)
-    assert "Traceback" not in r.stderr, r.stderr
-    assert r.returncode == 1
-    summary = json.loads(r.stdout)
+        holder.execute("ROLLBACK")  # now the summary can be saved
+    out, rest = proc.communicate(timeout=60)
+    stderr = "".join(err_lines) + rest
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode == 1
+    summary = json.loads(out)
     assert summary["status"] == "stopped" and summary["error"]["error"] == "store-busy"
     assert "CHUNKNAV_LOCK_WAIT_S" in summary["error"]["message"]
     holder.close()
