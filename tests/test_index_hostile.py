@@ -34,6 +34,7 @@ from engine.runs import run_outcome
 from engine.service import Engine
 from engine.store.sqlite import SqliteStore
 from engine.tools import call_tool
+from tests.conftest import ALLOWED_ROOTS
 from tests.hostile import DROP_CAPS, build_hostile_folder, docx_bomb, restore_permissions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +44,7 @@ LIMITS = {"CHUNKNAV_MAX_FILE_BYTES": str(1 << 20), "CHUNKNAV_MAX_DOCX_PART_BYTES
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
-    env.update(EMBED_PROVIDER="none", PYTHONPATH=str(REPO), **extra)
+    env.update(EMBED_PROVIDER="none", PYTHONPATH=str(REPO), CHUNKNAV_ALLOWED_ROOTS=ALLOWED_ROOTS, **extra)
     return env
 
 
@@ -60,7 +61,8 @@ def tree(tmp_path):
 
 
 def _settings(tmp_path: Path, **kw) -> Settings:
-    return Settings(db=str(tmp_path / "index.db"), embed_provider="none", **kw).validate()
+    return Settings(db=str(tmp_path / "index.db"), embed_provider="none", allowed_roots=ALLOWED_ROOTS,
+                    **kw).validate()
 
 
 # -- the folder of 60+ hostile files ------------------------------------------------------
