@@ -85,6 +85,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.embed.isolate", "engine.index_embed", "engine.store.sqlite_notes", "engine.store.postgres_notes",
     "engine.store.sqlite_rows", "engine.service", "engine.extract.common", "engine.extract.pdf",
     "engine.extract.text", "engine.extract.docx",
+    "engine.walk", "engine.runs", "engine.extract.limits", "engine.outcome",  # issue 10
     "engine.secrets", "engine.roots", "engine.launcher",
 ])
 def test_exports_exist_and_are_documented(module):
