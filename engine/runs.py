@@ -22,8 +22,11 @@ Summary keys (camelCase, JSON-able)::
 says why, e.g. ``store-busy``); ``run_outcome`` adds ``interrupted``.
 Each file list entry is ``{"collectionPath", "filePath", "code", "reason"}``
 (``reason`` the message for people). ``filesSeen`` counts every entry the
-walk reported: ``counts.indexed + empty + unchanged + failed + skipped ==
-filesSeen`` once the run finished.
+walk reported: ``counts.indexed + empty + unchanged + failed + skipped +
+stale == filesSeen`` once the run finished, less the stale documents under a
+folder that could not be entered (the folder is the one skipped entry). A
+file that cannot be read but has a stored document is ``stale`` only, never
+also ``skipped``.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ __all__ = [
     "hit_row",
     "mark_terms",
     "marked_block",
+    "overlap_caption",
     "job_progress",
     "run_summary",
     "source_file",
@@ -453,6 +454,14 @@ def provenance_line(env: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def overlap_caption(n_prev: int, prev_i: int | None, n_next: int, next_i: int | None) -> str:
+    """The caption under a chunk's text: how many characters (blue) it shares with
+    each neighbour that exists; a missing neighbour (first/last chunk) is not named."""
+    parts = [f"the {n} characters shared with chunk {j}" for n, j in ((n_prev, prev_i), (n_next, next_i))
+             if n and j is not None]
+    return f"Blue: {' and '.join(parts)}." if parts else "No overlap with neighbours."
+
+
 def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     """A found ``get_chunk`` envelope: header, stepper (prevIndex/nextIndex),
     position slider bounded by totalChunks, text with the overlaps marked, links."""
@@ -477,8 +486,7 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     spans = [(0, n_prev, "ovl")] if n_prev else []
     if n_next:
         spans.append((max(n_prev, len(text) - n_next), len(text), "ovl"))
-    st.caption(f"Blue: the {n_prev} characters shared with chunk {prev_i} and the {n_next} shared "
-               f"with chunk {next_i}." if (n_prev or n_next) else "No overlap with neighbours.")
+    st.caption(overlap_caption(n_prev, prev_i, n_next, next_i))
     marked_block(text, spans, query)
     params = {k: v for k, v in {"c": chunk["collectionPath"], "f": chunk["filePath"], "i": i,
                                 "p": chunk.get("page"), "q": query or None}.items() if v is not None}

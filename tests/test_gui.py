@@ -252,6 +252,15 @@ def test_chunk_marks_overlap_and_links_full_text(app, sample_engine):
     assert 'class="cn-span"' in html  # the chunk outlined inside the full text
 
 
+def test_first_and_last_chunk_captions_name_no_missing_neighbour(app, sample_engine):
+    f, total = _multi_chunk_file(sample_engine)
+    for i, neighbour in ((0, 1), (total - 1, total - 2)):
+        at = app("chunk", c=SAMPLE_COLLECTION, f=f, i=i)
+        caps = _texts(at.caption)
+        assert "None" not in caps and "0 shared" not in caps
+        assert f"shared with chunk {neighbour}." in caps
+
+
 def test_chunk_out_of_range_is_an_answer(app):
     at = app("chunk", c=SAMPLE_COLLECTION, f="minimal-document.pdf", i=999)
     assert any("out of range" in w.value for w in at.warning)
