@@ -25,6 +25,7 @@ from typing import Any
 
 from engine.config import load_settings, settings_table
 from engine.launcher import APP, STREAMLIT_CONFIG, streamlit_flags  # noqa: F401  (re-exported from engine.cli)
+from engine.runs import unchanged_of
 from engine.secrets import install_log_redaction, redact
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError, WHO_FIXES
 from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
@@ -177,7 +178,7 @@ def _human_index(s: dict) -> str:
     lines = [
         f"{'Rebuild' if s.get('force') else 'Index'} {s.get('status', 'finished')} in {s.get('seconds', 0):.2f} s: "
         f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
-        f"{s.get('unchanged', s.get('skipped', 0))} unchanged, {len(s.get('failed', []))} failed, "
+        f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
         f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
         f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
@@ -237,15 +238,31 @@ def _human_status(st: dict) -> str:
     out += _attention(st)
     for f in st["failures"]:
         out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
-    run = st.get("lastRun")
-    if run:
-        c = run.get("counts") or {}
-        out.append(f"last run: {run.get('status', 'finished')} (started {run.get('startedAt')}): "
-                   + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed",
-                                                           "skipped", "stale", "removed")))
-        if run.get("message"):
-            out.append(f"  {run['message']}")
     return "\n".join(out)
+
+
+def _last_run_line(run: dict) -> str:
+    """The one ``last run:`` line of ``chunknav status``: the outcome (``finished``,
+    ``finished with failures``, ``embedding failed``, or the status of a run that did
+    not finish: ``running``, ``cancelled``, ``stopped``, ``interrupted``), when, and
+    every class of ``counts`` (older records without ``counts``: their top-level fields)."""
+    status = run.get("status", "finished")
+    c = dict(run.get("counts") or {})
+    c.setdefault("indexed", run.get("indexed", 0))
+    c.setdefault("unchanged", unchanged_of(run))
+    c.setdefault("failed", len(run.get("failed") or []))
+    c.setdefault("removed", run.get("removed", 0))
+    if status != "finished":
+        outcome = status
+    elif run.get("embedError"):
+        outcome = "embedding failed"
+    else:
+        outcome = "finished with failures" if c["failed"] else "finished"
+    when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
+    return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
+            + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
+                                                     "stale", "removed"))
+            + f", {run.get('embedded', 0)} vectors embedded")
 
 
 def _attention(st: dict) -> list[str]:
@@ -256,13 +273,9 @@ def _attention(st: dict) -> list[str]:
     if not run:
         out.append("last run: none yet (chunknav index)")
     else:
-        failed = len(run.get("failed") or [])
-        outcome = "embedding failed" if run.get("embedError") else ("finished with failures" if failed
-                                                                     else "ok")
-        out.append(f"last run: {outcome} at {run.get('finishedAt', '?')}"
-                   f"{' (rebuild)' if run.get('force') else ''}: {run.get('indexed', 0)} indexed, "
-                   f"{run.get('skipped', 0)} unchanged, {failed} failed, {run.get('removed', 0)} removed, "
-                   f"{run.get('embedded', 0)} vectors embedded")
+        out.append(_last_run_line(run))
+        if run.get("message"):
+            out.append(f"  {run['message']}")
         err = run.get("embedError")
         if err:
             out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")

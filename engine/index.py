@@ -202,7 +202,6 @@ class Indexer:
     # -- helpers -------------------------------------------------------------------
     def _finish(self, summary: dict, t0: float) -> None:
         """Stamp the end of the run and save its record (a longer wait than one write)."""
-        summary["skipped"] = summary["unchanged"]
         summary["seconds"] = round(time.perf_counter() - t0, 3)
         summary["finishedAt"] = _iso(time.time())
         try:

@@ -21,6 +21,7 @@ import streamlit as st
 
 from engine.errors import WHO_FIXES, ChunknavError
 from engine.paths import resolve_inside
+from engine.runs import unchanged_of
 from engine.secrets import public_dsn, redact, redact_obj
 from engine.search import parse_query, query_terms
 from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
@@ -299,9 +300,9 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
     st.markdown(f"**{heading}**" + (f" · {summary.get('finishedAt')}" if summary.get("finishedAt") else ""))
     cols = st.columns(6)
     for col, (label, key) in zip(cols, [("files seen", "filesSeen"), ("indexed", "indexed"),
-                                        ("skipped (unchanged)", "skipped"), ("chunks written", "chunksWritten"),
+                                        ("unchanged", "unchanged"), ("chunks written", "chunksWritten"),
                                         ("vectors embedded", "embedded"), ("seconds", "seconds")]):
-        col.metric(label, summary.get(key, 0))
+        col.metric(label, unchanged_of(summary) if key == "unchanged" else summary.get(key, 0))
     extra = []
     for label, key in (("removed", "removed"), ("vectors reused", "reused"),
                        ("embedded truncated", "truncated"), ("chunks without a vector", "embedFailed")):

@@ -59,7 +59,8 @@ def test_index_human_then_json_then_force(tmp_path, corpus, capsys, monkeypatch)
     assert "skipped C/notes.xyz: unsupported-type: unsupported file type: .xyz" in out
     code, out, _ = run(capsys, "--db", db, "index", "--json")
     summary = json.loads(out)
-    assert code == 0 and summary["indexed"] == 0 and summary["skipped"] == 3 and summary["force"] is False
+    assert code == 0 and summary["indexed"] == 0 and summary["unchanged"] == 3 and summary["force"] is False
+    assert "skipped" not in summary  # one name per meaning: counts.skipped are the real skips
     code, out, _ = run(capsys, "--db", db, "index", "--force", "--json")
     assert json.loads(out)["indexed"] == 2
 
@@ -71,6 +72,11 @@ def test_status_human_and_json(tmp_path, corpus, capsys, monkeypatch):
     run(capsys, "--db", db, "index")
     code, out, _ = run(capsys, "--db", db, "status")
     assert code == 0 and "documents 3" in out and "provider none" in out and "search-not-performed" in out
+    # one "last run:" line, whose verdict agrees with its counts (broken.pdf failed)
+    lines = [ln for ln in out.splitlines() if ln.startswith("last run:")]
+    assert len(lines) == 1, out
+    assert lines[0].startswith("last run: finished with failures at ") and "1 failed" in lines[0]
+    assert "2 indexed, 0 unchanged, 0 empty, 1 failed, 1 skipped, 0 stale, 0 removed" in lines[0]
     code, out, _ = run(capsys, "--db", db, "status", "--json")
     env = json.loads(out)
     assert code == 0 and env["documents"] == 3 and env["failures"][0]["filePath"] == "broken.pdf"

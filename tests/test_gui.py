@@ -335,7 +335,9 @@ def test_rebuild_runs_and_shows_its_summary(small_index, button, forced):
     # a hash-gated run right after skips both files
     at.button(key="reindex").click().run()
     _wait_for_run(at)
-    assert {m.label: m.value for m in at.metric}["skipped (unchanged)"] == "2"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["unchanged"] == "2" and not [k for k in metrics if "skipped" in k]
+    assert "unchanged: 2" in _texts(at.caption) and "skipped: 0" in _texts(at.caption)
 
 
 def test_second_start_while_running_starts_nothing(small_index):
