@@ -33,7 +33,7 @@ from engine.secrets import install_log_redaction  # noqa: E402
 from explorer import access, links, state, widgets  # noqa: E402
 
 install_log_redaction()  # engine.secrets: no log line carries a configured secret
-st.set_page_config(page_title="chunknav explorer", page_icon=":material/travel_explore:", layout="wide")
+st.set_page_config(page_title="chunknav explorer", page_icon=state.ICON, layout="wide")
 
 
 def _home() -> None:
