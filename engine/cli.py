@@ -352,6 +352,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "migrate":
         return _migrate(args.src, args.dst)
 
+    missing = _missing_index(settings, args)
+    if missing:
+        return _answer_without_index(args, settings, missing)
     engine = Engine(settings)
     try:
         return _run(args, engine)
@@ -375,6 +378,52 @@ def _main(argv: list[str] | None) -> int:
         return 2
     finally:
         engine.close()
+
+
+def _missing_index(settings, args: argparse.Namespace) -> str | None:
+    """The SQLite index path when it does not exist and the command only reads
+    (status, search, search-chunks, get-chunk, read, node, collections list), else None.
+    ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
+    reads = args.command in CLI_NAMES.values() or (args.command == "collections" and args.action == "list")
+    if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
+        return None
+    return os.path.abspath(settings.db)
+
+
+def no_index_message(path: str) -> str:
+    """What a read-only command says on a missing index (nothing is created)."""
+    return f"no index at {path}; add a collection with `chunknav collections add NAME DIR`"
+
+
+def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
+    """A read-only command on a missing index: the tool's own empty answer (from
+    an in-memory index, so the shapes are the real ones) carrying the hint, exit 0.
+    Human ``status`` prints only the hint; ``collections list`` prints ``[]``
+    and the hint on stderr. No file or folder is created."""
+    import dataclasses
+
+    msg = no_index_message(path)
+    if args.command == "collections":
+        _print([])
+        _err(msg)
+        return 0
+    if args.command == "status" and not args.json:
+        print(msg)
+        return 0
+    engine = Engine(dataclasses.replace(settings, db=":memory:"))
+    try:
+        name = next(n for n, c in CLI_NAMES.items() if c == args.command)
+        props = REGISTRY[name].schema["properties"]
+        arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}
+        envelope = call_tool(engine, name, arguments)
+    except ToolArgumentError as e:
+        _err(e)
+        return 2
+    finally:
+        engine.close()
+    envelope["hint" if "searched" in envelope else "message"] = msg
+    _print(envelope)
+    return 0
 
 
 def _run(args: argparse.Namespace, engine: Engine) -> int:

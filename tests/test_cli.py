@@ -154,3 +154,30 @@ def test_migrate_copies_chunks_and_vectors_without_re_embedding(tmp_path, corpus
     assert embed_stub.count("/api/embed") == embedded  # nothing to embed: not even the probe
     code, _, err = run(capsys, "migrate", "--from", "mysql://x", "--to", f"sqlite:{dst}")
     assert code == 2 and "sqlite:PATH" in err
+
+
+def test_read_only_commands_on_a_missing_index_create_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EMBED_PROVIDER", "none")
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / ".chunknav" / "index.db"
+    hint = f"no index at {db}; add a collection with `chunknav collections add NAME DIR`"
+    code, out, _ = run(capsys, "status")
+    assert code == 0 and out.strip() == hint
+    code, out, _ = run(capsys, "status", "--json")
+    assert code == 0 and json.loads(out)["message"] == hint and json.loads(out)["documents"] == 0
+    for argv in (["search", "anvils"], ["search-chunks", "anvils"]):
+        code, out, _ = run(capsys, *argv)
+        env = json.loads(out)
+        assert code == 0 and env["hits"] == [] and env["hint"] == hint, argv
+    for argv in (["get-chunk", "C", "a.md", "0"], ["read", "C", "a.md"], ["node", "C/_Documents/a.md"]):
+        code, out, _ = run(capsys, *argv)
+        env = json.loads(out)
+        assert code == 0 and env["found"] is False and env["message"] == hint, argv
+    code, out, err = run(capsys, "collections", "list")
+    assert code == 0 and json.loads(out) == [] and hint in err
+    assert list(tmp_path.iterdir()) == []  # no .chunknav/ was made
+    # the commands that write make it
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("Anvils are heavy.", "utf-8")
+    code, _, _ = run(capsys, "collections", "add", "C", str(tmp_path / "docs"), "--allow-any-root")
+    assert code == 0 and db.is_file()
