@@ -42,6 +42,12 @@ def _settings_epilog() -> str:
     return "settings (environment, or [chunknav] in chunknav.toml):\n" + "\n".join(rows)
 
 
+#: Extra command names that spell the tool's own name (``get_document`` -> ``get-document``);
+#: argparse reports the alias typed, ``main`` maps it back to the command (``node``, ``read``).
+CLI_ALIASES = {"get_document": ["get-document"], "read_document": ["read-document"], "index_status": ["index-status"]}
+_ALIAS_OF = {a: CLI_NAMES[n] for n, names in CLI_ALIASES.items() for a in names}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``chunknav`` parser; tool subcommands come from the registry."""
     p = argparse.ArgumentParser(
@@ -80,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, tool in REGISTRY.items():
         sp = sub.add_parser(CLI_NAMES[name], help=tool.description.split(". ")[0],
-                            description=tool.description)
+                            description=tool.description, aliases=CLI_ALIASES.get(name, []))
         props = tool.schema["properties"]
         for arg in CLI_POSITIONAL[name]:
             sp.add_argument(arg, type=_TYPES.get(_json_type(props[arg]), str), help=props[arg].get("description"))
@@ -114,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
     mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
     sub.add_parser("settings", help="list every setting with its unit, default and help")
+    vec = sub.add_parser("vectors", help="manage stored vectors")
+    vsub = vec.add_subparsers(dest="vaction", required=True)
+    vsub.add_parser("purge-stale", help="delete the vectors whose chunk no longer exists (index_status "
+                    "staleVectors); they are kept otherwise, so a restored file costs no embedding")
     return p
 
 
@@ -326,6 +336,7 @@ def _main(argv: list[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for usage
         return int(e.code or 0)
+    args.command = _ALIAS_OF.get(args.command, args.command)
     install_log_redaction()  # engine.secrets: no log line carries a configured secret
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -384,7 +395,8 @@ def _missing_index(settings, args: argparse.Namespace) -> str | None:
     """The SQLite index path when it does not exist and the command only reads
     (status, search, search-chunks, get-chunk, read, node, collections list), else None.
     ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
-    reads = args.command in CLI_NAMES.values() or (args.command == "collections" and args.action == "list")
+    reads = (args.command in CLI_NAMES.values() or args.command == "vectors"
+             or (args.command == "collections" and args.action == "list"))
     if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
         return None
     return os.path.abspath(settings.db)
@@ -403,6 +415,9 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     import dataclasses
 
     msg = no_index_message(path)
+    if args.command == "vectors":
+        _print({"purged": {}, "total": 0, "message": msg})
+        return 0
     if args.command == "collections":
         _print([])
         _err(msg)
@@ -441,6 +456,12 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
                 return 1
             _print({"removed": args.path, "documents": counts["documents"], "chunks": counts["chunks"],
                     "vectorsKept": True})
+        return 0
+    if args.command == "vectors":  # purge-stale
+        from engine.store.vector_purge import purge_stale_vectors
+
+        purged = purge_stale_vectors(engine.store)
+        _print({"purged": purged, "total": sum(purged.values())})
         return 0
     if args.command == "index":
         from engine.runs import exit_code

@@ -87,6 +87,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.extract.text", "engine.extract.docx",
     "engine.walk", "engine.runs", "engine.extract.limits", "engine.outcome",  # issue 10
     "engine.secrets", "engine.roots", "engine.launcher",
+    "engine.store.vector_purge",  # polish: chunknav vectors purge-stale
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

@@ -181,3 +181,36 @@ def test_read_only_commands_on_a_missing_index_create_nothing(tmp_path, capsys, 
     (tmp_path / "docs" / "a.md").write_text("Anvils are heavy.", "utf-8")
     code, _, _ = run(capsys, "collections", "add", "C", str(tmp_path / "docs"), "--allow-any-root")
     assert code == 0 and db.is_file()
+
+
+def test_vectors_purge_stale_deletes_the_vectors_of_vanished_chunks(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.setenv("EMBED_PROVIDER", "local")
+    db = str(tmp_path / "i.db")
+    run(capsys, "--db", db, "collections", "add", "C", str(corpus))
+    run(capsys, "--db", db, "index")
+    (corpus / "b.txt").unlink()
+    run(capsys, "--db", db, "index")
+    before = json.loads(run(capsys, "--db", db, "status", "--json")[1])
+    assert before["staleVectors"] == 1  # b.txt's one chunk is gone, its vector kept
+    code, out, _ = run(capsys, "--db", db, "vectors", "purge-stale")
+    model = before["provider"]["model"]
+    assert code == 0 and json.loads(out) == {"purged": {model: 1}, "total": 1}
+    after = json.loads(run(capsys, "--db", db, "status", "--json")[1])
+    assert after["staleVectors"] == 0 and after["chunks"] == before["chunks"]
+    assert next(v for v in after["vectors"] if v["model"] == model)["missing"] == 0
+    hits = json.loads(run(capsys, "--db", db, "search-chunks", "anvils heavy", "--scope", "C")[1])["hits"]
+    assert hits and hits[0]["filePath"] == "a.md"
+    assert json.loads(run(capsys, "--db", db, "vectors", "purge-stale")[1])["total"] == 0
+
+
+def test_tool_name_aliases_give_the_same_answer(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.setenv("EMBED_PROVIDER", "none")
+    db = str(tmp_path / "i.db")
+    run(capsys, "--db", db, "collections", "add", "C", str(corpus))
+    run(capsys, "--db", db, "index")
+    for alias, command, argv in (("get-document", "node", ["C/_Documents/a.md"]),
+                                 ("read-document", "read", ["C", "a.md", "--limit", "40"]),
+                                 ("index-status", "status", ["--json"])):
+        a, b = run(capsys, "--db", db, alias, *argv), run(capsys, "--db", db, command, *argv)
+        strip = (lambda o: {k: v for k, v in json.loads(o).items() if k != "provider"})
+        assert a[0] == b[0] == 0 and strip(a[1]) == strip(b[1]), alias
