@@ -22,7 +22,8 @@ from engine.errors import SettingsError
 __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
 
 #: Bumped whenever extraction output changes; part of the hash gate.
-EXTRACTOR_VERSION = "1"
+#: "2": regions carry line rectangles (``Region.rects``), so older chunks are re-cut.
+EXTRACTOR_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)

@@ -181,7 +181,23 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
         overlapNext=max(0, chunk.end - nxt.start) if nxt else 0,
     )
     _provenance(out, chunk)
+    _mark_stale(engine, out)
     return out  # type: ignore[return-value]
+
+
+def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
+    """``stale: true`` (+ ``indexedAt``) when the chunk's file changed on disk or vanished
+    since it was indexed (``engine.freshness.check_file``: a stat, a hash only on a difference)."""
+    from engine.freshness import check_file
+
+    coll = engine.store.get_collection(out["collectionPath"])
+    doc = engine.store.get_document(out["collectionPath"], out["filePath"])
+    if coll is None or doc is None:
+        return
+    fresh = check_file(coll.root, doc)
+    if fresh.stale:
+        out["stale"] = True
+        out["indexedAt"] = fresh.indexed_at
 
 
 def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,
