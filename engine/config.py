@@ -65,6 +65,10 @@ SETTINGS: tuple[Setting, ...] = (
             "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
     Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
             "longest text the model accepts; 0 = the provider's known limit", int),
+    # -- page rendering (i12) --
+    Setting("renderer", "CHUNKNAV_RENDERER", "pymupdf", "name",
+            "page images for the Source view: pymupdf (same library as extraction, fastest) "
+            "or poppler (pdftoppm through pdf2image; needs Debian poppler-utils)", str),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -87,6 +91,7 @@ class Settings:
     embed_timeout_s: float = 30.0
     embed_retries: int = 3
     embed_max_input_chars: int = 0
+    renderer: str = "pymupdf"
 
     @property
     def chunk_step(self) -> int:
@@ -119,6 +124,8 @@ class Settings:
             raise SettingsError(f"embed_retries (EMBED_RETRIES) must be >= 0, got {self.embed_retries}")
         if self.embed_dim < 0:
             raise SettingsError(f"embed_dim (EMBED_DIM) must be >= 0, got {self.embed_dim}")
+        if self.renderer not in ("pymupdf", "poppler"):
+            raise SettingsError(f"renderer (CHUNKNAV_RENDERER) must be pymupdf or poppler, got {self.renderer!r}")
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self
