@@ -44,6 +44,7 @@ __all__ = [
     "ZOOM_MAX",
     "RENDERERS",
     "page_size_pt",
+    "page_label",
     "clip_around",
 ]
 
@@ -200,6 +201,23 @@ def page_size_pt(pdf_path: str | os.PathLike[str], page: int, password: str | No
             raise ValueError(f"page {page} is out of range: valid 1..{n}")
         rect = doc[page - 1].rect
         return float(rect.width), float(rect.height)
+    finally:
+        doc.close()
+
+
+def page_label(pdf_path: str | os.PathLike[str], page: int, password: str | None = None) -> str:
+    """The printed label of a 1-based page ('' when the PDF defines none).
+
+    Raises:
+        ValueError: ``page`` outside ``1..page_count``.
+        ExtractError / EncryptedError: as ``page_count``.
+    """
+    doc = _open(pdf_path, password)
+    try:
+        n = doc.page_count
+        if not 1 <= page <= n:
+            raise ValueError(f"page {page} is out of range: valid 1..{n}")
+        return doc[page - 1].get_label() or ""
     finally:
         doc.close()
 
