@@ -62,7 +62,7 @@ def _bbox(b) -> E.BboxDict | None:
     return None if b is None else b.to_dict()  # type: ignore[return-value]
 
 
-def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
+def _provenance(out: dict, chunk: Chunk, regions: bool = True, all_rects: bool = True) -> None:
     if chunk.page is not None:
         out["page"] = chunk.page
     if chunk.page_label:
@@ -71,6 +71,9 @@ def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
         out["bbox"] = _bbox(chunk.bbox)
     if regions and chunk.regions:
         out["regions"] = [r.to_dict() for r in chunk.regions]
+        if not all_rects:  # search hits: rects of the first region only (README "Highlights")
+            for r in out["regions"][1:]:
+                r.pop("rects", None)
 
 
 def _failure_fields(outcome) -> dict[str, Any]:
@@ -100,7 +103,7 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
             "score": round(float(score), SCORE_DECIMALS),
             "snippet": make_snippet(chunk.chunk_text, outcome.terms),
         }
-        _provenance(h, chunk, regions=not per_file)
+        _provenance(h, chunk, regions=not per_file, all_rects=False)
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
