@@ -46,6 +46,7 @@ __all__ = [
     "page_size_pt",
     "page_label",
     "clip_around",
+    "highlight_runs",
 ]
 
 #: RGBA fill of a highlight (translucent yellow).
@@ -220,6 +221,27 @@ def page_label(pdf_path: str | os.PathLike[str], page: int, password: str | None
         return doc[page - 1].get_label() or ""
     finally:
         doc.close()
+
+
+def highlight_runs(boxes: Iterable[Bbox], gap_lines: float = 2.0) -> list[list[Bbox]]:
+    """Split a page's highlight boxes (text order) into runs that can be shown as one crop.
+
+    A new run starts where the next box begins above the previous one's top
+    (the text moved to another column or back up the page) or more than
+    ``gap_lines`` of its height below the previous box's bottom.
+
+    Returns:
+        Runs in text order, each a non-empty list of ``Bbox``; [] for no boxes.
+    """
+    runs: list[list[Bbox]] = []
+    for b in boxes:
+        if runs:
+            prev = runs[-1][-1]
+            if b.y >= prev.y - prev.h / 2 and b.y <= prev.y + prev.h * (1 + gap_lines):
+                runs[-1].append(b)
+                continue
+        runs.append([b])
+    return runs
 
 
 def clip_around(boxes: Iterable[Bbox], zoom: float, page_w_pt: float, page_h_pt: float,

@@ -32,7 +32,7 @@ ZOOMS = [1.0, 1.5, 2.0, 3.0, 4.0]
 #: window beside the sidebar; the crop height keeps the first highlight and the
 #: header inside an 800 px high viewport.
 VIEW_WIDTH_PX = 880
-VIEW_HEIGHT_PX = 360
+VIEW_HEIGHT_PX = 400
 #: Smallest crop height and the context kept above / below the highlight (pixels).
 MIN_HEIGHT_PX = 120
 MARGIN_PX = 16
@@ -79,25 +79,45 @@ def _set_view() -> None:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str, texts: tuple[str, ...],
-            renderer: str, whole: bool, _password: str | None):
-    from engine.render import clip_around, page_size_pt, render_page_info
+            renderer: str, whole: bool, _password: str | None) -> list[Any]:
+    """The page's images (``RenderedPage``): one per run of the highlight
+    (``engine.render.highlight_runs``: a chunk that continues in the next
+    column gets a second crop), or one of the whole page height (``whole``)."""
+    from engine.model import Bbox
+    from engine.render import clip_around, highlight_runs, page_size_pt, render_page_info
 
     regions = json.loads(regions_json)
     w_pt, h_pt = page_size_pt(path, page, _password)
     scale = VIEW_WIDTH_PX / w_pt * zoom  # pixels per point: 1x = the page width fills the image
-    mine = [r for r in regions if r.get("page") == page]
-    from engine.model import Bbox
+    boxes = [Bbox(**b) for r in regions if r.get("page") == page for b in (r.get("rects") or [r["bbox"]])]
+    runs = [boxes] if whole or not boxes else _merge_runs(highlight_runs(boxes), h_pt * scale)
+    shots = []
+    for run in runs:
+        view_h = 10 ** 6
+        if not whole:  # as tall as the highlight needs (plus context), at most VIEW_HEIGHT_PX
+            view_h = VIEW_HEIGHT_PX
+            if run:
+                top, bottom = min(b.y for b in run), max(b.y + b.h for b in run)
+                view_h = min(VIEW_HEIGHT_PX, max(MIN_HEIGHT_PX, round((bottom - top) * h_pt * scale) + 2 * MARGIN_PX))
+        clip = clip_around(run, scale, w_pt, h_pt, VIEW_WIDTH_PX, view_h, MARGIN_PX)
+        shots.append(render_page_info(path, page, scale, regions, _password, texts or None,
+                                      renderer=renderer, clip=clip))
+    return shots
 
-    boxes = [Bbox(**b) for r in mine for b in (r.get("rects") or [r["bbox"]])]
-    view_h = 10 ** 6
-    if not whole:  # as tall as the highlight needs (plus context), at most VIEW_HEIGHT_PX
-        view_h = VIEW_HEIGHT_PX
-        if boxes:
-            top = min(b.y for b in boxes)
-            bottom = max(b.y + b.h for b in boxes)
-            view_h = min(VIEW_HEIGHT_PX, max(MIN_HEIGHT_PX, round((bottom - top) * h_pt * scale) + 2 * MARGIN_PX))
-    clip = clip_around(boxes, scale, w_pt, h_pt, VIEW_WIDTH_PX, view_h, MARGIN_PX)
-    return render_page_info(path, page, scale, regions, _password, texts or None, renderer=renderer, clip=clip)
+
+def _merge_runs(runs: list[list[Any]], page_h_px: float) -> list[list[Any]]:
+    """Neighbouring runs joined while their vertical span fits one crop (e.g. a page number
+    below the last lines): fewer, taller images rather than a separate sliver."""
+    out: list[list[Any]] = []
+    for run in runs:
+        if out:
+            both = out[-1] + run
+            span = (max(b.y + b.h for b in both) - min(b.y for b in both)) * page_h_px
+            if span + 2 * MARGIN_PX <= VIEW_HEIGHT_PX:
+                out[-1] = both
+                continue
+        out.append(run)
+    return out
 
 
 def _page_label(path: Path, page: int, password: str | None) -> str:
@@ -148,22 +168,29 @@ def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:
     first = None
     for page in pages:
         try:
-            shot = _render(str(path), mtime_ns, page, zoom, json.dumps(regions, sort_keys=True), texts,
-                           renderer, whole, password)
+            shots = _render(str(path), mtime_ns, page, zoom, json.dumps(regions, sort_keys=True), texts,
+                            renderer, whole, password)
         except (ChunknavError, ValueError) as e:
             st.error(f"**Cannot render page {page}.** {e}", icon=":material/error:")
             continue
+        shot = shots[0]
+        n_lines = sum(1 for r in regions if r.get("page") == page for _ in (r.get("rects") or ()))
         label = _page_label(path, page, password)
-        what = {"rects": f"{len(shot.boxes)} line{'s' if len(shot.boxes) != 1 else ''} of the chunk",
+        what = {"rects": f"{n_lines} line{'s' if n_lines != 1 else ''} of the chunk",
                 "bbox": "the chunk's box", "text": f"text match ({len(shot.boxes)} places)",
                 "none": "nothing drawn" if stale else "the chunk's text was not found here"}[shot.source]
         st.markdown(f"**Page {page}**" + (f" ({label})" if label else "") + f" of {shot.page_count} · {what} · "
                     f"zoom {zoom:g}× · :small[page {shot.page_width_px}×{shot.page_height_px} px, "
                     f"showing {shot.width_px}×{shot.height_px}]")
-        st.image(shot.png, width="stretch")
+        for k, part in enumerate(shots):
+            if k:
+                st.caption(f"Page {page}, part {k + 1} of {len(shots)}: the chunk continues here "
+                           "(another column, or further down the page).")
+            st.image(part.png, width="stretch")
         if first is None:
-            first = {"page": page, "source": shot.source, "boxes": len(shot.boxes), "zoom": zoom,
-                     "pageWidthPx": shot.page_width_px, "renderer": shot.renderer}
+            first = {"page": page, "source": shot.source, "boxes": n_lines if shot.source == "rects" else len(shot.boxes),
+                     "zoom": zoom, "pageWidthPx": shot.page_width_px, "renderer": shot.renderer,
+                     "parts": len(shots)}
     st.session_state["_last_render"] = first
 
 

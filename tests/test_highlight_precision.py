@@ -130,3 +130,23 @@ def test_get_chunk_is_stale_when_the_file_changed_or_vanished(tmp_path):
         assert call_tool(engine, "get_chunk", args)["stale"] is True
     finally:
         engine.close()
+
+
+def test_rects_round_trip_through_every_store(store):
+    """Real windows of a page-crossing PDF, stored and read back (SQLite; Postgres when available)."""
+    from engine.chunk import chunk_id, chunk_text
+    from engine.extract import extract
+    from engine.model import Chunk, Document
+
+    ex = extract(CORPUS / "pdf" / "pdflatex-4-pages.pdf")
+    wins = chunk_text(ex, 1000, 150)
+    chunks = [Chunk("C", "p.pdf", w.chunk_index, chunk_id("h", ex.text[w.start:w.end]), "h", w.start, w.end,
+                    ex.text[w.start:w.end], w.page, None, w.bbox, w.regions) for w in wins]
+    store.replace_document(Document("C", "p.pdf", "h", "k", "pdf", "indexed", chunk_count=len(chunks)),
+                           ex.text, chunks)
+    assert any(len(w.regions) > 1 for w in wins)
+    for c in chunks:
+        back = store.get_chunk("C", "p.pdf", c.chunk_index)
+        assert [r.rects for r in back.regions] == [r.rects for r in c.regions]  # exact: grid values
+        assert [r.page for r in back.regions] == [r.page for r in c.regions]
+        assert all(r.rects for r in back.regions)
