@@ -226,21 +226,26 @@ def page_label(pdf_path: str | os.PathLike[str], page: int, password: str | None
 def highlight_runs(boxes: Iterable[Bbox], gap_lines: float = 2.0) -> list[list[Bbox]]:
     """Split a page's highlight boxes (text order) into runs that can be shown as one crop.
 
-    A new run starts where the next box begins above the previous one's top
-    (the text moved to another column or back up the page) or more than
-    ``gap_lines`` of its height below the previous box's bottom.
+    A box joins the current run when it touches the run's union grown by
+    ``gap_lines`` line thicknesses (``min(w, h)`` of the box: its height for
+    text across the page, its width for text running down it); otherwise it
+    starts a new run (the text moved to another column or far down the page).
 
     Returns:
         Runs in text order, each a non-empty list of ``Bbox``; [] for no boxes.
     """
     runs: list[list[Bbox]] = []
+    union: Bbox | None = None
     for b in boxes:
-        if runs:
-            prev = runs[-1][-1]
-            if b.y >= prev.y - prev.h / 2 and b.y <= prev.y + prev.h * (1 + gap_lines):
+        if union is not None:
+            g = gap_lines * min(b.w, b.h)
+            if (b.x <= union.x + union.w + g and b.x + b.w >= union.x - g
+                    and b.y <= union.y + union.h + g and b.y + b.h >= union.y - g):
                 runs[-1].append(b)
+                union = union.union(b)
                 continue
         runs.append([b])
+        union = b
     return runs
 
 
@@ -250,8 +255,8 @@ def clip_around(boxes: Iterable[Bbox], zoom: float, page_w_pt: float, page_h_pt:
 
     The clip is at most ``view_w_px`` x ``view_h_px`` pixels at ``zoom``
     (1.0 = 72 dpi) and holds the boxes' union when it fits (centred on it),
-    else starts ``margin_px`` above / left of the first box, so the first line
-    is always shown. A page smaller than the view is shown whole on that axis.
+    else starts as near the union's top / left edge as keeps the first box
+    (plus ``margin_px``) inside, so the first line is always shown. A page smaller than the view is shown whole on that axis.
 
     Args:
         boxes: the highlight boxes on this page, display frame, in text order.
@@ -275,16 +280,17 @@ def clip_around(boxes: Iterable[Bbox], zoom: float, page_w_pt: float, page_h_pt:
     mx = margin_px / max(1e-9, page_w_pt * zoom)
     my = margin_px / max(1e-9, page_h_pt * zoom)
 
-    def axis(lo: float, size: float, first: float, frac: float, m: float) -> float:
+    def axis(lo: float, size: float, first: float, first_end: float, frac: float, m: float) -> float:
         if frac >= 1.0:
             return 0.0
         if size + 2 * m <= frac:
-            start = lo + size / 2 - frac / 2
-        else:
-            start = first - m
+            start = lo + size / 2 - frac / 2  # the whole highlight fits: centre it
+        else:  # as near the highlight's edge as the first box allows (it stays in view)
+            start = max(lo - m, min(first - m, first_end + m - frac))
         return min(max(0.0, start), 1.0 - frac)
 
-    return Bbox(axis(union.x, union.w, boxes[0].x, fw, mx), axis(union.y, union.h, boxes[0].y, fh, my), fw, fh)
+    f = boxes[0]
+    return Bbox(axis(union.x, union.w, f.x, f.x + f.w, fw, mx), axis(union.y, union.h, f.y, f.y + f.h, fh, my), fw, fh)
 
 
 def _norm(s: str) -> str:

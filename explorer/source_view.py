@@ -36,6 +36,8 @@ VIEW_HEIGHT_PX = 400
 #: Smallest crop height and the context kept above / below the highlight (pixels).
 MIN_HEIGHT_PX = 120
 MARGIN_PX = 16
+#: Most crops per page; a highlight in more pieces is shown as one crop from its first line.
+MAX_PARTS = 3
 #: Characters of document text shown before a chunk (text sources).
 TEXT_BEFORE_CHARS = 240
 
@@ -91,6 +93,8 @@ def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str,
     scale = VIEW_WIDTH_PX / w_pt * zoom  # pixels per point: 1x = the page width fills the image
     boxes = [Bbox(**b) for r in regions if r.get("page") == page for b in (r.get("rects") or [r["bbox"]])]
     runs = [boxes] if whole or not boxes else _merge_runs(highlight_runs(boxes), h_pt * scale)
+    if len(runs) > MAX_PARTS:  # a table read down its columns, text running down the page...:
+        runs = [boxes]         # one crop from the first line ("Whole pages" shows all of it)
     shots = []
     for run in runs:
         view_h = 10 ** 6
