@@ -177,7 +177,8 @@ def main(argv: list[str]) -> int:
           f"{tot.bbox_precision:9.3f} {ratio:5.2f}x {len(tot.foreign):7d} {tot.bbox_foreign:9d} {tot.coverage:8.4f} "
           f"{tot.out_of_bounds:4d}")
     print("precision: own words' line-height area / drawn area; bbox prec: the same for the union "
-          "bbox (the seed's one-box highlight, anchor); ratio = precision / bbox prec")
+          "bbox (the seed's one-box highlight, anchor); ratio = precision / bbox prec;\n"
+          "foreign: other chunks' words (centre) inside a drawn rect; bbox for.: the same inside the union bbox")
     if tot.foreign:
         print(f"\nforeign words ({len(tot.foreign)}): chunk, page, word")
         for c, p, w in tot.foreign[:80]:

@@ -89,7 +89,7 @@ def main() -> int:
         flag = "" if r["aspect_agrees"] and r["differing"] < DISAGREE else "  <- disagree"
         print(f"{file:46} {page:4d} {'%dx%d' % r['pymupdf']:>11} {'%dx%d' % r['poppler']:>11} "
               f"{'ok' if r['aspect_agrees'] else 'NO':>6} {r['differing']:9.4f}{flag}")
-    print(f"worst share of differing pixels: {worst:.4f}")
+    print(f"worst share of ink the two disagree on: {worst:.4f}")
     a = render_page_info(CORPUS / "pdf" / "multicolumn.pdf", 1, ZOOM)
     g = np.asarray(grey(a.png))
     control = lone_ink(g < INK, g[::-1, ::-1] < FAINT)
