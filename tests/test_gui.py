@@ -285,6 +285,9 @@ def test_source_of_text_file_highlights_the_span(app, sample_engine):
     chunk = call_tool(sample_engine, "get_chunk", {"collectionPath": SAMPLE_COLLECTION, "filePath": f, "chunkIndex": 1})
     assert doc["offset"] <= chunk["start"] and chunk["end"] <= doc["offset"] + len(doc["text"])
     assert chunk["text"] in doc["text"]
+    # i12: the text starts just before the chunk (so it is at the top of the box) and the overlaps are marked
+    assert chunk["start"] - doc["offset"] <= 240
+    assert 'class="cn-ovl"' in _texts(at.markdown)
 
 
 # -- rebuild ------------------------------------------------------------------------------
