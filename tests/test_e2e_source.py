@@ -25,6 +25,7 @@ from PIL import Image
 
 from engine.cli import streamlit_flags
 from engine.config import Settings
+from tests.conftest import ALLOWED_ROOTS
 from engine.tools import Engine, call_tool
 from tests.test_e2e_browser import CHROMIUM, FLAGS, OUTPUT, REPO, _free_port
 
@@ -77,7 +78,7 @@ def tall_index(tmp_path):
     root = tmp_path / "docs"
     root.mkdir()
     _tall_pdf(root / "tall.pdf")
-    settings = Settings(db=str(tmp_path / "index.db"), embed_provider="none").validate()
+    settings = Settings(db=str(tmp_path / "index.db"), embed_provider="none", allowed_roots=ALLOWED_ROOTS).validate()
     engine = Engine(settings)
     engine.add_collection("Tall", str(root))
     engine.run_index()

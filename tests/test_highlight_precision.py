@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
+from tests.conftest import ALLOWED_ROOTS
 from engine.model import Bbox, Region, rects_code, rects_decode
 from engine.tools import Engine, call_tool
 
@@ -83,7 +84,7 @@ def _index(tmp_path: Path, files: list[Path]) -> Engine:
     root.mkdir()
     for f in files:
         shutil.copy(f, root / f.name)
-    engine = Engine(Settings(db=str(tmp_path / "index.db"), embed_provider="none").validate())
+    engine = Engine(Settings(db=str(tmp_path / "index.db"), embed_provider="none", allowed_roots=ALLOWED_ROOTS).validate())
     engine.add_collection("C", str(root))
     engine.run_index()
     return engine
