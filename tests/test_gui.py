@@ -259,6 +259,10 @@ def test_chunk_out_of_range_is_an_answer(app):
 
 
 # -- source ------------------------------------------------------------------------------
+def _warnings_of(at) -> list[str]:
+    return [w.value for w in at.warning]
+
+
 def test_source_renders_every_page_of_the_chunk_with_line_rects(app, sample_engine):
     at = app("source", c=SAMPLE_COLLECTION, f="multicolumn.pdf", i=1)
     chunk = call_tool(sample_engine, "get_chunk", {"collectionPath": SAMPLE_COLLECTION,
@@ -271,6 +275,8 @@ def test_source_renders_every_page_of_the_chunk_with_line_rects(app, sample_engi
     at.select_slider(key="src_zoom").set_value(3.0).run()
     assert at.query_params["zoom"] == "3"
     assert at.session_state["_last_render"]["pageWidthPx"] >= 2.9 * last["pageWidthPx"]
+    at.radio(key="src_view").set_value("Whole pages").run()
+    assert at.query_params["view"] == "page" and not _warnings_of(at)
     at.button(key="src_next").click().run()
     assert at.query_params["i"] == "2" and at.query_params["zoom"] == "3"
     assert at.session_state["_last_render"]["zoom"] == 3.0
