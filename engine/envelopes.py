@@ -29,6 +29,7 @@ __all__ = [
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
+    "EmbedFailedChunk",
 ]
 
 
@@ -54,6 +55,8 @@ class FailureFields(TypedDict):
     model: NotRequired[str]
     statusCode: NotRequired[int | None]
     responseBody: NotRequired[str]
+    storedDim: NotRequired[int]  # embedding-dimension-changed: dim of the vectors stored for model
+    serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
 
 
 class SearchHit(TypedDict):  # search: one hit per file
@@ -173,6 +176,8 @@ class ModelVectors(TypedDict):
     vectors: int
     stale: int  # vectors whose chunk vanished
     missing: int  # chunks without a vector for this model
+    truncated: NotRequired[int]  # chunks whose vector was made from their text cut to the model's limit
+    failed: NotRequired[int]  # chunks the embed pass could not embed (see IndexStatus.embedFailures)
 
 
 class FailedFile(TypedDict):
@@ -190,6 +195,16 @@ class ProviderStatus(TypedDict):
     probe: NotRequired[dict[str, Any]]  # {"ok": true, "seconds"} or failure fields
 
 
+class EmbedFailedChunk(TypedDict):  # index_status.embedFailures: one chunk the embed pass could not embed
+    model: str
+    collectionPath: str
+    filePath: str
+    chunkIndex: int
+    chunkId: str
+    error: str  # the classified code of the last refusal
+    reason: str  # its message
+
+
 class IndexStatus(TypedDict):  # index_status
     collections: list[CollectionStatus]
     documents: int
@@ -201,3 +216,4 @@ class IndexStatus(TypedDict):  # index_status
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]
+    embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason

@@ -287,12 +287,19 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
                 "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}
                for m, v in sorted(store.vector_counts().items())]
+    notes = store.embed_notes()  # embed pass: truncated / failed chunks per model
+    for v in vectors:
+        n = notes.get(v["model"], {})
+        v["truncated"] = int(n.get("truncated", 0))
+        v["failed"] = int(n.get("failed", 0))
+    embed_failures = [{"model": m, **f} for m, n in sorted(notes.items()) for f in n.get("failures", [])]
     return {  # type: ignore[return-value]
         "collections": colls,
         "documents": len(docs),
         "chunks": sum(d.chunk_count for d in docs),
         "vectors": vectors,
         "staleVectors": sum(v["stale"] for v in vectors),
+        "embedFailures": embed_failures,
         "failures": failures,
         "provider": engine.provider_status(probe),
         "lastRun": run_outcome(store.last_run()),
