@@ -4,7 +4,7 @@ Owns: the SQLite schema, its transactions, the FTS5 keyword index and the
 in-memory / memory-mapped vector matrix used by ``search_vectors`` (built,
 refreshed and scored in ``engine.store.sqlite_vectors``). Imports
 ``engine.model``, ``engine.errors``, ``engine.store.sqlite_vectors`` and
-``sqlite_utils``; never a face (streamlit, mcp, argparse), never extract/embed.
+``sqlite_utils`` (lazily: only to create the schema of a new file); never a face (streamlit, mcp, argparse), never extract/embed.
 
 Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
 
@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
-import sqlite_utils
 
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
@@ -176,15 +175,19 @@ class SqliteStore:
     def _create_schema(self) -> None:
         """Create the tables once (sqlite-utils DDL; serialised across processes by a file lock)."""
         with self._write_lock, self._init_lock():
-            db = sqlite_utils.Database(self._conn())
-            if "meta" in db.table_names():
-                conn = self._conn()
+            conn = self._conn()
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' "
                                 "AND name = 'chunks_ai'").fetchone():
                     # an index made before FTS rows were added per file: its insert
                     # trigger would add every row twice now
                     conn.execute("DROP TRIGGER chunks_ai")
                 return
+            # sqlite-utils only here, for a new file: importing it imports pandas when
+            # pandas is installed (+0.2-0.3 s on every process that opens the store).
+            import sqlite_utils
+
+            db = sqlite_utils.Database(conn)
             # sqlite-utils runs some DDL through executescript (which commits), so the
             # steps are idempotent instead of one transaction; "meta" is made last.
             db["collections"].create(

@@ -17,8 +17,8 @@ vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
 
 Must not import: ``engine.store.sqlite`` (it imports this module and hands in
 its read-connection factory), ``engine.model`` row types, ``sqlite_utils``,
-extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy`` and the
-standard library only.
+extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy``, the
+standard library and ``engine.blas`` (BLAS threads per scan) only.
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ import threading
 import uuid
 import zipfile
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable
 
 import numpy as np
+
+from engine.blas import scan_threads
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes"]
 
@@ -76,6 +78,7 @@ class Occurrences:
     collection_code: np.ndarray  # int32 (m,)
     codes: dict[str, int]  # collection_path -> code
     scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
+    scope_runs: dict = field(default_factory=dict)  # id(scope rows) -> (rows, spans to score)
 
 
 class VectorCache:
@@ -364,6 +367,39 @@ def scope_rows(occ: Occurrences, collection_paths: Iterable[str] | None) -> np.n
         occ.scope_rows[key] = cached
     return cached
 
+_MIN_RUN_ROWS = 64  # shorter runs of consecutive rows are gathered with their neighbours
+
+
+def _scope_runs(occ: Occurrences, scope: np.ndarray, rows: np.ndarray) -> list[tuple[int, int, bool]]:
+    """``(start, end, gather)`` spans of ``rows`` (the scope's matrix rows, in
+    order), cached per scope: runs of >= _MIN_RUN_ROWS consecutive matrix rows
+    are scored on a view of the matrix; what lies between them is gathered in
+    blocks of at most _BLOCK_ROWS."""
+    key = id(scope)
+    hit = occ.scope_runs.get(key)
+    if hit is not None and hit[0] is scope:
+        return hit[1]
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate(([0], cuts)).tolist()
+    ends = np.concatenate((cuts, [len(rows)])).tolist()
+    spans: list[tuple[int, int, bool]] = []
+    pending = -1  # start of rows waiting to be gathered
+    for a, b in zip(starts, ends):
+        if b - a >= _MIN_RUN_ROWS:
+            if pending >= 0:
+                spans += [(x, min(x + _BLOCK_ROWS, a), True) for x in range(pending, a, _BLOCK_ROWS)]
+                pending = -1
+            spans.append((a, b, False))
+        elif pending < 0:
+            pending = a
+    if pending >= 0:
+        spans += [(x, min(x + _BLOCK_ROWS, len(rows)), True) for x in range(pending, len(rows), _BLOCK_ROWS)]
+    if len(occ.scope_runs) > 64:
+        occ.scope_runs.clear()
+    occ.scope_runs[key] = (scope, spans)
+    return spans
+
+
 def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                     collection_paths: Iterable[str] | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``occ`` of the best ``limit`` and their scores, best first."""
@@ -375,15 +411,17 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
         # Score only the scope's rows, a block at a time (no copy of the matrix).
         rows = occ.matrix_row[scope]
         scores = np.empty(len(scope), np.float32)
-        for b in range(0, len(rows), _BLOCK_ROWS):
-            block = rows[b:b + _BLOCK_ROWS]
-            if len(block) > 1 and (np.diff(block) == 1).all():  # a run of rows: a view, no gather
-                scores[b:b + len(block)] = m.matrix[block[0]:block[-1] + 1] @ q
-            else:
-                scores[b:b + len(block)] = m.matrix[block] @ q
+        with scan_threads(len(rows), full=False):
+            for a, b, gather in _scope_runs(occ, scope, rows):
+                if gather:  # scattered rows: copy them (a block at a time)
+                    scores[a:b] = m.matrix[rows[a:b]] @ q
+                else:  # a run of consecutive matrix rows: a view, no copy
+                    r = int(rows[a])
+                    scores[a:b] = m.matrix[r:r + (b - a)] @ q
         cand = scope
     else:
-        all_scores = m.matrix @ q  # (n_vectors,) float32
+        with scan_threads(len(m.matrix), full=True):
+            all_scores = m.matrix @ q  # (n_vectors,) float32
         scores = all_scores[occ.matrix_row]  # (occurrences,)
         if scope is not None:
             scores = scores[scope]
