@@ -168,3 +168,92 @@ def test_a_chunk_read_imports_no_sqlite_utils_pandas_or_provider(tmp_path):
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True)
+
+
+# -- warm first search: the embed pass appends to the matrix files -----------------------------
+def _store_with_chunks(path: Path, n: int) -> SqliteStore:
+    store = SqliteStore(str(path))
+    store.add_collection(Collection("A", str(path.parent)))
+    conn = store._conn()
+    conn.execute("BEGIN")
+    conn.executemany('INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, '
+                     'start, "end", chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)',
+                     (("A", f"f{i // 100}.txt", i % 100, f"{i:064x}", "h", f"w{i}") for i in range(n)))
+    conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
+    conn.execute("COMMIT")
+    return store
+
+
+def _matrix_from_sql(path: Path, model: str) -> tuple[bytes, bytes, bytes]:
+    import sqlite3
+
+    from engine.store.sqlite_vectors import id_bytes
+
+    conn = sqlite3.connect(str(path))
+    rows = conn.execute("SELECT rowid, chunk_id, vec FROM vectors WHERE model = ? ORDER BY rowid",
+                        (model,)).fetchall()
+    conn.close()
+    return (b"".join(r[2] for r in rows), b"".join(id_bytes(r[1]) for r in rows),
+            np.asarray([r[0] for r in rows], np.int64).tobytes())
+
+
+def _cache_files(path: Path, model: str) -> tuple[bytes, bytes, bytes]:
+    return tuple(Path(f"{path}.{model}.{k}").read_bytes() for k in ("f32", "ids", "rowids"))  # type: ignore
+
+
+def test_embed_pass_appends_to_the_matrix_so_the_first_search_rebuilds_nothing(tmp_path):
+    from engine.store.sqlite_vectors import APPEND_ROWS
+
+    path = tmp_path / "x.db"
+    n = APPEND_ROWS + 2500  # crosses the append threshold once, the rest waits for the run's end
+    store = _store_with_chunks(path, n)
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((n, 8), dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"{i:064x}" for i in range(n)]
+    order = rng.permutation(n)  # the embed pass adds in its own order, 512 at a time
+    for s in range(0, n, 512):
+        part = order[s:s + 512]
+        store.add_vectors("m", [ids[i] for i in part], vecs[part])
+    store.add_vectors("m", ids[:10], vecs[:10])  # all present already: nothing added
+    size = Path(f"{path}.m.f32").stat().st_size  # appended during the pass, the newest rows still pending
+    assert APPEND_ROWS * 8 * 4 <= size < n * 8 * 4
+    store.save_run({"done": True})  # the end of a run: the rest appended, the row table persisted
+    assert _cache_files(path, "m") == _matrix_from_sql(path, "m")
+    occ_file = Path(f"{path}.m.occ.npz")
+    stamp = (occ_file.stat().st_mtime_ns, Path(f"{path}.m.json").read_bytes())
+    store.close()
+
+    other = SqliteStore(str(path))  # "another process": its first search
+    q = vecs[123]
+    hits = other.search_vectors("m", q, None, 10)
+    assert hits[0].chunk.chunk_id == ids[123]
+    assert [h.chunk.chunk_id for h in hits] == [ids[i] for i in np.argsort(-(vecs @ q))[:10]]
+    assert (occ_file.stat().st_mtime_ns, Path(f"{path}.m.json").read_bytes()) == stamp  # nothing rebuilt
+    other.close()
+
+
+def test_appends_from_two_writers_still_match_sql(tmp_path):
+    path = tmp_path / "x.db"
+    n = 3000
+    a = _store_with_chunks(path, n)
+    b = SqliteStore(str(path))  # a second writer on the same file
+    rng = np.random.default_rng(6)
+    vecs = rng.standard_normal((n, 8), dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"{i:064x}" for i in range(n)]
+    for s in range(0, n, 300):
+        w = a if (s // 300) % 2 == 0 else b
+        w.add_vectors("m", ids[s:s + 300], vecs[s:s + 300])
+        if s == 1200:
+            a.save_run({})  # a's part so far goes to the files; b's rows are not a chain for a
+    a.save_run({})
+    b.save_run({})
+    a.close()
+    b.close()
+    c = SqliteStore(str(path))
+    q = vecs[2999]
+    assert [h.chunk.chunk_id for h in c.search_vectors("m", q, None, 5)] == \
+        [ids[i] for i in np.argsort(-(vecs @ q))[:5]]
+    assert _cache_files(path, "m") == _matrix_from_sql(path, "m")
+    c.close()

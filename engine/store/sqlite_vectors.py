@@ -42,13 +42,15 @@ import numpy as np
 
 from engine.blas import scan_threads
 
-__all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes"]
+__all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
 
 log = logging.getLogger(__name__)
 
 _BLOCK_ROWS = 16_384  # rows per block when scoring a scoped subset
 _SUBSET_FRACTION = 0.5  # scope smaller than this share of chunks: score only its rows
 _FORMAT = 2  # cache file layout version (JSON state and occurrence file)
+#: Rows committed by this process that wait in memory before they are appended to the matrix files.
+APPEND_ROWS = 16_384
 
 
 @dataclass
@@ -107,6 +109,9 @@ class VectorCache:
         self.matrices: dict[str, Matrix] = {}
         self.occurrences: dict[str, Occurrences] = {}
         self._distrust: set[str] = set()  # models whose occurrence file must not be loaded
+        # Vectors this process committed but has not yet written to the matrix files:
+        # model -> [(vectors.rowid before the insert, rowids, digests, float32 rows)].
+        self._pending: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
 
     def prepare(self, model: str, chunks_gen: int, vectors_gen: int) -> tuple[Matrix | None, Occurrences | None]:
         """The model's matrix and chunk occurrences, refreshed to these generations.
@@ -136,6 +141,100 @@ class VectorCache:
         with self.lock:
             self.occurrences.pop(model, None)
             self._distrust.add(model)
+
+    def appended(self, model: str, prev_max_rowid: int, rowids: np.ndarray, chunk_ids: list[str],
+                 vectors: np.ndarray, vectors_gen: int) -> None:
+        """Take rows the store just committed, to append to the matrix files
+        without reading their blobs back from SQLite (the embed pass feeds the
+        matrix as it goes, so the first search after an index run finds it whole).
+
+        Rows wait in memory until ``APPEND_ROWS`` are pending, then go to the
+        files (under the per-model lock, fsynced, the JSON state replaced
+        atomically, as a rebuild does); ``flush`` writes the rest. A file
+        state that does not end exactly at ``prev_max_rowid`` (another
+        process wrote meanwhile) drops them: the next load streams from SQL.
+
+        Args:
+            model: the vectors' model.
+            prev_max_rowid: the model's highest ``vectors.rowid`` before the insert (0: none).
+            rowids: int64 (n,) ascending rowids of the rows added.
+            chunk_ids: their n chunk ids; vectors: float32 (n, dim) in the same order.
+            vectors_gen: the model's counter after the insert.
+        """
+        if self.memory or len(rowids) == 0:
+            return
+        digests = np.frombuffer(b"".join(id_bytes(c) for c in chunk_ids), np.uint8).reshape(len(chunk_ids), 32)
+        with self.lock:
+            segs = self._pending.setdefault(model, [])
+            if segs and int(segs[-1][1][-1]) != prev_max_rowid:
+                segs.clear()  # not a chain: let SQL fill the gap
+            segs.append((prev_max_rowid, np.asarray(rowids, np.int64),
+                         digests, np.ascontiguousarray(vectors, np.float32)))
+            if sum(len(x[1]) for x in segs) >= APPEND_ROWS:
+                self._write_pending(model)
+                self.matrices.pop(model, None)  # remapped on the next search
+
+    def flush(self, model: str | None = None) -> None:
+        """Write pending rows of ``model`` (None: every model) to the matrix files."""
+        with self.lock:
+            for m in [model] if model is not None else list(self._pending):
+                if self._pending.get(m):
+                    self._write_pending(m)
+                    self.matrices.pop(m, None)
+
+    def _write_pending(self, model: str) -> None:
+        """The caller holds ``lock``. Failures only log (the files are a cache)."""
+        segs = self._pending.pop(model, [])
+        p = self._cache_paths(model)
+        try:
+            with open(p["lock"], "a+b") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                state = self._valid_state(p)
+                fresh = state is None  # no usable files: start them when the chain starts at the first row
+                if fresh:
+                    state = {"format": _FORMAT, "db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+                chain = []
+                end = state["max_rowid"]
+                for prev, rowids, digests, vecs in segs:
+                    if prev != end or (state["dim"] and vecs.shape[1] != state["dim"]):
+                        break
+                    chain.append((rowids, digests, vecs))
+                    end = int(rowids[-1])
+                if not chain:
+                    return
+                if fresh:
+                    for f in (p["f32"], p["ids"], p["rowids"]):
+                        f.unlink(missing_ok=True)
+                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr:
+                    for rowids, digests, vecs in chain:
+                        fm.write(vecs.tobytes())
+                        fi.write(digests.tobytes())
+                        fr.write(rowids.tobytes())
+                    for f in (fm, fi, fr):
+                        f.flush()
+                        os.fsync(f.fileno())
+                state.update(rows=state["rows"] + sum(len(c[0]) for c in chain), dim=int(chain[0][2].shape[1]),
+                             max_rowid=end)
+                _write_atomic(p["json"], json.dumps(state).encode())
+        except OSError as e:
+            log.warning("could not append to the vector cache of %s: %s", model, e)
+
+    def _valid_state(self, p: dict[str, Path]) -> dict | None:
+        """The JSON state when it matches this database and the files' sizes, else None."""
+        files = (p["f32"], p["ids"], p["rowids"])
+        try:
+            state = json.loads(p["json"].read_text()) if p["json"].exists() else None
+        except (OSError, ValueError):
+            return None
+        if state is None:
+            return None
+        rows, dim = state.get("rows", -1), state.get("dim", -1)
+        ok = (state.get("format") == _FORMAT and state.get("db_id") == self.db_id
+              and all(f.exists() for f in files)
+              and p["f32"].stat().st_size == rows * dim * 4
+              and p["ids"].stat().st_size == rows * 32
+              and p["rowids"].stat().st_size == rows * 8)
+        return state if ok else None
 
     def clear(self) -> None:
         """Drop every matrix and occurrence table (the caller holds ``lock``)."""
@@ -182,21 +281,11 @@ class VectorCache:
     def _load_matrix_file(self, model: str, gen: int) -> Matrix | None:
         p = self._cache_paths(model)
         files = (p["f32"], p["ids"], p["rowids"])
+        if self._pending.get(model):
+            self._write_pending(model)  # this process's newest rows, without re-reading them
         with open(p["lock"], "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process updates the cache files at a time
-            try:
-                state = json.loads(p["json"].read_text()) if p["json"].exists() else None
-            except (OSError, ValueError):
-                state = None
-            if state is not None:
-                rows, dim = state.get("rows", -1), state.get("dim", -1)
-                ok = (state.get("format") == _FORMAT and state.get("db_id") == self.db_id
-                      and all(f.exists() for f in files)
-                      and p["f32"].stat().st_size == rows * dim * 4
-                      and p["ids"].stat().st_size == rows * 32
-                      and p["rowids"].stat().st_size == rows * 8)
-                if not ok:
-                    state = None
+            state = self._valid_state(p)
             if state is None:
                 for f in files:
                     f.unlink(missing_ok=True)
