@@ -64,6 +64,9 @@ SETTINGS: tuple[Setting, ...] = (
             "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
     Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
             "longest text the model accepts; 0 = the provider's known limit", int),
+    # -- performance (issue 15)
+    Setting("extract_workers", "CHUNKNAV_EXTRACT_WORKERS", 0, "processes",
+            "worker processes extracting files in parallel; 0 = one per core, 1 = in the indexing process only", int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -86,6 +89,7 @@ class Settings:
     embed_timeout_s: float = 30.0
     embed_retries: int = 3
     embed_max_input_chars: int = 0
+    extract_workers: int = 0
 
     @property
     def chunk_step(self) -> int:
@@ -118,6 +122,8 @@ class Settings:
             raise SettingsError(f"embed_retries (EMBED_RETRIES) must be >= 0, got {self.embed_retries}")
         if self.embed_dim < 0:
             raise SettingsError(f"embed_dim (EMBED_DIM) must be >= 0, got {self.embed_dim}")
+        if self.extract_workers < 0:
+            raise SettingsError(f"extract_workers (CHUNKNAV_EXTRACT_WORKERS) must be >= 0, got {self.extract_workers}")
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self

@@ -221,7 +221,7 @@ class Indexer:
 
     def _text_pass(self, files: list[_File], force: bool, summary: dict,
                    emit: Callable[[dict], None], t0: float) -> None:
-        from engine.extract import extract
+        from engine.extract_pool import ExtractPool, worker_count
 
         # Content seen at several paths is extracted once; kept only until its last use.
         remaining: dict[tuple[str, str | None], int] = {}
@@ -237,36 +237,45 @@ class Indexer:
         total = len(files)
         done = summary["skipped"]
         i = 0
-        while i < len(todo):
-            # Files are committed in groups of up to BATCH_SECONDS of work: one
-            # commit per group instead of per file (each file is still atomic).
-            with self.store.batch():
-                started = time.perf_counter()
-                while i < len(todo):
-                    f = todo[i]
-                    i += 1
-                    key = (f.content_hash, f.collection.password)
-                    outcome = cache.get(key)
-                    if outcome is None:
-                        try:
-                            outcome = extract(f.path, f.collection.password)
-                        except ExtractError as e:
-                            outcome = e
-                        except Exception as e:  # a library bug on one file must not stop the run
-                            log.exception("extracting %s failed", f.path)
-                            outcome = ExtractError(f"extractor error: {type(e).__name__}: {e}")
-                    remaining[key] -= 1
-                    if remaining[key] > 0:
-                        cache[key] = outcome
-                    else:
-                        cache.pop(key, None)
-                    self._store_one(f, outcome, summary)
-                    done += 1
-                    emit({"phase": "extract", "done": done, "total": total,
-                          "file": f"{f.collection.collection_path}/{f.file_path}",
-                          "elapsedS": round(time.perf_counter() - t0, 3)})
-                    if time.perf_counter() - started >= BATCH_SECONDS:
-                        break
+        # Worker processes extract ahead (one file per duplicate key), this process stores.
+        pool = ExtractPool(worker_count(self.settings.extract_workers))
+        firsts = {(f.content_hash, f.collection.password): f for f in reversed(todo)}
+        pool.prefetch((f.path, f.collection.password, f.size_bytes) for f in todo
+                      if firsts[(f.content_hash, f.collection.password)] is f)
+        extract = pool.extract
+        try:
+            while i < len(todo):
+                # Files are committed in groups of up to BATCH_SECONDS of work: one
+                # commit per group instead of per file (each file is still atomic).
+                with self.store.batch():
+                    started = time.perf_counter()
+                    while i < len(todo):
+                        f = todo[i]
+                        i += 1
+                        key = (f.content_hash, f.collection.password)
+                        outcome = cache.get(key)
+                        if outcome is None:
+                            try:
+                                outcome = extract(f.path, f.collection.password)
+                            except ExtractError as e:
+                                outcome = e
+                            except Exception as e:  # a library bug on one file must not stop the run
+                                log.exception("extracting %s failed", f.path)
+                                outcome = ExtractError(f"extractor error: {type(e).__name__}: {e}")
+                        remaining[key] -= 1
+                        if remaining[key] > 0:
+                            cache[key] = outcome
+                        else:
+                            cache.pop(key, None)
+                        self._store_one(f, outcome, summary)
+                        done += 1
+                        emit({"phase": "extract", "done": done, "total": total,
+                              "file": f"{f.collection.collection_path}/{f.file_path}",
+                              "elapsedS": round(time.perf_counter() - t0, 3)})
+                        if time.perf_counter() - started >= BATCH_SECONDS:
+                            break
+        finally:
+            pool.close()
 
     def _store_one(self, f: _File, outcome: ExtractedText | ExtractError, summary: dict) -> None:
         cp = f.collection.collection_path
