@@ -51,8 +51,22 @@ _Key = tuple[str, Any]
 
 
 def worker_count(setting: int) -> int:
-    """Worker processes for the ``extract_workers`` setting: 0 = one per core, else the setting."""
-    return max(1, os.cpu_count() or 1) if setting <= 0 else setting
+    """Worker processes for the ``extract_workers`` setting.
+
+    0 (auto): one per core while the cores are free (1-minute load average
+    below cores - 0.5, this process included), else 1: on a loaded machine a
+    second worker finds no free core and only adds its start-up and transfer
+    costs (measured here: +30% CPU, no wall-time gain at load 3-9 on 2 cores).
+    Any other value is taken as given.
+    """
+    if setting > 0:
+        return setting
+    cores = max(1, os.cpu_count() or 1)
+    try:
+        busy = os.getloadavg()[0] >= cores - 0.5
+    except OSError:
+        busy = False
+    return 1 if busy else cores
 
 
 def _extract_in_worker(path: str, password: str | None) -> tuple[str, Any]:
