@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import SettingsError
+from engine.secrets import register_settings
 
 __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
 
@@ -64,6 +65,18 @@ SETTINGS: tuple[Setting, ...] = (
             "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
     Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
             "longest text the model accepts; 0 = the provider's known limit", int),
+    # -- MCP over HTTP (chunknav mcp --http) --
+    Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
+            "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
+            "required for any non-loopback address; never logged or shown", str),
+    # -- operator safety (issue 14): who may reach the explorer, where collections may live
+    Setting("allowed_roots", "CHUNKNAV_ALLOWED_ROOTS", "", "paths",
+            "directories collection roots may live under, separated by ':' (os.pathsep); empty = the "
+            "working directory's tree and the user's home; '/' and system directories are always refused", str),
+    Setting("access_token", "CHUNKNAV_ACCESS_TOKEN", "", "secret",
+            "token the explorer asks for once per browser session; required to bind a non-loopback address", str),
+    Setting("read_only", "CHUNKNAV_READ_ONLY", False, "flag",
+            "explorer without Rebuild and collection changes (true/false)", bool),
     # -- performance (issue 15)
     Setting("extract_workers", "CHUNKNAV_EXTRACT_WORKERS", 0, "processes",
             "worker processes extracting files in parallel; 0 = one per core while the cores are free, 1 = in the indexing process only", int),
@@ -89,6 +102,10 @@ class Settings:
     embed_timeout_s: float = 30.0
     embed_retries: int = 3
     embed_max_input_chars: int = 0
+    mcp_token: str = ""
+    allowed_roots: str = ""
+    access_token: str = ""
+    read_only: bool = False
     extract_workers: int = 0
 
     @property
@@ -176,7 +193,9 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         if key not in _BY_NAME:
             raise SettingsError(f"unknown setting {key!r}")
         values[key] = _coerce(_BY_NAME[key], value, "the command line")
-    return Settings(**values).validate()
+    settings = Settings(**values).validate()
+    register_settings(settings)  # engine.secrets: every face redacts these, in every form
+    return settings
 
 
 def settings_table() -> list[dict[str, Any]]:
