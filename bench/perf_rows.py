@@ -105,7 +105,7 @@ def bench_registry(args, work: Path) -> None:
         shutil.copy(p, root / p.name)
     settings = Settings(db=str(work / "reg.db"), embed_provider="none").validate()
     engine = Engine(settings)
-    engine.add_collection("Reg", str(root))
+    engine.add_collection("Reg", str(root), allow_any_root=True)
     engine.run_index()
     arguments = {"collectionPath": "Reg", "filePath": "tinyshakespeare-input.txt", "chunkIndex": 7}
     assert call_tool(engine, "get_chunk", arguments)["found"]
@@ -300,6 +300,7 @@ def bench_load(args, work: Path, n: int) -> None:
 def clean_env(db: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
     env["CHUNKNAV_DB"] = db
+    env["CHUNKNAV_ALLOWED_ROOTS"] = tempfile.gettempdir()  # the bench's collections live there
     return env
 
 
@@ -470,7 +471,7 @@ from engine.config import Settings
 from engine.tools import Engine
 s = Settings(db=sys.argv[2], embed_provider=sys.argv[4]).validate()
 e = Engine(s)
-e.add_collection("Mem", sys.argv[3])
+e.add_collection("Mem", sys.argv[3], allow_any_root=True)
 summary = e.run_index()
 print(summary["chunksWritten"], summary["embedded"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

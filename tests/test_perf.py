@@ -23,6 +23,7 @@ from engine.model import Collection
 from engine.search import make_snippet
 from engine.store.sqlite import SqliteStore
 from engine.tools import Engine, ToolArgumentError, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -156,7 +157,7 @@ def test_a_chunk_read_imports_no_sqlite_utils_pandas_or_provider(tmp_path):
     root.mkdir()
     (root / "a.txt").write_text("hello world " * 200, "utf-8")
     db = tmp_path / "x.db"
-    engine = Engine(Settings(db=str(db), embed_provider="none").validate())
+    engine = Engine(Settings(db=str(db), embed_provider="none", allowed_roots=ALLOWED_ROOTS).validate())
     engine.add_collection("A", str(root))
     engine.run_index()
     engine.close()
