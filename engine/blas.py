@@ -30,7 +30,7 @@ __all__ = ["scan_threads", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice"]
 log = logging.getLogger(__name__)
 
 #: Rows of a full scan from which two BLAS threads are considered.
-LARGE_SCAN_ROWS = 200_000
+LARGE_SCAN_ROWS = 65_536
 #: Every this many large scans, the currently slower thread count is timed again.
 EXPLORE_EVERY = 16
 _EWMA = 0.3  # weight of the newest timing
