@@ -318,9 +318,11 @@ class VectorCache:
                 return cur
             n, dim = state["rows"], state["dim"]
             m = Matrix(dim,
-                       np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim)),
-                       np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32)),
-                       np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,)),
+                       # plain ndarray views of the maps: indexing a np.memmap builds a memmap
+                       # object per slice (~µs each, several per search)
+                       np.asarray(np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim))),
+                       np.asarray(np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32))),
+                       np.asarray(np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,))),
                        state["max_rowid"], gen)
         self.matrices[model] = m
         return m
