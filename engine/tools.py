@@ -27,6 +27,7 @@ from engine import envelopes as E
 from engine.errors import PathEscapeError, StoreUnavailableError
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
+from engine.runs import run_outcome
 from engine.search import make_snippet
 from engine.secrets import public_dsn, redact_obj
 from engine.service import Engine
@@ -257,6 +258,10 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
             p["failed"] += d.status == "failed"
             failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
                              "status": d.status, "reason": d.reason or ""})
+        elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            stale = d.metadata["stale"]
+            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
+                             "status": "stale", "reason": f"{stale.get('code')}: {stale.get('reason', '')}"})
     colls = [{"collectionPath": c.collection_path, "root": c.root,
               **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})}
              for c in store.collections()]
@@ -271,7 +276,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "staleVectors": sum(v["stale"] for v in vectors),
         "failures": failures,
         "provider": engine.provider_status(probe),
-        "lastRun": store.last_run(),
+        "lastRun": run_outcome(store.last_run()),
     }
 
 

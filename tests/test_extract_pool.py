@@ -117,6 +117,12 @@ def _chunks(db: Path) -> list[tuple]:
 
 _INDEX_CHILD = r"""
 import sys
+import engine.extract_pool as P
+_close = P.ExtractPool.close
+def close(self):  # report how many files came from workers
+    print("in_workers", self.in_workers)
+    _close(self)
+P.ExtractPool.close = close
 from engine.config import Settings
 from engine.index import Indexer
 from engine.model import Collection
@@ -135,11 +141,14 @@ def test_index_with_workers_stores_what_one_process_stores(tmp_path):
         shutil.copy(p, root / p.name)
     shutil.copy(CORPUS / "pdf" / "tracemonkey.pdf", root / "copy-of-tracemonkey.pdf")  # a duplicate
     dbs = []
+    used = {}
     for workers in (1, 2):
         db = tmp_path / f"w{workers}.db"
-        subprocess.run([sys.executable, "-c", _INDEX_CHILD, str(db), str(root), str(workers)], cwd=REPO,
-                       check=True, capture_output=True)
+        out = subprocess.run([sys.executable, "-c", _INDEX_CHILD, str(db), str(root), str(workers)], cwd=REPO,
+                             check=True, capture_output=True, text=True).stdout
+        used[workers] = int(out.split()[-1])
         dbs.append(db)
+    assert used[1] == 0 and used[2] >= len(list(root.glob("*.pdf"))) - 1  # the duplicate is extracted once
     a, b = (_chunks(d) for d in dbs)
     assert a and a == b
 
