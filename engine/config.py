@@ -89,7 +89,8 @@ SETTINGS: tuple[Setting, ...] = (
             "explorer without Rebuild and collection changes (true/false)", bool),
     # -- performance (issue 15)
     Setting("extract_workers", "CHUNKNAV_EXTRACT_WORKERS", 0, "processes",
-            "worker processes extracting files in parallel; 0 = one per core while the cores are free, 1 = in the indexing process only", int),
+            "worker processes extracting files in parallel; 0 = one per core while the cores are free, "
+            "1 = in the indexing process only", int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -4,7 +4,8 @@ Owns: the SQLite schema, its transactions, the FTS5 keyword index and the
 in-memory / memory-mapped vector matrix used by ``search_vectors`` (built,
 refreshed and scored in ``engine.store.sqlite_vectors``). Imports
 ``engine.model``, ``engine.errors``, ``engine.store.sqlite_vectors`` and
-``sqlite_utils`` (lazily: only to create the schema of a new file); never a face (streamlit, mcp, argparse), never extract/embed.
+``sqlite_utils`` (lazily: only to create the schema of a new file); never a
+face (streamlit, mcp, argparse), never extract/embed.
 
 Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
 
