@@ -473,7 +473,9 @@ s = Settings(db=sys.argv[2], embed_provider=sys.argv[4]).validate()
 e = Engine(s)
 e.add_collection("Mem", sys.argv[3], allow_any_root=True)
 summary = e.run_index()
-print(summary["chunksWritten"], summary["embedded"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+# VmHWM: this process's own peak (ru_maxrss would include the parent's size at fork: Linux keeps it over exec)
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(summary["chunksWritten"], summary["embedded"], hwm)
 """
 
 
