@@ -29,6 +29,7 @@ __all__ = [
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
+    "EmbedFailedChunk",
 ]
 
 
@@ -41,7 +42,8 @@ class BboxDict(TypedDict):
 
 class RegionDict(TypedDict):
     page: int
-    bbox: BboxDict
+    bbox: BboxDict  # union of the chunk's words on the page
+    rects: NotRequired[list[BboxDict]]  # one per line of the chunk's words: what a highlight draws
 
 
 class FailureFields(TypedDict):
@@ -53,6 +55,8 @@ class FailureFields(TypedDict):
     model: NotRequired[str]
     statusCode: NotRequired[int | None]
     responseBody: NotRequired[str]
+    storedDim: NotRequired[int]  # embedding-dimension-changed: dim of the vectors stored for model
+    serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
 
 
 class SearchHit(TypedDict):  # search: one hit per file
@@ -120,6 +124,8 @@ class ChunkResult(TypedDict):  # get_chunk
     overlapNext: NotRequired[int]  # characters shared with the next chunk
     message: NotRequired[str]  # found False: names the valid range
     error: NotRequired[str]
+    stale: NotRequired[bool]  # true: the file changed on disk or vanished since it was indexed
+    indexedAt: NotRequired[float]  # with stale: when the indexed version was read (epoch seconds)
 
 
 class DocumentText(TypedDict):  # read_document
@@ -170,6 +176,8 @@ class ModelVectors(TypedDict):
     vectors: int
     stale: int  # vectors whose chunk vanished
     missing: int  # chunks without a vector for this model
+    truncated: NotRequired[int]  # chunks whose vector was made from their text cut to the model's limit
+    failed: NotRequired[int]  # chunks the embed pass could not embed (see IndexStatus.embedFailures)
 
 
 class FailedFile(TypedDict):
@@ -187,6 +195,16 @@ class ProviderStatus(TypedDict):
     probe: NotRequired[dict[str, Any]]  # {"ok": true, "seconds"} or failure fields
 
 
+class EmbedFailedChunk(TypedDict):  # index_status.embedFailures: one chunk the embed pass could not embed
+    model: str
+    collectionPath: str
+    filePath: str
+    chunkIndex: int
+    chunkId: str
+    error: str  # the classified code of the last refusal
+    reason: str  # its message
+
+
 class IndexStatus(TypedDict):  # index_status
     collections: list[CollectionStatus]
     documents: int
@@ -198,3 +216,4 @@ class IndexStatus(TypedDict):  # index_status
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]
+    embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
