@@ -66,6 +66,10 @@ class SearchHit(TypedDict):  # search: one hit per file
     page: NotRequired[int]
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
+    vectorScore: NotRequired[float]  # hybrid: cosine in the vector list
+    vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
+    keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
+    keywordRank: NotRequired[int]  # hybrid: 0-based rank in the keyword list
 
 
 class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
@@ -80,6 +84,10 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
     regions: NotRequired[list[RegionDict]]
+    vectorScore: NotRequired[float]  # hybrid only; absent where the vector list lacked the chunk
+    vectorRank: NotRequired[int]
+    keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
+    keywordRank: NotRequired[int]
 
 
 class SearchResult(TypedDict):  # search, search_chunks
@@ -91,6 +99,8 @@ class SearchResult(TypedDict):  # search, search_chunks
     hits: NotRequired[list[Any]]  # SearchHit | ChunkHit; absent on failure arms
     scoreKind: NotRequired[str]  # cosine | bm25 | rrf
     model: NotRequired[str]
+    vectorWeight: NotRequired[float]  # hybrid: the fusion weight used
+    minScore: NotRequired[float]  # the threshold applied
     hint: NotRequired[str]
     error: NotRequired[str]  # an ErrorCode
     message: NotRequired[str]

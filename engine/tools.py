@@ -27,7 +27,7 @@ from engine import envelopes as E
 from engine.errors import PathEscapeError, StoreUnavailableError
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
-from engine.search import make_snippet
+from engine.search import MAX_QUERY_CHARS, SCOPE_QUALIFIERS, make_snippet, normalise_collection_path
 from engine.service import Engine
 
 __all__ = [
@@ -90,7 +90,8 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         out.update(_failure_fields(outcome))  # count and hits stay absent (DESIGN table)
         return out  # type: ignore[return-value]
     hits = []
-    for rank, (chunk, score) in enumerate(outcome.hits):
+    for rank, ranked in enumerate(outcome.hits):
+        chunk, score = ranked.chunk, ranked.score
         h: dict[str, Any] = {
             "documentPath": document_path(chunk.collection_path, chunk.file_path),
             "collectionPath": chunk.collection_path,
@@ -100,6 +101,8 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
             "score": round(float(score), SCORE_DECIMALS),
             "snippet": make_snippet(chunk.chunk_text, outcome.terms),
         }
+        if outcome.mode == "hybrid":
+            _breakdown(h, ranked)
         _provenance(h, chunk, regions=not per_file)
         hits.append(h)
     out["count"] = len(hits)
@@ -108,6 +111,10 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         out["scoreKind"] = outcome.score_kind
     if outcome.model:
         out["model"] = outcome.model
+    if outcome.vector_weight is not None:
+        out["vectorWeight"] = outcome.vector_weight
+    if outcome.min_score is not None:
+        out["minScore"] = outcome.min_score
     if outcome.hint:
         out["hint"] = outcome.hint
     if outcome.message:
@@ -115,16 +122,31 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
     return out  # type: ignore[return-value]
 
 
-def tool_search(engine: Engine, query: str, scope: str | None = None, limit: int = 20,
-                mode: str = "auto") -> E.SearchResult:
+def _breakdown(h: dict[str, Any], ranked) -> None:
+    """A hybrid hit's fusion inputs: each list's score and 0-based rank, absent where
+    that list did not return the chunk."""
+    if ranked.vector_rank is not None:
+        h["vectorScore"] = round(float(ranked.vector_score), SCORE_DECIMALS)
+        h["vectorRank"] = ranked.vector_rank
+    if ranked.keyword_rank is not None:
+        h["keywordScore"] = round(float(ranked.keyword_score), SCORE_DECIMALS)
+        h["keywordRank"] = ranked.keyword_rank
+
+
+def tool_search(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
+                mode: str = "auto", minScore: float | None = None,
+                vectorWeight: float | None = None) -> E.SearchResult:
     """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
-    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=True), True)
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=True,
+                                                 min_score=minScore, vector_weight=vectorWeight), True)
 
 
-def tool_search_chunks(engine: Engine, query: str, scope: str | None = None, limit: int = 20,
-                       mode: str = "auto") -> E.SearchResult:
+def tool_search_chunks(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
+                       mode: str = "auto", minScore: float | None = None,
+                       vectorWeight: float | None = None) -> E.SearchResult:
     """``search_chunks``: one hit per chunk, not deduplicated by file."""
-    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=False), False)
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=False,
+                                                 min_score=minScore, vector_weight=vectorWeight), False)
 
 
 def _check_file_path(engine: Engine, collection_path: str, file_path: str) -> str | None:
@@ -146,6 +168,7 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     Out of range or never indexed: ``found: false`` with ``totalChunks`` and a
     message naming the valid range; never an exception.
     """
+    collectionPath = normalise_collection_path(collectionPath)
     out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
                            "chunkIndex": chunkIndex}
     escape = _check_file_path(engine, collectionPath, filePath)
@@ -192,6 +215,7 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     reads outside the collection root; a ``..``/absolute/escaping path gives
     ``error: path-escape``.
     """
+    collectionPath = normalise_collection_path(collectionPath)
     out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
                            "offset": offset}
     escape = _check_file_path(engine, collectionPath, filePath)
@@ -298,16 +322,29 @@ _PATHS = {
                  "description": "POSIX path of the file relative to the collection root"},
 }
 _SEARCH_ARGS = {
-    "query": {"type": "string", "description": "words to search for; may contain "
-              "'namespace:<collectionPath>' (targets that collection) and 'scope:subtree' "
-              "(widens it to the collections below)"},
-    "scope": {"type": ["string", "null"], "description": "anchored scope: a node path; that "
-              "collection and each ancestor are searched"},
+    "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
+              "description": "words to search for (at most "
+              f"{MAX_QUERY_CHARS} characters); may contain 'namespace:<collectionPath>' (targets "
+              f"that collection; repeatable) and 'scope:{'|'.join(SCOPE_QUALIFIERS)}' (exact: that "
+              "collection only, the default; subtree: it and the collections below; "
+              "ancestorsandself: it and its ancestors). Other key:value tokens are named in "
+              "'hint' and not searched"},
+    "scope": {"type": ["string", "array", "null"], "items": {"type": "string", "minLength": 1},
+              "minItems": 1, "maxItems": 100,
+              "description": "anchored scope: a node path, or a list of them; each path and its "
+              "ancestors are searched; '*' = every collection. A trailing '/' is accepted"},
     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20,
               "description": "hits to return"},
     "mode": {"type": "string", "enum": ["auto", "vector", "keyword", "hybrid"], "default": "auto",
-             "description": "vector = cosine over embeddings, keyword = BM25, hybrid = reciprocal "
-             "rank fusion; auto = vector when a provider is configured, else keyword"},
+             "description": "vector = cosine over embeddings, keyword = BM25 (stemmed; CJK by "
+             "substring), hybrid = weighted reciprocal rank fusion of both (each hit carries "
+             "vectorScore/vectorRank/keywordScore/keywordRank); auto = hybrid when a provider is "
+             "configured and vectors exist for it, else keyword"},
+    "minScore": {"type": ["number", "null"],
+                 "description": "drop hits whose score (the mode's own: cosine, BM25 or fused) is below this"},
+    "vectorWeight": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                     "description": "hybrid only: weight of the vector ranking in the fusion, 0..1 "
+                     "(default 0.5; 1 = vector order, 0 = keyword order)"},
 }
 
 
@@ -388,11 +425,25 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     if tool is None:
         raise ToolArgumentError(f"unknown tool {name!r}; tools: {', '.join(REGISTRY)}")
     arguments = dict(arguments or {})
+    _check_lengths(tool, arguments)
     _validate(tool, arguments)
     try:
         return normalise(tool.fn(engine, **_integers(tool, arguments)))
     except StoreUnavailableError as e:
         return normalise(_unavailable(name, arguments, str(e)))
+
+
+def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
+    """Refuse a string longer than its schema's ``maxLength`` with a short message
+    naming the argument (the schema validator's own message would repeat the value).
+
+    Raises:
+        ToolArgumentError: e.g. ``search: argument 'query': 60000 characters, the most is 50000``.
+    """
+    for arg, spec in tool.schema["properties"].items():
+        value, most = arguments.get(arg), spec.get("maxLength")
+        if most is not None and isinstance(value, str) and len(value) > most:
+            raise ToolArgumentError(f"{tool.name}: argument {arg!r}: {len(value)} characters, the most is {most}")
 
 
 def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str, Any]:
@@ -476,7 +527,8 @@ def cli_command(name: str, arguments: dict[str, Any]) -> str:
             if arg == "probe" and not value:
                 parts.append("--no-probe")
             continue
-        parts += [cli_option(arg), str(value)]
+        for item in (value if isinstance(value, list) else [value]):
+            parts += [cli_option(arg), str(item)]
     if name == "index_status":
         parts.append("--json")
     return " ".join(shlex.quote(p) for p in parts)

@@ -53,8 +53,9 @@ import sqlite_utils
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.store.base import as_vector_rows
+from engine.store.fts import CJK_GLOB, is_cjk
 from engine.store.sqlite_rows import (
-    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, fts_query, to_json,
+    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, fts_queries, to_json,
 )
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 
@@ -62,6 +63,8 @@ __all__ = ["SqliteStore"]
 
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
+#: Tokenizer of ``chunks_fts``; an index made with another one is rebuilt at open.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
@@ -184,6 +187,7 @@ class SqliteStore:
                     # an index made before FTS rows were added per file: its insert
                     # trigger would add every row twice now
                     conn.execute("DROP TRIGGER chunks_ai")
+                self._ensure_fts()
                 return
             # sqlite-utils runs some DDL through executescript (which commits), so the
             # steps are idempotent instead of one transaction; "meta" is made last.
@@ -217,7 +221,7 @@ class SqliteStore:
             # writer thread overlaps with extraction.
             db.execute("DROP TRIGGER IF EXISTS chunks_ai")
             db["chunks"].enable_fts(["chunk_text"], fts_version="FTS5", create_triggers=False,
-                                    tokenize="unicode61 remove_diacritics 2", replace=True)
+                                    tokenize=FTS_TOKENIZE, replace=True)
             with self._write() as conn:
                 conn.execute(
                     "CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN "
@@ -231,6 +235,43 @@ class SqliteStore:
                 conn.execute("CREATE TABLE IF NOT EXISTS meta ([key] TEXT PRIMARY KEY, [value] TEXT)")
                 conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
                                  [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")])
+            self._ensure_fts()
+
+    def _ensure_fts(self) -> None:
+        """Bring the keyword indexes to this version's shape, rebuilding what changed.
+
+        ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (an index
+        made with another tokenizer is dropped and rebuilt from ``chunks``);
+        ``chunks_tri`` is a ``trigram`` FTS5 index over the chunks holding a CJK
+        character (created and filled when missing), kept in step by
+        conditional triggers. Idempotent; one write transaction.
+        """
+        with self._write() as conn:
+            row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+            if row is None or FTS_TOKENIZE not in row[0]:
+                conn.execute("DROP TABLE IF EXISTS chunks_fts")
+                conn.execute("CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, "
+                             f"tokenize='{FTS_TOKENIZE}', content=\"chunks\")")
+                conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_tri'").fetchone() is None:
+                conn.execute("CREATE VIRTUAL TABLE chunks_tri USING FTS5 (chunk_text, "
+                             "tokenize='trigram', content=\"chunks\")")
+                conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
+                             "FROM chunks WHERE chunk_text GLOB ?", (CJK_GLOB,))
+            # Only CJK chunks are in chunks_tri: a 'delete' of a row never added would corrupt it.
+            cjk_old = f"old.chunk_text GLOB '{CJK_GLOB}'"
+            cjk_new = f"new.chunk_text GLOB '{CJK_GLOB}'"
+            conn.execute(
+                f"CREATE TRIGGER IF NOT EXISTS chunks_tri_ad AFTER DELETE ON chunks WHEN {cjk_old} BEGIN "
+                "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
+                "VALUES('delete', old.rowid, old.chunk_text); END")
+            conn.execute(
+                f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aud AFTER UPDATE ON chunks WHEN {cjk_old} BEGIN "
+                "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
+                "VALUES('delete', old.rowid, old.chunk_text); END")
+            conn.execute(
+                f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aui AFTER UPDATE ON chunks WHEN {cjk_new} BEGIN "
+                "INSERT INTO chunks_tri (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
 
     @contextmanager
     def _init_lock(self) -> Iterator[None]:
@@ -353,6 +394,10 @@ class SqliteStore:
                     [chunk_params(c) for c in chunks])
                 conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
                              "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
+                if any(is_cjk(c.chunk_text) for c in chunks):
+                    conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
+                                 "FROM chunks WHERE collection_path = ? AND file_path = ? "
+                                 "AND chunk_text GLOB ?", (*key, CJK_GLOB))
             self._bump(conn, "chunks_gen")
 
     def remove_document(self, collection_path: str, file_path: str) -> None:
@@ -430,6 +475,11 @@ class SqliteStore:
             if added:
                 self._bump(conn, f"vectors_gen:{model}")
         return added
+
+    def has_vectors(self, model: str) -> bool:
+        """True when at least one vector is stored for ``model`` (one indexed lookup)."""
+        with self._read() as conn:
+            return conn.execute("SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None
 
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model ``{"vectors", "dim", "stale", "missing"}``.
@@ -532,11 +582,17 @@ class SqliteStore:
     ) -> list[KeywordHit]:
         """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
 
-        ``query`` is plain words; each is quoted, so no FTS5 syntax error can
-        occur. All words must match; when that finds nothing, any word may.
+        ``query`` is plain words, cut by ``engine.store.fts.keyword_terms``
+        (deduplicated, at most ``MAX_TERMS``); each term is quoted, so no FTS5
+        syntax error can occur. Latin terms match the ``porter`` index (so
+        "running" finds "runs"); CJK terms match the ``trigram`` index as
+        substrings (so "东北电气" is found inside a longer run of characters).
+        All terms must match; when that finds nothing, any term may (CJK terms
+        then match by their 3-character pieces). With both kinds of terms a
+        chunk's score is the sum of its two BM25 scores.
         Returns [] for a query without a letter or digit or a limit <= 0.
         """
-        q = fts_query(query)
+        q = fts_queries(query)
         if q is None or limit <= 0:
             return []
         where = ""
@@ -547,14 +603,25 @@ class SqliteStore:
                 return []
             where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
             args = paths
-        sql = (f"SELECT bm25(chunks_fts) AS rank_, {', '.join('c.' + x.strip() for x in CHUNK_COLUMNS.split(','))} "
-               "FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-               f"WHERE chunks_fts MATCH ?{where} ORDER BY rank_ LIMIT ?")
-        for match in q:
+        cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
+        for every, (porter, tri) in zip((True, False), q):
+            parts = [(t, m) for t, m in (("chunks_fts", porter), ("chunks_tri", tri)) if m]
+            if not parts:
+                continue
+            sub = [f"SELECT rowid AS rid, -bm25({t}) AS s FROM {t} WHERE {t} MATCH ?" for t, _ in parts]
+            if len(sub) == 1:
+                ranked = sub[0]
+            elif every:  # all terms: a chunk must match in both indexes
+                ranked = (f"SELECT a.rid AS rid, a.s + b.s AS s FROM ({sub[0]}) a "
+                          f"JOIN ({sub[1]}) b ON a.rid = b.rid")
+            else:  # any term: either index, scores summed
+                ranked = (f"SELECT rid, sum(s) AS s FROM ({sub[0]} UNION ALL {sub[1]}) GROUP BY rid")
+            sql = (f"SELECT r.s, {cols} FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
+                   f"WHERE 1{where} ORDER BY r.s DESC, c.rowid LIMIT ?")
             with self._read() as conn:
-                rows = conn.execute(sql, [match, *args, int(limit)]).fetchall()
+                rows = conn.execute(sql, [*(m for _, m in parts), *args, int(limit)]).fetchall()
             if rows:
-                return [KeywordHit(chunk_of(r[1:]), -float(r[0])) for r in rows]
+                return [KeywordHit(chunk_of(r[1:]), float(r[0])) for r in rows]
         return []
 
     # -- runs and locks -----------------------------------------------------------------------
