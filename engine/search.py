@@ -64,7 +64,7 @@ MODES = ("auto", "vector", "keyword", "hybrid")
 #: Reciprocal-rank-fusion constant (Cormack et al. 2009: score = sum 1/(k + rank)).
 RRF_K = 60
 #: Candidates each ranked list contributes to a hybrid fusion (at least).
-FUSION_DEPTH = 50
+FUSION_DEPTH = 20
 #: Weight of the vector list in hybrid fusion when ``vectorWeight`` is not given.
 VECTOR_WEIGHT_DEFAULT = 0.5
 #: Longest ``query`` accepted, in characters (the tools' schema refuses longer ones).
