@@ -23,6 +23,8 @@ __all__ = [
     "ChunkResult",
     "DocumentText",
     "DocumentNode",
+    "DocumentEntry",
+    "DocumentList",
     "CollectionStatus",
     "ModelVectors",
     "FailedFile",
@@ -162,6 +164,32 @@ class DocumentNode(TypedDict):  # get_document: metadata + summary, never the te
     textLength: NotRequired[int]
     summary: NotRequired[str]
     metadata: NotRequired[dict[str, Any]]
+    message: NotRequired[str]
+    error: NotRequired[str]
+
+
+class DocumentEntry(TypedDict):  # one row of list_documents
+    documentPath: str
+    filePath: str
+    fileType: str
+    status: str  # indexed | empty | failed
+    pageCount: int
+    chunkCount: int
+    textLength: int  # characters
+    sizeBytes: int
+    reason: NotRequired[str]
+    encoding: NotRequired[str]  # text files: the encoding the bytes were decoded with
+    ocrPages: NotRequired[list[int]]  # 1-based pages whose text came from OCR
+
+
+class DocumentList(TypedDict):  # list_documents
+    found: bool
+    collectionPath: str
+    offset: int
+    total: NotRequired[int]  # documents in the collection
+    count: NotRequired[int]  # documents in this page
+    documents: NotRequired[list[DocumentEntry]]
+    nextOffset: NotRequired[int | None]  # None at the end
     message: NotRequired[str]
     error: NotRequired[str]
 

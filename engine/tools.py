@@ -40,6 +40,7 @@ __all__ = [
     "normalise",
     "cli_command",
     "READ_LIMIT_DEFAULT",
+    "LIST_LIMIT_DEFAULT",
 ]
 
 log = logging.getLogger(__name__)
@@ -265,6 +266,59 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     return out  # type: ignore[return-value]
 
 
+#: Documents ``list_documents`` returns per call unless ``limit`` says otherwise.
+LIST_LIMIT_DEFAULT = 200
+
+
+def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
+    """Pages read by OCR as the extractor recorded them (``ocrPages``/``ocr_pages``), or None."""
+    pages = meta.get("ocrPages", meta.get("ocr_pages"))
+    if isinstance(pages, (list, tuple)):
+        return [int(p) for p in pages]
+    return None
+
+
+def tool_list_documents(engine: Engine, collectionPath: str, offset: int = 0,
+                        limit: int = LIST_LIMIT_DEFAULT) -> E.DocumentList:
+    """``list_documents``: a collection's files, sorted by filePath, paged.
+
+    Each entry: ``documentPath`` (for ``get_document``), ``filePath`` (for
+    ``get_chunk`` / ``read_document``), ``fileType``, ``status`` and ``reason``,
+    ``pageCount``, ``chunkCount``, ``textLength``, ``sizeBytes``, and where the
+    extractor recorded them the text ``encoding`` and the ``ocrPages``.
+    Unknown collection: ``found: false`` with a message (an answer, not an error).
+    """
+    collectionPath = normalise_collection_path(collectionPath)
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "offset": offset}
+    if engine.store.get_collection(collectionPath) is None:
+        known = ", ".join(c.collection_path for c in engine.store.collections()) or "none"
+        out.update(total=0, count=0, documents=[], nextOffset=None,
+                   message=f"no collection {collectionPath!r}; known: {known}")
+        return out  # type: ignore[return-value]
+    docs = engine.store.documents(collectionPath)
+    page = docs[offset:offset + limit]
+    rows = []
+    for d in page:
+        meta = d.metadata or {}
+        row: dict[str, Any] = {
+            "documentPath": document_path(d.collection_path, d.file_path), "filePath": d.file_path,
+            "fileType": d.file_type, "status": d.status, "pageCount": d.page_count,
+            "chunkCount": d.chunk_count, "textLength": d.text_length, "sizeBytes": d.size_bytes,
+        }
+        if d.reason:
+            row["reason"] = d.reason
+        if meta.get("encoding"):
+            row["encoding"] = str(meta["encoding"])
+        ocr = _ocr_pages(meta)
+        if ocr is not None:
+            row["ocrPages"] = ocr
+        rows.append(row)
+    end = offset + len(page)
+    out.update(found=True, total=len(docs), count=len(rows), documents=rows,
+               nextOffset=end if end < len(docs) else None)
+    return out  # type: ignore[return-value]
+
+
 def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     """``index_status``: collections, documents, chunks, vectors per model,
     stale vectors, failed/empty files with reasons, the provider and its probe."""
@@ -391,6 +445,17 @@ REGISTRY: dict[str, Tool] = {
                                        "description": "'<collectionPath>/_Documents/<slug>' as in search hits"}},
                      ["documentPath"]),
              tool_get_document, E.DocumentNode),
+        Tool("list_documents",
+             "List a collection's files (paged, sorted by filePath): documentPath for get_document, "
+             "filePath for get_chunk/read_document, type, status and reason (failed/empty files "
+             "too), pages, chunks, text encoding and OCR pages where recorded.",
+             _schema({"collectionPath": _PATHS["collectionPath"],
+                      "offset": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "documents to skip"},
+                      "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": LIST_LIMIT_DEFAULT,
+                                "description": "documents to return"}},
+                     ["collectionPath"]),
+             tool_list_documents, E.DocumentList),
         Tool("index_status",
              "What is indexed: collections, documents, chunks, vectors per model, stale vectors, failed "
              "files with reasons, and the embedding provider with its probe result.",
@@ -462,6 +527,8 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str
                 "offset": a.get("offset", 0), **fail}
     if name == "get_document":
         return {"found": False, "documentPath": a["documentPath"], **fail}
+    if name == "list_documents":
+        return {"found": False, "collectionPath": a["collectionPath"], "offset": a.get("offset", 0), **fail}
     return {"collections": [], "documents": 0, "chunks": 0, "vectors": [], "staleVectors": 0,
             "failures": [], "provider": {"provider": "", "model": "", "dim": 0}, **fail}
 
@@ -497,6 +564,7 @@ CLI_NAMES = {
     "get_chunk": "get-chunk",
     "read_document": "read",
     "get_document": "node",
+    "list_documents": "documents",
     "index_status": "status",
 }
 CLI_POSITIONAL = {
@@ -505,6 +573,7 @@ CLI_POSITIONAL = {
     "get_chunk": ["collectionPath", "filePath", "chunkIndex"],
     "read_document": ["collectionPath", "filePath"],
     "get_document": ["documentPath"],
+    "list_documents": ["collectionPath"],
     "index_status": [],
 }
 

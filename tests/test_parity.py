@@ -59,6 +59,9 @@ def _cases(engine: Engine) -> dict[str, tuple[str, dict]]:
         "read_document-missing": ("read_document", {"collectionPath": C, "filePath": "no-such-file.pdf"}),
         "get_document": ("get_document", {"documentPath": document_path(C, pdf.file_path)}),
         "get_document-missing": ("get_document", {"documentPath": f"{C}/_Documents/nothing-here"}),
+        "list_documents": ("list_documents", {"collectionPath": f"{C}/"}),
+        "list_documents-page": ("list_documents", {"collectionPath": C, "offset": 1, "limit": 2}),
+        "list_documents-missing": ("list_documents", {"collectionPath": "No/Such"}),
         # probe=False: the probe's timing differs per call
         "index_status": ("index_status", {"probe": False}),
         # issue 13: weights, thresholds, the breakdown, the scope grammar, trailing slashes
@@ -91,6 +94,7 @@ CASE_IDS = [
     "get_chunk.md", "read_document.md", "get_chunk.docx", "read_document.docx",
     "search_chunks-breakdown", "search-auto-weight", "search_chunks-scope-list", "search_chunks-star",
     "search_chunks-grammar", "get_chunk-trailing-slash", "read_document-trailing-slash",
+    "list_documents", "list_documents-page", "list_documents-missing",
 ]
 #: Calls every face must refuse as bad arguments, naming the argument: (tool, arguments, argument named).
 ERROR_CASES = {
