@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -294,6 +295,7 @@ class ContentChunkSearch:
         self._embedder: object | None = None
         self._loaded = False
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- provider ------------------------------------------------------------
     def embedder(self):
@@ -310,7 +312,13 @@ class ContentChunkSearch:
 
     # -- scope -----------------------------------------------------------------
     def resolve_scope(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None]:
-        """Collections to search and a hint (None when there is nothing to say).
+        """Collections to search and a hint (None when there is nothing to say); see ``_resolve``."""
+        collections, hint, _every = self._resolve(parsed, scope)
+        return collections, hint
+
+    def _resolve(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
+        """``(collections, hint, every)``: every = the collections are all the known ones (the
+        stores then search unfiltered, their fast path).
 
         Targeted (``namespace:`` tokens) wins over ``scope``; each namespace
         is searched by the qualifier (default ``exact``). The ``scope``
@@ -328,18 +336,18 @@ class ContentChunkSearch:
             raw = [scope] if isinstance(scope, str) else list(scope)
             if any(p.strip() == ALL_COLLECTIONS for p in raw):
                 if not known:
-                    return [], "no collections are indexed yet"
-                return sorted(known), None
+                    return [], "no collections are indexed yet", False
+                return sorted(known), None, True
             paths = [p for p in (normalise_collection_path(p) for p in raw) if p]
             qualifier, what = parsed.qualifier or "ancestorsandself", "scope"
             if not paths:
-                return [], f"scope names no collection path; known collections: {known_txt}"
+                return [], f"scope names no collection path; known collections: {known_txt}", False
         else:
             return [], (
                 "no scope given: pass scope=<collectionPath> (or a list, or '*' for every collection) "
                 "or put namespace:<collectionPath> in the query"
                 + (f"; known collections: {', '.join(known)}" if known else "; no collections are indexed yet")
-            )
+            ), False
         found: set[str] = set()
         missing: list[str] = []
         for path in paths:
@@ -354,7 +362,7 @@ class ContentChunkSearch:
             hint = f"no collection at {names}{where} ({what}, scope:{qualifier}); known: {known_txt}"
             if what == "scope" and qualifier == "ancestorsandself":
                 hint += ". Add 'namespace:<collectionPath> scope:subtree' to search below a path."
-        return sorted(found), hint
+        return sorted(found), hint, bool(found) and len(found) == len(known)
 
     @staticmethod
     def _in_scope(collection: str, path: str, qualifier: str) -> bool:
@@ -435,7 +443,7 @@ class ContentChunkSearch:
         if not parsed.text.strip():
             return SearchOutcome(False, query, mode, message="no query text: give words to search for",
                                  terms=terms, hint=ignored)
-        collections, hint = self.resolve_scope(parsed, scope)
+        collections, hint, every = self._resolve(parsed, scope)
         hint = "; ".join(h for h in (hint, ignored) if h) or None
         if mode in ("vector", "hybrid") and embedder is None:
             return SearchOutcome(
@@ -452,7 +460,8 @@ class ContentChunkSearch:
         want = limit * 4 if per_file else limit
         while True:
             try:
-                ranked, kind = self._rank(parsed.text, collections, want, mode, embedder, weight)
+                ranked, kind = self._rank(parsed.text, None if every else collections, want, mode,
+                                          embedder, weight)
             except EmbedError as e:
                 return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
                                      model=model, terms=terms, hint=hint)
@@ -476,17 +485,34 @@ class ContentChunkSearch:
                              model if mode != "keyword" else None, hint=hint, message=message,
                              terms=terms, vector_weight=weight, min_score=min_score)
 
-    def _rank(self, text: str, collections: list[str], want: int, mode: str, embedder,
+    def _rank(self, text: str, collections: list[str] | None, want: int, mode: str, embedder,
               vector_weight: float | None) -> tuple[list[RankedChunk], str]:
         if mode == "keyword":
             return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
-        qv = embedder.embed_query(text)
         depth = want if mode == "vector" else max(want, FUSION_DEPTH)
-        vec = [(h.chunk, h.score) for h in self.store.search_vectors(embedder.model, qv, collections, depth)]
-        if mode == "vector":
+        # hybrid: the keyword list is ranked on a worker thread while this one embeds the
+        # query and scans the vectors (SQLite and numpy release the GIL), so hybrid costs
+        # about the slower of the two lists instead of their sum
+        pending = self._worker().submit(self.store.search_keyword, text, collections, depth) \
+            if mode == "hybrid" else None
+        try:
+            qv = embedder.embed_query(text)
+            vec = [(h.chunk, h.score) for h in self.store.search_vectors(embedder.model, qv, collections, depth)]
+        except BaseException:
+            if pending is not None:
+                pending.cancel() or pending.exception()  # never leave it running unseen
+            raise
+        if pending is None:
             return [RankedChunk(c, s) for c, s in vec], "cosine"
-        kw = [(h.chunk, h.score) for h in self.store.search_keyword(text, collections, depth)]
+        kw = [(h.chunk, h.score) for h in pending.result()]
         return fuse(vec, kw, VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight)[:want], "rrf"
+
+    def _worker(self) -> ThreadPoolExecutor:
+        """The thread pool hybrid searches rank their keyword list on (made once, 2 threads)."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunknav-keyword")
+            return self._pool
 
     # -- reads -------------------------------------------------------------------
     def collection(self, collection_path: str) -> Collection | None:

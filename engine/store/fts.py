@@ -19,11 +19,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "CJK_GLOB", "KeywordTerms", "keyword_terms", "is_cjk", "quote",
+__all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "STOPWORDS", "content_terms", "CJK_GLOB", "KeywordTerms", "keyword_terms", "is_cjk", "quote",
            "trigrams"]
 
 #: Most distinct terms a keyword query keeps (later ones are dropped).
 MAX_TERMS = 64
+#: English function words left out of a porter query when other terms remain: each is in
+#: most chunks, so its BM25 weight is ~0 (FTS5 clamps a negative IDF to 1e-6) while
+#: matching it makes the any-term pass score nearly every chunk.
+STOPWORDS = frozenset("""
+a an the and or but if of to in on at by for with from as into onto over under about is are was
+were be been being am do does did have has had can could should would will shall may might must
+this that these those it its they them their there here what which who whom whose when where why
+how all any each both more most other some such no nor not only own same so than too very just
+i me my we our you your he him his she her also
+""".split())
 #: Longest term kept, in characters (longer tokens are cut).
 MAX_TERM_CHARS = 128
 #: Characters treated as CJK: kana, CJK ideographs (+ extension A, compatibility), Hangul.
@@ -77,6 +87,13 @@ def keyword_terms(text: str, max_terms: int = MAX_TERMS) -> KeywordTerms:
         seen[key] = None
         (cjk if is_cjk(token) else latin).append(key if not is_cjk(token) else token)
     return KeywordTerms(tuple(latin), tuple(cjk))
+
+
+def content_terms(latin: tuple[str, ...] | list[str]) -> list[str]:
+    """Latin terms without English stop words (``STOPWORDS``, surrounding punctuation
+    ignored); all of them when every term is a stop word, so a query of stop words still searches."""
+    kept = [t for t in latin if t.strip(".,;:!?()[]{}'\"").lower() not in STOPWORDS]
+    return kept or list(latin)
 
 
 def trigrams(term: str) -> list[str]:

@@ -63,6 +63,10 @@ __all__ = ["SqliteStore"]
 
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
+#: The any-term keyword pass keeps at most this many of the query's rarest terms.
+KEYWORD_ANY_TERMS = 8
+#: ... and leaves out terms in more than this share of all chunks while rarer terms remain.
+KEYWORD_COMMON_SHARE = 0.03
 #: Tokenizer of ``chunks_fts``; an index made with another one is rebuilt at open.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -97,6 +101,7 @@ class SqliteStore:
         self._create_schema()
         self.db_id = self._meta_get("db_id")
         self._vectors = VectorCache(self.path, self.db_id, self._read)
+        self._df_cache: dict[str, Any] = {}  # keyword document frequencies of this chunks_gen
 
     # -- connections -----------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -605,6 +610,8 @@ class SqliteStore:
             args = paths
         cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
         for every, (porter, tri) in zip((True, False), q):
+            if not every and porter:
+                porter = self._selective_any(porter)
             parts = [(t, m) for t, m in (("chunks_fts", porter), ("chunks_tri", tri)) if m]
             if not parts:
                 continue
@@ -616,13 +623,54 @@ class SqliteStore:
                           f"JOIN ({sub[1]}) b ON a.rid = b.rid")
             else:  # any term: either index, scores summed
                 ranked = (f"SELECT rid, sum(s) AS s FROM ({sub[0]} UNION ALL {sub[1]}) GROUP BY rid")
-            sql = (f"SELECT r.s, {cols} FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
-                   f"WHERE 1{where} ORDER BY r.s DESC, c.rowid LIMIT ?")
+            # rank first (rowid + score only, so the sorter stays small), then read the k rows
+            if where:
+                top = (f"SELECT r.rid, r.s FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
+                       f"WHERE 1{where} ORDER BY r.s DESC, r.rid LIMIT ?")
+            else:
+                top = f"SELECT r.rid, r.s FROM ({ranked}) r ORDER BY r.s DESC, r.rid LIMIT ?"
             with self._read() as conn:
-                rows = conn.execute(sql, [*(m for _, m in parts), *args, int(limit)]).fetchall()
-            if rows:
-                return [KeywordHit(chunk_of(r[1:]), float(r[0])) for r in rows]
+                best = conn.execute(top, [*(m for _, m in parts), *args, int(limit)]).fetchall()
+                if not best:
+                    continue
+                marks = ",".join("?" * len(best))
+                rows = {r[0]: r[1:] for r in conn.execute(
+                    f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", [b[0] for b in best])}
+            return [KeywordHit(chunk_of(rows[rid]), float(score)) for rid, score in best if rid in rows]
         return []
+
+    def _selective_any(self, any_query: str) -> str:
+        """The any-term porter query cut to its ``KEYWORD_ANY_TERMS`` rarest terms, leaving out
+        terms found in more than ``KEYWORD_COMMON_SHARE`` of the chunks while rarer ones remain.
+
+        Why: scoring cost grows with the chunks an OR query matches, and a term in a
+        large share of the chunks carries little BM25 weight (FTS5 clamps an IDF <= 0
+        to 1e-6) yet makes the pass score most of the index. Document frequencies
+        come from ``count(*)`` of each term's match (cheap: no scoring), cached per
+        ``chunks_gen``.
+        """
+        terms = any_query.split(" OR ")
+        if len(terms) <= 2:
+            return any_query
+        with self._read() as conn:
+            gen = conn.execute("SELECT value FROM meta WHERE key = 'chunks_gen'").fetchone()
+            cache = self._df_cache
+            if cache.get("gen") != gen:
+                cache.clear()
+                cache["gen"] = gen
+                cache["n"] = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                cache["df"] = {}
+            df: dict[str, int] = cache["df"]
+            for t in terms:
+                if t not in df:
+                    if len(df) > 50_000:
+                        df.clear()
+                    df[t] = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                         (t,)).fetchone()[0]
+        ranked = sorted(terms, key=lambda t: df[t])
+        common = max(1, int(cache["n"] * KEYWORD_COMMON_SHARE))
+        kept = [t for t in ranked if df[t] <= common][:KEYWORD_ANY_TERMS] or ranked[:2]
+        return " OR ".join(kept)
 
     # -- runs and locks -----------------------------------------------------------------------
     @contextmanager

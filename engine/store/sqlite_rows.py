@@ -14,7 +14,7 @@ import sqlite3
 from typing import Any
 
 from engine.model import Bbox, Chunk, Document, Region
-from engine.store.fts import MAX_TERMS, keyword_terms, quote, trigrams
+from engine.store.fts import MAX_TERMS, content_terms, keyword_terms, quote, trigrams
 
 __all__ = ["DOC_COLUMNS", "CHUNK_COLUMNS", "to_json", "document_of", "chunk_of", "bbox_json",
            "chunk_params", "fts_query", "fts_queries"]
@@ -94,7 +94,9 @@ def fts_queries(text: str) -> tuple[tuple[str | None, str | None], tuple[str | N
 
     Returns ``((porter_all, trigram_all), (porter_any, trigram_any))``; a part is
     None when the query has no term for that index (no Latin term, or no CJK
-    term of >= 3 characters, the trigram tokenizer's shortest match). A CJK
+    term of >= 3 characters, the trigram tokenizer's shortest match). English
+    stop words are left out of the porter queries unless nothing else is left
+    (``engine.store.fts.content_terms``). A CJK
     term shorter than 3 characters goes to the porter index as a whole token.
     The any-term trigram query ORs every 3-character piece of each CJK term, so
     a long run of characters still matches passages sharing parts of it.
@@ -103,7 +105,8 @@ def fts_queries(text: str) -> tuple[tuple[str | None, str | None], tuple[str | N
     terms = keyword_terms(text)
     if not terms:
         return None
-    latin = [quote(t) for t in terms.latin] + [quote(t) for t in terms.cjk if len(t) < 3]
+    words = content_terms(terms.latin)
+    latin = [quote(t) for t in words] + [quote(t) for t in terms.cjk if len(t) < 3]
     cjk = [t for t in terms.cjk if len(t) >= 3]
     porter_all = " AND ".join(latin) or None
     porter_any = " OR ".join(latin) or None
