@@ -64,6 +64,10 @@ SETTINGS: tuple[Setting, ...] = (
             "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
     Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
             "longest text the model accepts; 0 = the provider's known limit", int),
+    # -- MCP over HTTP (chunknav mcp --http) --
+    Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
+            "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
+            "required for any non-loopback address; never logged or shown", str),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -86,6 +90,7 @@ class Settings:
     embed_timeout_s: float = 30.0
     embed_retries: int = 3
     embed_max_input_chars: int = 0
+    mcp_token: str = ""
 
     @property
     def chunk_step(self) -> int:
