@@ -18,9 +18,10 @@ from typing import Any
 import streamlit as st
 
 from explorer import widgets
+from explorer.table import table
 
 __all__ = ["ALL", "COMPARED_MODES", "scope_param", "scope_from_param", "scope_argument", "breakdown",
-           "compare_modes", "file_list"]
+           "compare_modes", "file_list", "show"]
 
 #: The ``scope`` value (and deep-link parameter) meaning every collection.
 ALL = "*"
@@ -72,6 +73,11 @@ def _key(hit: dict[str, Any], per_file: bool) -> tuple:
     return base if per_file else (*base, hit.get("chunkIndex"))
 
 
+def show(rows: list[dict[str, Any]]) -> None:
+    """The comparison rows as a table (``explorer.table``: Markdown, no Arrow)."""
+    table(rows)
+
+
 def compare_modes(tool: str, arguments: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
     """Run the same search in each of ``COMPARED_MODES`` and show which hits each found.
 
@@ -107,14 +113,14 @@ def compare_modes(tool: str, arguments: dict[str, Any]) -> dict[str, dict[str, A
                 **{m: None for m in COMPARED_MODES}})
             row[mode] = h["rank"]
     if rows:
-        table = []
+        rows_out = []
         for row in rows.values():
             found = [m[0].upper() for m in COMPARED_MODES if row[m] is not None]
-            table.append({**row, "found by": " ".join(found)})
-        table.sort(key=lambda r: min(r[m] if r[m] is not None else 10**9 for m in COMPARED_MODES))
+            rows_out.append({**row, "found by": " ".join(found)})
+        rows_out.sort(key=lambda r: min(r[m] if r[m] is not None else 10**9 for m in COMPARED_MODES))
         st.caption("Rank of each hit in each mode (blank: that mode did not return it); "
                    "V = vector, K = keyword, H = hybrid.")
-        st.dataframe(table, hide_index=True, width="stretch")
+        show(rows_out)
     return envelopes
 
 
@@ -141,7 +147,7 @@ def file_list(collection: str, selected: str | None = None) -> dict[str, Any] | 
             for d in env["documents"]]
     st.caption(f"{env['total']} files in `{collection}`"
                + (f" (first {env['count']}; nextOffset {env['nextOffset']})" if env.get("nextOffset") else ""))
-    st.dataframe(rows, hide_index=True, width="stretch")
+    table(rows)
     files = [d["filePath"] for d in env["documents"]]
     if not files:
         return env

@@ -210,9 +210,11 @@ def test_compare_modes_runs_each_mode_and_marks_what_each_found(app, sample_engi
     assert modes[:1] == ["auto"] and sorted(modes[1:]) == ["hybrid", "keyword", "vector"]
     for call, shown in panels:
         assert shown == call_tool(sample_engine, "search_chunks", call["arguments"])
-    table = at.dataframe[0].value
-    assert "found by" in table.columns and len(table) > 0
-    assert set("".join(table["found by"]).replace(" ", "")) <= set("VKH")
+    table = next(m.value for m in at.markdown if "found by" in m.value and m.value.startswith("| "))
+    lines = table.splitlines()[2:]
+    assert lines and all(line.rstrip(" |").split("|")[-1].strip().replace(" ", "") and
+                         set(line.rstrip(" |").split("|")[-1].strip().replace(" ", "")) <= set("VKH")
+                         for line in lines)
 
 
 def test_files_list_documents_with_node_and_chunk_link(app, sample_engine):
@@ -220,9 +222,10 @@ def test_files_list_documents_with_node_and_chunk_link(app, sample_engine):
     call, shown = _panel(at, "list_documents")
     assert call["arguments"] == {"collectionPath": SAMPLE_COLLECTION}
     assert shown == call_tool(sample_engine, "list_documents", call["arguments"])
-    table = at.dataframe[0].value
-    assert list(table["filePath"]) == [d["filePath"] for d in shown["documents"]]
-    assert {"type", "pages", "chunks", "status", "reason", "encoding", "OCR pages"} <= set(table.columns)
+    table = next(m.value for m in at.markdown if m.value.startswith("| filePath |"))
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    assert {"type", "pages", "chunks", "status", "reason", "encoding", "OCR pages"} <= set(header)
+    assert len(table.splitlines()) == 2 + len(shown["documents"])
     pick = next(d for d in shown["documents"] if d["chunkCount"])
     at.selectbox(key="doc").set_value(pick["filePath"]).run()
     node_call, node = _panel(at, "get_document")
