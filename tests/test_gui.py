@@ -462,3 +462,14 @@ def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
         assert call_tool(eng, "index_status", {"probe": False})["chunks"] > 0
     finally:
         eng.close()
+
+
+def test_a_too_long_query_is_refused_with_the_argument_named(app):
+    from engine.search import MAX_QUERY_CHARS
+
+    at = app("explore", q="x" * (MAX_QUERY_CHARS + 1), scope=SAMPLE_COLLECTION)
+    assert not at.exception, at.exception
+    refused = [e.value for e in at.error if "Invalid argument" in e.value]
+    assert len(refused) == 1 and "'query'" in refused[0] and "the most is" in refused[0]
+    call, shown = _panel(at, "search_chunks")
+    assert shown is None and len(call["arguments"]["query"]) == MAX_QUERY_CHARS + 1
