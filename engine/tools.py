@@ -416,8 +416,9 @@ REGISTRY: dict[str, Tool] = {
              "and an 'error' code; never read that as 'no results'.",
              _schema(_SEARCH_ARGS, ["query"]), tool_search, E.SearchResult),
         Tool("search_chunks",
-             "Find passages about X. Returns chunks (not deduplicated by file) with rank, cosine "
-             "score, snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
+             "Find passages about X. Returns chunks (not deduplicated by file) with rank, score "
+             "(hybrid by default: fused, with vectorScore/vectorRank/keywordScore/keywordRank), "
+             "snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
              "for the full text and its neighbours.",
              _schema(_SEARCH_ARGS, ["query"]), tool_search_chunks, E.SearchResult),
         Tool("get_chunk",
