@@ -75,6 +75,8 @@ SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
 #: ``scope`` value meaning every collection, explicitly.
 ALL_COLLECTIONS = "*"
 
+_POOL: ThreadPoolExecutor | None = None  # see ContentChunkSearch._worker
+_POOL_LOCK = threading.Lock()
 _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -295,7 +297,6 @@ class ContentChunkSearch:
         self._embedder: object | None = None
         self._loaded = False
         self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
 
     # -- provider ------------------------------------------------------------
     def embedder(self):
@@ -507,12 +508,14 @@ class ContentChunkSearch:
         kw = [(h.chunk, h.score) for h in pending.result()]
         return fuse(vec, kw, VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight)[:want], "rrf"
 
-    def _worker(self) -> ThreadPoolExecutor:
-        """The thread pool hybrid searches rank their keyword list on (made once, 2 threads)."""
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunknav-keyword")
-            return self._pool
+    @staticmethod
+    def _worker() -> ThreadPoolExecutor:
+        """The process-wide pool hybrid searches rank their keyword list on (made once, 2 threads)."""
+        global _POOL
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunknav-keyword")
+            return _POOL
 
     # -- reads -------------------------------------------------------------------
     def collection(self, collection_path: str) -> Collection | None:

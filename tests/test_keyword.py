@@ -107,3 +107,12 @@ def test_an_index_made_with_the_old_tokenizer_is_rebuilt_at_open(tmp_path):
         assert "porter" in sql
     finally:
         old.close()
+
+
+def test_has_vectors_is_per_model(store):
+    import numpy as np
+
+    assert store.has_vectors("m") is False
+    _put(store, "C", "a.txt", "alpha")
+    store.add_vectors("m", ["id-a.txt"], np.ones((1, 4), np.float32) / 2)
+    assert store.has_vectors("m") is True and store.has_vectors("other") is False
