@@ -468,12 +468,24 @@ def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
         eng.close()
 
 
-def test_a_too_long_query_is_refused_with_the_argument_named(app):
+def test_a_too_long_query_link_is_cut_with_a_notice_and_the_tool_refuses_past_its_maximum(app):
+    """A deep link carries at most explorer.links.MAX_TEXT_CHARS of query (cut, with a notice naming
+    `q`); a call past the tool's own maximum is refused by name and shown as "Invalid argument"."""
     from engine.search import MAX_QUERY_CHARS
+    from explorer.links import MAX_TEXT_CHARS
 
     at = app("explore", q="x" * (MAX_QUERY_CHARS + 1), scope=SAMPLE_COLLECTION)
     assert not at.exception, at.exception
-    refused = [e.value for e in at.error if "Invalid argument" in e.value]
+    assert any("`q`" in w.value and f"cut to {MAX_TEXT_CHARS}" in w.value for w in at.warning)
+    call, _shown = _panel(at, "search_chunks")
+    assert len(call["arguments"]["query"]) == MAX_TEXT_CHARS
+
+    def page():  # the page's own widget on a call past the tool's maximum
+        from engine.search import MAX_QUERY_CHARS
+        from explorer import widgets
+
+        widgets.run_tool("search_chunks", {"query": "x" * (MAX_QUERY_CHARS + 1), "scope": "Samples"})
+
+    one = AppTest.from_function(page, default_timeout=60).run()
+    refused = [e.value for e in one.error if "Invalid argument" in e.value]
     assert len(refused) == 1 and "'query'" in refused[0] and "the most is" in refused[0]
-    call, shown = _panel(at, "search_chunks")
-    assert shown is None and len(call["arguments"]["query"]) == MAX_QUERY_CHARS + 1
