@@ -1,6 +1,7 @@
 """SQLite store (the default backend): one file, WAL, FTS5 and numpy cosine.
 
-Owns: the SQLite schema, its transactions, the FTS5 keyword index and the
+Owns: the SQLite schema, its transactions, the FTS5 keyword indexes (kept and
+searched by ``engine.store.sqlite_keyword``) and the
 in-memory / memory-mapped vector matrix used by ``search_vectors`` (built,
 refreshed and scored in ``engine.store.sqlite_vectors``). Imports
 ``engine.model``, ``engine.errors``, ``engine.store.sqlite_vectors`` and
@@ -15,8 +16,10 @@ Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
     chunks(collection_path, file_path, chunk_index PK triple; chunk_id (indexed),
            content_hash, start, end, chunk_text, page, page_label, bbox JSON,
            regions JSON, metadata JSON, last_modified)
-    chunks_fts   FTS5 over chunks.chunk_text (external content; rows added in bulk
-                 by replace_document, removed by the delete/update triggers)
+    chunks_fts   FTS5 (porter over unicode61) over chunks.chunk_text (external content;
+                 rows added in bulk by replace_document, removed by the delete/update triggers)
+    chunks_tri   FTS5 (trigram) over the chunks holding CJK characters (same upkeep,
+                 conditional triggers; see engine.store.sqlite_keyword)
     vectors(chunk_id, model PK pair; dim, vec float32 blob, created)
     runs(id, saved_at, summary JSON)
     meta(key PK, value)   db_id, chunks_gen, vectors_gen:<model>
@@ -54,8 +57,9 @@ from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.store.base import as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
+from engine.store.sqlite_keyword import FTS_TOKENIZE, ensure_fts, search_keyword
 from engine.store.sqlite_rows import (
-    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, fts_queries, to_json,
+    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
 )
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 
@@ -63,12 +67,6 @@ __all__ = ["SqliteStore"]
 
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
-#: The any-term keyword pass keeps at most this many of the query's rarest terms.
-KEYWORD_ANY_TERMS = 8
-#: ... and leaves out terms in more than this share of all chunks while rarer terms remain.
-KEYWORD_COMMON_SHARE = 0.03
-#: Tokenizer of ``chunks_fts``; an index made with another one is rebuilt at open.
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
@@ -243,40 +241,9 @@ class SqliteStore:
             self._ensure_fts()
 
     def _ensure_fts(self) -> None:
-        """Bring the keyword indexes to this version's shape, rebuilding what changed.
-
-        ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (an index
-        made with another tokenizer is dropped and rebuilt from ``chunks``);
-        ``chunks_tri`` is a ``trigram`` FTS5 index over the chunks holding a CJK
-        character (created and filled when missing), kept in step by
-        conditional triggers. Idempotent; one write transaction.
-        """
+        """Bring the keyword indexes to this version's shape (``sqlite_keyword.ensure_fts``)."""
         with self._write() as conn:
-            row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
-            if row is None or FTS_TOKENIZE not in row[0]:
-                conn.execute("DROP TABLE IF EXISTS chunks_fts")
-                conn.execute("CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, "
-                             f"tokenize='{FTS_TOKENIZE}', content=\"chunks\")")
-                conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_tri'").fetchone() is None:
-                conn.execute("CREATE VIRTUAL TABLE chunks_tri USING FTS5 (chunk_text, "
-                             "tokenize='trigram', content=\"chunks\")")
-                conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
-                             "FROM chunks WHERE chunk_text GLOB ?", (CJK_GLOB,))
-            # Only CJK chunks are in chunks_tri: a 'delete' of a row never added would corrupt it.
-            cjk_old = f"old.chunk_text GLOB '{CJK_GLOB}'"
-            cjk_new = f"new.chunk_text GLOB '{CJK_GLOB}'"
-            conn.execute(
-                f"CREATE TRIGGER IF NOT EXISTS chunks_tri_ad AFTER DELETE ON chunks WHEN {cjk_old} BEGIN "
-                "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
-                "VALUES('delete', old.rowid, old.chunk_text); END")
-            conn.execute(
-                f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aud AFTER UPDATE ON chunks WHEN {cjk_old} BEGIN "
-                "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
-                "VALUES('delete', old.rowid, old.chunk_text); END")
-            conn.execute(
-                f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aui AFTER UPDATE ON chunks WHEN {cjk_new} BEGIN "
-                "INSERT INTO chunks_tri (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
+            ensure_fts(conn)
 
     @contextmanager
     def _init_lock(self) -> Iterator[None]:
@@ -587,90 +554,12 @@ class SqliteStore:
     ) -> list[KeywordHit]:
         """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
 
-        ``query`` is plain words, cut by ``engine.store.fts.keyword_terms``
-        (deduplicated, at most ``MAX_TERMS``); each term is quoted, so no FTS5
-        syntax error can occur. Latin terms match the ``porter`` index (so
-        "running" finds "runs"); CJK terms match the ``trigram`` index as
-        substrings (so "东北电气" is found inside a longer run of characters).
-        All terms must match; when that finds nothing, any term may (CJK terms
-        then match by their 3-character pieces). With both kinds of terms a
-        chunk's score is the sum of its two BM25 scores.
-        Returns [] for a query without a letter or digit or a limit <= 0.
+        Latin terms match the ``porter`` index ("running" finds "runs"), CJK
+        terms the ``trigram`` index as substrings; all terms first, then any
+        term; see ``engine.store.sqlite_keyword.search_keyword``. Returns []
+        for a query without a letter or digit or a limit <= 0.
         """
-        q = fts_queries(query)
-        if q is None or limit <= 0:
-            return []
-        where = ""
-        args: list[Any] = []
-        if collection_paths is not None:
-            paths = sorted(set(collection_paths))
-            if not paths:
-                return []
-            where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
-            args = paths
-        cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
-        for every, (porter, tri) in zip((True, False), q):
-            if not every and porter:
-                porter = self._selective_any(porter)
-            parts = [(t, m) for t, m in (("chunks_fts", porter), ("chunks_tri", tri)) if m]
-            if not parts:
-                continue
-            sub = [f"SELECT rowid AS rid, -bm25({t}) AS s FROM {t} WHERE {t} MATCH ?" for t, _ in parts]
-            if len(sub) == 1:
-                ranked = sub[0]
-            elif every:  # all terms: a chunk must match in both indexes
-                ranked = (f"SELECT a.rid AS rid, a.s + b.s AS s FROM ({sub[0]}) a "
-                          f"JOIN ({sub[1]}) b ON a.rid = b.rid")
-            else:  # any term: either index, scores summed
-                ranked = (f"SELECT rid, sum(s) AS s FROM ({sub[0]} UNION ALL {sub[1]}) GROUP BY rid")
-            # rank first (rowid + score only, so the sorter stays small), then read the k rows
-            if where:
-                top = (f"SELECT r.rid, r.s FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
-                       f"WHERE 1{where} ORDER BY r.s DESC, r.rid LIMIT ?")
-            else:
-                top = f"SELECT r.rid, r.s FROM ({ranked}) r ORDER BY r.s DESC, r.rid LIMIT ?"
-            with self._read() as conn:
-                best = conn.execute(top, [*(m for _, m in parts), *args, int(limit)]).fetchall()
-                if not best:
-                    continue
-                marks = ",".join("?" * len(best))
-                rows = {r[0]: r[1:] for r in conn.execute(
-                    f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", [b[0] for b in best])}
-            return [KeywordHit(chunk_of(rows[rid]), float(score)) for rid, score in best if rid in rows]
-        return []
-
-    def _selective_any(self, any_query: str) -> str:
-        """The any-term porter query cut to its ``KEYWORD_ANY_TERMS`` rarest terms, leaving out
-        terms found in more than ``KEYWORD_COMMON_SHARE`` of the chunks while rarer ones remain.
-
-        Why: scoring cost grows with the chunks an OR query matches, and a term in a
-        large share of the chunks carries little BM25 weight (FTS5 clamps an IDF <= 0
-        to 1e-6) yet makes the pass score most of the index. Document frequencies
-        come from ``count(*)`` of each term's match (cheap: no scoring), cached per
-        ``chunks_gen``.
-        """
-        terms = any_query.split(" OR ")
-        if len(terms) <= 2:
-            return any_query
-        with self._read() as conn:
-            gen = conn.execute("SELECT value FROM meta WHERE key = 'chunks_gen'").fetchone()
-            cache = self._df_cache
-            if cache.get("gen") != gen:
-                cache.clear()
-                cache["gen"] = gen
-                cache["n"] = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-                cache["df"] = {}
-            df: dict[str, int] = cache["df"]
-            for t in terms:
-                if t not in df:
-                    if len(df) > 50_000:
-                        df.clear()
-                    df[t] = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                         (t,)).fetchone()[0]
-        ranked = sorted(terms, key=lambda t: df[t])
-        common = max(1, int(cache["n"] * KEYWORD_COMMON_SHARE))
-        kept = [t for t in ranked if df[t] <= common][:KEYWORD_ANY_TERMS] or ranked[:2]
-        return " OR ".join(kept)
+        return search_keyword(self._read, self._df_cache, query, collection_paths, limit)
 
     # -- runs and locks -----------------------------------------------------------------------
     @contextmanager
