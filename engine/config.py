@@ -65,6 +65,16 @@ SETTINGS: tuple[Setting, ...] = (
             "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
     Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
             "longest text the model accepts; 0 = the provider's known limit", int),
+    # -- file limits and locks of an index run (issue 10) --
+    Setting("max_file_bytes", "CHUNKNAV_MAX_FILE_BYTES", 256 * 1024 * 1024, "bytes",
+            "largest file an index run reads; a bigger one is skipped as too-large; 0 = no limit", int),
+    Setting("max_docx_part_bytes", "CHUNKNAV_MAX_DOCX_PART_BYTES", 128 * 1024 * 1024, "bytes",
+            "largest decompressed part of a .docx (zip bombs are refused before inflating); 0 = no limit",
+            int),
+    Setting("max_pages", "CHUNKNAV_MAX_PAGES", 5000, "pages",
+            "most pages of a PDF an index run extracts; more is skipped as too-large; 0 = no limit", int),
+    Setting("lock_wait_s", "CHUNKNAV_LOCK_WAIT_S", 120.0, "seconds",
+            "how long an index run retries a busy writer lock (with backoff) before it stops", float),
     # -- MCP over HTTP (chunknav mcp --http) --
     Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
             "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
@@ -99,6 +109,10 @@ class Settings:
     embed_timeout_s: float = 30.0
     embed_retries: int = 3
     embed_max_input_chars: int = 0
+    max_file_bytes: int = 256 * 1024 * 1024
+    max_docx_part_bytes: int = 128 * 1024 * 1024
+    max_pages: int = 5000
+    lock_wait_s: float = 120.0
     mcp_token: str = ""
     allowed_roots: str = ""
     access_token: str = ""
@@ -135,6 +149,9 @@ class Settings:
             raise SettingsError(f"embed_retries (EMBED_RETRIES) must be >= 0, got {self.embed_retries}")
         if self.embed_dim < 0:
             raise SettingsError(f"embed_dim (EMBED_DIM) must be >= 0, got {self.embed_dim}")
+        for name in ("max_file_bytes", "max_docx_part_bytes", "max_pages", "lock_wait_s"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"{name} ({_BY_NAME[name].env}) must be >= 0, got {getattr(self, name)}")
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self

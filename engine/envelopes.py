@@ -31,6 +31,7 @@ __all__ = [
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
+    "EmbedFailedChunk",
 ]
 
 
@@ -55,6 +56,8 @@ class FailureFields(TypedDict):
     model: NotRequired[str]
     statusCode: NotRequired[int | None]
     responseBody: NotRequired[str]
+    storedDim: NotRequired[int]  # embedding-dimension-changed: dim of the vectors stored for model
+    serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
 
 
 class SearchHit(TypedDict):  # search: one hit per file
@@ -208,12 +211,14 @@ class ModelVectors(TypedDict):
     vectors: int
     stale: int  # vectors whose chunk vanished
     missing: int  # chunks without a vector for this model
+    truncated: NotRequired[int]  # chunks whose vector was made from their text cut to the model's limit
+    failed: NotRequired[int]  # chunks the embed pass could not embed (see IndexStatus.embedFailures)
 
 
 class FailedFile(TypedDict):
     collectionPath: str
     filePath: str
-    status: str  # failed | empty
+    status: str  # failed | empty | stale (kept: its file could not be read this run)
     reason: str
 
 
@@ -223,6 +228,16 @@ class ProviderStatus(TypedDict):
     dim: int
     endpoint: NotRequired[str]
     probe: NotRequired[dict[str, Any]]  # {"ok": true, "seconds"} or failure fields
+
+
+class EmbedFailedChunk(TypedDict):  # index_status.embedFailures: one chunk the embed pass could not embed
+    model: str
+    collectionPath: str
+    filePath: str
+    chunkIndex: int
+    chunkId: str
+    error: str  # the classified code of the last refusal
+    reason: str  # its message
 
 
 class IndexStatus(TypedDict):  # index_status
@@ -236,3 +251,4 @@ class IndexStatus(TypedDict):  # index_status
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]
+    embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason

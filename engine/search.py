@@ -498,6 +498,12 @@ class ContentChunkSearch:
             if mode == "hybrid" else None
         try:
             qv = embedder.embed_query(text)
+            stored_dim = self.store.vector_dim(embedder.model)
+            if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
+                from engine.embed import dimension_changed
+
+                raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
+                                                   stored_dim, int(qv.shape[0])))
             vec = [(h.chunk, h.score) for h in self.store.search_vectors(embedder.model, qv, collections, depth)]
         except BaseException:
             if pending is not None:

@@ -27,6 +27,7 @@ from engine import envelopes as E
 from engine.errors import PathEscapeError, StoreUnavailableError
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
+from engine.runs import run_outcome
 from engine.search import MAX_QUERY_CHARS, SCOPE_QUALIFIERS, make_snippet, normalise_collection_path
 from engine.secrets import public_dsn, redact_obj
 from engine.service import Engine
@@ -335,21 +336,32 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
             p["failed"] += d.status == "failed"
             failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
                              "status": d.status, "reason": d.reason or ""})
+        elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            stale = d.metadata["stale"]
+            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
+                             "status": "stale", "reason": f"{stale.get('code')}: {stale.get('reason', '')}"})
     colls = [{"collectionPath": c.collection_path, "root": c.root,
               **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})}
              for c in store.collections()]
     vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
                 "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}
                for m, v in sorted(store.vector_counts().items())]
+    notes = store.embed_notes()  # embed pass: truncated / failed chunks per model
+    for v in vectors:
+        n = notes.get(v["model"], {})
+        v["truncated"] = int(n.get("truncated", 0))
+        v["failed"] = int(n.get("failed", 0))
+    embed_failures = [{"model": m, **f} for m, n in sorted(notes.items()) for f in n.get("failures", [])]
     return {  # type: ignore[return-value]
         "collections": colls,
         "documents": len(docs),
         "chunks": sum(d.chunk_count for d in docs),
         "vectors": vectors,
         "staleVectors": sum(v["stale"] for v in vectors),
+        "embedFailures": embed_failures,
         "failures": failures,
         "provider": engine.provider_status(probe),
-        "lastRun": store.last_run(),
+        "lastRun": run_outcome(store.last_run()),
     }
 
 
