@@ -116,3 +116,18 @@ def test_has_vectors_is_per_model(store):
     _put(store, "C", "a.txt", "alpha")
     store.add_vectors("m", ["id-a.txt"], np.ones((1, 4), np.float32) / 2)
     assert store.has_vectors("m") is True and store.has_vectors("other") is False
+
+
+def test_opening_an_up_to_date_index_takes_no_write_lock(tmp_path):
+    db = str(tmp_path / "i.db")
+    SqliteStore(db).close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's long write transaction
+    try:
+        t0 = time.perf_counter()
+        s = SqliteStore(db)  # must not wait for the writer (busy timeout is 30 s)
+        assert time.perf_counter() - t0 < 5 and s.search_keyword("x", None, 1) == []
+        s.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

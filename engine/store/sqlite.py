@@ -57,7 +57,7 @@ from engine.errors import IndexBusyError, StoreBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.store.base import as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
-from engine.store.sqlite_keyword import FTS_TOKENIZE, ensure_fts, search_keyword
+from engine.store.sqlite_keyword import FTS_TOKENIZE, ensure_fts, fts_is_current, search_keyword
 from engine.store.sqlite_rows import (
     CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
 )
@@ -248,7 +248,14 @@ class SqliteStore(SqliteEmbedNotes):
             self._ensure_fts()
 
     def _ensure_fts(self) -> None:
-        """Bring the keyword indexes to this version's shape (``sqlite_keyword.ensure_fts``)."""
+        """Bring the keyword indexes to this version's shape (``sqlite_keyword.ensure_fts``).
+
+        Read first: an up-to-date index takes no write lock, so opening the store
+        never waits for (or blocks) another process's writer.
+        """
+        with self._read() as conn:
+            if fts_is_current(conn):
+                return
         with self._write() as conn:
             ensure_fts(conn)
 

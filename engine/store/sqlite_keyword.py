@@ -20,8 +20,8 @@ from engine.model import KeywordHit
 from engine.store.fts import CJK_GLOB
 from engine.store.sqlite_rows import CHUNK_COLUMNS, chunk_of, fts_queries
 
-__all__ = ["FTS_TOKENIZE", "KEYWORD_ANY_TERMS", "KEYWORD_COMMON_SHARE", "ensure_fts", "search_keyword",
-           "selective_any"]
+__all__ = ["FTS_TOKENIZE", "KEYWORD_ANY_TERMS", "KEYWORD_COMMON_SHARE", "ensure_fts", "fts_is_current",
+           "search_keyword", "selective_any"]
 
 #: The any-term keyword pass keeps at most this many of the query's rarest terms.
 KEYWORD_ANY_TERMS = 8
@@ -29,6 +29,18 @@ KEYWORD_ANY_TERMS = 8
 KEYWORD_COMMON_SHARE = 0.03
 #: Tokenizer of ``chunks_fts``; an index made with another one is rebuilt at open.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+
+#: Objects ``ensure_fts`` makes (besides ``chunks_fts`` with ``FTS_TOKENIZE``).
+_FTS_OBJECTS = ("chunks_tri", "chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui")
+
+
+def fts_is_current(conn: sqlite3.Connection) -> bool:
+    """True when the keyword indexes already have this version's shape (a read, no lock)."""
+    rows = dict(conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE name IN ('chunks_fts', "
+        + ", ".join(f"'{n}'" for n in _FTS_OBJECTS) + ")").fetchall())
+    return FTS_TOKENIZE in (rows.get("chunks_fts") or "") and all(n in rows for n in _FTS_OBJECTS)
 
 
 def ensure_fts(conn: sqlite3.Connection) -> None:
