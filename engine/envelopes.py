@@ -44,7 +44,8 @@ class BboxDict(TypedDict):
 
 class RegionDict(TypedDict):
     page: int
-    bbox: BboxDict
+    bbox: BboxDict  # union of the chunk's words on the page
+    rects: NotRequired[list[BboxDict]]  # one per line of the chunk's words: what a highlight draws
 
 
 class FailureFields(TypedDict):
@@ -135,6 +136,8 @@ class ChunkResult(TypedDict):  # get_chunk
     overlapNext: NotRequired[int]  # characters shared with the next chunk
     message: NotRequired[str]  # found False: names the valid range
     error: NotRequired[str]
+    stale: NotRequired[bool]  # true: the file changed on disk or vanished since it was indexed
+    indexedAt: NotRequired[float]  # with stale: when the indexed version was read (epoch seconds)
 
 
 class DocumentText(TypedDict):  # read_document

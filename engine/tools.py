@@ -65,7 +65,7 @@ def _bbox(b) -> E.BboxDict | None:
     return None if b is None else b.to_dict()  # type: ignore[return-value]
 
 
-def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
+def _provenance(out: dict, chunk: Chunk, regions: bool = True, all_rects: bool = True) -> None:
     if chunk.page is not None:
         out["page"] = chunk.page
     if chunk.page_label:
@@ -74,6 +74,9 @@ def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
         out["bbox"] = _bbox(chunk.bbox)
     if regions and chunk.regions:
         out["regions"] = [r.to_dict() for r in chunk.regions]
+        if not all_rects:  # search hits: rects of the first region only (README "Highlights")
+            for r in out["regions"][1:]:
+                r.pop("rects", None)
 
 
 def _failure_fields(outcome) -> dict[str, Any]:
@@ -106,7 +109,7 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         }
         if outcome.mode == "hybrid":
             _breakdown(h, ranked)
-        _provenance(h, chunk, regions=not per_file)
+        _provenance(h, chunk, regions=not per_file, all_rects=False)
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
@@ -207,7 +210,23 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
         overlapNext=max(0, chunk.end - nxt.start) if nxt else 0,
     )
     _provenance(out, chunk)
+    _mark_stale(engine, out)
     return out  # type: ignore[return-value]
+
+
+def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
+    """``stale: true`` (+ ``indexedAt``) when the chunk's file changed on disk or vanished
+    since it was indexed (``engine.freshness.check_file``: a stat, a hash only on a difference)."""
+    from engine.freshness import check_file
+
+    coll = engine.store.get_collection(out["collectionPath"])
+    doc = engine.store.get_document(out["collectionPath"], out["filePath"])
+    if coll is None or doc is None:
+        return
+    fresh = check_file(coll.root, doc)
+    if fresh.stale:
+        out["stale"] = True
+        out["indexedAt"] = fresh.indexed_at
 
 
 def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,
