@@ -417,6 +417,7 @@ class Indexer:
         done = summary["unchanged"]
         group: list[Prepared] = []
         started = time.perf_counter()
+        self._pool = self._extract_pool(todo)  # worker processes extract ahead; this process stores
         try:
             for f in todo:
                 self._check_cancel()
@@ -432,8 +433,29 @@ class Indexer:
                     group = []
                     started = time.perf_counter()
         finally:
+            self._pool.close()
+            self._pool = None
             if group:
                 self.commit(group, summary)
+
+    def _extract_pool(self, todo: list[HashedFile]):
+        """An ``ExtractPool`` told to extract ahead the first file of each duplicate key
+        that passes the limits (a file over a limit is never extracted)."""
+        from engine.extract.limits import check_limits
+        from engine.extract_pool import ExtractPool, worker_count
+
+        def admitted(f: HashedFile) -> bool:
+            try:
+                return check_limits(f.path, f.size_bytes, f.suffix, self.limits) is None
+            except Exception:  # refused or unreadable: _extract reports it, in this process
+                return False
+
+        pool = ExtractPool(worker_count(self.settings.extract_workers))
+        if pool.workers > 1:
+            firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
+            pool.prefetch((str(Path(f.path)), f.collection.password, f.size_bytes)
+                          for f in todo if id(f) in firsts and admitted(f))
+        return pool
 
     def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
         """One hashed file -> its outcome, with no store write (the per-file seam).
@@ -481,7 +503,8 @@ class Indexer:
 
         try:
             check_limits(f.path, f.size_bytes, f.suffix, self.limits)
-            return extract(Path(f.path), f.collection.password)
+            pool = getattr(self, "_pool", None)  # engine.extract_pool: the same outcome, maybe from a worker
+            return (pool.extract if pool is not None else extract)(Path(f.path), f.collection.password)
         except ExtractError as e:
             return e
         except OSError as e:
