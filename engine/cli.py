@@ -44,7 +44,8 @@ def _settings_epilog() -> str:
 
 #: Extra command names that spell the tool's own name (``get_document`` -> ``get-document``);
 #: argparse reports the alias typed, ``main`` maps it back to the command (``node``, ``read``).
-CLI_ALIASES = {"get_document": ["get-document"], "read_document": ["read-document"], "index_status": ["index-status"]}
+CLI_ALIASES = {"get_document": ["get-document"], "read_document": ["read-document"], "index_status": ["index-status"],
+               "list_documents": ["list-documents"]}
 _ALIAS_OF = {a: CLI_NAMES[n] for n, names in CLI_ALIASES.items() for a in names}
 
 
@@ -98,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 default=None, help=f"set {arg} false: {spec.get('description', '')}")
                 continue
             kwargs: dict[str, Any] = {"dest": arg, "default": None, "help": spec.get("description")}
+            if "array" in (spec.get("type") if isinstance(spec.get("type"), list) else [spec.get("type")]):
+                kwargs["action"] = "append"  # repeat the option for a list
+                kwargs["help"] = f"{spec.get('description', '')} (repeat for a list)"
             if "enum" in spec:
                 kwargs["choices"] = spec["enum"]
             kwargs["type"] = _TYPES.get(_json_type(spec), str)
@@ -480,6 +484,9 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     name = next(n for n, c in CLI_NAMES.items() if c == args.command)
     props = REGISTRY[name].schema["properties"]
     arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}
+    for k, v in arguments.items():
+        if isinstance(v, list) and len(v) == 1:
+            arguments[k] = v[0]  # one --scope: the plain string, as a registry call would pass it
     envelope = call_tool(engine, name, arguments)
     if name == "index_status" and not args.json:
         print(redact(_human_status(envelope)))

@@ -246,8 +246,12 @@ def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "",
 
 
 # -- hits --------------------------------------------------------------------------
-def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False) -> str | None:
+def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False,
+            detail: str | None = None) -> str | None:
     """One search hit: rank, score, file, page badge, marked snippet, and buttons.
+
+    Args:
+        detail: an extra caption under the snippet (the Explore page's score breakdown).
 
     Returns:
         ``"chunk"`` or ``"source"`` when that button was clicked, else None.
@@ -266,6 +270,8 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False) -
         mid.markdown(f"`{hit['collectionPath']}` / **{html.escape(hit['filePath'])}**{idx}{badge}")
         snippet = mark_terms(" ".join(hit.get("snippet", "").split()), query)
         mid.markdown(f'<div class="cn-snippet">{snippet}</div>', unsafe_allow_html=True)
+        if detail:
+            mid.caption(detail)
         clicked = None
         if right.button("Open chunk", key=f"{key}-chunk", icon=":material/article:",
                         disabled=hit.get("chunkIndex") is None, width="stretch"):
