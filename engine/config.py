@@ -22,7 +22,7 @@ from engine.errors import SettingsError
 __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
 
 #: Bumped whenever extraction output changes; part of the hash gate.
-EXTRACTOR_VERSION = "1"
+EXTRACTOR_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ __all__ = [
     "CollectionStatus",
     "ModelVectors",
     "FailedFile",
+    "NotedFile",
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
@@ -179,6 +180,14 @@ class FailedFile(TypedDict):
     reason: str
 
 
+class NotedFile(TypedDict):  # index_status notes: indexed files whose extraction said something
+    collectionPath: str
+    filePath: str
+    notes: list[str]  # e.g. "decoded as big5 (detected, confidence 1.00), not UTF-8"
+    encoding: NotRequired[str]  # text files: codec used
+    encodingConfidence: NotRequired[float]  # 0..1 (engine/extract/text.py Decoded)
+
+
 class ProviderStatus(TypedDict):
     provider: str  # local | ollama | openai | none
     model: str
@@ -195,6 +204,7 @@ class IndexStatus(TypedDict):  # index_status
     staleVectors: int
     failures: list[FailedFile]
     provider: ProviderStatus
+    notes: NotRequired[list[NotedFile]]
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]

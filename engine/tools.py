@@ -241,6 +241,17 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     return out  # type: ignore[return-value]
 
 
+def _noted_file(d) -> dict[str, Any]:
+    """An indexed document's extraction notes (and text encoding) for ``index_status``."""
+    out: dict[str, Any] = {"collectionPath": d.collection_path, "filePath": d.file_path,
+                           "notes": list(d.metadata["notes"])}
+    if "encoding" in d.metadata:
+        out["encoding"] = d.metadata["encoding"]
+    if "encodingConfidence" in d.metadata:
+        out["encodingConfidence"] = d.metadata["encodingConfidence"]
+    return out
+
+
 def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     """``index_status``: collections, documents, chunks, vectors per model,
     stale vectors, failed/empty files with reasons, the provider and its probe."""
@@ -248,6 +259,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     docs = store.documents()
     per: dict[str, dict[str, int]] = {}
     failures = []
+    noted: list[dict[str, Any]] = []
     for d in docs:
         p = per.setdefault(d.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
         p["documents"] += 1
@@ -256,6 +268,8 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
             p["failed"] += d.status == "failed"
             failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
                              "status": d.status, "reason": d.reason or ""})
+        elif d.metadata.get("notes"):
+            noted.append(_noted_file(d))
     colls = [{"collectionPath": c.collection_path, "root": c.root,
               **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})}
              for c in store.collections()]
@@ -269,6 +283,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "vectors": vectors,
         "staleVectors": sum(v["stale"] for v in vectors),
         "failures": failures,
+        "notes": noted,
         "provider": engine.provider_status(probe),
         "lastRun": store.last_run(),
     }
