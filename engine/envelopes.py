@@ -43,6 +43,8 @@ class BboxDict(TypedDict):
 class RegionDict(TypedDict):
     page: int
     bbox: BboxDict
+    ocr: NotRequired[bool]  # i11: the words on this page came from OCR
+    ocrConfidence: NotRequired[float]  # i11: mean Tesseract word confidence of the page, 0..100
 
 
 class FailureFields(TypedDict):
@@ -67,6 +69,7 @@ class SearchHit(TypedDict):  # search: one hit per file
     page: NotRequired[int]
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
+    ocr: NotRequired[bool]  # i11: some words came from OCR
 
 
 class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
@@ -81,6 +84,7 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
     regions: NotRequired[list[RegionDict]]
+    ocr: NotRequired[bool]  # i11: some words came from OCR (regions say which pages)
 
 
 class SearchResult(TypedDict):  # search, search_chunks
@@ -121,6 +125,10 @@ class ChunkResult(TypedDict):  # get_chunk
     overlapNext: NotRequired[int]  # characters shared with the next chunk
     message: NotRequired[str]  # found False: names the valid range
     error: NotRequired[str]
+    # found False on a failed / encrypted / empty file (i11): its status and recorded reason code
+    status: NotRequired[str]  # failed | empty
+    reasonCode: NotRequired[str]  # engine.errors.ExtractReason
+    ocr: NotRequired[bool]  # some of the chunk's words came from OCR (regions carry ocr: true)
 
 
 class DocumentText(TypedDict):  # read_document
@@ -134,6 +142,8 @@ class DocumentText(TypedDict):  # read_document
     documentPath: NotRequired[str]
     message: NotRequired[str]
     error: NotRequired[str]
+    status: NotRequired[str]  # found False: failed | empty (i11)
+    reasonCode: NotRequired[str]  # found False: engine.errors.ExtractReason
 
 
 class DocumentNode(TypedDict):  # get_document: metadata + summary, never the text
@@ -155,6 +165,7 @@ class DocumentNode(TypedDict):  # get_document: metadata + summary, never the te
     metadata: NotRequired[dict[str, Any]]
     message: NotRequired[str]
     error: NotRequired[str]
+    reasonCode: NotRequired[str]  # failed / empty: engine.errors.ExtractReason (i11)
 
 
 class CollectionStatus(TypedDict):

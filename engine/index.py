@@ -31,6 +31,7 @@ from typing import Any, Callable
 from engine.chunk import chunk_id, chunk_text
 from engine.config import Settings
 from engine.errors import EmbedError, EncryptedError, ExtractError, UnsupportedFileError
+from engine.extract.reasons import reason_code
 from engine.model import Chunk, Collection, Document, ExtractedText
 from engine.paths import document_path, resolve_inside
 from engine.store.base import Store
@@ -119,6 +120,9 @@ class Indexer:
         self.store = store
         self.settings = settings
         self.embedder = embedder
+        from engine.extract.ocr import OcrSettings
+
+        self._ocr = OcrSettings(settings.ocr, settings.ocr_languages, settings.ocr_dpi)
 
     def run(self, collections: list[str] | None = None, force: bool = False,
             on_progress: Callable[[dict], None] | None = None) -> dict:
@@ -249,7 +253,7 @@ class Indexer:
                     outcome = cache.get(key)
                     if outcome is None:
                         try:
-                            outcome = extract(f.path, f.collection.password)
+                            outcome = extract(f.path, f.collection.password, self._ocr)
                         except ExtractError as e:
                             outcome = e
                         except Exception as e:  # a library bug on one file must not stop the run
@@ -283,6 +287,7 @@ class Indexer:
             meta: dict[str, Any] = {}
             if isinstance(outcome, EncryptedError):
                 meta = {"encrypted": True, "passwordKey": _password_key(f.collection.password)}
+            meta["reasonCode"] = reason_code("failed", outcome.reason)
             doc = Document(**base, file_type=f.path.suffix.lower().lstrip("."), status="failed",
                            reason=outcome.reason, metadata=meta)
             self.store.replace_document(doc, "", [])
@@ -292,8 +297,9 @@ class Indexer:
         meta = dict(ex.metadata)
         if ex.notes:
             meta["notes"] = list(ex.notes)
-        if not ex.text:
+        if not ex.text.strip():  # empty means empty: no chunk for whitespace
             reason = "; ".join(ex.notes) or "no text"
+            meta["reasonCode"] = reason_code("empty", reason)
             doc = Document(**base, file_type=ex.file_type, status="empty", reason=reason,
                            page_count=len(ex.pages), metadata=meta)
             self.store.replace_document(doc, "", [])
@@ -302,13 +308,14 @@ class Indexer:
         labels = {p.number: p.label for p in ex.pages if p.label}
         windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
         text = ex.text
+        ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
         chunks = []
         for w in windows:
             body = text[w.start:w.end]
             chunks.append(Chunk(
                 cp, f.file_path, w.chunk_index, chunk_id(f.content_hash, body), f.content_hash,
                 w.start, w.end, body, w.page, labels.get(w.page) if w.page is not None else None,
-                w.bbox, w.regions, {}, f.last_modified))
+                w.bbox, w.regions, _ocr_metadata(w, ocr_pages), f.last_modified))
         doc = Document(**base, file_type=ex.file_type, status="indexed",
                        reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
                        chunk_count=len(chunks), text_length=len(text),
@@ -345,6 +352,17 @@ class Indexer:
             done += len(part)
             emit({"phase": "embed", "done": done, "total": total, "file": "",
                   "elapsedS": round(time.perf_counter() - t0, 3)})
+
+
+def _ocr_metadata(w: Any, ocr_pages: dict[int, float | None]) -> dict[str, Any]:
+    """Chunk metadata for a window touching OCR'd pages: ``{"ocr": True,
+    "ocrPages": [page, ...], "ocrConfidence": {"<page>": mean 0..100 or None}}``; {} otherwise."""
+    if not ocr_pages:
+        return {}
+    pages = sorted({r.page for r in w.regions if r.page in ocr_pages})
+    if not pages:
+        return {}
+    return {"ocr": True, "ocrPages": pages, "ocrConfidence": {str(p): ocr_pages[p] for p in pages}}
 
 
 def _iso(epoch_s: float) -> str:

@@ -25,6 +25,7 @@ import jsonschema
 
 from engine import envelopes as E
 from engine.errors import PathEscapeError, StoreUnavailableError
+from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
 from engine.search import make_snippet
@@ -71,6 +72,16 @@ def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
         out["bbox"] = _bbox(chunk.bbox)
     if regions and chunk.regions:
         out["regions"] = [r.to_dict() for r in chunk.regions]
+        ocr_pages = chunk.metadata.get("ocrPages") if chunk.metadata else None
+        if ocr_pages:  # words on these pages came from OCR (engine/extract/ocr.py)
+            conf = chunk.metadata.get("ocrConfidence") or {}
+            for r in out["regions"]:
+                if r["page"] in ocr_pages:
+                    r["ocr"] = True
+                    if conf.get(str(r["page"])) is not None:
+                        r["ocrConfidence"] = conf[str(r["page"])]
+    if chunk.metadata and chunk.metadata.get("ocr"):
+        out["ocr"] = True
 
 
 def _failure_fields(outcome) -> dict[str, Any]:
@@ -162,7 +173,7 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
             if doc is None:
                 out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
             else:
-                out["message"] = f"{filePath!r} has no chunks ({doc.status}: {doc.reason or 'no text'})"
+                _no_text(out, doc)
         else:
             out["message"] = f"chunkIndex {chunkIndex} is out of range: valid 0..{total - 1} ({total} chunks)"
         return out  # type: ignore[return-value]
@@ -184,6 +195,17 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     return out  # type: ignore[return-value]
 
 
+def _no_text(out: dict[str, Any], doc) -> None:
+    """``found: false`` fields of a failed / encrypted / empty document: its
+    ``status``, the recorded ``reasonCode`` and the recorded reason in ``message``."""
+    code = doc.metadata.get("reasonCode") or reason_code(doc.status, doc.reason)
+    out["status"] = doc.status
+    if code:
+        out["reasonCode"] = code
+    what = "failed" if doc.status == "failed" else "has no text"
+    out["message"] = f"{doc.file_path!r} {what} ({code}): {doc.reason or 'no text'}"
+
+
 def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,
                        limit: int | None = None) -> E.DocumentText:
     """``read_document``: the extracted text, ``limit`` characters from ``offset``.
@@ -198,11 +220,13 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     if escape:
         out.update(error="path-escape", message=escape)
         return out  # type: ignore[return-value]
-    text = engine.store.document_text(collectionPath, filePath)
+    doc = engine.store.get_document(collectionPath, filePath)
+    text = None if doc is None or doc.status != "indexed" else engine.store.document_text(collectionPath, filePath)
     if text is None:
-        doc = engine.store.get_document(collectionPath, filePath)
-        out["message"] = (f"{filePath!r} is not indexed in {collectionPath!r}" if doc is None
-                          else f"{filePath!r} has no text ({doc.status}: {doc.reason or 'empty'})")
+        if doc is None:
+            out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
+        else:
+            _no_text(out, doc)
         return out  # type: ignore[return-value]
     limit = READ_LIMIT_DEFAULT if limit is None else limit
     end = min(len(text), offset + limit)
@@ -238,6 +262,9 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     }
     if d.reason:
         out["reason"] = d.reason
+    code = d.metadata.get("reasonCode") or reason_code(d.status, d.reason)
+    if code:
+        out["reasonCode"] = code
     return out  # type: ignore[return-value]
 
 

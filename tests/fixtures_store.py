@@ -34,7 +34,7 @@ def _pg_dsn() -> str | None:
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     """Default settings with the SQLite index in this test's tmp dir and no embedding."""
-    return Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="none").validate()
+    return Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="none", ocr="off").validate()  # OCR: tests/test_ocr.py
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -65,6 +65,8 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.embed.base", "engine.embed.local", "engine.embed.http", "engine.store.sqlite_vectors",
     "engine.store.sqlite_rows", "engine.service", "engine.extract.common", "engine.extract.pdf",
     "engine.extract.text", "engine.extract.docx",
+    "engine.extract.html", "engine.extract.ocr", "engine.extract.pages", "engine.extract.reasons",
+    "engine.extract.saslprep",
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

@@ -151,7 +151,7 @@ def test_force_reindexes_every_file_with_stable_chunk_ids(env):
 def test_changed_chunk_settings_invalidate_the_gate(env):
     store, settings, _ = env
     Indexer(store, settings).run()
-    smaller = Settings(db=settings.db, embed_provider="none", chunk_size=400, chunk_overlap=50).validate()
+    smaller = Settings(db=settings.db, embed_provider="none", ocr="off", chunk_size=400, chunk_overlap=50).validate()
     summary = Indexer(store, smaller).run()
     assert summary["skipped"] == 0
     for d in store.documents("C"):
@@ -260,7 +260,7 @@ def test_embedding_reuse_with_the_local_provider(env):
     from engine.embed import make_embedder
 
     store, settings, corpus = env
-    local = Settings(db=settings.db, embed_provider="local").validate()
+    local = Settings(db=settings.db, embed_provider="local", ocr="off").validate()
     embedder = make_embedder(local)
     first = Indexer(store, local, embedder).run()
     assert first["embedError"] is None
@@ -317,7 +317,7 @@ class _TinyEmbedder:
 
 def test_embed_failure_mid_run_keeps_everything_and_next_run_resumes(env):
     store, settings, _ = env
-    batch = Settings(db=settings.db, embed_provider="none", embed_batch=5).validate()
+    batch = Settings(db=settings.db, embed_provider="none", ocr="off", embed_batch=5).validate()
     summary = Indexer(store, batch, _TinyEmbedder(fail_after_batches=2)).run()
     assert summary["embedded"] == 10
     assert summary["embedError"]["error"] == "embedding-unavailable"

@@ -43,6 +43,9 @@ from pathlib import Path
 from engine.errors import ExtractError, UnsupportedFileError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
 from engine.extract.docx import extract_docx
+from engine.extract.html import extract_html
+from engine.extract.ocr import OcrSettings
+from engine.extract.pages import PAGE_FORMATS, extract_pages
 from engine.extract.pdf import extract_pdf, no_text_note, open_pdf, rotation_affine
 from engine.extract.text import extract_plain
 from engine.model import ExtractedText
@@ -57,19 +60,25 @@ __all__ = [
     "WORD_SEPARATOR",
     "extract",
     "no_text_note",
+    "OcrSettings",
+    "PAGE_FORMATS",
 ]
 
 #: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
-SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx")
+SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx", ".html", ".htm",
+                                       *PAGE_FORMATS)
 
 
-def extract(path: Path, password: str | None = None) -> ExtractedText:
+def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = None) -> ExtractedText:
     """Read one file into text plus word provenance.
 
     Args:
         path: the file; its lower-cased suffix picks the reader (``SUPPORTED_SUFFIXES``).
-        password: PDF user password, tried after the empty password; ignored
-            for other types and for PDFs that open without one.
+        password: PDF user password, tried after the empty password (as
+            given, then SASLprep-normalised); ignored for other types and for
+            PDFs that open without one.
+        ocr: OCR of pages without a text layer (PDF and the PyMuPDF page
+            formats); None = off (the indexer passes the configured settings).
 
     Returns:
         ``ExtractedText`` with ``text`` NFKC-normalised (layout rules in the
@@ -102,8 +111,12 @@ def extract(path: Path, password: str | None = None) -> ExtractedText:
     if not path.is_file():
         raise ExtractError(f"not a readable file: {path}")
     if suffix == ".pdf":
-        return extract_pdf(path, password)
+        return extract_pdf(path, password, ocr)
     if suffix == ".docx":
         return extract_docx(path)
+    if suffix in (".html", ".htm"):
+        return extract_html(path)
+    if suffix in PAGE_FORMATS:
+        return extract_pages(path, suffix, ocr)
     return extract_plain(path, suffix[1:])
 

@@ -1,0 +1,212 @@
+"""OCR of pages without a text layer: Tesseract through PyMuPDF, words in the displayed-page frame.
+
+Owns: ``OcrSettings`` (mode, languages, DPI), finding Tesseract and its
+language data (``TESSDATA_PREFIX`` or ``pymupdf.get_tessdata()``),
+``tesseract_version`` (part of the hash gate), ``needs_ocr`` (which pages
+``auto`` OCRs) and ``ocr_page`` (one page -> PyMuPDF word tuples + mean word
+confidence). Imports nothing from the engine; ``pymupdf`` lazily. Never a
+face, a store or HTTP.
+
+Frame: the page is rendered as displayed (``page.get_pixmap``: /Rotate and
+CropBox applied by MuPDF, exactly the image ``engine.render`` draws), that
+pixmap is OCR'd (``Pixmap.pdfocr_tobytes``, MuPDF's built-in Tesseract), and
+the words come back in *displayed* PDF points (pixels / zoom). So an OCR'd
+word's ``Bbox`` is ``x / page.rect.width``, ``y / page.rect.height``: no
+rotation matrix is applied to them (they are already upright).
+
+Confidence: MuPDF's OCR does not report it; when the ``tesseract`` program
+is installed it reads the same pixmap (TSV output) in a parallel process and
+the page's mean word confidence (0..100, Tesseract's scale) is recorded;
+without the program it is None.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["OcrSettings", "OCR_OFF", "tesseract_version", "tessdata_dir", "ocr_unavailable",
+           "needs_ocr", "ocr_page", "OCR_INSTALL_HINT"]
+
+log = logging.getLogger(__name__)
+
+#: What to install when OCR is unavailable (Debian / Ubuntu).
+OCR_INSTALL_HINT = "apt-get install tesseract-ocr tesseract-ocr-eng"
+#: Seconds the confidence process may take for one page before it is abandoned.
+_TSV_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True, slots=True)
+class OcrSettings:
+    """How pages without a text layer are read.
+
+    Attributes:
+        mode: ``"auto"`` (OCR a page with no words that shows an image),
+            ``"off"`` or ``"force"`` (OCR every page; its native words are replaced).
+        languages: ``"+"``-joined Tesseract language codes (``"eng+deu"``).
+        dpi: render resolution for OCR, dots per inch.
+    """
+
+    mode: str = "auto"
+    languages: str = "eng"
+    dpi: int = 300
+
+
+OCR_OFF = OcrSettings(mode="off")
+
+
+def tessdata_dir() -> str | None:
+    """Tesseract's language-data folder (``TESSDATA_PREFIX``, else where
+    ``pymupdf.get_tessdata()`` finds it), or None when there is none."""
+    try:
+        import pymupdf
+
+        found = pymupdf.get_tessdata()
+    except Exception:  # RuntimeError: no tessdata folder found
+        return None
+    return found if found and Path(found).is_dir() else None
+
+
+@functools.lru_cache(maxsize=1)
+def tesseract_version() -> str | None:
+    """First line of ``tesseract --version`` (``"tesseract 5.3.0"``), or
+    ``"mupdf-tesseract"`` when only language data is present (MuPDF's own
+    Tesseract still reads it), or None without language data. Cached: one
+    process per interpreter."""
+    if tessdata_dir() is None:
+        return None
+    exe = shutil.which("tesseract")
+    if exe:
+        try:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20)
+            line = (out.stdout or out.stderr).strip().splitlines()
+            if line:
+                return line[0].strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "mupdf-tesseract"
+
+
+def ocr_unavailable(languages: str) -> str | None:
+    """Why OCR cannot run with ``languages`` (a note), or None when it can."""
+    data = tessdata_dir()
+    if data is None:
+        return f"OCR unavailable: Tesseract language data not found (install: {OCR_INSTALL_HINT})"
+    missing = [lang for lang in languages.split("+") if not (Path(data) / f"{lang}.traineddata").is_file()]
+    if missing:
+        pkgs = " ".join(f"tesseract-ocr-{m}" for m in missing)
+        return f"OCR unavailable: no Tesseract data for {', '.join(missing)} in {data} (install: apt-get install {pkgs})"
+    return None
+
+
+def needs_ocr(page: Any, native_words: int, settings: OcrSettings) -> bool:
+    """Whether ``page`` is OCR'd: ``force`` always, ``auto`` when it has no
+    native word and shows at least one image (a scan), ``off`` never."""
+    if settings.mode == "force":
+        return True
+    if settings.mode != "auto" or native_words:
+        return False
+    try:
+        return bool(page.get_images()) or bool(page.get_image_info())
+    except Exception:
+        return False
+
+
+def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[Any, ...]], float | None]:
+    """OCR one page as displayed.
+
+    Args:
+        page: a PyMuPDF page.
+        settings: languages and DPI.
+        flags: PyMuPDF text flags for the word list (as for native words).
+
+    Returns:
+        ``(words, mean_confidence)``: PyMuPDF word tuples ``(x0, y0, x1, y1,
+        word, block, line, word_no)`` in *displayed* page points (origin the
+        displayed top-left, rotation and CropBox applied), and the mean
+        Tesseract word confidence 0..100 (None without the ``tesseract``
+        program or when it found no word).
+
+    Raises:
+        RuntimeError: MuPDF's OCR failed on this page (the caller notes it).
+    """
+    import pymupdf
+
+    zoom = settings.dpi / 72.0
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
+    tsv = _start_tsv(pix, settings)
+    try:
+        ocr_pdf = pymupdf.open("pdf", pix.pdfocr_tobytes(compress=False, language=settings.languages,
+                                                          tessdata=tessdata_dir()))
+        try:
+            ocr = ocr_pdf[0]
+            unzoom = page.rect.width / ocr.rect.width if ocr.rect.width else 1.0
+            tp = ocr.get_textpage(flags=flags, matrix=pymupdf.Matrix(unzoom, unzoom))
+            words = ocr.get_text("words", textpage=tp, flags=flags)
+        finally:
+            ocr_pdf.close()
+    except BaseException:
+        _stop(tsv)
+        raise
+    return words, _mean_confidence(tsv)
+
+
+def _start_tsv(pix: Any, settings: OcrSettings) -> subprocess.Popen | None:
+    exe = shutil.which("tesseract")
+    if not exe:
+        return None
+    env = dict(os.environ)
+    data = tessdata_dir()
+    if data:
+        env["TESSDATA_PREFIX"] = data
+    env.setdefault("OMP_THREAD_LIMIT", "1")
+    try:
+        proc = subprocess.Popen([exe, "-", "-", "--dpi", str(settings.dpi), "-l", settings.languages, "tsv"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env)
+    except OSError:
+        return None
+    png = pix.tobytes("png")
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(png)
+        proc.stdin.close()
+    except OSError:
+        _stop(proc)
+        return None
+    return proc
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _mean_confidence(proc: subprocess.Popen | None) -> float | None:
+    if proc is None:
+        return None
+    try:
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        proc.wait(timeout=_TSV_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        _stop(proc)
+        return None
+    confs = []
+    for line in out.decode("utf-8", "replace").splitlines()[1:]:
+        cols = line.split("\t")
+        if len(cols) >= 12 and cols[0] == "5" and cols[11].strip():
+            try:
+                c = float(cols[10])
+            except ValueError:
+                continue
+            if c >= 0:
+                confs.append(c)
+    return round(sum(confs) / len(confs), 1) if confs else None
