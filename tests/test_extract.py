@@ -480,11 +480,13 @@ def test_corpus_docx_tables_match_reference(real_corpus):
 
 def test_corpus_docx_interleaved_and_empty(real_corpus):
     x = extract(real_corpus / "docx/blk-paras-and-tables.docx")
-    # paragraph, one-cell table (two cell paragraphs on one row line), paragraph;
-    # the empty tables add nothing
+    # paragraph, one-cell table (its paragraphs and the table nested in it, rows joined
+    # by " / ", on one row line), paragraph; the empty tables add nothing; then the
+    # header and footer (tables in them) as labelled blocks after the body
     assert x.text == ("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n\n"
-                      "Text before Text after\n\n"
-                      "Donec semper facilisis metus finibus malesuada.")
+                      "Text before Table / Between Text after\n\n"
+                      "Donec semper facilisis metus finibus malesuada.\n\n"
+                      "[Header] Left-side | Right-side\n\n[Footer] Copyright | Page-number")
     assert_word_invariants(x)
     try:
         x = extract(real_corpus / "edge/doc-default.docx")

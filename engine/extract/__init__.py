@@ -4,8 +4,8 @@ The package's public face: ``extract`` picks the reader by suffix; one module pe
 format does the work (``pdf``, ``text``, ``docx``; ``common`` holds the
 separators). Callers import from here only.
 
-Owns: reading PDF (PyMuPDF), plain text / Markdown and ``.docx`` (python-docx)
-files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
+Owns: reading PDF and the other PyMuPDF page formats, plain text / Markdown,
+``.docx`` (its XML) and HTML files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
 ``Bbox`` of the displayed page. Imports ``engine.model`` and ``engine.errors``
 from the engine (``pymupdf`` and ``docx`` lazily, when a file needs them);
 never a face (streamlit, mcp, argparse, click), a store or HTTP. Page images
@@ -29,11 +29,14 @@ unrotated points in, ``Bbox`` of the displayed page out (rotation matrix
 applied, relative to the displayed ``page.rect``, clamped to 0..1), computed
 for all words of a document at once with numpy: no Python object per word.
 
-Plain text / Markdown: decoded (UTF-8, BOM stripped; else cp1252, else
-latin-1, noted), line ends made ``"\\n"``, NFKC-normalised; words are the
-whitespace-separated spans, page/bbox None. ``.docx``: body paragraphs and
-tables in document order, blocks joined by ``"\\n\\n"``, one table row per
-line with cells joined by ``" | "``; headers/footers are not read; page/bbox None.
+Plain text / Markdown: decoded (``engine.extract.text.decode``: BOM, strict
+UTF-8, UTF-8 with a few stray bytes replaced, else a detected encoding with
+its confidence, noted), line ends made ``"\\n"``, NFKC-normalised; words are
+the whitespace-separated spans, page/bbox None. ``.docx``: everything in
+document order, then notes, comments, headers and footers as labelled blocks
+(``engine.extract.docx``); page/bbox None. HTML: the visible text
+(``engine.extract.html``). EPUB / XPS / FB2 / MOBI / CBZ: as PDF
+(``engine.extract.pages``). Scanned pages: OCR (``engine.extract.ocr``).
 """
 
 from __future__ import annotations
