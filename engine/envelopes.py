@@ -174,6 +174,7 @@ class CollectionStatus(TypedDict):
     documents: int
     chunks: int
     failed: int
+    passwordRef: NotRequired[str]  # i11: env:NAME or file:/path the PDF password is read from; never the password
 
 
 class ModelVectors(TypedDict):

@@ -94,10 +94,13 @@ class _File:
     content_hash: str
     size_bytes: int
     last_modified: float
+    password: str | None = None  # resolved from the collection's password_ref; memory only
 
 
-def _password_key(password: str | None) -> str:
-    return hashlib.sha256((password or "").encode("utf-8")).hexdigest()[:16]
+def _password_key(password: str | None, content_hash: str) -> str:
+    """Which password a failed encrypted file was tried with: a per-file salted
+    digest (the password itself is never stored)."""
+    return hashlib.sha256(f"{content_hash}\0{password or ''}".encode("utf-8")).hexdigest()[:16]
 
 
 #: Seconds of extraction grouped into one store commit (other writers wait at
@@ -183,9 +186,12 @@ class Indexer:
         """Walk every root, hash every supported file, drop vanished documents."""
         from engine.extract import SUPPORTED_SUFFIXES
 
+        from engine.passwords import resolve_password
+
         files: list[_File] = []
         for coll in targets:
             seen: set[str] = set()
+            password = resolve_password(coll.password_ref)
             root = Path(coll.root)
             if not root.is_dir():
                 summary["failed"].append({"collectionPath": coll.collection_path, "filePath": "",
@@ -206,7 +212,7 @@ class Indexer:
                                               "reason": f"unreadable: {e.strerror or e}"})
                     continue
                 seen.add(rel)
-                files.append(_File(coll, rel, full, digest, st.st_size, st.st_mtime))
+                files.append(_File(coll, rel, full, digest, st.st_size, st.st_mtime, password))
             for doc in self.store.documents(coll.collection_path):
                 if doc.file_path not in seen:
                     self.store.remove_document(coll.collection_path, doc.file_path)
@@ -220,7 +226,7 @@ class Indexer:
             return False
         # An encrypted file is retried once its collection's password changes.
         if doc.status == "failed" and doc.metadata.get("encrypted"):
-            return doc.metadata.get("passwordKey") == _password_key(f.collection.password)
+            return doc.metadata.get("passwordKey") == _password_key(f.password, f.content_hash)
         return True
 
     def _text_pass(self, files: list[_File], force: bool, summary: dict,
@@ -235,9 +241,9 @@ class Indexer:
                 summary["skipped"] += 1
                 continue
             todo.append(f)
-            key = (f.content_hash, f.collection.password)
+            key = (f.content_hash, f.password)
             remaining[key] = remaining.get(key, 0) + 1
-        cache: dict[tuple[str, str | None], ExtractedText | ExtractError] = {}
+        cache: dict[tuple[str, str | None], ExtractedText | ExtractError] = {}  # memory only
         total = len(files)
         done = summary["skipped"]
         i = 0
@@ -249,11 +255,11 @@ class Indexer:
                 while i < len(todo):
                     f = todo[i]
                     i += 1
-                    key = (f.content_hash, f.collection.password)
+                    key = (f.content_hash, f.password)
                     outcome = cache.get(key)
                     if outcome is None:
                         try:
-                            outcome = extract(f.path, f.collection.password, self._ocr)
+                            outcome = extract(f.path, f.password, self._ocr)
                         except ExtractError as e:
                             outcome = e
                         except Exception as e:  # a library bug on one file must not stop the run
@@ -286,7 +292,7 @@ class Indexer:
         if isinstance(outcome, ExtractError):
             meta: dict[str, Any] = {}
             if isinstance(outcome, EncryptedError):
-                meta = {"encrypted": True, "passwordKey": _password_key(f.collection.password)}
+                meta = {"encrypted": True, "passwordKey": _password_key(f.password, f.content_hash)}
             meta["reasonCode"] = reason_code("failed", outcome.reason)
             doc = Document(**base, file_type=f.path.suffix.lower().lstrip("."), status="failed",
                            reason=outcome.reason, metadata=meta)

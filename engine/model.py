@@ -359,12 +359,14 @@ class Document:
 class Collection:
     """A named root: ``collection_path`` (like ``ACME/Reports``) bound to ``root`` (a directory).
 
-    ``password`` opens encrypted PDFs in this collection (never shown in envelopes).
+    ``password_ref`` says where the password for encrypted PDFs in this
+    collection comes from (``env:NAME`` or ``file:/path``; ``engine.passwords``);
+    the password itself is never stored or shown.
     """
 
     collection_path: str
     root: str
-    password: str | None = None
+    password_ref: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,12 +67,17 @@ class Engine:
         return self.search.embedder()
 
     # -- operator actions (not agent tools) -------------------------------
-    def add_collection(self, collection_path: str, root: str, password: str | None = None) -> Collection:
+    def add_collection(self, collection_path: str, root: str, password_ref: str | None = None) -> Collection:
         """Bind ``collection_path`` (slash-separated) to the directory ``root``.
 
+        Args:
+            password_ref: where encrypted PDFs' password comes from: ``env:NAME``
+                or ``file:/path`` (``engine.passwords``); never the password.
+
         Raises:
-            ValueError: empty path, a path segment '..' or '_Documents', or a
-                root that is not a directory.
+            ValueError: empty path, a path segment '..' or '_Documents', a
+                root that is not a directory, or a ``password_ref`` that is not
+                a reference (SettingsError).
         """
         import os
 
@@ -81,7 +86,9 @@ class Engine:
             raise ValueError(f"bad collectionPath {collection_path!r}: use segments like 'ACME/Reports'")
         if not os.path.isdir(root):
             raise ValueError(f"collection root {root!r} is not a directory")
-        c = Collection(path, os.path.abspath(root), password)
+        from engine.passwords import check_password_ref
+
+        c = Collection(path, os.path.abspath(root), check_password_ref(password_ref))
         self.store.add_collection(c)
         return c
 

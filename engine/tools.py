@@ -298,7 +298,8 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         elif d.metadata.get("notes"):
             noted.append(_noted_file(d))
     colls = [{"collectionPath": c.collection_path, "root": c.root,
-              **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})}
+              **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0}),
+              **({"passwordRef": c.password_ref} if c.password_ref else {})}  # a reference, never the password
              for c in store.collections()]
     vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
                 "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}

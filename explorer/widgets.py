@@ -318,7 +318,9 @@ def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str 
         return None, None, str(e)
     if not path.is_file():
         return None, None, f"the file {file_path!r} is no longer under {coll.root}"
-    return path, coll.password, None
+    from engine.passwords import resolve_password
+
+    return path, resolve_password(coll.password_ref), None
 
 
 @st.cache_data(max_entries=48, show_spinner=False)

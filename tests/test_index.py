@@ -110,11 +110,12 @@ def test_edge_files_end_failed_or_empty_with_their_reason(env):
     assert all(d.status == "indexed" for p, d in docs.items() if p.startswith("main/"))
 
 
-def test_collection_password_opens_the_encrypted_file_on_the_next_run(env):
+def test_collection_password_opens_the_encrypted_file_on_the_next_run(env, monkeypatch):
     store, settings, corpus = env
     Indexer(store, settings).run()
     assert _docs(store)["edge/libreoffice-writer-password.pdf"].status == "failed"
-    store.add_collection(Collection("C", str(corpus), "openpassword"))
+    monkeypatch.setenv("CORPUS_PDF_PASSWORD", "openpassword")  # the index stores only the reference
+    store.add_collection(Collection("C", str(corpus), "env:CORPUS_PDF_PASSWORD"))
     summary = Indexer(store, settings).run()
     assert summary["indexed"] == 1  # only the file the password concerns is retried
     doc = _docs(store)["edge/libreoffice-writer-password.pdf"]
@@ -180,9 +181,9 @@ def test_duplicate_content_is_extracted_once(env, monkeypatch):
     calls: list[str] = []
     real = engine.extract.extract
 
-    def spy(path, password=None):  # counts calls, runs the real extractor
+    def spy(path, password=None, ocr=None):  # counts calls, runs the real extractor
         calls.append(Path(path).name)
-        return real(path, password)
+        return real(path, password, ocr)
 
     monkeypatch.setattr(engine.extract, "extract", spy)
     Indexer(store, settings).run()

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -52,11 +53,14 @@ import sqlite_utils
 
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
+from engine.passwords import LEGACY_PASSWORD_SQL, is_password_ref
 from engine.store.base import as_vector_rows
 from engine.store.sqlite_rows import (
     CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, fts_query, to_json,
 )
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SqliteStore"]
 
@@ -179,6 +183,12 @@ class SqliteStore:
             db = sqlite_utils.Database(self._conn())
             if "meta" in db.table_names():
                 conn = self._conn()
+                # a plain password stored by an older version: blank it (the index keeps
+                # only references, engine/passwords.py)
+                if conn.execute(f"UPDATE collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}").rowcount:
+                    log.warning("blanked plain-text collection passwords in %s; set them again with "
+                                "--password-env / --password-file", "the SQLite index")
+                    conn.commit()
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' "
                                 "AND name = 'chunks_ai'").fetchone():
                     # an index made before FTS rows were added per file: its insert
@@ -270,7 +280,7 @@ class SqliteStore:
                 "INSERT INTO collections(collection_path, root, password) VALUES (?, ?, ?) "
                 "ON CONFLICT(collection_path) DO UPDATE SET root = excluded.root, "
                 "password = excluded.password",
-                (collection.collection_path, collection.root, collection.password))
+                (collection.collection_path, collection.root, collection.password_ref))
 
     def remove_collection(self, collection_path: str) -> bool:
         """Drop a collection with its documents and chunks (vectors stay, then stale).
@@ -291,14 +301,14 @@ class SqliteStore:
         with self._read() as conn:
             rows = conn.execute("SELECT collection_path, root, password FROM collections "
                                 "ORDER BY collection_path").fetchall()
-        return [Collection(*r) for r in rows]
+        return [Collection(r[0], r[1], r[2] if is_password_ref(r[2]) else None) for r in rows]
 
     def get_collection(self, collection_path: str) -> Collection | None:
         """One collection or None."""
         with self._read() as conn:
             row = conn.execute("SELECT collection_path, root, password FROM collections "
                                "WHERE collection_path = ?", (collection_path,)).fetchone()
-        return Collection(*row) if row else None
+        return Collection(row[0], row[1], row[2] if is_password_ref(row[2]) else None) if row else None
 
     # -- documents and chunks -----------------------------------------------------
     def get_document(self, collection_path: str, file_path: str) -> Document | None:
