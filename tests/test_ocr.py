@@ -233,3 +233,17 @@ def test_scan_phrase_found_and_read_back_with_ocr_region(tmp_path, ocr_4090):
         assert {n["filePath"] for n in status["notes"]} >= {"scan-rotated.pdf", "test_4090.pdf"}
     finally:
         engine.close()
+
+
+@needs_tesseract
+def test_force_ocrs_text_pages_and_auto_leaves_them(tmp_path):
+    text_path, _ = _build_scans(tmp_path)
+    native = extract(text_path, ocr=OCR)  # auto: the page has words, no OCR
+    assert "ocrPages" not in native.metadata and not any(n.startswith("OCR") for n in native.notes)
+    forced = extract(text_path, ocr=OcrSettings("force", "eng", 200))
+    assert forced.metadata["ocrPages"].keys() == {"1"}
+    for line in LINES:
+        assert line in forced.text
+        _, a = _phrase_box(native, line)
+        _, b = _phrase_box(forced, line)
+        assert a.contains(b, a.h * 0.1, a.h * 0.1), (line, a, b)

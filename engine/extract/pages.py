@@ -15,15 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.extract.ocr import OcrSettings
-from engine.extract.pdf import extract_pdf
+from engine.extract.pdf import PAGE_FILETYPES, extract_pdf
 from engine.model import ExtractedText
 
 __all__ = ["PAGE_FORMATS", "extract_pages"]
 
-#: Lower-case suffix -> PyMuPDF filetype.
-PAGE_FORMATS: dict[str, str] = {
-    ".epub": "epub", ".xps": "xps", ".oxps": "xps", ".fb2": "fb2", ".mobi": "mobi", ".cbz": "cbz",
-}
+#: Lower-case suffix -> PyMuPDF filetype (declared beside ``open_pdf``, which renders them too).
+PAGE_FORMATS: dict[str, str] = PAGE_FILETYPES
 
 
 def extract_pages(path: Path, suffix: str, ocr: OcrSettings | None = None) -> ExtractedText:

@@ -29,7 +29,7 @@ from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
 from engine.model import ExtractedText, PageInfo, WordArray
 
-__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "no_text_note", "page_ranges"]
+__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "no_text_note", "page_ranges", "PAGE_FILETYPES"]
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,14 @@ def page_ranges(pages: list[int]) -> str:
 
 
 
+#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype (``engine.extract.pages``).
+PAGE_FILETYPES: dict[str, str] = {
+    ".epub": "epub", ".xps": "xps", ".oxps": "xps", ".fb2": "fb2", ".mobi": "mobi", ".cbz": "cbz",
+}
+
+
 def open_pdf(path: str | os.PathLike[str], password: str | None = None,
-             filetype: str = "pdf") -> tuple[Any, bool]:
+             filetype: str | None = None) -> tuple[Any, bool]:
     """Open a PDF with PyMuPDF and, if needed, decrypt it (extraction and rendering share this).
 
     Args:
@@ -75,7 +81,9 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None,
             SASLprep-normalised (RFC 4013; what AES-256 / revision 6 files
             are encrypted with); None = none configured.
         filetype: PyMuPDF filetype (``"pdf"``; ``"epub"``, ``"xps"``... for
-            the other page formats, which have no passwords).
+            the other page formats, which have no passwords); None: from the
+            suffix (``PAGE_FILETYPES``, else ``"pdf"``), so ``engine.render``
+            draws EPUB / XPS / FB2 / MOBI / CBZ pages too.
 
     Returns:
         ``(document, was_password_protected)``; the caller closes the document.
@@ -87,6 +95,8 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None,
     import pymupdf
 
     try:
+        if filetype is None:
+            filetype = PAGE_FILETYPES.get(Path(path).suffix.lower(), "pdf")
         doc = pymupdf.open(Path(path), filetype=filetype)
     except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
         raise ExtractError(f"corrupt: {e}") from None
