@@ -74,7 +74,7 @@ def assert_word_invariants(x: ExtractedText) -> None:
         assert s == unicodedata.normalize("NFKC", s) and s.strip() == s and s, repr(s)
         assert PAGE_SEPARATOR not in s
         prev_end = w.end
-        if x.file_type == "pdf":
+        if x.pages:  # PDF and the other page formats (EPUB, XPS, FB2, MOBI, CBZ)
             assert 1 <= w.page <= n_pages
             b = w.bbox
             assert 0.0 <= b.x <= 1.0 and 0.0 <= b.y <= 1.0 and b.w >= 0 and b.h >= 0
@@ -82,7 +82,7 @@ def assert_word_invariants(x: ExtractedText) -> None:
             assert type(b.x) is float  # plain floats: JSON-serialisable
         else:
             assert w.page is None and w.bbox is None
-    if x.file_type == "pdf" and x.text:
+    if x.pages and x.text:
         # the form feed separates pages exactly
         pages = x.text.split(PAGE_SEPARATOR)
         assert len(pages) == n_pages

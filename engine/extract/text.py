@@ -9,9 +9,12 @@ not UTF-8).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from engine.errors import ExtractError
 from engine.extract.common import words_of
@@ -23,6 +26,8 @@ __all__ = ["Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
 LOW_CONFIDENCE = 0.9
 #: Single-byte encodings preferred when the detector finds several that give the same text.
 _PREFERRED = ("cp1252", "utf_8", "iso8859_1", "cp1250", "cp1251", "cp1255", "cp1256")
+_ESCAPED = re.compile("[\udc80-\udcff]")  # bytes surrogateescape could not decode
+_NON_ASCII = re.compile("[^\x00-\x7f]")
 #: Non-ASCII bytes a detection needs for full confidence (fewer scale it down).
 _EVIDENCE_BYTES = 16
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32", "utf-32"),
@@ -57,8 +62,8 @@ def _stray_bytes(data: bytes) -> tuple[str, int, int]:
     """UTF-8 decoded with every invalid byte replaced by U+FFFD:
     ``(text, invalid bytes, valid non-ASCII characters)``."""
     escaped = data.decode("utf-8", "surrogateescape")
-    bad = sum(1 for ch in escaped if "\udc80" <= ch <= "\udcff")
-    good = sum(1 for ch in escaped if ord(ch) > 127 and not "\udc80" <= ch <= "\udcff")
+    bad = len(_ESCAPED.findall(escaped))
+    good = len(_NON_ASCII.findall(escaped)) - bad
     return data.decode("utf-8", "replace"), bad, good
 
 
@@ -103,7 +108,7 @@ def _detect(data: bytes) -> Decoded:
                        ("no encoding detected: decoded as latin-1 (every byte kept); low confidence",))
     candidates = list(best.could_be_from_charset) or [best.encoding]
     encoding = next((e for e in _PREFERRED if e in candidates), best.encoding)
-    high = sum(1 for b in data if b > 127)
+    high = int(np.count_nonzero(np.frombuffer(data, np.uint8) > 127))
     guessed = best.language not in ("", "Unknown")
     if high < _EVIDENCE_BYTES // 2 and encoding != "cp1252":
         # Too few non-ASCII bytes to tell code pages apart: the commonest one
