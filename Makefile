@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 DB     ?= .chunknav/index.db
 export CHUNKNAV_DB := $(DB)
 
-.PHONY: run test setup chromium index bench clean
+.PHONY: run test setup chromium tesseract index bench clean
 
 setup: $(STAMP)
 
@@ -34,7 +34,13 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
 
-test: setup chromium
+# OCR of scanned pages uses Debian's Tesseract and its English data (other languages: tesseract-ocr-<lang>).
+tesseract:
+	@command -v tesseract >/dev/null && ls /usr/share/tesseract-ocr/*/tessdata/eng.traineddata >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; fi; }
+
+test: setup chromium tesseract
 	$(BIN)/python -m pytest -q
 
 bench: setup

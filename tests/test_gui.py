@@ -393,3 +393,16 @@ def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
         assert call_tool(eng, "index_status", {"probe": False})["chunks"] > 0
     finally:
         eng.close()
+
+
+def test_status_lists_files_indexed_with_notes(app, sample_engine):
+    """i11: a text file decoded from a detected encoding is listed with its encoding and confidence."""
+    direct = call_tool(sample_engine, "index_status", {"probe": False})
+    noted = {n["filePath"]: n for n in direct["notes"]}
+    assert noted["sample-french-1.txt"]["encoding"] == "cp1252"
+    at = app("status")
+    assert any(s.value == f"Indexed with notes ({len(noted)})" for s in at.subheader)
+    frames = [df.value for df in at.dataframe]
+    table = next(f for f in frames if "encodingConfidence" in f.columns)
+    row = table[table["filePath"] == "sample-french-1.txt"].iloc[0]
+    assert row["encoding"] == "cp1252" and "decoded as cp1252" in row["notes"]
