@@ -28,6 +28,12 @@ __all__ = ["main", "build_parser", "streamlit_flags"]
 
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[1]
+#: The explorer's entry script: ``explorer/app.py`` beside ``engine/`` (checkout or site-packages).
+APP = REPO / "explorer" / "app.py"
+#: Streamlit settings: inside the installed ``explorer`` package, else at the checkout's root.
+STREAMLIT_CONFIG = next((p for p in (REPO / "explorer" / "_config" / "streamlit_config.toml",
+                                     REPO / "streamlit_config.toml") if p.is_file()),
+                        REPO / "streamlit_config.toml")
 _TYPES = {"integer": int, "string": str, "number": float}
 
 
@@ -47,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="SQLite index file (env CHUNKNAV_DB, default ./.chunknav/index.db)")
     p.add_argument("--dsn", help="postgresql://... selects the Postgres store (env CHUNKNAV_DSN)")
     p.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    p.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     coll = sub.add_parser("collections", help="add, list or remove collections")
@@ -91,9 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "index_status":
             sp.add_argument("--json", action="store_true", help="print the JSON envelope")
 
-    sub.add_parser("mcp", help="serve the tools over MCP (stdio)")
+    mcp = sub.add_parser("mcp", help="serve the tools over MCP (stdio, or streamable HTTP with --http)")
+    mcp.add_argument("--http", metavar="HOST:PORT",
+                     help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by default; "
+                          "any other address needs CHUNKNAV_MCP_TOKEN)")
     gui = sub.add_parser("gui", help="open the Streamlit explorer")
     gui.add_argument("--port", type=int, help="server port (default from streamlit_config.toml)")
+    gui.add_argument("--address", help="listen address (default 127.0.0.1 from streamlit_config.toml)")
     gui.add_argument("--headless", action="store_true", help="do not open a browser")
 
     mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
@@ -101,6 +112,23 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
     sub.add_parser("settings", help="list every setting with its unit, default and help")
     return p
+
+
+def _version() -> str:
+    import engine
+
+    return engine.__version__
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``chunknav <version>`` (package metadata, read only when asked) and exit 0."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"chunknav {_version()}\n")
+        parser.exit()
 
 
 def _json_type(spec: dict[str, Any]) -> str:
@@ -174,7 +202,7 @@ def _human_status(st: dict) -> str:
     return "\n".join(out)
 
 
-def streamlit_flags(config_path: Path = REPO / "streamlit_config.toml") -> list[str]:
+def streamlit_flags(config_path: Path = STREAMLIT_CONFIG) -> list[str]:
     """``--section.key=value`` flags from ``streamlit_config.toml`` (Streamlit
     does not read that file name by itself)."""
     if not config_path.is_file():
@@ -208,17 +236,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "mcp":
         from engine.mcp_server import main as mcp_main
 
-        return mcp_main(settings) or 0
+        try:
+            return mcp_main(settings, http=args.http) or 0
+        except SettingsError as e:
+            print(f"chunknav: {e}", file=sys.stderr)
+            return 2
     if args.command == "gui":
-        cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "explorer" / "app.py"), *streamlit_flags()]
+        cmd = [sys.executable, "-m", "streamlit", "run", str(APP), *streamlit_flags()]
         if args.port:
             cmd.append(f"--server.port={args.port}")
+        if args.address:
+            cmd.append(f"--server.address={args.address}")
         if args.headless:
             cmd.append("--server.headless=true")
-        env = dict(os.environ, CHUNKNAV_DB=settings.db)
+        # The app runs in this working directory (chunknav.toml is read here, as by
+        # every other command) on the same index file, made absolute.
+        db = settings.db if settings.db == ":memory:" else os.path.abspath(settings.db)
+        env = dict(os.environ, CHUNKNAV_DB=db)
         if settings.dsn:
             env["CHUNKNAV_DSN"] = settings.dsn
-        return subprocess.call(cmd, cwd=REPO, env=env)
+        return subprocess.call(cmd, env=env)
     if args.command == "migrate":
         return _migrate(args.src, args.dst)
 

@@ -72,6 +72,10 @@ SETTINGS: tuple[Setting, ...] = (
             "'+'-joined Tesseract language codes, e.g. eng+deu (apt: tesseract-ocr-<lang>)", str),
     Setting("ocr_dpi", "CHUNKNAV_OCR_DPI", 300, "dots per inch",
             "resolution pages are rendered at for OCR (72..1200)", int),
+    # -- MCP over HTTP (chunknav mcp --http) --
+    Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
+            "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
+            "required for any non-loopback address; never logged or shown", str),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -97,6 +101,7 @@ class Settings:
     ocr: str = "auto"
     ocr_languages: str = "eng"
     ocr_dpi: int = 300
+    mcp_token: str = ""
 
     @property
     def chunk_step(self) -> int:

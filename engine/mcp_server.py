@@ -1,4 +1,4 @@
-"""``chunknav mcp``: the tool registry served over MCP on stdio.
+"""``chunknav mcp``: the tool registry served over MCP on stdio or streamable HTTP.
 
 Owns: the MCP face. It publishes every ``engine.tools.REGISTRY`` entry as an
 MCP tool (name, description and the registry's JSON Schema as
@@ -25,6 +25,14 @@ both text content and ``structuredContent``. Engine calls run in worker
 threads (the Store keeps one SQLite connection per thread), so a slow
 embedding call does not stall the protocol loop.
 
+Transports: stdio (``chunknav mcp``), or the SDK's streamable HTTP
+(``chunknav mcp --http HOST:PORT``, endpoint ``http://HOST:PORT/mcp``, served by
+uvicorn) with the same server object. HTTP listens on loopback unless told
+otherwise; any other address needs ``CHUNKNAV_MCP_TOKEN`` (refused to start
+without it), and when the token is set every request must carry
+``Authorization: Bearer <token>`` (compared with ``hmac.compare_digest``),
+else 401. The token is never logged.
+
 This is the only module that imports ``mcp``; the engine core never imports
 this module.
 """
@@ -32,6 +40,9 @@ this module.
 from __future__ import annotations
 
 import copy
+import hmac
+import ipaddress
+import json
 import logging
 from typing import Any
 
@@ -48,14 +59,18 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from engine.config import Settings, load_settings
+from engine.errors import SettingsError
 from engine.tools import REGISTRY, Engine, ToolArgumentError, call_tool, to_json
 
-__all__ = ["SERVER_NAME", "list_tools", "tool_result", "build_server", "serve", "main"]
+__all__ = ["SERVER_NAME", "HTTP_PATH", "list_tools", "tool_result", "build_server", "serve",
+           "parse_http_address", "is_loopback", "http_app", "serve_http", "main"]
 
 log = logging.getLogger(__name__)
 
 #: The server name announced in the MCP handshake.
 SERVER_NAME = "chunknav"
+#: The streamable-HTTP endpoint's path.
+HTTP_PATH = "/mcp"
 
 _INSTRUCTIONS = (
     "chunknav indexes document collections (PDF, docx, markdown, text) by document and by chunk. "
@@ -67,12 +82,9 @@ _INSTRUCTIONS = (
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    import engine
 
-        return version("chunknav")
-    except Exception:  # not installed as a distribution (run from the checkout)
-        return "0.1.0"
+    return engine.__version__  # package metadata; "0+unknown" in a never-installed checkout
 
 
 def list_tools() -> list[types.Tool]:
@@ -171,21 +183,135 @@ async def serve(settings: Settings | None = None, engine: Engine | None = None) 
             engine.close()
 
 
-def main(settings: Settings | None = None, *, db: str | None = None) -> int:
-    """Run the stdio server (the ``chunknav mcp`` subcommand); returns the exit code.
+def parse_http_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or ``PORT`` (loopback) -> ``(host, port)``.
+
+    Raises:
+        SettingsError: not of that form, or the port outside 1..65535.
+    """
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", value
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"--http must be HOST:PORT with a port in 1..65535, got {value!r}")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_token(host: str, token: str) -> None:
+    if not is_loopback(host) and not token:
+        raise SettingsError(
+            f"chunknav mcp --http on {host} (not loopback) needs a bearer token: set CHUNKNAV_MCP_TOKEN "
+            f"(mcp_token in chunknav.toml); clients then send 'Authorization: Bearer <token>'"
+        )
+
+
+class _BearerToken:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``, else 401."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = json.dumps({"error": "unauthorized",
+                                   "message": "missing or wrong bearer token (CHUNKNAV_MCP_TOKEN)"}).encode()
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="chunknav"'),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(engine: Engine, host: str = "127.0.0.1", token: str = ""):
+    """The ASGI app serving ``build_server(engine)`` over streamable HTTP at ``HTTP_PATH``.
+
+    Args:
+        engine: the Engine every call runs on.
+        host: the address it will listen on; loopback turns on the SDK's DNS
+            rebinding protection (Host/Origin must be loopback).
+        token: when non-empty, every request must carry ``Authorization: Bearer <token>``.
+
+    Raises:
+        SettingsError: ``host`` is not loopback and ``token`` is empty.
+    """
+    _check_token(host, token)
+    app = build_server(engine).streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    return _BearerToken(app, token) if token else app
+
+
+async def serve_http(host: str, port: int, settings: Settings | None = None,
+                     engine: Engine | None = None) -> None:
+    """Serve the tools over streamable HTTP on ``host:port`` until interrupted.
+
+    Args:
+        host: listen address; a non-loopback one needs ``settings.mcp_token``.
+        port: TCP port, 1..65535.
+        settings: validated settings (default ``load_settings()``).
+        engine: an Engine to serve (tests); default ``Engine(settings)``,
+            closed when serving ends.
+
+    Raises:
+        SettingsError: non-loopback ``host`` without ``CHUNKNAV_MCP_TOKEN``.
+    """
+    import uvicorn
+
+    own = engine is None
+    settings = settings or (load_settings() if own else engine.settings)
+    _check_token(host, settings.mcp_token)  # before opening anything
+    engine = engine or Engine(settings)
+    app = http_app(engine, host, settings.mcp_token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            lifespan="on", log_config=None)
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        if own:
+            engine.close()
+
+
+def main(settings: Settings | None = None, *, db: str | None = None, http: str | None = None) -> int:
+    """Run the server (the ``chunknav mcp`` subcommand); returns the exit code.
 
     Args:
         settings: validated settings; default ``load_settings()`` (environment,
             ``chunknav.toml``), with ``db`` as an override when given.
         db: SQLite index file, when ``settings`` is not given.
+        http: ``HOST:PORT`` to serve streamable HTTP there instead of stdio.
 
     Returns:
-        0 when the client closed the connection.
+        0 when the client closed the connection (stdio) or the server was stopped (HTTP).
+
+    Raises:
+        SettingsError: a bad ``http`` address, or a non-loopback one without
+            ``CHUNKNAV_MCP_TOKEN``.
     """
     if settings is None:
         settings = load_settings({"db": db})
-    log.info("chunknav mcp: serving %d tools on stdio (db %s)", len(REGISTRY), settings.dsn or settings.db)
-    anyio.run(serve, settings)
+    if http is None:
+        log.info("chunknav mcp: serving %d tools on stdio (db %s)", len(REGISTRY), settings.dsn or settings.db)
+        anyio.run(serve, settings)
+        return 0
+    host, port = parse_http_address(http)
+    _check_token(host, settings.mcp_token)
+    shown = f"[{host}]" if ":" in host else host
+    log.warning("chunknav mcp: serving %d tools on http://%s:%d%s (%s)", len(REGISTRY), shown, port, HTTP_PATH,
+                "bearer token required" if settings.mcp_token else "loopback, no token")
+    anyio.run(serve_http, host, port, settings)
     return 0
 
 

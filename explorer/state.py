@@ -22,12 +22,24 @@ from engine.config import Settings, load_settings
 from engine.tools import Engine
 from explorer.jobs import IndexJob
 
-__all__ = ["REPO", "SAMPLES", "SAMPLE_COLLECTION", "settings", "engine", "job", "qp_get", "qp_int",
+__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "settings", "engine", "job", "qp_get", "qp_int",
            "qp_float", "qp_set"]
 
 REPO = Path(__file__).resolve().parents[1]
+_HERE = Path(__file__).resolve().parent
+
+
+def _shipped(inside: str, checkout: str) -> Path:
+    """A folder of the explorer: ``explorer/<inside>`` in an installed wheel
+    (setup.py maps it there), else ``<checkout>`` at the repository root."""
+    wheel = _HERE / inside
+    return wheel if wheel.is_dir() else REPO / checkout
+
+
+#: The page scripts (``pages/`` of the checkout; ``explorer/_pages`` when installed).
+PAGES_DIR = _shipped("_pages", "pages")
 #: The bundled sample corpus indexed on first start (when the index has no collection).
-SAMPLES = REPO / "assets" / "samples"
+SAMPLES = _shipped("_assets", "assets") / "samples"
 SAMPLE_COLLECTION = "Samples"
 
 

@@ -24,6 +24,7 @@ from engine.paths import resolve_inside
 from engine.search import parse_query, query_terms
 from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
 from explorer import state
+from explorer.table import table
 
 __all__ = [
     "PAGES",
@@ -43,7 +44,7 @@ __all__ = [
     "FAILURE_TITLES",
 ]
 
-PAGES_DIR = state.REPO / "pages"
+PAGES_DIR = state.PAGES_DIR
 #: page name -> (file, title, icon, url_path)
 PAGES = {
     "status": ("status.py", "Status", ":material/monitoring:", "status"),
@@ -302,8 +303,7 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
             for f in summary.get(kind) or []]
     if rows:
         st.markdown(f"**Files not indexed ({len(rows)})**")
-        st.dataframe(rows, hide_index=True, width="stretch",
-                     column_order=["status", "collectionPath", "filePath", "reason"])
+        table(rows, columns=["status", "collectionPath", "filePath", "reason"])
 
 
 # -- sources and page images ---------------------------------------------------------
@@ -376,20 +376,17 @@ def status_view(status: dict[str, Any]) -> None:
     provider_view(status["provider"])
     st.subheader("Collections")
     if status["collections"]:
-        st.dataframe(status["collections"], hide_index=True, width="stretch",
-                     column_order=["collectionPath", "root", "documents", "chunks", "failed"])
+        table(status["collections"], columns=["collectionPath", "root", "documents", "chunks", "failed"])
     else:
         st.info("No collection yet: add one on the Rebuild page.")
     st.subheader("Vectors per model")
     if status["vectors"]:
-        st.dataframe(status["vectors"], hide_index=True, width="stretch",
-                     column_config={"missing": "chunks lacking vectors", "stale": "stale vectors"})
+        table(status["vectors"], labels={"missing": "chunks lacking vectors", "stale": "stale vectors"})
     else:
         st.caption("No vectors stored yet.")
     st.subheader(f"Files not indexed ({len(status['failures'])})")
     if status["failures"]:
-        st.dataframe(status["failures"], hide_index=True, width="stretch",
-                     column_order=["status", "collectionPath", "filePath", "reason"])
+        table(status["failures"], columns=["status", "collectionPath", "filePath", "reason"])
     else:
         st.caption("None: every file was indexed.")
     noted = status.get("notes") or []

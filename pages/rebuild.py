@@ -8,6 +8,7 @@ a click while a run is active starts nothing.
 import streamlit as st
 
 from explorer import state, widgets
+from explorer.table import table
 
 st.title("Rebuild")
 engine = state.engine()
@@ -68,5 +69,4 @@ if known:
     if c2.button("Remove", icon=":material/delete:", key="remove", disabled=busy):
         engine.remove_collection(victim)
         st.success(f"Removed `{victim}`: its documents and chunks left the index (vectors stay, counted stale).")
-    st.dataframe([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()],
-                 hide_index=True, width="stretch")
+    table([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()])

@@ -46,6 +46,25 @@ def test_pages_do_no_sql_http_or_pdf():
         assert not bad, f"{path.relative_to(REPO)} imports {bad}"
 
 
+#: Streamlit elements backed by pandas/pyarrow/altair/pydeck, which the lean install
+#: (requirements.lock, `make run`) leaves out: explorer.table.table shows rows instead.
+ARROW_ELEMENTS = {"dataframe", "data_editor", "table", "line_chart", "area_chart", "bar_chart",
+                  "scatter_chart", "map", "altair_chart", "vega_lite_chart", "pydeck_chart", "plotly_chart"}
+LEFT_OUT = ("pandas", "pyarrow", "altair", "pydeck", "narwhals")
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "explorer").glob("*.py")) + sorted((REPO / "pages").glob("*.py")),
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_explorer_uses_no_arrow_backed_element(path):
+    """``st.dataframe`` & co. need pandas/pyarrow, which ``make run`` does not install."""
+    tree = ast.parse(path.read_text("utf-8"))
+    bad = sorted({f"st.{n.attr}" for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                  and n.attr in ARROW_ELEMENTS and isinstance(n.value, ast.Name) and n.value.id == "st"})
+    assert not bad, f"{path.relative_to(REPO)} uses {bad}: use explorer.table.table (see requirements.lock)"
+    imported = {n for n in _imports(path) if n.split(".")[0] in LEFT_OUT}
+    assert not imported, f"{path.relative_to(REPO)} imports {imported}, left out of the lean install"
+
+
 def test_engine_core_loads_without_streamlit_or_mcp():
     code = (
         "import sys\n"

@@ -1,4 +1,9 @@
-"""``chunknav mcp``: the stdio server, driven by the official MCP client.
+"""``chunknav mcp``: the stdio and streamable-HTTP servers, driven by the official MCP client.
+
+Every over-the-wire test runs on both transports (the ``transport`` fixture).
+HTTP only: a non-loopback address without CHUNKNAV_MCP_TOKEN refuses to start
+naming the setting; with the token set, requests without it or with a wrong one
+get 401 and the right one gets served; the token never reaches the log.
 
 * smoke: handshake, tool list = registry, a walk through a document by
   ``nextIndex`` over the wire, ``read_document`` for the whole text;
@@ -13,6 +18,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from mcp import types
@@ -20,15 +26,22 @@ from mcp import types
 from engine import mcp_server
 from engine.tools import REGISTRY, call_tool, to_json
 from tests.fixtures_engine import SAMPLE_COLLECTION
-from tests.mcp_session import call, run_script, run_session
+from tests.mcp_session import TRANSPORTS, call, run_script, run_session
 from tests.test_tools_get_chunk import pick, walk
 
 C = SAMPLE_COLLECTION
+REPO = Path(__file__).resolve().parents[1]
 INVALID_PARAMS = types.INVALID_PARAMS
 
 
 def _env(settings) -> dict[str, str]:
     return {"EMBED_PROVIDER": settings.embed_provider}
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request) -> str:
+    """Each over-the-wire test runs on stdio and on streamable HTTP."""
+    return request.param
 
 
 # -- in-process pieces (no subprocess) -------------------------------------------
@@ -67,10 +80,10 @@ def test_server_declares_tools_capability(sample_engine):
     assert opts.server_name == "chunknav" and opts.capabilities.tools is not None
 
 
-# -- over stdio ------------------------------------------------------------------
+# -- over the wire (stdio and HTTP) ------------------------------------------------------------------
 
 
-def test_stdio_walk_and_read(sample_index, sample_engine):
+def test_walk_and_read(sample_index, sample_engine, transport):
     """Search, then step a document chunk by chunk over the wire, then read it whole."""
     doc = pick(sample_engine, ".pdf")
     first = sample_engine.store.get_chunk(C, doc.file_path, 0).chunk_text
@@ -88,7 +101,7 @@ def test_stdio_walk_and_read(sample_index, sample_engine):
         whole = await call(session, "read_document", {"collectionPath": C, "filePath": doc.file_path})
         return tools, hits, steps, whole
 
-    (tools, hits, steps, whole), log = run_script(sample_index.db, script, _env(sample_index))
+    (tools, hits, steps, whole), log = run_script(sample_index.db, script, _env(sample_index), transport)
     assert [t.name for t in tools] == list(REGISTRY)
     assert [t.input_schema for t in tools] == [t.schema for t in REGISTRY.values()]
 
@@ -103,7 +116,7 @@ def test_stdio_walk_and_read(sample_index, sample_engine):
     assert "Traceback" not in log
 
 
-def test_bad_arguments_and_the_server_keeps_serving(sample_index, sample_engine):
+def test_bad_arguments_and_the_server_keeps_serving(sample_index, sample_engine, transport):
     doc = pick(sample_engine, ".pdf")
     good = ("get_chunk", {"collectionPath": C, "filePath": doc.file_path, "chunkIndex": 0})
     calls = [
@@ -124,7 +137,7 @@ def test_bad_arguments_and_the_server_keeps_serving(sample_index, sample_engine)
         ("get_document", {"documentPath": "not a node path"}),
         good,
     ]
-    session = run_session(sample_index.db, calls, _env(sample_index))
+    session = run_session(sample_index.db, calls, _env(sample_index), transport=transport)
     a = session.answers
     want_first = call_tool(sample_engine, *good)
 
@@ -155,7 +168,7 @@ def test_bad_arguments_and_the_server_keeps_serving(sample_index, sample_engine)
     assert "Traceback" not in session.stderr
 
 
-def test_no_provider_answers_with_envelopes(sample_index, sample_engine):
+def test_no_provider_answers_with_envelopes(sample_index, sample_engine, transport):
     """EMBED_PROVIDER=none: vector/hybrid -> search-not-performed; auto falls back to keyword."""
     calls = [
         ("search_chunks", {"query": "table", "scope": C, "mode": "vector"}),
@@ -164,7 +177,7 @@ def test_no_provider_answers_with_envelopes(sample_index, sample_engine):
         ("index_status", {}),
         ("get_chunk", {"collectionPath": C, "filePath": pick(sample_engine, ".pdf").file_path, "chunkIndex": 0}),
     ]
-    session = run_session(sample_index.db, calls, {"EMBED_PROVIDER": "none"})
+    session = run_session(sample_index.db, calls, {"EMBED_PROVIDER": "none"}, transport=transport)
     vector, hybrid, auto, status, chunk = session.answers
     for answer, mode in ((vector, "vector"), (hybrid, "hybrid")):
         env = answer.envelope
@@ -180,7 +193,7 @@ def test_no_provider_answers_with_envelopes(sample_index, sample_engine):
     assert chunk.envelope["found"] is True
 
 
-def test_empty_index_answers(tmp_path):
+def test_empty_index_answers(tmp_path, transport):
     """A database that does not exist yet: an empty index, every tool answers."""
     db = str(tmp_path / "new" / "index.db")
     calls = [
@@ -191,7 +204,7 @@ def test_empty_index_answers(tmp_path):
         ("read_document", {"collectionPath": "A", "filePath": "x.pdf"}),
         ("get_document", {"documentPath": "A/_Documents/x.pdf"}),
     ]
-    session = run_session(db, calls, {"EMBED_PROVIDER": "none"})
+    session = run_session(db, calls, {"EMBED_PROVIDER": "none"}, transport=transport)
     status, search, chunks, chunk, read, node = (a.envelope for a in session.answers)
     assert all(a.error is None and a.result.is_error is False for a in session.answers)
     assert status["collections"] == [] and status["documents"] == 0
@@ -202,7 +215,7 @@ def test_empty_index_answers(tmp_path):
     assert read["found"] is False and node["found"] is False
 
 
-def test_unusable_store_is_a_tool_error_not_a_protocol_error(tmp_path):
+def test_unusable_store_is_a_tool_error_not_a_protocol_error(tmp_path, transport):
     """A database path that cannot be opened: each call is an isError result, the server keeps serving."""
     db = tmp_path / "a-directory.db"
     db.mkdir()
@@ -212,7 +225,7 @@ def test_unusable_store_is_a_tool_error_not_a_protocol_error(tmp_path):
         ("get_chunk", {"collectionPath": "A", "filePath": "x.pdf", "chunkIndex": -1}),
         ("index_status", {"probe": False}),
     ]
-    session = run_session(str(db), calls, {"EMBED_PROVIDER": "none"})
+    session = run_session(str(db), calls, {"EMBED_PROVIDER": "none"}, transport=transport)
     first, second, bad, last = session.answers
     for answer in (first, second, last):
         assert answer.error is None and answer.result.is_error is True
@@ -220,9 +233,9 @@ def test_unusable_store_is_a_tool_error_not_a_protocol_error(tmp_path):
     assert bad.error is not None and bad.error.code == INVALID_PARAMS
 
 
-def test_text_and_structured_content_agree(sample_index):
+def test_text_and_structured_content_agree(sample_index, transport):
     calls = [(name, {"probe": False} if name == "index_status" else {}) for name in ("index_status",)]
-    session = run_session(sample_index.db, calls, _env(sample_index))
+    session = run_session(sample_index.db, calls, _env(sample_index), transport=transport)
     (answer,) = session.answers
     assert json.loads(answer.text) == answer.result.structured_content
     assert answer.text == to_json(answer.result.structured_content)
@@ -287,3 +300,97 @@ def test_missing_mcp_package_names_it():
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                          capture_output=True, text=True, check=True).stdout
     assert "'mcp'" in out and "pip install" in out
+
+
+# -- HTTP only: address and bearer token ---------------------------------------------
+
+
+def test_http_non_loopback_without_token_refuses_to_start(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "engine", "--db", str(tmp_path / "i.db"), "mcp", "--http", "0.0.0.0:1"],
+                       cwd=REPO, env=_clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "CHUNKNAV_MCP_TOKEN" in r.stderr and "0.0.0.0" in r.stderr, r.stderr
+    assert not (tmp_path / "i.db").exists()  # refused before opening the index
+
+
+@pytest.mark.parametrize("value, want", [("127.0.0.1:8600", ("127.0.0.1", 8600)), ("8600", ("127.0.0.1", 8600)),
+                                         ("[::1]:9", ("::1", 9)), ("localhost:80", ("localhost", 80))])
+def test_parse_http_address(value, want):
+    assert mcp_server.parse_http_address(value) == want
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:", "127.0.0.1:0", "host:99999", "host:http"])
+def test_parse_http_address_rejects(value):
+    from engine.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="--http"):
+        mcp_server.parse_http_address(value)
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.1.2.3", True), ("::1", True),
+                                            ("localhost", True), ("0.0.0.0", False), ("192.168.1.5", False),
+                                            ("::", False), ("example.org", False)])
+def test_is_loopback(host, loopback):
+    assert mcp_server.is_loopback(host) is loopback
+
+
+def test_http_token_is_required_and_never_logged(tmp_path):
+    """Token set: no header or a wrong one -> 401; the right one -> a working session; log clean."""
+    import tempfile
+    import urllib.error
+    import urllib.request
+
+    from tests.mcp_session import start_http_server, stop_http_server
+
+    token = "s3cret-token-" + "x" * 20
+    db = str(tmp_path / "i.db")
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        # listening on every address: the token is what admits a client
+        proc, url = start_http_server(db, {"EMBED_PROVIDER": "none"}, errlog, address=f"0.0.0.0:{_port()}",
+                                      token=token)
+        try:
+            statuses = []
+            for header in (None, "Bearer wrong", f"Bearer {token}x", token, f"Bearer {token}"):
+                req = urllib.request.Request(url, data=init, method="POST", headers={
+                    "content-type": "application/json", "accept": "application/json, text/event-stream",
+                    **({"authorization": header} if header else {})})
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        statuses.append(r.status)
+                except urllib.error.HTTPError as e:
+                    statuses.append(e.code)
+                    if e.code == 401:
+                        assert "CHUNKNAV_MCP_TOKEN" in e.read().decode() and e.headers["www-authenticate"]
+        finally:
+            stop_http_server(proc)
+        errlog.seek(0)
+        log = errlog.read()
+    assert statuses == [401, 401, 401, 401, 200], statuses
+    assert token not in log and "bearer token required" in log, log
+
+
+def test_http_session_with_token(sample_index):
+    """The official client with the Authorization header gets the same envelopes."""
+    calls = [("index_status", {"probe": False})]
+    session = run_session(sample_index.db, calls, _env(sample_index), transport="http", token="tok-" + "y" * 24)
+    (answer,) = session.answers
+    assert answer.result.is_error is False and answer.envelope["collections"]
+    assert "tok-" not in session.stderr
+
+
+def _port() -> int:
+    from tests.mcp_session import free_port
+
+    return free_port()
+
+
+def _clean_env() -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
+    env["PYTHONPATH"] = str(REPO)
+    return env

@@ -1,8 +1,8 @@
 """Face parity: for each tool, registry call == CLI ``main([...])`` JSON == MCP ``call_tool``.
 
-The MCP side is one ``chunknav mcp`` subprocess (official client, stdio) for
-the whole module: the ``mcp_answers`` fixture makes every case's call on one
-session. The CLI argv comes from ``engine.tools.cli_command`` (the same line
+The MCP side is one ``chunknav mcp`` subprocess (official client) per
+transport for the whole module: the ``mcp_answers`` fixture, parametrized over
+stdio and streamable HTTP, makes every case's call on one session. The CLI argv comes from ``engine.tools.cli_command`` (the same line
 the GUI shows), so that is checked too. Equality is on the serialised text:
 ``to_json`` of each side must match character for character (key order,
 score rounding, null vs absent).
@@ -20,7 +20,7 @@ from engine.cli import main as cli_main
 from engine.paths import document_path
 from engine.tools import REGISTRY, Engine, call_tool, cli_command, to_json
 from tests.fixtures_engine import SAMPLE_COLLECTION
-from tests.mcp_session import run_session
+from tests.mcp_session import TRANSPORTS, run_session
 
 C = SAMPLE_COLLECTION
 
@@ -88,11 +88,12 @@ def cases(sample_index):
         engine.close()
 
 
-@pytest.fixture(scope="module")
-def mcp_answers(sample_index, cases):
-    """Every case answered by one ``chunknav mcp`` session on the sample index."""
+@pytest.fixture(scope="module", params=TRANSPORTS)
+def mcp_answers(request, sample_index, cases):
+    """Every case answered by one ``chunknav mcp`` session on the sample index, per transport."""
     calls = list(cases.values())
-    session = run_session(sample_index.db, calls, env={"EMBED_PROVIDER": sample_index.embed_provider})
+    session = run_session(sample_index.db, calls, env={"EMBED_PROVIDER": sample_index.embed_provider},
+                          transport=request.param)
     return session, dict(zip(cases, session.answers))
 
 

@@ -37,11 +37,18 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 import numpy as np
-import psycopg
-from pgvector.psycopg import register_vector
-from psycopg import sql
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+
+try:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+except ImportError as e:  # the [postgres] extra is not installed
+    raise ImportError(
+        f"CHUNKNAV_DSN selects the Postgres store, which needs the [postgres] extra "
+        f"(missing module {e.name!r}): pip install 'chunknav[postgres]' "
+        f"(or pip install -r requirements-postgres.txt)", name=e.name) from e
 
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
