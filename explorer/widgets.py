@@ -394,9 +394,8 @@ def status_view(status: dict[str, Any]) -> None:
         st.subheader(f"Indexed with notes ({len(noted)})")
         st.caption("Text decoded from a detected encoding, OCR'd pages, parts not read: "
                    "the file is searchable, but check these.")
-        st.dataframe([{**n, "notes": "; ".join(n["notes"])} for n in noted], hide_index=True,
-                     width="stretch", column_order=["collectionPath", "filePath", "encoding",
-                                                    "encodingConfidence", "notes"])
+        table([{**n, "notes": "; ".join(n["notes"])} for n in noted],
+              columns=["collectionPath", "filePath", "encoding", "encodingConfidence", "notes"])
     st.subheader("Last run")
     if status.get("lastRun"):
         run_summary(status["lastRun"], heading="Last index run")
