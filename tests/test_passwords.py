@@ -134,3 +134,44 @@ def test_cli_refuses_a_plain_password(tmp_path, capsys):
     assert "--password-env" in capsys.readouterr().err
     assert main(["--db", db, "collections", "add", "X", str(root), "--password-env", "PDF_PW"]) == 0
     assert json.loads(capsys.readouterr().out)["passwordRef"] == "env:PDF_PW"
+
+
+def test_legacy_plain_password_blanked_on_open_on_every_store(store, store_backend, tmp_path):
+    """Both stores: a plain password written by an older version is blanked when the store
+    opens again; references survive; the schema keeps working (add/list collections)."""
+    from engine.model import Collection
+
+    store.add_collection(Collection("Ref", str(tmp_path), "env:PDF_PW"))
+    store.add_collection(Collection("Old", str(tmp_path), None))
+    if store_backend == "sqlite":
+        from engine.store.sqlite import SqliteStore
+
+        path = str(tmp_path / "db" / "index.db")
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE collections SET password = 'hunter2' WHERE collection_path = 'Old'")
+        store.close()
+        again = SqliteStore(path)
+    else:
+        import psycopg
+
+        from engine.store.postgres import PostgresStore
+
+        with psycopg.connect(store._test_dsn, autocommit=True) as conn:
+            conn.execute("UPDATE chunknav.collections SET password = 'hunter2' WHERE collection_path = 'Old'")
+        again = PostgresStore(store._test_dsn)
+    try:
+        assert {c.collection_path: c.password_ref for c in again.collections()} == {"Old": None, "Ref": "env:PDF_PW"}
+        again.add_collection(Collection("New", str(tmp_path), "file:/etc/chunknav/pw"))
+        assert again.get_collection("New").password_ref == "file:/etc/chunknav/pw"
+        if store_backend == "postgres":
+            import psycopg
+
+            with psycopg.connect(store._test_dsn) as conn:
+                raw = dict(conn.execute("SELECT collection_path, password FROM chunknav.collections").fetchall())
+            assert raw["Old"] is None
+        else:
+            with sqlite3.connect(str(tmp_path / "db" / "index.db")) as conn:
+                assert conn.execute("SELECT password FROM collections WHERE collection_path = 'Old'").fetchone() == (None,)
+    finally:
+        if store_backend == "postgres":
+            again.close()
