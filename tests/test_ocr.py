@@ -247,3 +247,44 @@ def test_force_ocrs_text_pages_and_auto_leaves_them(tmp_path):
         _, a = _phrase_box(native, line)
         _, b = _phrase_box(forced, line)
         assert a.contains(b, a.h * 0.1, a.h * 0.1), (line, a, b)
+
+
+def _build_sideways(directory: Path) -> tuple[Path, Path]:
+    """A page image with upright text placed on a /Rotate 90 page, so it shows sideways
+    (a sheet fed the wrong way), and its native-text twin (same words, same /Rotate)."""
+    import pymupdf
+
+    flat = pymupdf.open()
+    page = flat.new_page(width=612, height=792)
+    for i, line in enumerate(LINES):
+        page.insert_text((60, 120 + 60 * i), line, fontsize=22, fontname="helv")
+    png = page.get_pixmap(dpi=150).tobytes("png")
+    page.set_rotation(90)
+    text_path = directory / "text-sideways.pdf"
+    flat.save(text_path)
+    scan = pymupdf.open()
+    spage = scan.new_page(width=612, height=792)
+    spage.insert_image(spage.rect, stream=png)
+    spage.set_rotation(90)
+    scan_path = directory / "scan-sideways.pdf"
+    scan.save(scan_path)
+    return text_path, scan_path
+
+
+@needs_tesseract
+@pytest.mark.skipif(not shutil.which("tesseract"), reason="orientation detection needs the tesseract program "
+                                                         "(Debian package tesseract-ocr)")
+def test_sideways_scan_is_turned_upright_and_boxed_on_its_ink(tmp_path):
+    text_path, scan_path = _build_sideways(tmp_path)
+    native = extract(text_path)
+    x = extract(scan_path, ocr=OCR)
+    assert x.metadata["ocrTurned"] == {"1": 270} and any("read turned" in n for n in x.notes)
+    for line in LINES:
+        assert line in x.text, x.text
+        _, a = _phrase_box(native, line)
+        _, b = _phrase_box(x, line)
+        assert b.h > b.w  # shown sideways: the line runs down the displayed page
+        tol = 0.15 * min(a.w, a.h)
+        assert a.contains(b, tol, tol) and b.w * b.h > 0.5 * a.w * a.h, (line, a, b)
+        inside, covered, loose = _ink(scan_path, 1, b)
+        assert inside > 0.03 and covered > 0.95 and loose < 2.5, (line, b, inside, covered, loose)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["OcrSettings", "OCR_OFF", "tesseract_version", "tessdata_dir", "ocr_unavailable",
-           "needs_ocr", "ocr_page", "OCR_INSTALL_HINT"]
+           "needs_ocr", "orientation", "ocr_page", "OCR_INSTALL_HINT"]
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,35 @@ def needs_ocr(page: Any, native_words: int, settings: OcrSettings) -> bool:
         return False
 
 
-def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[Any, ...]], float | None]:
-    """OCR one page as displayed.
+def orientation(page: Any, settings: OcrSettings) -> int:
+    """Degrees (0, 90, 180, 270) to turn the displayed page so its text stands
+    upright, from Tesseract's orientation detection (``--psm 0``, needs the
+    ``tesseract`` program and ``osd.traineddata``) on a <= 150 dpi rendering;
+    0 when unknown or not confident (orientation confidence < 2)."""
+    import pymupdf
+
+    exe, data = shutil.which("tesseract"), tessdata_dir()
+    if not exe or not data or not (Path(data) / "osd.traineddata").is_file():
+        return 0
+    dpi = min(settings.dpi, 150)
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+    env = {**os.environ, "TESSDATA_PREFIX": data, "OMP_THREAD_LIMIT": "1"}
+    try:
+        out = subprocess.run([exe, "-", "-", "--psm", "0", "--dpi", str(dpi)], input=pix.tobytes("png"),
+                             capture_output=True, timeout=_TSV_TIMEOUT_S, env=env).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    found = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    try:
+        turn = int(found.get("Rotate", "0").strip()) % 360
+        confident = float(found.get("Orientation confidence", "0").strip()) >= 2.0
+    except ValueError:
+        return 0
+    return turn if confident and turn in (90, 180, 270) else 0
+
+
+def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[Any, ...]], float | None, int]:
+    """OCR one page as displayed (turned upright first when its text is not).
 
     Args:
         page: a PyMuPDF page.
@@ -127,11 +154,13 @@ def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[A
         flags: PyMuPDF text flags for the word list (as for native words).
 
     Returns:
-        ``(words, mean_confidence)``: PyMuPDF word tuples ``(x0, y0, x1, y1,
-        word, block, line, word_no)`` in *displayed* page points (origin the
-        displayed top-left, rotation and CropBox applied), and the mean
-        Tesseract word confidence 0..100 (None without the ``tesseract``
-        program or when it found no word).
+        ``(words, mean_confidence, turned)``: PyMuPDF word tuples ``(x0, y0,
+        x1, y1, word, block, line, word_no)`` in *displayed* page points
+        (origin the displayed top-left, rotation and CropBox applied; a word
+        read on a turned image is mapped back, so its box lies on its ink as
+        displayed), the mean Tesseract word confidence 0..100 (None without
+        the ``tesseract`` program or when it found no word), and the degrees
+        the image was turned for reading (``orientation``).
 
     Raises:
         RuntimeError: MuPDF's OCR failed on this page (the caller notes it).
@@ -139,22 +168,30 @@ def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[A
     import pymupdf
 
     zoom = settings.dpi / 72.0
-    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
+    turned = orientation(page, settings)
+    mat = pymupdf.Matrix(zoom, zoom).prerotate(turned)
+    pix = page.get_pixmap(matrix=mat, colorspace=pymupdf.csRGB, alpha=False)
     tsv = _start_tsv(pix, settings)
     try:
         ocr_pdf = pymupdf.open("pdf", pix.pdfocr_tobytes(compress=False, language=settings.languages,
                                                           tessdata=tessdata_dir()))
         try:
             ocr = ocr_pdf[0]
-            unzoom = page.rect.width / ocr.rect.width if ocr.rect.width else 1.0
-            tp = ocr.get_textpage(flags=flags, matrix=pymupdf.Matrix(unzoom, unzoom))
+            scale = pix.width / ocr.rect.width if ocr.rect.width else 1.0
+            # OCR page points -> pixels -> displayed points: undo the origin shift
+            # of the rendered (turned) rect, then the zoom and turn.
+            shown = page.rect * mat
+            back = pymupdf.Matrix(scale, scale) * pymupdf.Matrix(1, 0, 0, 1, shown.x0, shown.y0) * ~mat
+            tp = ocr.get_textpage(flags=flags, matrix=back)
             words = ocr.get_text("words", textpage=tp, flags=flags)
         finally:
             ocr_pdf.close()
     except BaseException:
         _stop(tsv)
         raise
-    return words, _mean_confidence(tsv)
+    if turned:  # a textpage matrix with a turn keeps corner order; make the boxes proper again
+        words = [(min(w[0], w[2]), min(w[1], w[3]), max(w[0], w[2]), max(w[1], w[3]), *w[4:]) for w in words]
+    return words, _mean_confidence(tsv), turned
 
 
 def _start_tsv(pix: Any, settings: OcrSettings) -> subprocess.Popen | None:

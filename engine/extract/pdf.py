@@ -187,6 +187,7 @@ def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: s
         notes: list[str] = []
         unreadable: list[int] = []
         ocr_confidence: dict[int, float | None] = {}  # OCR'd page -> mean word confidence
+        ocr_turned: dict[int, int] = {}  # OCR'd page read turned upright -> degrees
         ocr_wanted: list[int] = []  # pages OCR would read, when it is unavailable
         ocr_missing: str | None = None
         ocr_checked = False
@@ -215,8 +216,10 @@ def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: s
                     ocr_wanted.append(number)
                 else:
                     try:
-                        raw, ocr_confidence[number] = ocr_page(page, ocr, flags)
+                        raw, ocr_confidence[number], turn = ocr_page(page, ocr, flags)
                         ocr_done = True
+                        if turn:
+                            ocr_turned[number] = turn
                     except Exception as exc:  # MuPDF/Tesseract failed on this page: note it
                         log.debug("%s: OCR of page %d failed: %s", path, number, exc)
                         notes.append(f"OCR of page {number} failed: {exc}")
@@ -252,6 +255,10 @@ def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: s
         notes.append(f"{ocr_missing}; not OCR'd: {page_ranges(ocr_wanted)}")
     if ocr_confidence:
         notes.append(_ocr_note(ocr, ocr_confidence))
+        if ocr_turned:
+            notes.append("text not upright as displayed, read turned: " + ", ".join(
+                f"page {k} by {v} degrees" for k, v in sorted(ocr_turned.items())))
+            metadata["ocrTurned"] = {str(k): v for k, v in sorted(ocr_turned.items())}
         metadata["ocrPages"] = {str(k): v for k, v in sorted(ocr_confidence.items())}
         metadata["ocr"] = {"engine": tesseract_version(), "languages": ocr.languages, "dpi": ocr.dpi}
     return ExtractedText(text, words, pages, filetype, tuple(notes), metadata)
