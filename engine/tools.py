@@ -375,14 +375,17 @@ REGISTRY: dict[str, Tool] = {
         Tool("get_chunk",
              "Read one chunk (about 1000 characters; neighbours overlap by 150) with its page, bbox, "
              "start/end character offsets, and prevIndex/nextIndex to step through the document. "
-             "Out of range answers found=false with totalChunks and the valid range.",
+             "Out of range answers found=false with totalChunks and the valid range; a file that failed, "
+             "is encrypted or has no text answers found=false with status, reasonCode and message.",
              _schema({**_PATHS, "chunkIndex": {"type": "integer", "minimum": 0,
                                                "description": "0-based chunk index"}},
                      ["collectionPath", "filePath", "chunkIndex"]),
              tool_get_chunk, E.ChunkResult),
         Tool("read_document",
              "Read a document's whole extracted text (use this for a whole table or section, not "
-             "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end.",
+             "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end. "
+             "A file that failed, is encrypted or has no text answers found=false with status, "
+             "reasonCode and message (never an empty text).",
              _schema({**_PATHS,
                       "offset": {"type": "integer", "minimum": 0, "default": 0,
                                  "description": "character offset to start at"},
