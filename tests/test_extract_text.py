@@ -95,3 +95,23 @@ def test_whitespace_only_is_empty(tmp_path):
     assert x.text == "" and x.words == () and x.notes == ("only whitespace",)
     (tmp_path / "zero.md").write_bytes(b"")
     assert extract(tmp_path / "zero.md").notes == ("empty file (0 bytes)",)
+
+
+def test_utf16_without_bom_and_binary_named_txt(tmp_path):
+    p = tmp_path / "wide.txt"
+    p.write_bytes("Heat pump report, zweite Fassung: Wärme".encode("utf-16-le"))
+    x = extract(p)
+    assert x.text == "Heat pump report, zweite Fassung: Wärme" and x.metadata["encoding"] == "utf-16-le"
+    assert x.notes[0].startswith("decoded as utf-16-le (no BOM")
+    p.write_bytes("Heat pump report".encode("utf-16-be"))
+    assert extract(p).metadata["encoding"] == "utf-16-be"
+    import os
+
+    from engine.errors import ExtractError
+    from engine.extract.reasons import reason_code
+
+    blob = tmp_path / "blob.txt"
+    blob.write_bytes(os.urandom(4096))
+    with pytest.raises(ExtractError, match="^not text: ") as e:
+        extract(blob)
+    assert reason_code("failed", e.value.reason) == "not-text"

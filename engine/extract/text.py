@@ -28,6 +28,7 @@ LOW_CONFIDENCE = 0.9
 _PREFERRED = ("cp1252", "utf_8", "iso8859_1", "cp1250", "cp1251", "cp1255", "cp1256")
 _ESCAPED = re.compile("[\udc80-\udcff]")  # bytes surrogateescape could not decode
 _NON_ASCII = re.compile("[^\x00-\x7f]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")  # C0 controls but tab, line ends, form feed
 #: Non-ASCII bytes a detection needs for full confidence (fewer scale it down).
 _EVIDENCE_BYTES = 16
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32", "utf-32"),
@@ -45,7 +46,8 @@ class Decoded:
         confidence: 0..1; 1.0 for a BOM or strict UTF-8; for detected encodings
             ``1 - chaos`` (charset-normalizer's mess ratio of the decoded text);
             for UTF-8 with stray bytes the share of non-ASCII sequences that decoded.
-        method: ``"bom"``, ``"utf-8"``, ``"utf-8-replaced"``, ``"detected"`` or ``"fallback"``.
+        method: ``"bom"``, ``"utf-8"``, ``"utf-16-guess"`` (no BOM, NUL pattern),
+            ``"utf-8-replaced"``, ``"detected"`` or ``"fallback"``.
         notes: human notes (empty for a clean UTF-8 / BOM decoding).
         language: the detector's guess of the language (``""`` when none).
     """
@@ -70,7 +72,8 @@ def _stray_bytes(data: bytes) -> tuple[str, int, int]:
 def decode(data: bytes) -> Decoded:
     """bytes -> ``Decoded``. Never raises.
 
-    Order: a BOM (UTF-8/16/32); strict UTF-8; UTF-8 with a few invalid bytes
+    Order: a BOM (UTF-8/16/32); UTF-16 without a BOM when NUL bytes fill one
+    byte of most pairs; strict UTF-8; UTF-8 with a few invalid bytes
     (at most max(4, 5 % of its valid non-ASCII characters), and more valid
     multi-byte characters than invalid bytes: the bytes become U+FFFD and a
     note says how many); otherwise charset-normalizer's best guess (its
@@ -84,6 +87,10 @@ def decode(data: bytes) -> Decoded:
                 return Decoded(data.decode(codec), name, 1.0, "bom")
             except UnicodeDecodeError:
                 break
+    if b"\x00" in data:  # ASCII-range UTF-16 is valid UTF-8 too: look at the NUL pattern first
+        wide = _utf16_without_bom(data)
+        if wide is not None:
+            return wide
     try:
         return Decoded(data.decode("utf-8"), "utf-8", 1.0, "utf-8")
     except UnicodeDecodeError:
@@ -94,6 +101,25 @@ def decode(data: bytes) -> Decoded:
         return Decoded(text, "utf-8", round(good / (good + bad), 3), "utf-8-replaced",
                        (f"UTF-8 with {bad} invalid {noun} replaced by U+FFFD",))
     return _detect(data)
+
+
+def _utf16_without_bom(data: bytes) -> Decoded | None:
+    """UTF-16 without a BOM: most of one byte of every pair NUL (ASCII-range
+    text), the other not; None when the bytes do not look like it or do not decode."""
+    if len(data) < 8 or len(data) % 2:
+        return None
+    arr = np.frombuffer(data, np.uint8)
+    even, odd = arr[0::2], arr[1::2]
+    for codec, zeros, other in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        share = float(np.count_nonzero(zeros == 0)) / len(zeros)
+        if share >= 0.7 and np.count_nonzero(other == 0) / len(other) < 0.1:
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError:
+                return None
+            return Decoded(text, codec, round(share, 3), "utf-16-guess",
+                           (f"decoded as {codec} (no BOM; {share:.0%} of code units ASCII-range), not UTF-8",))
+    return None
 
 
 def _detect(data: bytes) -> Decoded:
@@ -142,7 +168,10 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     recorded ``empty``, with no chunk.
 
     Raises:
-        ExtractError: ``"cannot read: ..."`` when the file cannot be read.
+        ExtractError: ``"cannot read: ..."`` when the file cannot be read;
+            ``"not text: 37% control characters (binary content, ...)"`` when
+            more than 5 % of the decoded characters are C0 controls other than
+            tab, line ends and form feed (a binary file named ``.txt``).
     """
     try:
         data = path.read_bytes()
@@ -150,6 +179,10 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
         raise ExtractError(f"cannot read: {e}") from None
     d = decode(data)
     text = d.text
+    control = len(_CONTROL.findall(text))
+    if text and control > max(8, len(text) // 20):
+        raise ExtractError(f"not text: {control / len(text):.0%} control characters (binary content, "
+                           f"decoded as {d.encoding})")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = unicodedata.normalize("NFKC", text)
