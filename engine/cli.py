@@ -13,27 +13,21 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from engine.config import load_settings, settings_table
-from engine.errors import ChunknavError, IndexBusyError, SettingsError, WHO_FIXES
+from engine.launcher import APP, STREAMLIT_CONFIG, streamlit_flags  # noqa: F401  (re-exported from engine.cli)
+from engine.secrets import install_log_redaction, redact
+from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError, WHO_FIXES
 from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
 
 __all__ = ["main", "build_parser", "streamlit_flags"]
 
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[1]
-#: The explorer's entry script: ``explorer/app.py`` beside ``engine/`` (checkout or site-packages).
-APP = REPO / "explorer" / "app.py"
-#: Streamlit settings: inside the installed ``explorer`` package, else at the checkout's root.
-STREAMLIT_CONFIG = next((p for p in (REPO / "explorer" / "_config" / "streamlit_config.toml",
-                                     REPO / "streamlit_config.toml") if p.is_file()),
-                        REPO / "streamlit_config.toml")
 _TYPES = {"integer": int, "string": str, "number": float}
 
 
@@ -67,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--password-file", metavar="PATH",
                     help="secrets file (first line) holding that password, outside the index (the index stores the path)")
     pw.add_argument("--password", help=argparse.SUPPRESS)  # refused: no password is stored
+    add.add_argument("--replace", action="store_true",
+                     help="re-point a collection path that is bound to another directory "
+                          "(drops its documents and chunks; vectors stay)")
+    add.add_argument("--allow-any-root", action="store_true",
+                     help="accept a directory outside CHUNKNAV_ALLOWED_ROOTS ('/' and system directories "
+                          "stay refused)")
     csub.add_parser("list", help="list collections as JSON")
     rm = csub.add_parser("remove", help="drop a collection's documents and chunks (vectors stay)")
     rm.add_argument("path")
@@ -103,8 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by default; "
                           "any other address needs CHUNKNAV_MCP_TOKEN)")
     gui = sub.add_parser("gui", help="open the Streamlit explorer")
-    gui.add_argument("--port", type=int, help="server port (default from streamlit_config.toml)")
-    gui.add_argument("--address", help="listen address (default 127.0.0.1 from streamlit_config.toml)")
+    gui.add_argument("--port", type=int,
+                     help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)")
+    gui.add_argument("--address",
+                     help="bind address (default 127.0.0.1; anything not loopback needs CHUNKNAV_ACCESS_TOKEN)")
     gui.add_argument("--headless", action="store_true", help="do not open a browser")
 
     mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
@@ -139,8 +141,13 @@ def _json_type(spec: dict[str, Any]) -> str:
 
 
 def _print(obj: Any) -> None:
-    sys.stdout.write(to_json(obj, indent=2) + "\n")
+    sys.stdout.write(redact(to_json(obj, indent=2)) + "\n")
     sys.stdout.flush()
+
+
+def _err(message: Any) -> None:
+    """One ``chunknav: ...`` line on stderr, secrets redacted."""
+    print(f"chunknav: {redact(str(message))}", file=sys.stderr)
 
 
 def _progress_printer():
@@ -184,6 +191,9 @@ def _human_index(s: dict) -> str:
 
 
 def _human_status(st: dict) -> str:
+    """The ``index_status`` envelope for people: counts, collections, what needs
+    attention (last run's outcome, embedding failures, models with chunks
+    lacking vectors, truncated chunks, stale and failed files), the provider."""
     prov = st["provider"]
     probe = prov.get("probe") or {}
     out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
@@ -191,29 +201,58 @@ def _human_status(st: dict) -> str:
         out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
                    f"{c['failed']:>3} failed  <- {c['root']}")
     for v in st["vectors"]:
-        out.append(f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}")
+        line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
+        if v.get("truncated"):
+            line += f", truncated {v['truncated']}"
+        out.append(line)
     out.append(f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
                + (f" at {prov['endpoint']}" if prov.get("endpoint") else ""))
     if probe:
         out.append("  probe: ok (%.3f s)" % probe.get("seconds", 0) if probe.get("ok")
                    else f"  probe: {probe.get('error')}: {probe.get('message')}")
+    out += _attention(st)
     for f in st["failures"]:
         out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
     return "\n".join(out)
 
 
-def streamlit_flags(config_path: Path = STREAMLIT_CONFIG) -> list[str]:
-    """``--section.key=value`` flags from ``streamlit_config.toml`` (Streamlit
-    does not read that file name by itself)."""
-    if not config_path.is_file():
-        return []
-    flags = []
-    for section, table in tomllib.loads(config_path.read_text("utf-8")).items():
-        for key, value in table.items():
-            if isinstance(value, bool):
-                value = str(value).lower()
-            flags.append(f"--{section}.{key}={value}")
-    return flags
+def _attention(st: dict) -> list[str]:
+    """The lines an operator must not miss: last run, embedding failure, missing
+    vectors per model, truncated chunks, stale files."""
+    out = []
+    run = st.get("lastRun")
+    if not run:
+        out.append("last run: none yet (chunknav index)")
+    else:
+        failed = len(run.get("failed") or [])
+        outcome = "embedding failed" if run.get("embedError") else ("finished with failures" if failed
+                                                                     else "ok")
+        out.append(f"last run: {outcome} at {run.get('finishedAt', '?')}"
+                   f"{' (rebuild)' if run.get('force') else ''}: {run.get('indexed', 0)} indexed, "
+                   f"{run.get('skipped', 0)} unchanged, {failed} failed, {run.get('removed', 0)} removed, "
+                   f"{run.get('embedded', 0)} vectors embedded")
+        err = run.get("embedError")
+        if err:
+            out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")
+            out.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
+                       f"keyword search works meanwhile, the next run embeds what is missing")
+    for v in st["vectors"]:
+        if v.get("missing"):
+            out.append(f"attention: model {v['model']} has {v['missing']} chunks without vectors "
+                       f"(run chunknav index to embed them)")
+    # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
+    truncated = (sum(int(v.get("truncated") or 0) for v in st["vectors"]) or int(st.get("truncatedChunks") or 0)
+                 or int((run or {}).get("truncated") or 0 if not isinstance((run or {}).get("truncated"), list)
+                        else len(run["truncated"])))
+    if truncated:
+        out.append(f"attention: {truncated} chunks were truncated before embedding")
+    stale = [f for f in st["failures"] if f.get("status") == "stale" or f.get("stale")]
+    if stale:
+        out.append(f"attention: {len(stale)} stale files (changed or unreadable since indexing)")
+    model = st["provider"].get("model")
+    if st["chunks"] and model and not any(v["model"] == model for v in st["vectors"]):
+        out.append(f"attention: the configured model {model} has no vectors yet ({st['chunks']} chunks lack them)")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,12 +262,13 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for usage
         return int(e.code or 0)
+    install_log_redaction()  # engine.secrets: no log line carries a configured secret
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         settings = load_settings({"db": args.db, "dsn": args.dsn})
     except SettingsError as e:
-        print(f"chunknav: {e}", file=sys.stderr)
+        _err(e)
         return 2
     if args.command == "settings":
         _print(settings_table())
@@ -239,23 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return mcp_main(settings, http=args.http) or 0
         except SettingsError as e:
-            print(f"chunknav: {e}", file=sys.stderr)
+            _err(e)
             return 2
     if args.command == "gui":
-        cmd = [sys.executable, "-m", "streamlit", "run", str(APP), *streamlit_flags()]
-        if args.port:
-            cmd.append(f"--server.port={args.port}")
-        if args.address:
-            cmd.append(f"--server.address={args.address}")
-        if args.headless:
-            cmd.append("--server.headless=true")
-        # The app runs in this working directory (chunknav.toml is read here, as by
-        # every other command) on the same index file, made absolute.
-        db = settings.db if settings.db == ":memory:" else os.path.abspath(settings.db)
-        env = dict(os.environ, CHUNKNAV_DB=db)
-        if settings.dsn:
-            env["CHUNKNAV_DSN"] = settings.dsn
-        return subprocess.call(cmd, env=env)
+        from engine.launcher import run_gui
+
+        return run_gui(settings, port=args.port, address=args.address, headless=args.headless)
     if args.command == "migrate":
         return _migrate(args.src, args.dst)
 
@@ -263,13 +292,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args, engine)
     except ToolArgumentError as e:
-        print(f"chunknav: {e}", file=sys.stderr)
+        _err(e)
         return 2
     except IndexBusyError as e:
-        print(f"chunknav: {e}", file=sys.stderr)
+        _err(e)
         return 1
+    except CollectionBoundError as e:
+        counts = engine.collection_counts(e.collection_path)
+        _err(f"collection {e.collection_path!r} is already bound to {e.current_root}; use --replace to "
+             f"re-point it to {e.new_root} (drops its {counts['documents']} documents and "
+             f"{counts['chunks']} chunks; vectors stay)")
+        return 2
+    except RootRefusedError as e:
+        _err(f"{e}; or pass --allow-any-root to accept it once" if "outside the allowed roots" in str(e) else e)
+        return 2
     except (ValueError, ChunknavError) as e:
-        print(f"chunknav: {e}", file=sys.stderr)
+        _err(e)
         return 2
     finally:
         engine.close()
@@ -284,7 +322,8 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
                 return 2
             ref = (f"env:{args.password_env}" if args.password_env
                    else f"file:{args.password_file}" if args.password_file else None)
-            c = engine.add_collection(args.path, args.dir, ref)
+            c = engine.add_collection(args.path, args.dir, ref, replace=args.replace,
+                                      allow_any_root=args.allow_any_root)
             out = {"collectionPath": c.collection_path, "root": c.root}
             if c.password_ref:
                 out["passwordRef"] = c.password_ref
@@ -292,10 +331,12 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         elif args.action == "list":
             _print([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()])
         else:
+            counts = engine.collection_counts(args.path)
             if not engine.remove_collection(args.path):
-                print(f"chunknav: no collection {args.path!r}", file=sys.stderr)
+                _err(f"no collection {args.path!r}")
                 return 1
-            _print({"removed": args.path})
+            _print({"removed": args.path, "documents": counts["documents"], "chunks": counts["chunks"],
+                    "vectorsKept": True})
         return 0
     if args.command == "index":
         t0 = time.perf_counter()
@@ -303,7 +344,7 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         if args.json:
             _print(summary)
         else:
-            print(_human_index(summary))
+            print(redact(_human_index(summary)))
         log.info("index took %.2f s", time.perf_counter() - t0)
         return 1 if summary.get("embedError") else 0
     # a tool subcommand
@@ -312,7 +353,7 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}
     envelope = call_tool(engine, name, arguments)
     if name == "index_status" and not args.json:
-        print(_human_status(envelope))
+        print(redact(_human_status(envelope)))
     else:
         _print(envelope)
     return 1 if "error" in envelope else 0
@@ -333,7 +374,7 @@ def _migrate(src: str, dst: str) -> int:
     try:
         a, b = store_for(src), store_for(dst)
     except SettingsError as e:
-        print(f"chunknav: {e}", file=sys.stderr)
+        _err(e)
         return 2
     try:
         _print(migrate(a, b))

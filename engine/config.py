@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import SettingsError
+from engine.secrets import register_settings
 
 __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
 
@@ -76,6 +77,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
             "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
             "required for any non-loopback address; never logged or shown", str),
+    # -- operator safety (issue 14): who may reach the explorer, where collections may live
+    Setting("allowed_roots", "CHUNKNAV_ALLOWED_ROOTS", "", "paths",
+            "directories collection roots may live under, separated by ':' (os.pathsep); empty = the "
+            "working directory's tree and the user's home; '/' and system directories are always refused", str),
+    Setting("access_token", "CHUNKNAV_ACCESS_TOKEN", "", "secret",
+            "token the explorer asks for once per browser session; required to bind a non-loopback address", str),
+    Setting("read_only", "CHUNKNAV_READ_ONLY", False, "flag",
+            "explorer without Rebuild and collection changes (true/false)", bool),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -102,6 +111,9 @@ class Settings:
     ocr_languages: str = "eng"
     ocr_dpi: int = 300
     mcp_token: str = ""
+    allowed_roots: str = ""
+    access_token: str = ""
+    read_only: bool = False
 
     @property
     def chunk_step(self) -> int:
@@ -199,7 +211,9 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         if key not in _BY_NAME:
             raise SettingsError(f"unknown setting {key!r}")
         values[key] = _coerce(_BY_NAME[key], value, "the command line")
-    return Settings(**values).validate()
+    settings = Settings(**values).validate()
+    register_settings(settings)  # engine.secrets: every face redacts these, in every form
+    return settings
 
 
 def settings_table() -> list[dict[str, Any]]:

@@ -15,8 +15,12 @@ Exception tree::
     │                              in engine/embed/, copied everywhere after)
     ├── IndexBusyError             another index run holds the lock
     ├── PathEscapeError            a filePath that leaves the collection root
-    └── StoreUnavailableError      the index cannot be opened (reported as
-                                   ``error: index-unavailable`` by every tool)
+    ├── StoreUnavailableError      the index cannot be opened (reported as
+    │                              ``error: index-unavailable`` by every tool)
+    ├── RootRefusedError (ValueError)      a collection root outside
+    │                              CHUNKNAV_ALLOWED_ROOTS, ``/`` or a system directory
+    └── CollectionBoundError (ValueError)  the collectionPath is already bound
+                                   to another root (replace it on purpose)
 """
 
 from typing import Literal
@@ -35,6 +39,8 @@ __all__ = [
     "IndexBusyError",
     "PathEscapeError",
     "StoreUnavailableError",
+    "RootRefusedError",
+    "CollectionBoundError",
 ]
 
 ErrorCode = Literal[
@@ -47,6 +53,9 @@ ErrorCode = Literal[
     "not-found",  # unknown collection / document node
     "invalid-argument",  # a tool argument out of its domain
     "path-escape",  # filePath leaves the collection root
+    # operator actions (issue 14)
+    "root-refused",  # a collection root outside CHUNKNAV_ALLOWED_ROOTS or a system directory
+    "collection-bound",  # the collectionPath is bound to another root; replace it on purpose
 ]
 
 ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
@@ -81,6 +90,8 @@ WHO_FIXES: dict[str, str] = {
     "not-found": "the caller: check the collection or document path",
     "invalid-argument": "the caller: fix the named argument",
     "path-escape": "the caller: filePath must stay inside the collection root",
+    "root-refused": "the operator: choose a directory under CHUNKNAV_ALLOWED_ROOTS (or extend that setting)",
+    "collection-bound": "the operator: pick another collection path, or replace the binding on purpose",
 }
 
 
@@ -131,3 +142,29 @@ class PathEscapeError(ChunknavError):
 
 class StoreUnavailableError(ChunknavError):
     """The store cannot be opened (unwritable path, corrupt file, server down)."""
+
+
+class RootRefusedError(ChunknavError, ValueError):
+    """A collection root is ``/``, a system directory, or outside
+    ``CHUNKNAV_ALLOWED_ROOTS``; the message names the setting."""
+
+    code = "root-refused"
+
+
+class CollectionBoundError(ChunknavError, ValueError):
+    """``add_collection`` of a collectionPath already bound to another root.
+
+    Attributes:
+        collection_path: the path asked for.
+        current_root: the directory it is bound to now.
+        new_root: the directory asked for (real path).
+    """
+
+    code = "collection-bound"
+
+    def __init__(self, collection_path: str, current_root: str, new_root: str):
+        super().__init__(f"collection {collection_path!r} is already bound to {current_root}; "
+                         f"re-pointing it to {new_root} must be asked for on purpose")
+        self.collection_path = collection_path
+        self.current_root = current_root
+        self.new_root = new_root

@@ -16,7 +16,14 @@ Outcomes (STYLE.md section 3):
   ``-32602`` (invalid params) whose message names the argument;
 * anything unexpected (a bug, a store that cannot be opened) -> a tool
   result with ``isError`` and a one-line message; the traceback goes to the
-  server's log on stderr, never to the client, and the server keeps serving.
+  server's log on stderr, never to the client, and the server keeps serving;
+* a stdio frame that is not JSON -> a JSON-RPC error ``-32700`` (parse
+  error), valid JSON that is not a JSON-RPC message -> ``-32600`` (invalid
+  request), both with ``id: null``; the server keeps serving
+  (``_answer_bad_frames``).
+
+Every text leaving the server (results, failure messages, log lines) passes
+``engine.secrets`` redaction.
 
 Built on the official SDK's low-level ``mcp.server.lowlevel.Server`` (mcp
 2.x: ``on_list_tools`` / ``on_call_tool`` constructor handlers), which
@@ -51,7 +58,9 @@ try:
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams
     from mcp.shared.exceptions import MCPError
+    from mcp.shared.message import SessionMessage
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
         "'chunknav mcp' needs the 'mcp' package (the official MCP Python SDK): "
@@ -60,6 +69,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from engine.config import Settings, load_settings
 from engine.errors import SettingsError
+from engine.secrets import install_log_redaction, redact
 from engine.tools import REGISTRY, Engine, ToolArgumentError, call_tool, to_json
 
 __all__ = ["SERVER_NAME", "HTTP_PATH", "list_tools", "tool_result", "build_server", "serve",
@@ -118,7 +128,7 @@ def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
 
 
 def _failure_result(name: str, exc: BaseException) -> types.CallToolResult:
-    text = f"{name} failed: {type(exc).__name__}: {exc}".strip()
+    text = redact(f"{name} failed: {type(exc).__name__}: {exc}".strip())
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
@@ -142,7 +152,7 @@ def build_server(engine: Engine) -> Server:
             envelope = await anyio.to_thread.run_sync(call_tool, engine, name, arguments)
         except ToolArgumentError as e:
             # Unknown tool / arguments outside the schema: a protocol error (STYLE.md section 3).
-            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+            raise MCPError(code=types.INVALID_PARAMS, message=redact(str(e))) from None
         except Exception as e:  # a bug or an unusable store: report it, keep serving
             log.exception("tool %s failed with arguments %s", name, to_json(arguments))
             return _failure_result(name, e)
@@ -177,10 +187,38 @@ async def serve(settings: Settings | None = None, engine: Engine | None = None) 
     server = build_server(engine)
     try:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            clean_send, clean_read = create_context_streams[SessionMessage | Exception](0)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_answer_bad_frames, read_stream, clean_send, write_stream)
+                await server.run(clean_read, write_stream, server.create_initialization_options())
+                tg.cancel_scope.cancel()
     finally:
         if own:
             engine.close()
+
+
+def parse_error(exc: BaseException) -> types.JSONRPCError:
+    """The JSON-RPC error answering one bad stdio frame: ``-32700`` when the
+    frame is not JSON, ``-32600`` when it is JSON but not a JSON-RPC message;
+    ``id`` is null (the frame's id cannot be trusted)."""
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    not_json = any(e.get("type") == "json_invalid" for e in errors) or not errors
+    code, what = (types.PARSE_ERROR, "Parse error: the frame is not valid JSON") if not_json else (
+        types.INVALID_REQUEST, "Invalid Request: the frame is JSON but not a JSON-RPC 2.0 message")
+    detail = str(errors[0].get("msg", "")) if errors else type(exc).__name__
+    return types.JSONRPCError(jsonrpc="2.0", id=None,
+                              error=types.ErrorData(code=code, message=redact(f"{what} ({detail})")))
+
+
+async def _answer_bad_frames(read_stream, clean_send, write_stream) -> None:
+    """Forward good frames to the server; answer each bad one with ``parse_error``."""
+    async with clean_send:
+        async for item in read_stream:
+            if isinstance(item, Exception):
+                log.warning("malformed JSON-RPC frame on stdin: %s", type(item).__name__)
+                await write_stream.send(SessionMessage(parse_error(item)))
+                continue
+            await clean_send.send(item)
 
 
 def parse_http_address(value: str) -> tuple[str, int]:
@@ -300,6 +338,7 @@ def main(settings: Settings | None = None, *, db: str | None = None, http: str |
         SettingsError: a bad ``http`` address, or a non-loopback one without
             ``CHUNKNAV_MCP_TOKEN``.
     """
+    install_log_redaction()
     if settings is None:
         settings = load_settings({"db": db})
     if http is None:

@@ -12,9 +12,10 @@ import threading
 from typing import Any, Callable
 
 from engine.config import Settings, load_settings
-from engine.errors import ChunknavError, EmbedError, StoreUnavailableError
+from engine.errors import ChunknavError, CollectionBoundError, EmbedError, IndexBusyError, StoreUnavailableError
 from engine.model import Collection
 from engine.search import ContentChunkSearch
+from engine.secrets import register as register_secrets, register_settings
 
 __all__ = ["Engine"]
 
@@ -35,6 +36,7 @@ class Engine:
         self._store = store
         self._lock = threading.Lock()
         self._search: ContentChunkSearch | None = None
+        register_settings(self.settings)  # every face redacts the configured secrets
 
     @property
     def store(self):
@@ -51,6 +53,10 @@ class Engine:
                     where = self.settings.dsn.split("@")[-1] if self.settings.dsn else self.settings.db
                     raise StoreUnavailableError(
                         f"the index at {where} cannot be opened: {type(e).__name__}: {e}") from e
+                from engine.passwords import resolve_password
+
+                register_secrets(*(resolve_password(c.password_ref)  # PDF passwords, from their references
+                                   for c in self._store.collections()))
             return self._store
 
     @property
@@ -67,34 +73,85 @@ class Engine:
         return self.search.embedder()
 
     # -- operator actions (not agent tools) -------------------------------
-    def add_collection(self, collection_path: str, root: str, password_ref: str | None = None) -> Collection:
+    def add_collection(self, collection_path: str, root: str, password_ref: str | None = None, *,
+                       replace: bool = False, allow_any_root: bool = False) -> Collection:
         """Bind ``collection_path`` (slash-separated) to the directory ``root``.
 
+        Adding a path that is already bound to the same directory is a no-op
+        (the password reference is updated). A path bound to another directory is only
+        re-pointed with ``replace=True``: its documents and chunks are dropped
+        first (vectors stay, counted stale) and the next run indexes the new
+        root; refused while an index run is active.
+
         Args:
+            collection_path: e.g. ``ACME/Reports``.
+            root: an existing directory; must pass ``engine.roots.check_root``
+                (``CHUNKNAV_ALLOWED_ROOTS``; never ``/`` or a system directory).
             password_ref: where encrypted PDFs' password comes from: ``env:NAME``
                 or ``file:/path`` (``engine.passwords``); never the password.
+                The password it points at is registered as a secret (redacted everywhere).
+            replace: re-point an existing path to another root, on purpose.
+            allow_any_root: skip the allowed-roots list (the CLI's
+                ``--allow-any-root``; the GUI never passes it).
 
         Raises:
             ValueError: empty path, a path segment '..' or '_Documents', a
                 root that is not a directory, or a ``password_ref`` that is not
                 a reference (SettingsError).
+            RootRefusedError: the root is refused (message names the setting).
+            CollectionBoundError: the path is bound to another root and
+                ``replace`` is False.
+            IndexBusyError: ``replace`` while an index run is active.
         """
         import os
+
+        from engine.roots import check_root
 
         path = collection_path.strip("/")
         if not path or any(p in ("", ".", "..", "_Documents") for p in path.split("/")):
             raise ValueError(f"bad collectionPath {collection_path!r}: use segments like 'ACME/Reports'")
-        if not os.path.isdir(root):
+        if "\x00" in root or not os.path.isdir(root):
             raise ValueError(f"collection root {root!r} is not a directory")
-        from engine.passwords import check_password_ref
+        real = check_root(root, self.settings.allowed_roots, allow_any=allow_any_root)
+        from engine.passwords import check_password_ref, resolve_password
 
-        c = Collection(path, os.path.abspath(root), check_password_ref(password_ref))
+        ref = check_password_ref(password_ref)
+        register_secrets(resolve_password(ref))
+        existing = self.store.get_collection(path)
+        c = Collection(path, real, ref)
+        if existing is not None and os.path.realpath(existing.root) != real:
+            if not replace:
+                raise CollectionBoundError(path, existing.root, real)
+            self._refuse_while_running(f"replace collection {path!r}")
+            self.store.remove_collection(path)
         self.store.add_collection(c)
         return c
 
+    def collection_counts(self, collection_path: str) -> dict[str, int]:
+        """What removing (or replacing) a collection drops: ``{"documents": n,
+        "chunks": n}`` (vectors are kept and counted stale)."""
+        docs = self.store.documents(collection_path.strip("/"))
+        return {"documents": len(docs), "chunks": sum(d.chunk_count for d in docs)}
+
+    def _refuse_while_running(self, what: str) -> None:
+        """Raise IndexBusyError when an index run holds the lock (checked, then released)."""
+        try:
+            with self.store.index_lock():
+                pass
+        except IndexBusyError as e:
+            raise IndexBusyError(f"cannot {what}: {e}; wait for it to finish") from None
+
     def remove_collection(self, collection_path: str) -> bool:
-        """Drop a collection's documents and chunks (vectors stay, counted stale)."""
-        return self.store.remove_collection(collection_path.strip("/"))
+        """Drop a collection's documents and chunks (vectors stay, counted stale).
+
+        Raises:
+            IndexBusyError: an index run is active.
+        """
+        path = collection_path.strip("/")
+        if self.store.get_collection(path) is None:
+            return False
+        self._refuse_while_running(f"remove collection {path!r}")
+        return self.store.remove_collection(path)
 
     def run_index(self, collections: list[str] | None = None, force: bool = False,
                   on_progress: Callable[[dict], None] | None = None, embed: bool = True) -> dict:

@@ -29,6 +29,7 @@ from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
 from engine.search import make_snippet
+from engine.secrets import public_dsn, redact_obj
 from engine.service import Engine
 
 __all__ = [
@@ -436,9 +437,10 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     arguments = dict(arguments or {})
     _validate(tool, arguments)
     try:
-        return normalise(tool.fn(engine, **_integers(tool, arguments)))
+        envelope = normalise(tool.fn(engine, **_integers(tool, arguments)))
     except StoreUnavailableError as e:
-        return normalise(_unavailable(name, arguments, str(e)))
+        envelope = normalise(_unavailable(name, arguments, str(e)))
+    return redact_obj(envelope)  # engine.secrets: no configured secret leaves through any face
 
 
 def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str, Any]:
@@ -509,9 +511,26 @@ def cli_option(arg: str) -> str:
     return "--" + "".join("-" + c.lower() if c.isupper() else c for c in arg)
 
 
-def cli_command(name: str, arguments: dict[str, Any]) -> str:
-    """The ``chunknav`` command line equivalent to a tool call (JSON output)."""
-    parts = ["chunknav", CLI_NAMES[name]]
+def cli_command(name: str, arguments: dict[str, Any], settings: Any = None) -> str:
+    """The ``chunknav`` command line equivalent to a tool call (JSON output).
+
+    Args:
+        name: a ``REGISTRY`` tool name.
+        arguments: the call's arguments.
+        settings: the ``Settings`` of the index the call ran on; when given,
+            the command names that index so it runs from any directory:
+            ``--dsn`` without its password (``engine.secrets.public_dsn``) for
+            Postgres, else ``--db`` with the absolute path of the SQLite file.
+    """
+    parts = ["chunknav"]
+    if settings is not None:
+        if getattr(settings, "dsn", ""):
+            parts += ["--dsn", public_dsn(settings.dsn)]
+        elif getattr(settings, "db", "") and settings.db != ":memory:":
+            import os
+
+            parts += ["--db", os.path.abspath(settings.db)]
+    parts.append(CLI_NAMES[name])
     for arg in CLI_POSITIONAL[name]:
         if arg in arguments:
             parts.append(str(arguments[arg]))

@@ -7,7 +7,14 @@ by ``st.navigation``; every view keeps its state in ``st.query_params``.
 
 On first start (an index without collections) the bundled sample corpus
 (``assets/samples``) is added as collection ``Samples`` and indexed in the
-background, with a progress bar in the sidebar.
+background, with a progress bar in the sidebar (not in read-only mode).
+
+Before any page runs (``explorer/access.py``): a non-loopback bind or client
+without ``CHUNKNAV_ACCESS_TOKEN`` is refused; with a token the session must
+enter it once; ``CHUNKNAV_READ_ONLY`` drops the Rebuild page. Then the
+page's query parameters are validated (``explorer/links.py``). The app root
+``/`` is a hidden page that switches to Status, so ``/status``, ``/explore``,
+… all open directly.
 """
 
 from __future__ import annotations
@@ -21,19 +28,32 @@ if _REPO not in sys.path:  # `streamlit run explorer/app.py` puts explorer/ firs
 
 import streamlit as st  # noqa: E402
 
-from explorer import state, widgets  # noqa: E402
+from engine.secrets import install_log_redaction  # noqa: E402
+from explorer import access, links, state, widgets  # noqa: E402
 
+install_log_redaction()  # engine.secrets: no log line carries a configured secret
 st.set_page_config(page_title="chunknav explorer", page_icon=":material/travel_explore:", layout="wide")
 
-pages = [st.Page(widgets.page_path(name), title=title, icon=icon, url_path=url, default=name == "status")
-         for name, (_file, title, icon, url) in widgets.PAGES.items()]
-nav = st.navigation(pages)
+
+def _home() -> None:
+    """The app root: the Status page under its own URL (/status)."""
+    st.switch_page(widgets.page_path("status"))
+
+
+read_only = state.settings().read_only
+pages = [st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden")]
+pages += [st.Page(widgets.page_path(name), title=title, icon=icon, url_path=url)
+          for name, (_file, title, icon, url) in widgets.PAGES.items()
+          if not (read_only and name == "rebuild")]
+# the gate runs after st.navigation, so a deep link (/rebuild?...) survives entering the token
+nav = st.navigation(pages, position="sidebar" if access.is_open(state.settings()) else "hidden")
+access.gate(state.settings())  # st.stop() unless this session may see the explorer
 
 
 def _first_start() -> None:
     """Index the bundled samples when the index has no collection yet."""
     engine = state.engine()
-    if engine.store.collections() or state.job().snapshot()["status"] != "idle":
+    if state.settings().read_only or engine.store.collections() or state.job().snapshot()["status"] != "idle":
         return
     if state.SAMPLES.is_dir() and any(state.SAMPLES.iterdir()):
         engine.add_collection(state.SAMPLE_COLLECTION, str(state.SAMPLES))
@@ -63,7 +83,13 @@ with st.sidebar:
     st.markdown("### chunknav")
     st.caption(f"Index: `{state.settings().dsn and 'postgres' or state.settings().db}` · "
                f"provider `{state.settings().embed_provider}`")
+    if read_only:
+        st.caption(":material/lock: Read-only explorer: no Rebuild, no collection changes.")
+    if state.settings().access_token:
+        st.caption(":material/key: Shared explorer: this session entered the access token.")
     _first_start()
     _sidebar_job()
 
+if nav.url_path in links.PARAMS:
+    links.validate(nav.url_path, [c.collection_path for c in state.engine().store.collections()])
 nav.run()

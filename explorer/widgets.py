@@ -21,6 +21,7 @@ import streamlit as st
 
 from engine.errors import WHO_FIXES, ChunknavError
 from engine.paths import resolve_inside
+from engine.secrets import public_dsn, redact, redact_obj
 from engine.search import parse_query, query_terms
 from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
 from explorer import state
@@ -108,11 +109,14 @@ def tool_call_panel(name: str, arguments: dict[str, Any], envelope: Any,
         st.caption(f"Tool `{tool.name}` (the same function the CLI and the MCP server call): "
                    f"{tool.description}")
         st.markdown("**Call** (MCP `tools/call` params)")
-        st.code(to_json({"name": name, "arguments": arguments}, indent=2), language="json")
+        st.code(redact(to_json({"name": name, "arguments": arguments}, indent=2)), language="json")
         st.markdown("**Command line**")
-        st.code(cli_command(name, arguments), language="bash")
+        settings = state.settings()
+        st.code(redact(cli_command(name, arguments, settings)), language="bash")
+        if settings.dsn and public_dsn(settings.dsn) != settings.dsn:
+            st.caption("The database password is not shown: set `PGPASSWORD` (or `~/.pgpass`) to run it.")
         st.markdown("**Envelope returned**")
-        st.code(to_json(envelope, indent=2) if envelope is not None else "null", language="json")
+        st.code(redact(to_json(envelope, indent=2)) if envelope is not None else "null", language="json")
 
 
 # -- failures -----------------------------------------------------------------------
@@ -126,12 +130,15 @@ FAILURE_TITLES: dict[str, tuple[str, str]] = {
     "not-found": ("Not found", "error"),
     "invalid-argument": ("Invalid argument", "error"),
     "path-escape": ("Refused: the file path leaves the collection root", "error"),
+    "root-refused": ("Refused: that directory may not hold a collection", "error"),
+    "collection-bound": ("That collection path is bound to another directory", "warning"),
 }
 
 
 def failure_callout(envelope: dict[str, Any]) -> None:
     """A plain callout for an envelope (or probe) carrying ``error``: what happened,
     the code, who can fix it, and the provider's endpoint/model/status/body."""
+    envelope = redact_obj(envelope)  # engine.secrets: callouts never show a configured secret
     code = str(envelope.get("error"))
     title, kind = FAILURE_TITLES.get(code, (f"Failed: {code}", "error"))
     lines = [f"**{title}.** {envelope.get('message', '')}".strip(),

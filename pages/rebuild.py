@@ -1,5 +1,7 @@
 """Rebuild: re-index (hash-gated) or rebuild (forced) in the background, with
-live progress and the summary; add and remove collections.
+live progress and the summary; add and remove collections (a re-point of an
+existing collection path and every removal ask for confirmation, naming what
+is dropped; both are refused while a run is active). Hidden in read-only mode.
 
 The run is ``Engine.run_index`` in a background thread (``explorer/jobs.py``);
 a click while a run is active starts nothing.
@@ -7,6 +9,8 @@ a click while a run is active starts nothing.
 
 import streamlit as st
 
+from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError
+from engine.roots import allowed_roots
 from explorer import state, widgets
 from explorer.table import table
 
@@ -46,6 +50,15 @@ elif snap["status"] in ("busy", "error"):
 
 st.divider()
 st.subheader("Collections")
+st.caption("Collection roots must lie under `CHUNKNAV_ALLOWED_ROOTS`: "
+           + ", ".join(f"`{r}`" for r in allowed_roots(state.settings().allowed_roots)) + ".")
+
+
+def _pending_clear() -> None:
+    st.session_state.pop("pending_replace", None)
+    st.session_state.pop("pending_remove", None)
+
+
 with st.form("add_collection", clear_on_submit=False, border=True):
     c1, c2 = st.columns([1, 2])
     path = c1.text_input("Collection path", placeholder="ACME/Reports", key="add_path")
@@ -56,17 +69,67 @@ with st.form("add_collection", clear_on_submit=False, border=True):
                                   "the indexing process (env:NAME) or a secrets file outside the index "
                                   "(file:/path, first line). The index stores only this reference.")
     if st.form_submit_button("Add collection", icon=":material/add:"):
+        _pending_clear()
         try:
             c = engine.add_collection(path, root, password or None)
             st.success(f"Added `{c.collection_path}` → `{c.root}`. Index it with *Re-index all content*.")
-        except ValueError as e:
-            st.error(f"Could not add the collection: {e}")
+        except CollectionBoundError as e:
+            st.session_state["pending_replace"] = {"path": e.collection_path, "root": root,
+                                                   "current": e.current_root, "new": e.new_root,
+                                                   "password": password or None}
+        except (ValueError, ChunknavError) as e:
+            widgets.failure_callout({"error": getattr(e, "code", "invalid-argument"),
+                                     "message": f"Could not add the collection: {e}"})
+
+pending = st.session_state.get("pending_replace")
+if pending:
+    counts = engine.collection_counts(pending["path"])
+    with st.container(border=True):
+        st.warning(f"**`{pending['path']}` is already bound to `{pending['current']}`.** Replacing it re-points "
+                   f"it to `{pending['new']}` and drops its {counts['documents']} documents and "
+                   f"{counts['chunks']} chunks now (vectors are kept, counted stale); the next run indexes "
+                   "the new directory.", icon=":material/warning:")
+        y, n = st.columns(2)
+        if y.button("Replace the binding", icon=":material/swap_horiz:", key="confirm_replace", type="primary",
+                    disabled=busy):
+            try:
+                c = engine.add_collection(pending["path"], pending["root"], pending["password"], replace=True)
+                st.success(f"Replaced: `{c.collection_path}` → `{c.root}`. Index it with *Re-index all content*.")
+            except (ValueError, ChunknavError) as e:
+                widgets.failure_callout({"error": getattr(e, "code", "index-busy"), "message": str(e)})
+            st.session_state.pop("pending_replace", None)
+        if n.button("Keep the current binding", key="cancel_replace"):
+            st.session_state.pop("pending_replace", None)
+            st.rerun()
+        if busy:
+            st.caption("An index run is active: replacing waits until it ends.")
 
 known = [c.collection_path for c in engine.store.collections()]
 if known:
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     victim = c1.selectbox("Remove a collection", known, key="remove_path")
-    if c2.button("Remove", icon=":material/delete:", key="remove", disabled=busy):
-        engine.remove_collection(victim)
-        st.success(f"Removed `{victim}`: its documents and chunks left the index (vectors stay, counted stale).")
+    if c2.button("Remove…", icon=":material/delete:", key="remove", disabled=busy,
+                 help="asks for confirmation first" + (" (an index run is active)" if busy else "")):
+        st.session_state.pop("pending_replace", None)
+        st.session_state["pending_remove"] = victim
+    victim = st.session_state.get("pending_remove")
+    if victim in known:
+        counts = engine.collection_counts(victim)
+        with st.container(border=True):
+            st.warning(f"**Remove `{victim}`?** This drops its {counts['documents']} documents and "
+                       f"{counts['chunks']} chunks from the index (vectors are kept, counted stale). "
+                       "The files on disk are not touched.", icon=":material/warning:")
+            y, n = st.columns(2)
+            if y.button(f"Remove {victim}", icon=":material/delete_forever:", key="confirm_remove",
+                        type="primary", disabled=busy):
+                try:
+                    engine.remove_collection(victim)
+                    st.success(f"Removed `{victim}`: {counts['documents']} documents and {counts['chunks']} "
+                               "chunks left the index (vectors stay, counted stale).")
+                except IndexBusyError as e:
+                    widgets.failure_callout({"error": "index-busy", "message": str(e)})
+                st.session_state.pop("pending_remove", None)
+            if n.button("Keep it", key="cancel_remove"):
+                st.session_state.pop("pending_remove", None)
+                st.rerun()
     table([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()])

@@ -14,11 +14,16 @@ several people can work on them at once:
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: CHUNKNAV_ALLOWED_ROOTS of the suite: test roots live under the temp dir (and
+#: tests/corpus in the repo). Tests that build ``Settings`` directly pass
+#: ``allowed_roots=ALLOWED_ROOTS`` (tests/fixtures_store.py re-exports it).
+ALLOWED_ROOTS = os.pathsep.join([tempfile.gettempdir(), str(REPO)])
 
 pytest_plugins = [
     "tests.fixtures_corpus",
@@ -34,6 +39,7 @@ def clean_env(monkeypatch):
     for key in list(os.environ):
         if key.startswith(("EMBED_", "CHUNKNAV_")):
             monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("CHUNKNAV_ALLOWED_ROOTS", ALLOWED_ROOTS)  # explicit, never the developer's home
     yield
 
 

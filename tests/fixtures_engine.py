@@ -15,6 +15,7 @@ import pytest
 
 from engine.config import Settings
 from engine.tools import Engine
+from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "assets" / "samples"
@@ -29,8 +30,8 @@ def sample_index(tmp_path_factory) -> Settings:
     """
     base = tmp_path_factory.mktemp("sample_index")
     root = base / "samples"
-    shutil.copytree(SAMPLES, root, ignore=shutil.ignore_patterns("SOURCES.md"))
-    settings = Settings(db=str(base / "index.db"), embed_provider="local").validate()
+    shutil.copytree(SAMPLES, root)
+    settings = Settings(db=str(base / "index.db"), embed_provider="local", allowed_roots=ALLOWED_ROOTS).validate()
     engine = Engine(settings)
     engine.add_collection(SAMPLE_COLLECTION, str(root))
     summary = engine.run_index()

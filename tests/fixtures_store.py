@@ -15,6 +15,7 @@ import os
 import pytest
 
 from engine.config import Settings
+from tests.conftest import ALLOWED_ROOTS
 
 # Read once at import: the autouse clean_env fixture drops CHUNKNAV_* for each test.
 _TEST_DSN = os.environ.get("CHUNKNAV_TEST_DSN", "")
@@ -34,7 +35,8 @@ def _pg_dsn() -> str | None:
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     """Default settings with the SQLite index in this test's tmp dir and no embedding."""
-    return Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="none", ocr="off").validate()  # OCR: tests/test_ocr.py
+    return Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="none", ocr="off",  # OCR: tests/test_ocr.py
+                    allowed_roots=ALLOWED_ROOTS).validate()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -83,7 +83,9 @@ def stub_vector(text: str, dim: int) -> list[float]:
 
 @dataclass
 class Reply:
-    """A scripted answer: status, body (dict/list -> JSON, str -> text/plain), headers, hang.
+    """A scripted answer: status, body (dict/list -> JSON, str -> text/plain; a
+    callable gets the ``Recorded`` request and returns the body, e.g. to echo
+    a header back), headers, hang.
 
     ``hang_s`` waits that long (interruptible at shutdown) before answering;
     ``body=None`` with status 200 means "the normal embedding answer".
@@ -141,7 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
         if scripted is not None and scripted.hang_s:
             stub.stopping.wait(scripted.hang_s)
         if scripted is not None and not (scripted.status == 200 and scripted.body is None):
-            self._send(scripted.status, scripted.body, scripted.headers)
+            body = scripted.body(rec) if callable(scripted.body) else scripted.body
+            self._send(scripted.status, body, scripted.headers)
             return
         self._send(*stub.answer(method, path, rec.headers, payload))
 

@@ -45,7 +45,7 @@ def test_collections_add_list_remove(tmp_path, corpus, capsys):
     code, _, err = run(capsys, "--db", db, "collections", "remove", "Nope")
     assert code == 1 and "no collection" in err
     code, out, _ = run(capsys, "--db", db, "collections", "remove", "ACME/Docs")
-    assert code == 0 and json.loads(out) == {"removed": "ACME/Docs"}
+    assert code == 0 and json.loads(out) == {"removed": "ACME/Docs", "documents": 0, "chunks": 0, "vectorsKept": True}
 
 
 def test_index_human_then_json_then_force(tmp_path, corpus, capsys, monkeypatch):
@@ -118,6 +118,7 @@ def test_streamlit_config_becomes_flags():
 
 def test_python_m_engine_prints_only_json_on_stdout(tmp_path, corpus):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
+    env["CHUNKNAV_ALLOWED_ROOTS"] = os.environ["CHUNKNAV_ALLOWED_ROOTS"]  # set by clean_env
     env["EMBED_PROVIDER"] = "none"
     db = str(tmp_path / "i.db")
     py = [sys.executable, "-m", "engine", "--db", db]

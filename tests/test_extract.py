@@ -567,7 +567,7 @@ def test_chunk_provenance_on_unseen_documents(real_corpus):
 
 def test_samples_extract(samples_dir):
     files = [p for p in sorted(samples_dir.iterdir())
-             if p.suffix.lower() in SUPPORTED_SUFFIXES and p.name != "SOURCES.md"]
+             if p.suffix.lower() in SUPPORTED_SUFFIXES]
     if not files:
         pytest.skip(f"no samples in {samples_dir}")
     for path in files:
@@ -577,7 +577,7 @@ def test_samples_extract(samples_dir):
 
 
 def test_samples_match_their_sources(samples_dir):
-    """assets/samples/SOURCES.md lists every sample with its size and sha256
+    """assets/SOURCES-samples.md lists every sample with its size and sha256
     prefix; the files are unedited copies, small, and one page is rotated."""
     import hashlib
     import re
@@ -585,11 +585,11 @@ def test_samples_match_their_sources(samples_dir):
     import pymupdf
 
     listed = {}
-    for line in (samples_dir / "SOURCES.md").read_text("utf-8").splitlines():
+    for line in (samples_dir.parent / "SOURCES-samples.md").read_text("utf-8").splitlines():
         m = re.match(r"\| `([^`]+)` \|[^|]*\| (\d+) \| `([0-9a-f]{12})` \|", line)
         if m:
             listed[m.group(1)] = (int(m.group(2)), m.group(3))
-    present = {p.name for p in samples_dir.iterdir() if p.name != "SOURCES.md"}
+    present = {p.name for p in samples_dir.iterdir()}
     assert set(listed) == present
     for name, (size, sha) in listed.items():
         data = (samples_dir / name).read_bytes()

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from engine.config import Settings
 from engine.errors import WHO_FIXES
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 from tests.fixtures_engine import SAMPLE_COLLECTION, SAMPLES
 from tests.stub import Reply, ollama_error
 
@@ -102,7 +103,7 @@ def test_status_shows_counts_provider_probe_and_collections(app, sample_engine):
     call, env = _panel(at, "index_status")
     assert call == {"name": "index_status", "arguments": {"probe": True}}
     assert env["collections"][0]["collectionPath"] == SAMPLE_COLLECTION
-    assert _codes(at, "bash") == ["chunknav status --json"]
+    assert _codes(at, "bash") == [f"chunknav --db {sample_engine.settings.db} status --json"]
 
 
 # -- explore ------------------------------------------------------------------------------
@@ -116,7 +117,7 @@ def test_search_returns_hits_and_panel_is_the_engine_call(app, sample_engine):
     direct = call_tool(sample_engine, call["name"], call["arguments"])
     assert shown == json.loads(json.dumps(direct)), "panel envelope != engine call with the same arguments"
     assert shown["searched"] is True and shown["count"] == len(opens) > 0
-    assert _codes(at, "bash")[0].startswith("chunknav search-chunks ")
+    assert _codes(at, "bash")[0].startswith(f"chunknav --db {sample_engine.settings.db} search-chunks ")
     # query words marked in the snippets, page badge shown
     assert "<mark>" in _texts(at.markdown) and ":orange-badge[p. " in _texts(at.markdown)
 
@@ -293,7 +294,7 @@ def small_index(tmp_path, monkeypatch):
     root.mkdir()
     for name in ("minimal-document.pdf", "sample-french-1.txt"):
         shutil.copy(SAMPLES / name, root / name)
-    settings = Settings(db=str(tmp_path / "index.db"), embed_provider="local").validate()
+    settings = Settings(db=str(tmp_path / "index.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()
     eng = Engine(settings)
     eng.add_collection("Small", str(root))
     eng.close()
@@ -369,6 +370,9 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
     assert any("not a directory" in e.value for e in at.error)
     at.selectbox(key="remove_path").set_value("ACME/Reports")
     at.button(key="remove").click().run()
+    assert not any("Removed `ACME/Reports`" in s.value for s in at.success)  # asks first
+    assert any("Remove `ACME/Reports`?" in w.value and "0 documents" in w.value for w in at.warning)
+    at.button(key="confirm_remove").click().run()
     assert any("Removed `ACME/Reports`" in s.value for s in at.success)
     at.run()
     assert "ACME/Reports" not in at.selectbox(key="remove_path").options
@@ -376,7 +380,7 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
 
 def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
     """An empty index: the app adds assets/samples as 'Samples' and indexes it with a progress bar."""
-    settings = Settings(db=str(tmp_path / "fresh.db"), embed_provider="local").validate()
+    settings = Settings(db=str(tmp_path / "fresh.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()
     _env(monkeypatch, settings)
     at = AppTest.from_file(APP, default_timeout=90).run()
     assert not at.exception, at.exception

@@ -35,6 +35,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,7 +48,7 @@ VERSION = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("EMBED_", "CHUNKNAV_", "PYTHON", "VIRTUAL_ENV"))}
-    env.update(HOME=str(home), EMBED_PROVIDER="local")
+    env.update(HOME=str(home), EMBED_PROVIDER="local", CHUNKNAV_ALLOWED_ROOTS=ALLOWED_ROOTS)
     return env
 
 

@@ -10,6 +10,7 @@ import pytest
 from engine.config import Settings
 from engine.envelopes import ChunkHit, SearchHit, SearchResult
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 from tests.stub import Reply, ollama_error
 
 DOCS = {
@@ -32,7 +33,7 @@ def engine(tmp_path, embed_stub):
         root.mkdir(parents=True)
         for name, text in files.items():
             (root / name).write_text(text, "utf-8")
-    settings = Settings(db=str(tmp_path / "index.db"), embed_provider="ollama", embed_url=embed_stub.url,
+    settings = Settings(db=str(tmp_path / "index.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="ollama", embed_url=embed_stub.url,
                         embed_model="stub-embed", embed_retries=0).validate()
     eng = Engine(settings)
     for coll in DOCS:
@@ -133,7 +134,7 @@ def test_refusals_are_never_an_empty_result(engine, embed_stub, status, code, to
 
 
 def test_unreachable_backend(tmp_path, closed_port):
-    eng = Engine(Settings(db=str(tmp_path / "i.db"), embed_provider="ollama", embed_url=f"http://127.0.0.1:{closed_port}",
+    eng = Engine(Settings(db=str(tmp_path / "i.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="ollama", embed_url=f"http://127.0.0.1:{closed_port}",
                           embed_model="m", embed_retries=0, embed_timeout_s=2).validate())
     eng.add_collection("C", str(tmp_path))
     env = call_tool(eng, "search_chunks", {"query": "anything", "scope": "C"})
@@ -143,7 +144,7 @@ def test_unreachable_backend(tmp_path, closed_port):
 
 def test_no_provider(tmp_path):
     (tmp_path / "a.txt").write_text("walrus facts")
-    eng = Engine(Settings(db=str(tmp_path / "i.db"), embed_provider="none").validate())
+    eng = Engine(Settings(db=str(tmp_path / "i.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="none").validate())
     eng.add_collection("C", str(tmp_path))
     eng.run_index()
     explicit = call_tool(eng, "search_chunks", {"query": "walrus", "scope": "C", "mode": "vector"})

@@ -14,6 +14,7 @@ import pytest
 
 from engine.config import Settings
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 QUERIES = json.loads((Path(__file__).parent / "data" / "search_queries.json").read_text("utf-8"))["queries"]
 FLOORS = {"vector": 0.80, "keyword": 0.95, "hybrid": 0.95}  # measured 0.852, 1.0, 1.0
@@ -23,7 +24,7 @@ FLOORS = {"vector": 0.80, "keyword": 0.95, "hybrid": 0.95}  # measured 0.852, 1.
 def corpus_engine(tmp_path_factory, request):
     corpus = Path(__file__).resolve().parent / "corpus"
     db = tmp_path_factory.mktemp("quality") / "index.db"
-    engine = Engine(Settings(db=str(db), embed_provider="local").validate())
+    engine = Engine(Settings(db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS).validate())
     engine.add_collection("Corpus", str(corpus))
     summary = engine.run_index()
     assert summary["indexed"] >= 30 and not summary.get("embedError"), summary

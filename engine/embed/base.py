@@ -8,7 +8,8 @@ checks and vector validation shared by the local and the HTTP providers.
 
 Must not import: ``engine.embed``, ``engine.embed.local`` or
 ``engine.embed.http`` (they import this module, not the reverse), any store,
-or a face (streamlit, mcp, argparse). Imports ``engine.errors`` only. Logs
+or a face (streamlit, mcp, argparse). Imports ``engine.errors`` and
+``engine.secrets`` only. Logs
 under ``engine.embed``, the providers' one logger name. The public entry is
 ``engine.embed``, which re-exports what callers use.
 """
@@ -16,7 +17,6 @@ under ``engine.embed``, the providers' one logger name. The public entry is
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import EmbedError, ErrorCode
+from engine.secrets import redact as _redact
 
 __all__ = [
     "EmbedFailure",
@@ -94,28 +95,24 @@ def classify(status: int | None) -> ErrorCode:
     return "embedding-unavailable"  # 5xx, 429, None (DESIGN table)
 
 
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}]+")
-_SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
-
-
 def redact(text: str, secrets: tuple[str, ...] = (), limit: int = BODY_LIMIT_CHARS) -> str:
     """Remove secrets from a server body or message, then truncate it.
 
+    The redaction itself is ``engine.secrets.redact`` (the one function every
+    face uses: every configured secret in raw, JSON-escaped, URL-encoded and
+    base64 forms, ``Bearer``/``Basic`` credentials, ``sk-...`` keys); this
+    wrapper adds the truncation bodies get.
+
     Args:
         text: any text that may echo a credential.
-        secrets: exact strings to remove (the configured API key); "" ignored.
+        secrets: further exact strings to remove (registered process-wide); "" ignored.
         limit: characters kept; a longer text ends with ``…[truncated, N chars]``.
 
     Returns:
-        The text with each secret, ``Bearer <token>`` and ``sk-...`` keys
-        replaced by ``[REDACTED]``; redaction happens before truncation so a
-        key is never left half-cut.
+        The redacted text; redaction happens before truncation so a key is
+        never left half-cut.
     """
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "[REDACTED]")
-    text = _BEARER.sub(r"\1 [REDACTED]", text)
-    text = _SK.sub("sk-[REDACTED]", text)
+    text = _redact(text, secrets, generic=True)  # a provider body: every credential shape goes
     if len(text) > limit:
         text = f"{text[:limit]}…[truncated, {len(text)} chars]"
     return text

@@ -33,6 +33,7 @@ import requests
 from engine.config import Settings
 from engine.embed.base import BaseEmbedder, EmbedFailure, classify, log_failure
 from engine.errors import EmbedError, SettingsError
+from engine.secrets import register as register_secrets, register_url
 
 __all__ = [
     "OllamaEmbedder",
@@ -208,6 +209,8 @@ class _HTTPEmbedder(BaseEmbedder):
         self.endpoint = _public_url(self.base_url + self.route)
         self._url = self.base_url + self.route
         self._api_key = api_key
+        register_secrets(api_key)  # engine.secrets: every face redacts it, in every form
+        register_url(url)  # the userinfo of EMBED_URL (sent as Authorization: Basic)
         self.batch = batch
         self.timeout_s = timeout_s
         self.retries = retries

@@ -1,0 +1,192 @@
+"""Deep links are input: the query parameters of every page, validated once.
+
+Owns: ``PARAMS`` (page url_path -> parameter -> rule) and ``validate``, which
+``explorer/app.py`` runs before the page: each parameter of the URL is
+checked against its page's rule; an unknown name is dropped, an unknown
+value falls back to the default, an out-of-range number is clamped, text
+loses control characters (NUL included) and is cut to ``MAX_TEXT_CHARS``;
+every change is written back to ``st.query_params`` and said in a visible
+notice. Pages then read clean values with ``explorer.state.qp_*``.
+
+Bounds and choices come from the tool registry (``engine.tools.REGISTRY``
+schemas), so the URL accepts what the tool accepts. ``validate_params`` is
+the pure core (no Streamlit), tested directly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+import streamlit as st
+
+from engine.tools import REGISTRY
+
+__all__ = ["PARAMS", "MAX_TEXT_CHARS", "MAX_PATH_CHARS", "validate_params", "validate"]
+
+#: Longest query text a link may carry, characters.
+MAX_TEXT_CHARS = 2000
+#: Longest filePath a link may carry, characters.
+MAX_PATH_CHARS = 1024
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_search = REGISTRY["search_chunks"].schema["properties"]
+_LIMIT = (int(_search["limit"]["minimum"]), int(_search["limit"]["maximum"]))
+_MODES = list(_search["mode"]["enum"])
+_KINDS = ["chunks", "documents"]
+_ZOOM = (0.5, 3.0)
+
+Rule = Callable[[str, str, dict[str, Any]], tuple[str | None, str | None]]
+
+
+def _text(max_chars: int) -> Rule:
+    def rule(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+        clean = _CONTROL.sub("", value)
+        notes = []
+        if clean != value:
+            notes.append("control characters removed")
+        if len(clean) > max_chars:
+            clean = clean[:max_chars]
+            notes.append(f"cut to {max_chars} characters")
+        return (clean or None), (f"`{name}`: " + ", ".join(notes) if notes else None)
+    return rule
+
+
+def _path(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+    if _CONTROL.search(value) or len(value) > MAX_PATH_CHARS:
+        return None, (f"`{name}` is not a usable file path (control characters or over "
+                      f"{MAX_PATH_CHARS} characters): ignored")
+    return value, None
+
+
+def _choice(options: list[str], default: str | None) -> Rule:
+    def rule(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+        if value in options:
+            return value, None
+        shown = _CONTROL.sub("?", value)[:40]
+        return default, (f"`{name}={shown}` is not one of {', '.join(options)}: "
+                         + (f"using `{default}`" if default else "ignored"))
+    return rule
+
+
+def _int(lo: int, hi: int | None, default: int | None) -> Rule:
+    def rule(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+        try:
+            n = int(value.strip())
+        except ValueError:
+            shown = _CONTROL.sub("?", value)[:40]
+            return (None if default is None else str(default)), (
+                f"`{name}={shown}` is not a whole number: " + (f"using {default}" if default is not None
+                                                                else "ignored"))
+        clamped = max(lo, n if hi is None else min(hi, n))
+        if clamped != n:
+            return str(clamped), f"`{name}={n}` is out of range ({lo}..{hi if hi is not None else '∞'}): clamped to {clamped}"
+        return str(n), None
+    return rule
+
+
+def _float(lo: float, hi: float, default: float) -> Rule:
+    def rule(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+        try:
+            x = float(value)
+        except ValueError:
+            x = math.nan
+        if not math.isfinite(x):
+            return str(default), f"`{name}` is not a number: using {default:g}"
+        clamped = min(hi, max(lo, x))
+        if clamped != x:
+            return f"{clamped:g}", f"`{name}={x:g}` is out of range ({lo:g}..{hi:g}): clamped to {clamped:g}"
+        return value, None
+    return rule
+
+
+def _collection(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+    known = ctx.get("collections") or []
+    if value in known:
+        return value, None
+    shown = _CONTROL.sub("?", value)[:80]
+    return None, (f"`{name}`: there is no collection `{shown}` (known: "
+                  f"{', '.join(known) if known else 'none'}): ignored")
+
+
+def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+    if value == "1":
+        return value, None
+    return None, f"`{name}` takes only `1`: ignored"
+
+
+_SEARCH_PARAMS: dict[str, Rule] = {
+    "q": _text(MAX_TEXT_CHARS),
+    "scope": _collection,
+    "kind": _choice(_KINDS, "chunks"),
+    "mode": _choice(_MODES, "auto"),
+    "limit": _int(_LIMIT[0], _LIMIT[1], 10),
+    "hit": _int(0, _LIMIT[1] - 1, None),
+}
+_CHUNK_PARAMS: dict[str, Rule] = {
+    "c": _collection,
+    "f": _path,
+    "i": _int(0, None, 0),
+}
+
+#: page url_path -> parameter name -> rule
+PARAMS: dict[str, dict[str, Rule]] = {
+    "status": {},
+    "rebuild": {},
+    "explore": dict(_SEARCH_PARAMS),
+    "chunk": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "full": _flag, "p": _int(1, None, None)},
+    "source": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "p": _int(1, None, None),
+               "zoom": _float(_ZOOM[0], _ZOOM[1], 1.5)},
+}
+
+
+def validate_params(page: str, params: dict[str, str], collections: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Check one page's query parameters.
+
+    Args:
+        page: the page's url_path (a ``PARAMS`` key; others accept no parameters).
+        params: name -> value as the URL gave them.
+        collections: the known collectionPaths (for ``c`` and ``scope``).
+
+    Returns:
+        ``(clean, notices)``: the parameters to keep (changed values
+        included), and one sentence per change, for people.
+    """
+    rules = PARAMS.get(page, {})
+    clean: dict[str, str] = {}
+    notices: list[str] = []
+    ctx = {"collections": collections}
+    for name, value in params.items():
+        rule = rules.get(name)
+        if rule is None:
+            shown = _CONTROL.sub("?", name)[:40]
+            notices.append(f"`{shown}` is not a parameter of this page: ignored")
+            continue
+        new, note = rule(name, str(value), ctx)
+        if note:
+            notices.append(note)
+        if new not in (None, ""):
+            clean[name] = new
+    return clean, notices
+
+
+def validate(page: str, collections: list[str]) -> list[str]:
+    """Validate ``st.query_params`` for ``page`` in place and show the notices.
+
+    Returns:
+        The notices shown (one ``st.warning`` listing them when there are any).
+    """
+    given = {k: st.query_params.get(k) for k in list(st.query_params.keys())}
+    clean, notices = validate_params(page, {k: str(v) for k, v in given.items() if v is not None}, collections)
+    if clean != given:
+        for k in list(st.query_params.keys()):
+            if k not in clean:
+                del st.query_params[k]
+        for k, v in clean.items():
+            if st.query_params.get(k) != v:
+                st.query_params[k] = v
+    if notices:
+        st.warning("**This link had parameters that were changed.**\n\n"
+                   + "\n".join(f"- {n}" for n in notices), icon=":material/link_off:")
+    return notices
