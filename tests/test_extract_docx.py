@@ -17,6 +17,7 @@ from engine.extract import extract
 from engine.extract.docx import omml_text
 from engine.tools import Engine, call_tool
 from tests.docx_builder import PHRASES, build
+from tests.conftest import ALLOWED_ROOTS
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 BUILT = CORPUS / "docx" / "built"
@@ -57,7 +58,7 @@ def docx_engine(tmp_path_factory):
     root.mkdir()
     shutil.copy(BUILT / "complete.docx", root / "complete.docx")
     shutil.copy(BUILT / "strict.docx", root / "strict.docx")
-    engine = Engine(Settings(db=str(base / "i.db"), embed_provider="none", ocr="off",
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(base / "i.db"), embed_provider="none", ocr="off",
                              chunk_size=300, chunk_overlap=80).validate())
     engine.add_collection("Docx", str(root))
     summary = engine.run_index()

@@ -15,6 +15,7 @@ from engine.config import Settings
 from engine.extract import SUPPORTED_SUFFIXES, extract
 from engine.extract.ocr import OcrSettings, ocr_unavailable
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 FORMATS = Path(__file__).resolve().parent / "corpus" / "formats"
 
@@ -73,7 +74,7 @@ def test_page_formats_have_pages_and_boxes(name):
 def formats_engine(tmp_path_factory):
     base = tmp_path_factory.mktemp("formats")
     shutil.copytree(FORMATS, base / "files")
-    engine = Engine(Settings(db=str(base / "i.db"), embed_provider="none", ocr="off").validate())
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(base / "i.db"), embed_provider="none", ocr="off").validate())
     engine.add_collection("Fmt", str(base / "files"))
     summary = engine.run_index()
     assert summary["indexed"] == len(CASES) and not summary["failed"] and not summary["unsupported"], summary

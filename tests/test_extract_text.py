@@ -14,6 +14,7 @@ from engine.config import Settings
 from engine.extract import extract
 from engine.extract.text import decode
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 ENC = Path(__file__).resolve().parent / "corpus" / "text" / "encodings"
 
@@ -31,7 +32,7 @@ CASES = {
 def enc_engine(tmp_path_factory):
     base = tmp_path_factory.mktemp("enc")
     shutil.copytree(ENC, base / "files")
-    engine = Engine(Settings(db=str(base / "index.db"), embed_provider="none").validate())
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(base / "index.db"), embed_provider="none").validate())
     engine.add_collection("Enc", str(base / "files"))
     summary = engine.run_index()
     assert summary["indexed"] == len(CASES) and not summary["failed"], summary

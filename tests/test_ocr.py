@@ -19,6 +19,7 @@ from engine.extract import extract
 from engine.extract.ocr import OcrSettings, ocr_unavailable, tesseract_version
 from engine.model import Bbox
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 OCR = OcrSettings("auto", "eng", 200)  # 200 dpi: enough for these scans, cheaper than 300
@@ -206,7 +207,7 @@ def test_scan_phrase_found_and_read_back_with_ocr_region(tmp_path, ocr_4090):
     _build_scans(root)
     (root / "text-rotated.pdf").unlink()
     shutil.copy(CORPUS / "edge/test_4090.pdf", root / "test_4090.pdf")
-    engine = Engine(Settings(db=str(tmp_path / "i.db"), embed_provider="none", ocr_dpi=200).validate())
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(tmp_path / "i.db"), embed_provider="none", ocr_dpi=200).validate())
     try:
         engine.add_collection("Scans", str(root))
         summary = engine.run_index()

@@ -17,6 +17,7 @@ from engine.extract import extract
 from engine.extract.saslprep import saslprep
 from engine.passwords import check_password_ref, resolve_password
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 TYPED = "S\u00aaSL\u00adprep"  # as the user knows it: feminine ordinal, soft hyphen
 PREPARED = "SaSLprep"  # RFC 4013: NFKC(ª) = a, U+00AD mapped to nothing
@@ -85,7 +86,7 @@ def test_collection_with_password_file_indexes_and_stores_no_password(tmp_path):
     secret.parent.mkdir()
     secret.write_text(TYPED + "\n", "utf-8")
     db = tmp_path / "index" / "index.db"
-    engine = Engine(Settings(db=str(db), embed_provider="none", ocr="off").validate())
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(db), embed_provider="none", ocr="off").validate())
     try:
         engine.add_collection("R", str(root), f"file:{secret}")
         summary = engine.run_index()
@@ -108,7 +109,7 @@ def test_plain_password_of_an_old_index_is_blanked(tmp_path):
     db = tmp_path / "index.db"
     root = tmp_path / "files"
     root.mkdir()
-    e = Engine(Settings(db=str(db), embed_provider="none").validate())
+    e = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(db), embed_provider="none").validate())
     e.store.collections()  # opens the store: creates the schema
     e.close()
     with sqlite3.connect(db) as conn:
@@ -116,7 +117,7 @@ def test_plain_password_of_an_old_index_is_blanked(tmp_path):
                      (str(root),))
         conn.execute("INSERT INTO collections(collection_path, root, password) VALUES ('New', ?, 'env:PW')",
                      (str(root),))
-    engine = Engine(Settings(db=str(db), embed_provider="none").validate())
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(db), embed_provider="none").validate())
     try:
         got = {c.collection_path: c.password_ref for c in engine.store.collections()}
         assert got == {"Old": None, "New": "env:PW"}

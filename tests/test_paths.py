@@ -8,6 +8,7 @@ import itertools
 from engine.config import Settings
 from engine.paths import document_path, node_slug
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 NAMES = ["報告.pdf", "計畫.pdf", "a/b.txt", "a-b.txt", "a b.txt", "a_b.txt", "a/b/c.md", "a-b-c.md",
          "a/b-c.md", "résumé.txt", "resume.txt", "r-sum-.txt", "notes", "no tes", "x~y.txt",
@@ -49,7 +50,7 @@ def test_get_document_resolves_the_exact_file(tmp_path):
         doc = pymupdf.open()
         doc.new_page().insert_text((72, 72), f"the {word} document")
         doc.save(root / name)
-    engine = Engine(Settings(db=str(tmp_path / "i.db"), embed_provider="none", ocr="off").validate())
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(tmp_path / "i.db"), embed_provider="none", ocr="off").validate())
     try:
         engine.add_collection("Docs", str(root))
         engine.run_index()

@@ -12,6 +12,7 @@ import pytest
 from engine import envelopes as E
 from engine.config import Settings
 from engine.tools import Engine, call_tool
+from tests.conftest import ALLOWED_ROOTS
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
@@ -36,7 +37,7 @@ def honest_engine(tmp_path_factory):
         shutil.copy(CORPUS / "edge" / name, root / name)
     (root / "real.txt").write_text("a real sentence about heat pumps\n", "utf-8")
     # OCR off: this file is about what is recorded when a scan gives no text
-    engine = Engine(Settings(db=str(base / "index.db"), embed_provider="none", ocr="off").validate())
+    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(base / "index.db"), embed_provider="none", ocr="off").validate())
     engine.add_collection("H", str(root))
     engine.run_index()
     yield engine
