@@ -5,15 +5,20 @@ Owns: argument parsing (argparse: this face only), the human views of
 search-chunks, get-chunk, read, node, status) are generated from
 ``engine.tools.REGISTRY`` and print the tool's envelope as JSON on stdout,
 nothing else there. Exit codes: 0 ok (``found: false`` is an answer), 1 the
-envelope carries ``error`` or a run reported a failure, 2 bad usage.
+envelope carries ``error``, or a run had a failed file, was cancelled
+(Ctrl-C / SIGTERM stop it at the next file boundary) or stopped on a busy
+writer lock, 2 bad usage. A closed stdout ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -159,8 +164,11 @@ def _progress_printer():
         done = ev.get("done", 0)
         width = 30
         filled = int(width * done / total)
+        count = f"{done}/{ev.get('total', 0)}" if ev.get("total") else f"{done} found"
+        if ev.get("bytesHashed"):
+            count += f" {ev['bytesHashed'] / 1e6:.0f} MB hashed"
         line = (f"\r{ev.get('phase', ''):<7} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{done}/{ev.get('total', 0)} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}")
+                f"{count} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}")
         sys.stderr.write(line)
         if ev.get("phase") == "done":
             sys.stderr.write("\n")
@@ -170,19 +178,32 @@ def _progress_printer():
 
 
 def _human_index(s: dict) -> str:
+    counts = s.get("counts") or {}
     lines = [
-        f"{'Rebuild' if s.get('force') else 'Index'} finished in {s.get('seconds', 0):.2f} s: "
-        f"{s.get('filesSeen', 0)} files seen, {s.get('indexed', 0)} indexed, "
-        f"{s.get('skipped', 0)} unchanged, {len(s.get('failed', []))} failed, "
-        f"{len(s.get('empty', []))} empty, {s.get('removed', 0)} removed",
+        f"{'Rebuild' if s.get('force') else 'Index'} {s.get('status', 'finished')} in {s.get('seconds', 0):.2f} s: "
+        f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
+        f"{s.get('unchanged', s.get('skipped', 0))} unchanged, {len(s.get('failed', []))} failed, "
+        f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
+        f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}",
     ]
+    def why(f: dict) -> str:  # "code: message", without repeating a code the message starts with
+        code, reason = f.get("code") or "", f.get("reason") or ""
+        return reason if not code or reason.startswith(code) else f"{code}: {reason}"
+
     for f in s.get("failed", []):
-        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {why(f)}")
     for f in s.get("empty", []):
         lines.append(f"  empty   {f['collectionPath']}/{f['filePath']}: {f['reason']}")
-    for f in s.get("unsupported", []):
-        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    for f in s.get("skippedFiles", s.get("unsupported", [])):
+        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {why(f)}")
+    for f in s.get("stale", []):
+        lines.append(f"  stale   {f['collectionPath']}/{f['filePath']}: {why(f)} (chunks kept)")
+    if s.get("error"):
+        lines.append(f"run stopped: {s['error'].get('error')}: {s['error'].get('message')}")
+        lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")
+    if s.get("status") == "cancelled":
+        lines.append("run cancelled at a file boundary: everything above is committed; run again to finish")
     err = s.get("embedError")
     if err:
         lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}")
@@ -213,6 +234,14 @@ def _human_status(st: dict) -> str:
     out += _attention(st)
     for f in st["failures"]:
         out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    run = st.get("lastRun")
+    if run:
+        c = run.get("counts") or {}
+        out.append(f"last run: {run.get('status', 'finished')} (started {run.get('startedAt')}): "
+                   + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed",
+                                                           "skipped", "stale", "removed")))
+        if run.get("message"):
+            out.append(f"  {run['message']}")
     return "\n".join(out)
 
 
@@ -256,7 +285,26 @@ def _attention(st: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``chunknav`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    """Run ``chunknav`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+
+    A closed stdout (``chunknav status | head``) ends quietly (exit 0 when the
+    command itself succeeded), never with a BrokenPipe traceback.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # a second Ctrl-C during a run: the run record says how it ended
+        sys.stderr.write("\nchunknav: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        try:  # the reader went away: drop what is buffered, say nothing
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -339,14 +387,18 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
                     "vectorsKept": True})
         return 0
     if args.command == "index":
+        from engine.runs import exit_code
+
         t0 = time.perf_counter()
-        summary = engine.run_index(args.collection, args.force, _progress_printer(), embed=not args.no_embed)
+        with _cancel_on_signals() as cancel:
+            summary = engine.run_index(args.collection, args.force, _progress_printer(),
+                                       embed=not args.no_embed, cancel=cancel)
         if args.json:
             _print(summary)
         else:
             print(redact(_human_index(summary)))
         log.info("index took %.2f s", time.perf_counter() - t0)
-        return 1 if summary.get("embedError") else 0
+        return exit_code(summary)
     # a tool subcommand
     name = next(n for n, c in CLI_NAMES.items() if c == args.command)
     props = REGISTRY[name].schema["properties"]
@@ -357,6 +409,30 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     else:
         _print(envelope)
     return 1 if "error" in envelope else 0
+
+
+@contextlib.contextmanager
+def _cancel_on_signals():
+    """An Event set by the first Ctrl-C (SIGINT) or SIGTERM: the run stops at
+    the next file boundary. A second Ctrl-C interrupts at once."""
+    cancel = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield cancel
+        return
+
+    def handler(signum, _frame):
+        if cancel.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        cancel.set()
+        sys.stderr.write(f"\nchunknav: {signal.Signals(signum).name}: stopping at the next file boundary "
+                         "(Ctrl-C again to abort now)\n")
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield cancel
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
 
 
 def _migrate(src: str, dst: str) -> int:

@@ -73,6 +73,16 @@ SETTINGS: tuple[Setting, ...] = (
             "'+'-joined Tesseract language codes, e.g. eng+deu (apt: tesseract-ocr-<lang>)", str),
     Setting("ocr_dpi", "CHUNKNAV_OCR_DPI", 300, "dots per inch",
             "resolution pages are rendered at for OCR (72..1200)", int),
+    # -- file limits and locks of an index run (issue 10) --
+    Setting("max_file_bytes", "CHUNKNAV_MAX_FILE_BYTES", 256 * 1024 * 1024, "bytes",
+            "largest file an index run reads; a bigger one is skipped as too-large; 0 = no limit", int),
+    Setting("max_docx_part_bytes", "CHUNKNAV_MAX_DOCX_PART_BYTES", 128 * 1024 * 1024, "bytes",
+            "largest decompressed part of a .docx (zip bombs are refused before inflating); 0 = no limit",
+            int),
+    Setting("max_pages", "CHUNKNAV_MAX_PAGES", 5000, "pages",
+            "most pages of a PDF an index run extracts; more is skipped as too-large; 0 = no limit", int),
+    Setting("lock_wait_s", "CHUNKNAV_LOCK_WAIT_S", 120.0, "seconds",
+            "how long an index run retries a busy writer lock (with backoff) before it stops", float),
     # -- MCP over HTTP (chunknav mcp --http) --
     Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
             "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
@@ -110,6 +120,10 @@ class Settings:
     ocr: str = "auto"
     ocr_languages: str = "eng"
     ocr_dpi: int = 300
+    max_file_bytes: int = 256 * 1024 * 1024
+    max_docx_part_bytes: int = 128 * 1024 * 1024
+    max_pages: int = 5000
+    lock_wait_s: float = 120.0
     mcp_token: str = ""
     allowed_roots: str = ""
     access_token: str = ""
@@ -159,6 +173,9 @@ class Settings:
             raise SettingsError(
                 f"ocr_languages (CHUNKNAV_OCR_LANGUAGES) must be '+'-joined Tesseract codes like eng+deu, "
                 f"got {self.ocr_languages!r}")
+        for name in ("max_file_bytes", "max_docx_part_bytes", "max_pages", "lock_wait_s"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"{name} ({_BY_NAME[name].env}) must be >= 0, got {getattr(self, name)}")
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self

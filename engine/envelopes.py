@@ -188,7 +188,7 @@ class ModelVectors(TypedDict):
 class FailedFile(TypedDict):
     collectionPath: str
     filePath: str
-    status: str  # failed | empty
+    status: str  # failed | empty | stale (kept: its file could not be read this run)
     reason: str
 
 

@@ -10,10 +10,14 @@ Exception tree::
     ├── SettingsError (ValueError) a bad setting, named, raised at load
     ├── ExtractError               a file could not be read; .reason is shown
     │   ├── EncryptedError         password required or wrong
-    │   └── UnsupportedFileError   a file type we do not extract
+    │   ├── UnsupportedFileError   a file type we do not extract
+    │   └── TooLargeError          over a size limit (reason names the setting)
     ├── EmbedError                 carries an ``EmbedFailure`` (classified once
     │                              in engine/embed/, copied everywhere after)
     ├── IndexBusyError             another index run holds the lock
+    ├── StoreBusyError             the store's writer lock stayed busy (SQLite
+    │                              "database is locked"); the indexer retries it
+    ├── RunCancelled               a cancel request reached a file boundary
     ├── PathEscapeError            a filePath that leaves the collection root
     ├── StoreUnavailableError      the index cannot be opened (reported as
     │                              ``error: index-unavailable`` by every tool)
@@ -35,8 +39,14 @@ __all__ = [
     "ExtractError",
     "EncryptedError",
     "UnsupportedFileError",
+    "TooLargeError",
     "EmbedError",
     "IndexBusyError",
+    "StoreBusyError",
+    "RunCancelled",
+    "ReasonCode",
+    "REASON_CODES",
+    "FileOutcome",
     "PathEscapeError",
     "StoreUnavailableError",
     "RootRefusedError",
@@ -53,6 +63,7 @@ ErrorCode = Literal[
     "not-found",  # unknown collection / document node
     "invalid-argument",  # a tool argument out of its domain
     "path-escape",  # filePath leaves the collection root
+    "store-busy",  # the store's writer lock stayed busy past lock_wait_s (issue 10)
     # operator actions (issue 14)
     "root-refused",  # a collection root outside CHUNKNAV_ALLOWED_ROOTS or a system directory
     "collection-bound",  # the collectionPath is bound to another root; replace it on purpose
@@ -79,6 +90,30 @@ ExtractReason = Literal[
     "no-text",  # any other document without text
 ]
 
+# -- file outcomes of an index run (issue 10) ------------------------------------
+#: Where each entry under a collection root ends after a run.
+FileOutcome = Literal["indexed", "unchanged", "failed", "skipped"]
+
+#: Why a file was skipped, failed, or kept as stale (DESIGN.md "Indexing").
+ReasonCode = Literal[
+    "unreadable",  # EACCES, folder not searchable/listable, I/O error: kept stale if indexed
+    "not-a-regular-file",  # FIFO, socket, device
+    "symlink-outside-root",  # a symlink resolving outside the collection root
+    "symlink-loop",  # a symlink that never resolves (ELOOP)
+    "hidden",  # a name starting with "." (file or folder)
+    "unsupported-type",  # no extractor for the suffix
+    "too-large",  # over max_file_bytes / max_docx_part_bytes / max_pages (named)
+    "bad-file-name",  # a name that cannot be stored (escaped form collides)
+    "changed-during-read",  # size/mtime/hash moved while the file was extracted
+    "corrupt",  # the extractor could not parse the file (truncated, bad zip/XML)
+    "encrypted",  # a password is needed or the configured one is wrong
+    "extractor-error",  # a library bug on this file (logged with its traceback)
+    "gone",  # the file vanished between the walk and the read (ENOENT)
+    "root-missing",  # the collection root is not a directory
+]
+
+REASON_CODES: tuple[str, ...] = ReasonCode.__args__  # type: ignore[attr-defined]
+
 #: Who can act on each code, shown by the GUI and the CLI beside ``message``.
 WHO_FIXES: dict[str, str] = {
     "embedding-credential-rejected": "the operator: set a valid EMBED_API_KEY for this endpoint",
@@ -90,6 +125,8 @@ WHO_FIXES: dict[str, str] = {
     "not-found": "the caller: check the collection or document path",
     "invalid-argument": "the caller: fix the named argument",
     "path-escape": "the caller: filePath must stay inside the collection root",
+    "store-busy": "the operator: another process holds the index's writer lock; "
+                  "wait for it or raise CHUNKNAV_LOCK_WAIT_S",
     "root-refused": "the operator: choose a directory under CHUNKNAV_ALLOWED_ROOTS (or extend that setting)",
     "collection-bound": "the operator: pick another collection path, or replace the binding on purpose",
 }
@@ -124,6 +161,11 @@ class UnsupportedFileError(ExtractError):
     """The file type has no extractor (skipped and counted, not a failure)."""
 
 
+class TooLargeError(ExtractError):
+    """The file is over a limit (``max_file_bytes``, ``max_docx_part_bytes``,
+    ``max_pages``); ``reason`` names the limit (reason code ``too-large``)."""
+
+
 class EmbedError(ChunknavError):
     """An embedding call failed; ``failure`` is the classified ``EmbedFailure``."""
 
@@ -134,6 +176,16 @@ class EmbedError(ChunknavError):
 
 class IndexBusyError(ChunknavError):
     """Another index run holds the indexer lock (one indexer at a time)."""
+
+
+class StoreBusyError(ChunknavError):
+    """The store's writer lock was busy past the backend's timeout (SQLite
+    ``database is locked``). The indexer retries with backoff up to
+    ``lock_wait_s`` and then ends the run with a saved summary."""
+
+
+class RunCancelled(ChunknavError):
+    """Raised inside the indexer at a file boundary once cancel was requested."""
 
 
 class PathEscapeError(ChunknavError):

@@ -1,100 +1,92 @@
 """The indexing service: walk collection roots, hash-gate, extract, chunk, store, embed.
 
-Owns: one index run (DESIGN.md "Indexing"): the content-hash gate, forced
-rebuilds, removal of vanished files, extraction once per duplicate content,
-per-file failures recorded as data, the embedding pass over chunks without a
-vector for the current model, progress events and the run summary. Imports
-``engine.extract``, ``engine.chunk``, ``engine.store`` and ``engine.model``;
+Owns: one index run (DESIGN.md "Indexing"): every entry the walk reports
+ends indexed, unchanged, failed or skipped with a reason code
+(``engine.errors.ReasonCode``); the content-hash gate, forced rebuilds;
+documents whose file cannot be read this time kept and marked stale, only
+files really gone (ENOENT) removed; size limits checked before extraction
+(``engine.extract.limits``); extraction once per duplicate content *and*
+extractor; the hash re-checked after extraction (``changed-during-read``);
+commits in groups, retried with backoff while the writer lock is busy;
+cancel at a file boundary; the run record saved at the start and at the
+end (``engine.runs``); the embedding pass over chunks without a vector for
+the current model. Imports ``engine.extract``, ``engine.chunk``,
+``engine.store``, ``engine.walk``, ``engine.runs`` and ``engine.model``;
 never a face (streamlit, mcp, argparse). The embedder is passed in.
 
-Summary (camelCase, JSON-able, saved with ``store.save_run``)::
-
-    {"force", "filesSeen", "indexed", "skipped", "empty": [...], "failed": [...],
-     "unsupported": [...], "removed", "chunksWritten", "embedded", "reused",
-     "embedError", "seconds", "startedAt", "finishedAt"}
-
-``empty``/``failed``/``unsupported`` entries are ``{"collectionPath",
-"filePath", "reason"}``; ``embedError`` is ``EmbedFailure.to_fields()`` or None.
+The per-file pipeline has one seam: ``Indexer.prepare(f)`` turns one hashed
+file into a ``Prepared`` outcome (guard, extract, re-check, chunk: no store
+writes, so it may run elsewhere), and ``Indexer.commit(group)`` writes a
+group of outcomes in one store batch. The summary's shape is documented in
+``engine.runs``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import hashlib
 import logging
 import os
+import stat
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.chunk import chunk_id, chunk_text
+from engine.chunk import chunk_text
 from engine.config import Settings
-from engine.errors import EmbedError, EncryptedError, ExtractError, UnsupportedFileError
+from engine.errors import (
+    EmbedError, EncryptedError, ExtractError, RunCancelled, StoreBusyError, TooLargeError, UnsupportedFileError,
+)
 from engine.extract.reasons import reason_code
-from engine.model import Chunk, Collection, Document, ExtractedText
-from engine.paths import document_path, resolve_inside
+from engine.model import Collection, Document, ExtractedText
+from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
+from engine.paths import document_path, os_name, resolve_inside
+from engine.runs import new_summary, record
 from engine.store.base import Store
+from engine.walk import Entry, walk_entries
 
-__all__ = ["Indexer", "walk", "file_hash", "document_path", "resolve_inside", "SUMMARY_CHARS"]
+__all__ = ["Indexer", "Prepared", "repair_orphans", "walk", "file_hash", "document_path", "resolve_inside", "SUMMARY_CHARS"]
 
 log = logging.getLogger(__name__)
 
 #: Characters of text kept as a document's summary.
 SUMMARY_CHARS = 300
 _HASH_BLOCK_BYTES = 1 << 20
+#: Seconds of extraction grouped into one store commit (other writers wait at
+#: most about this long; readers are never blocked).
+BATCH_SECONDS = 1.0
+#: Seconds between two walk/hash progress events.
+_PROGRESS_EVERY_S = 0.2
 
 
-def file_hash(path: Path) -> str:
+def file_hash(path: str | os.PathLike[str]) -> str:
     """Hex sha256 of the file's bytes (the ``content_hash``).
 
+    Opened non-blocking and checked to be a regular file first, so a FIFO put
+    in a file's place after the walk fails instead of blocking the run.
+
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or is no longer a regular file.
     """
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "no longer a regular file", os.fspath(path))
         while block := f.read(_HASH_BLOCK_BYTES):
             h.update(block)
     return h.hexdigest()
 
 
 def walk(root: str | Path) -> list[str]:
-    """POSIX ``filePath``s of the regular files under ``root``, sorted.
-
-    Hidden files and directories (leading ``.``) are skipped; symlinked
-    directories are not descended; a symlinked file is kept only when it
-    resolves inside ``root``.
-    """
-    base = Path(root).resolve()
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel_dir = Path(dirpath).relative_to(base)
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            full = Path(dirpath) / name
-            rel = (rel_dir / name).as_posix()
-            if full.is_symlink():
-                try:
-                    resolve_inside(base, rel)
-                except Exception:  # PathEscapeError, or a loop
-                    log.info("skipping symlink %s: it leaves the collection root", full)
-                    continue
-            if full.is_file():
-                out.append(rel)
-    return sorted(out)
-
-
-@dataclass
-class _File:
-    collection: Collection
-    file_path: str
-    path: Path
-    content_hash: str
-    size_bytes: int
-    last_modified: float
-    password: str | None = None  # resolved from the collection's password_ref; memory only
+    """POSIX ``filePath``s of the regular files under ``root``, sorted (the
+    entries ``engine.walk.walk_entries`` reports without a reason code)."""
+    return sorted(e.file_path for e in walk_entries(root) if e.code is None)
 
 
 def _password_key(password: str | None, content_hash: str) -> str:
@@ -103,9 +95,33 @@ def _password_key(password: str | None, content_hash: str) -> str:
     return hashlib.sha256(f"{content_hash}\0{password or ''}".encode("utf-8")).hexdigest()[:16]
 
 
-#: Seconds of extraction grouped into one store commit (other writers wait at
-#: most about this long; readers are never blocked).
-BATCH_SECONDS = 1.0
+def repair_orphans(store: Store) -> int:
+    """Drop documents and chunks whose collection is gone (a remove that raced a
+    run in an older version). Uses the store's own ``repair_orphans`` when it
+    has one (SQLite: one query), else the protocol (``documents`` of every
+    collection path, ``remove_collection`` of the orphans).
+
+    Returns:
+        The number of collection paths whose rows were removed.
+    """
+    own = getattr(store, "repair_orphans", None)
+    if own is not None:
+        return int(own())
+    known = {c.collection_path for c in store.collections()}
+    gone = sorted({d.collection_path for d in store.documents()} - known)
+    for cp in gone:
+        store.remove_collection(cp)
+    return len(gone)
+
+
+@dataclass
+class _Scan:
+    """The walk of one collection: files to gate, and what became of the rest."""
+
+    files: list[HashedFile] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    blocked: dict[str, tuple[str, str]] = field(default_factory=dict)  # dir filePath -> (code, message)
+    stale: dict[str, tuple[str, str]] = field(default_factory=dict)  # filePath -> (code, message)
 
 
 class Indexer:
@@ -113,34 +129,46 @@ class Indexer:
 
     Args:
         store: any ``Store`` backend.
-        settings: chunk size/overlap (``settings_key`` gates re-chunking) and
-            ``embed_batch`` (texts per ``embed`` call).
+        settings: chunk size/overlap (``settings_key`` gates re-chunking),
+            ``embed_batch`` (texts per ``embed`` call), the file limits
+            (``max_file_bytes``, ``max_docx_part_bytes``, ``max_pages``) and
+            ``lock_wait_s`` (how long a busy writer lock is retried).
         embedder: an object with ``model``, ``probe()`` and ``embed(texts)``
             (float32, shape (n, dim), L2-normalised), or None: text only.
     """
 
     def __init__(self, store: Store, settings: Settings, embedder: Any | None = None):
+        from engine.extract.limits import Limits
+
         self.store = store
         self.settings = settings
         self.embedder = embedder
+        self.limits = Limits.of(settings)
         from engine.extract.ocr import OcrSettings
 
         self._ocr = OcrSettings(settings.ocr, settings.ocr_languages, settings.ocr_dpi)
+        self._passwords: dict[str, str | None] = {}  # collectionPath -> resolved password, this run only
+        self._cancel: threading.Event | None = None
 
     def run(self, collections: list[str] | None = None, force: bool = False,
-            on_progress: Callable[[dict], None] | None = None) -> dict:
+            on_progress: Callable[[dict], None] | None = None,
+            cancel: threading.Event | None = None) -> dict:
         """Index the given collections (None: all) and return the summary.
 
         Args:
             collections: collection paths to walk; None walks every collection.
             force: re-extract and re-store every file, ignoring the hash gate.
-            on_progress: called with ``{"phase": "extract"|"embed"|"done",
-                "done", "total", "file", "elapsedS"}`` (counts of files in the
-                extract phase, of chunks in the embed phase).
+            on_progress: called with ``{"phase": "walk"|"hash"|"extract"|"embed"|"done",
+                "done", "total", "file", "elapsedS"}``: files found (walk, total 0),
+                files hashed (hash, also ``bytesHashed``/``bytesTotal``), files
+                (extract), chunks (embed).
+            cancel: when set, the run stops at the next file boundary (or
+                embedding batch), keeps what it committed, and ends ``cancelled``.
 
         Returns:
-            The summary dict (module docstring), also saved with ``store.save_run``.
-            Per-file failures and the embedding failure are data in it.
+            The summary dict (``engine.runs``), saved with ``store.save_run``
+            at the start (``running``) and at the end. Per-file outcomes, the
+            embedding failure and a writer lock that stayed busy are data in it.
 
         Raises:
             IndexBusyError: another run holds the index lock.
@@ -148,28 +176,76 @@ class Indexer:
         """
         started = time.time()
         t0 = time.perf_counter()
+        self._cancel = cancel
         emit = on_progress or (lambda _e: None)
         with self.store.index_lock():
             targets = self._targets(collections)
-            summary: dict[str, Any] = {
-                "force": bool(force), "collections": [c.collection_path for c in targets],
-                "filesSeen": 0, "indexed": 0, "skipped": 0, "empty": [], "failed": [],
-                "unsupported": [], "removed": 0, "chunksWritten": 0, "embedded": 0,
-                "reused": 0, "embedError": None,
-            }
-            files = self._scan(targets, summary)
-            self._text_pass(files, force, summary, emit, t0)
-            if self.embedder is not None:
-                self._embed_pass(summary, emit, t0)
-            summary["seconds"] = round(time.perf_counter() - t0, 3)
-            summary["startedAt"] = _iso(started)
-            summary["finishedAt"] = _iso(time.time())
-            self.store.save_run(summary)
+            summary = new_summary(force, [c.collection_path for c in targets], _iso(started))
+            try:
+                self._retrying(lambda: self.store.save_run(summary))
+                summary["orphansRemoved"] = repair_orphans(self.store)
+                files = self._scan(targets, summary, emit, t0)
+                self._text_pass(files, force, summary, emit, t0)
+                if self.embedder is not None:
+                    self._embed_pass(summary, emit, t0)
+                summary["status"] = "finished"
+            except RunCancelled:
+                summary["status"] = "cancelled"
+                log.warning("index run cancelled at a file boundary; committed work is kept")
+            except StoreBusyError as e:
+                summary["status"] = "stopped"
+                summary["error"] = {"error": "store-busy", "message": str(e)}
+                log.warning("index run stopped: %s", e)
+            except BaseException as e:  # a bug, a second Ctrl-C: record how it ended, then raise
+                summary["status"] = "cancelled" if isinstance(e, KeyboardInterrupt) else "stopped"
+                summary["message"] = f"the run ended on {type(e).__name__}: {e}"
+                self._finish(summary, t0)
+                raise
+            self._finish(summary, t0)
             emit({"phase": "done", "done": summary["filesSeen"], "total": summary["filesSeen"],
-                  "file": "", "elapsedS": summary["seconds"]})
+                  "file": "", "elapsedS": summary["seconds"], "status": summary["status"]})
         return summary
 
-    # -- steps -------------------------------------------------------------------
+    # -- helpers -------------------------------------------------------------------
+    def _finish(self, summary: dict, t0: float) -> None:
+        """Stamp the end of the run and save its record (a longer wait than one write)."""
+        summary["skipped"] = summary["unchanged"]
+        summary["seconds"] = round(time.perf_counter() - t0, 3)
+        summary["finishedAt"] = _iso(time.time())
+        try:
+            self._retrying(lambda: self.store.save_run(summary), self._lock_wait_s() + 10.0)
+        except StoreBusyError as e:
+            summary["error"] = summary["error"] or {"error": "store-busy", "message": str(e)}
+            log.warning("the run summary could not be saved: %s", e)
+        except Exception:  # the store itself is broken: the original outcome matters more
+            log.exception("the run summary could not be saved")
+
+    def _check_cancel(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            raise RunCancelled("cancel requested")
+
+    def _lock_wait_s(self) -> float:
+        return float(getattr(self.settings, "lock_wait_s", 0.0))
+
+    def _retrying(self, write: Callable[[], Any], wait_s: float | None = None) -> Any:
+        """Run ``write``; while the store says its writer lock is busy, retry
+        with exponential backoff (0.05 s doubling to 5 s) for up to ``wait_s``
+        (default ``settings.lock_wait_s``) seconds, then re-raise ``StoreBusyError``."""
+        wait_s = self._lock_wait_s() if wait_s is None else wait_s
+        deadline = time.monotonic() + wait_s
+        delay = 0.05
+        while True:
+            try:
+                return write()
+            except StoreBusyError as e:
+                if time.monotonic() + delay > deadline:
+                    raise StoreBusyError(
+                        f"{e}; gave up after {wait_s:g} s (lock_wait_s, CHUNKNAV_LOCK_WAIT_S = "
+                        f"{self._lock_wait_s():g} s)") from None
+                log.info("writer lock busy, retrying in %.2f s", delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
     def _targets(self, names: list[str] | None) -> list[Collection]:
         known = {c.collection_path: c for c in self.store.collections()}
         if names is None:
@@ -182,123 +258,274 @@ class Indexer:
             out.append(c)
         return out
 
-    def _scan(self, targets: list[Collection], summary: dict) -> list[_File]:
-        """Walk every root, hash every supported file, drop vanished documents."""
+    @staticmethod
+    def _add(summary: dict, kind: str, entry: dict) -> None:
+        """Count one file outcome (``kind``: indexed/empty/unchanged/failed/skipped/stale/removed)."""
+        summary["counts"][kind] += 1
+        key = {"failed": "failed", "skipped": "skippedFiles", "empty": "empty", "stale": "stale"}.get(kind)
+        if key:
+            summary[key].append(entry)
+            if kind == "skipped" and entry.get("code") == "unsupported-type":
+                summary["unsupported"].append(entry)
+
+    # -- walk and hash -------------------------------------------------------------
+    def _scan(self, targets: list[Collection], summary: dict, emit: Callable[[dict], None],
+              t0: float) -> list[HashedFile]:
+        """Walk every root, classify every entry, hash regular files; keep (stale)
+        or remove the documents the walk did not index this time."""
         from engine.extract import SUPPORTED_SUFFIXES
 
-        from engine.passwords import resolve_password
-
-        files: list[_File] = []
+        files: list[HashedFile] = []
+        found = 0
+        last = 0.0
         for coll in targets:
-            seen: set[str] = set()
-            password = resolve_password(coll.password_ref)
-            root = Path(coll.root)
-            if not root.is_dir():
-                summary["failed"].append({"collectionPath": coll.collection_path, "filePath": "",
-                                          "reason": f"collection root {coll.root} is not a directory"})
+            cp = coll.collection_path
+            scan = _Scan()
+            try:
+                entries = list(self._walk(coll.root, emit, t0, found))
+            except OSError as e:
+                code = "root-missing" if e.errno in (errno.ENOENT, errno.ENOTDIR) else "unreadable"
+                self._add(summary, "failed", record(cp, "", code, f"collection root {coll.root} cannot be "
+                                                    f"listed: {e.strerror or e}; its documents are kept"))
                 continue
-            for rel in walk(root):
-                full = root / rel
-                if full.suffix.lower() not in SUPPORTED_SUFFIXES:
-                    summary["unsupported"].append({
-                        "collectionPath": coll.collection_path, "filePath": rel,
-                        "reason": f"unsupported file type: {full.suffix.lower() or '(no suffix)'}"})
+            found += len(entries)
+            for entry in entries:
+                summary["filesSeen"] += 1
+                self._check_cancel()
+                if entry.code is not None:
+                    if entry.is_dir:
+                        scan.blocked[entry.file_path] = (entry.code, entry.message)
+                    scan.stale[entry.file_path] = (entry.code, entry.message)
+                    self._add(summary, "skipped", record(cp, entry.file_path, entry.code, entry.message))
+                    continue
+                suffix = os.path.splitext(entry.file_path)[1].lower()
+                if suffix not in SUPPORTED_SUFFIXES:
+                    self._add(summary, "skipped", record(cp, entry.file_path, "unsupported-type",
+                                                         f"unsupported file type: {suffix or '(no suffix)'}"))
+                    scan.seen.add(entry.file_path)
+                    continue
+                mfb = self.limits.max_file_bytes
+                if mfb and entry.size_bytes > mfb:
+                    from engine.extract.limits import human_bytes
+
+                    msg = (f"too-large: {human_bytes(entry.size_bytes)} is over max_file_bytes "
+                           f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(mfb)}")
+                    scan.stale[entry.file_path] = ("too-large", msg)
+                    self._add(summary, "skipped", record(cp, entry.file_path, "too-large", msg))
                     continue
                 try:
-                    st = full.stat()
-                    digest = file_hash(full)
+                    digest = file_hash(entry.os_path)
                 except OSError as e:
-                    summary["failed"].append({"collectionPath": coll.collection_path, "filePath": rel,
-                                              "reason": f"unreadable: {e.strerror or e}"})
+                    code = read_code(e)
+                    msg = f"cannot read: {e.strerror or e}"
+                    if code == "unreadable":
+                        scan.stale[entry.file_path] = (code, msg)
+                    self._add(summary, "skipped", record(cp, entry.file_path, code, msg))
                     continue
-                seen.add(rel)
-                files.append(_File(coll, rel, full, digest, st.st_size, st.st_mtime, password))
-            for doc in self.store.documents(coll.collection_path):
-                if doc.file_path not in seen:
-                    self.store.remove_document(coll.collection_path, doc.file_path)
-                    summary["removed"] += 1
-        summary["filesSeen"] = len(files) + len(summary["unsupported"])
+                scan.seen.add(entry.file_path)
+                scan.files.append(HashedFile(coll, entry.file_path, entry.os_path, digest, entry.size_bytes,
+                                        entry.mtime_ns, entry.ctime_ns))
+                summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
+                now = time.perf_counter()
+                if now - last >= _PROGRESS_EVERY_S:
+                    last = now
+                    emit({"phase": "hash", "done": len(files) + len(scan.files), "total": found,
+                          "file": f"{cp}/{entry.file_path}", "bytesHashed": summary["bytesHashed"],
+                          "elapsedS": round(now - t0, 3)})
+            self._settle(coll, scan, summary)
+            files.extend(scan.files)
         return files
 
-    def _is_current(self, f: _File) -> bool:
+    def _walk(self, root: str, emit: Callable[[dict], None], t0: float, before: int) -> Iterator[Entry]:
+        """``walk_entries`` with walk progress events (files found so far)."""
+        last = 0.0
+        for n, entry in enumerate(walk_entries(root), 1):
+            now = time.perf_counter()
+            if now - last >= _PROGRESS_EVERY_S:
+                last = now
+                emit({"phase": "walk", "done": before + n, "total": 0, "file": entry.file_path,
+                      "elapsedS": round(now - t0, 3)})
+                self._check_cancel()
+            yield entry
+
+    def _settle(self, coll: Collection, scan: _Scan, summary: dict) -> None:
+        """Stored documents not (re)indexed from this walk: stale with the reason
+        when the file exists but cannot be read; removed only when it is gone."""
+        cp = coll.collection_path
+        for doc in self.store.documents(cp):
+            fp = doc.file_path
+            if fp in scan.seen:
+                continue
+            why = scan.stale.get(fp) or next(
+                (v for d, v in scan.blocked.items() if fp.startswith(d + "/")), None)
+            if why is None:
+                try:  # lstat: the entry itself, no symlink followed
+                    os.lstat(os.path.join(coll.root, os_name(fp)))
+                    why = ("unreadable", "the file exists but the walk did not reach it")
+                except OSError as e:
+                    if read_code(e) == "gone":
+                        self._retrying(lambda: self.store.remove_document(cp, fp))
+                        summary["removed"] += 1
+                        summary["counts"]["removed"] += 1
+                        continue
+                    why = ("unreadable", f"cannot stat: {e.strerror or e}")
+            self._mark_stale(doc, *why)
+            self._add(summary, "stale", record(cp, fp, why[0], why[1]))
+
+    def _mark_stale(self, doc: Document, code: str, message: str) -> None:
+        """Keep the document, its chunks and vectors; note why its file was not read."""
+        stale = {"code": code, "reason": message}
+        if (doc.metadata or {}).get("stale", {}).get("code") == code:
+            return  # already marked: no rewrite
+        meta = {**(doc.metadata or {}), "stale": {**stale, "since": time.time()}}
+        cp, fp = doc.collection_path, doc.file_path
+        text = self.store.document_text(cp, fp) or ""
+        chunks = self.store.chunks(cp, fp)
+        self._retrying(lambda: self.store.replace_document(dataclasses.replace(doc, metadata=meta), text, chunks))
+
+    def _clear_stale(self, doc: Document) -> None:
+        meta = {k: v for k, v in (doc.metadata or {}).items() if k != "stale"}
+        cp, fp = doc.collection_path, doc.file_path
+        text = self.store.document_text(cp, fp) or ""
+        chunks = self.store.chunks(cp, fp)
+        self._retrying(lambda: self.store.replace_document(dataclasses.replace(doc, metadata=meta), text, chunks))
+
+    # -- the text pass -----------------------------------------------------------------
+    def _is_current(self, f: HashedFile) -> bool:
         doc = self.store.get_document(f.collection.collection_path, f.file_path)
         if doc is None or doc.content_hash != f.content_hash or doc.settings_key != self.settings.settings_key:
             return False
         # An encrypted file is retried once its collection's password changes.
         if doc.status == "failed" and doc.metadata.get("encrypted"):
-            return doc.metadata.get("passwordKey") == _password_key(f.password, f.content_hash)
+            return doc.metadata.get("passwordKey") == _password_key(self._password(f), f.content_hash)
+        if (doc.metadata or {}).get("stale"):
+            self._clear_stale(doc)  # readable again and unchanged
         return True
 
-    def _text_pass(self, files: list[_File], force: bool, summary: dict,
-                   emit: Callable[[dict], None], t0: float) -> None:
-        from engine.extract import extract
+    def _password(self, f: HashedFile) -> str | None:
+        """The PDF password of ``f``'s collection, read from its reference
+        (``engine.passwords``) once per run and kept in memory only."""
+        cp = f.collection.collection_path
+        if cp not in self._passwords:
+            from engine.passwords import resolve_password
 
-        # Content seen at several paths is extracted once; kept only until its last use.
-        remaining: dict[tuple[str, str | None], int] = {}
+            self._passwords[cp] = resolve_password(f.collection.password_ref)
+        return self._passwords[cp]
+
+    def _cache_key(self, f: HashedFile) -> tuple[str, str, str | None]:
+        """Duplicate cache key: the bytes, the extractor (by suffix) and the password it is read with."""
+        return (f.content_hash, f.suffix, self._password(f) if f.suffix == ".pdf" else None)
+
+    def _text_pass(self, files: list[HashedFile], force: bool, summary: dict,
+                   emit: Callable[[dict], None], t0: float) -> None:
+        remaining: dict[tuple, int] = {}
         todo = []
         for f in files:
             if not force and self._is_current(f):
-                summary["skipped"] += 1
+                summary["unchanged"] += 1
+                summary["counts"]["unchanged"] += 1
                 continue
             todo.append(f)
-            key = (f.content_hash, f.password)
+            key = self._cache_key(f)
             remaining[key] = remaining.get(key, 0) + 1
-        cache: dict[tuple[str, str | None], ExtractedText | ExtractError] = {}  # memory only
+        cache: dict[tuple, ExtractedText | ExtractError] = {}
         total = len(files)
-        done = summary["skipped"]
-        i = 0
-        while i < len(todo):
-            # Files are committed in groups of up to BATCH_SECONDS of work: one
-            # commit per group instead of per file (each file is still atomic).
-            with self.store.batch():
-                started = time.perf_counter()
-                while i < len(todo):
-                    f = todo[i]
-                    i += 1
-                    key = (f.content_hash, f.password)
-                    outcome = cache.get(key)
-                    if outcome is None:
-                        try:
-                            outcome = extract(f.path, f.password, self._ocr)
-                        except ExtractError as e:
-                            outcome = e
-                        except Exception as e:  # a library bug on one file must not stop the run
-                            log.exception("extracting %s failed", f.path)
-                            outcome = ExtractError(f"extractor error: {type(e).__name__}: {e}")
-                    remaining[key] -= 1
-                    if remaining[key] > 0:
-                        cache[key] = outcome
-                    else:
-                        cache.pop(key, None)
-                    self._store_one(f, outcome, summary)
-                    done += 1
-                    emit({"phase": "extract", "done": done, "total": total,
-                          "file": f"{f.collection.collection_path}/{f.file_path}",
-                          "elapsedS": round(time.perf_counter() - t0, 3)})
-                    if time.perf_counter() - started >= BATCH_SECONDS:
-                        break
+        done = summary["unchanged"]
+        group: list[Prepared] = []
+        started = time.perf_counter()
+        try:
+            for f in todo:
+                self._check_cancel()
+                group.append(self.prepare(f, cache, remaining))
+                done += 1
+                emit({"phase": "extract", "done": done, "total": total,
+                      "file": f"{f.collection.collection_path}/{f.file_path}",
+                      "elapsedS": round(time.perf_counter() - t0, 3)})
+                # Files are committed in groups of up to BATCH_SECONDS of work: one
+                # commit per group instead of per file (each file is still atomic).
+                if time.perf_counter() - started >= BATCH_SECONDS:
+                    self.commit(group, summary)
+                    group = []
+                    started = time.perf_counter()
+        finally:
+            if group:
+                self.commit(group, summary)
 
-    def _store_one(self, f: _File, outcome: ExtractedText | ExtractError, summary: dict) -> None:
+    def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
+        """One hashed file -> its outcome, with no store write (the per-file seam).
+
+        Checks the limits, extracts (once per duplicate key while ``cache``
+        holds it), re-reads size, mtime and hash afterwards: a file that changed
+        meanwhile is extracted once more from its new bytes, and a file that
+        changes again is ``skipped`` as ``changed-during-read``. Then chunks.
+
+        Returns:
+            A ``Prepared``; never raises for a bad file (library bugs become
+            ``extractor-error``).
+        """
+        key = self._cache_key(f)
+        outcome = cache.get(key) if cache is not None else None
+        if outcome is None:
+            outcome = self._extract(f)
+        if cache is not None and remaining is not None and key in remaining:
+            remaining[key] -= 1
+            if remaining[key] > 0:
+                cache[key] = outcome
+            else:
+                cache.pop(key, None)
+        for attempt in range(2):
+            try:
+                st = os.stat(f.path)
+                same = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (f.size_bytes, f.mtime_ns, f.ctime_ns)
+                        and file_hash(f.path) == f.content_hash)
+                if same:
+                    return self._prepared(f, outcome)
+                if attempt == 1:
+                    break
+                # changed since it was hashed: extract once more from the new bytes
+                f = dataclasses.replace(f, content_hash=file_hash(f.path), size_bytes=st.st_size,
+                                        mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+            except OSError as e:
+                return Prepared(f, "skipped", read_code(e), f"cannot read after extraction: {e.strerror or e}")
+            outcome = self._extract(f)
+        return Prepared(f, "skipped", "changed-during-read",
+                        "the file changed while it was read (size, mtime or hash moved); the next run retries")
+
+    def _extract(self, f: HashedFile) -> ExtractedText | ExtractError:
+        from engine.extract import extract
+        from engine.extract.limits import check_limits
+
+        try:
+            check_limits(f.path, f.size_bytes, f.suffix, self.limits)
+            return extract(Path(f.path), self._password(f), self._ocr)
+        except ExtractError as e:
+            return e
+        except OSError as e:
+            return ExtractError(f"cannot read: {e.strerror or e}")
+        except Exception as e:  # a library bug on one file must not stop the run
+            log.exception("extracting %s failed", f.path)
+            return ExtractError(f"extractor error: {type(e).__name__}: {e}")
+
+    def _prepared(self, f: HashedFile, outcome: ExtractedText | ExtractError) -> Prepared:
         cp = f.collection.collection_path
         base = dict(collection_path=cp, file_path=f.file_path, content_hash=f.content_hash,
                     settings_key=self.settings.settings_key, size_bytes=f.size_bytes,
                     last_modified=f.last_modified, indexed_at=time.time())
-        entry = {"collectionPath": cp, "filePath": f.file_path}
+        if isinstance(outcome, ExtractedText) and outcome.file_type == "pdf" and not outcome.pages \
+                and outcome.metadata.get("repaired"):
+            outcome = ExtractError("corrupt: truncated or damaged PDF (MuPDF repaired it to 0 pages)")
         if isinstance(outcome, UnsupportedFileError):
-            summary["unsupported"].append({**entry, "reason": outcome.reason})
-            if self.store.get_document(cp, f.file_path) is not None:
-                self.store.remove_document(cp, f.file_path)
-            return
+            return Prepared(f, "skipped", "unsupported-type", outcome.reason, drop=True)
+        if isinstance(outcome, (TooLargeError,)) or (isinstance(outcome, ExtractError)
+                                                     and code_of(outcome) == "unreadable"):
+            return Prepared(f, "skipped", code_of(outcome), outcome.reason)
         if isinstance(outcome, ExtractError):
-            meta: dict[str, Any] = {}
+            meta: dict[str, Any] = {"code": code_of(outcome), "reasonCode": reason_code("failed", outcome.reason)}
             if isinstance(outcome, EncryptedError):
-                meta = {"encrypted": True, "passwordKey": _password_key(f.password, f.content_hash)}
-            meta["reasonCode"] = reason_code("failed", outcome.reason)
-            doc = Document(**base, file_type=f.path.suffix.lower().lstrip("."), status="failed",
-                           reason=outcome.reason, metadata=meta)
-            self.store.replace_document(doc, "", [])
-            summary["failed"].append({**entry, "reason": outcome.reason})
-            return
+                meta.update(encrypted=True, passwordKey=_password_key(self._password(f), f.content_hash))
+            doc = Document(**base, file_type=f.suffix.lstrip("."), status="failed", reason=outcome.reason,
+                           metadata=meta)
+            return Prepared(f, "failed", meta["code"], outcome.reason, doc)
         ex = outcome
         meta = dict(ex.metadata)
         if ex.notes:
@@ -308,28 +535,54 @@ class Indexer:
             meta["reasonCode"] = reason_code("empty", reason)
             doc = Document(**base, file_type=ex.file_type, status="empty", reason=reason,
                            page_count=len(ex.pages), metadata=meta)
-            self.store.replace_document(doc, "", [])
-            summary["empty"].append({**entry, "reason": reason})
-            return
+            return Prepared(f, "empty", None, reason, doc)
         labels = {p.number: p.label for p in ex.pages if p.label}
         windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
         text = ex.text
-        ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
-        chunks = []
-        for w in windows:
-            body = text[w.start:w.end]
-            chunks.append(Chunk(
-                cp, f.file_path, w.chunk_index, chunk_id(f.content_hash, body), f.content_hash,
-                w.start, w.end, body, w.page, labels.get(w.page) if w.page is not None else None,
-                w.bbox, w.regions, _ocr_metadata(w, ocr_pages), f.last_modified))
         doc = Document(**base, file_type=ex.file_type, status="indexed",
                        reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
-                       chunk_count=len(chunks), text_length=len(text),
+                       chunk_count=len(windows), text_length=len(text),
                        summary=text[:SUMMARY_CHARS], metadata=meta)
-        self.store.replace_document(doc, text, chunks)
-        summary["indexed"] += 1
-        summary["chunksWritten"] += len(chunks)
+        ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
+        return Prepared(f, "indexed", None, doc.reason, doc, text, LazyChunks(f, text, windows, labels, ocr_pages))
 
+    def commit(self, group: list[Prepared], summary: dict) -> None:
+        """Write a group of outcomes in one store batch (retried while the writer
+        lock is busy), then count them in ``summary``.
+
+        Raises:
+            StoreBusyError: the writer lock stayed busy for ``lock_wait_s``.
+        """
+        def write() -> None:
+            with self.store.batch():
+                for p in group:
+                    self._store_one(p)
+
+        self._retrying(write)
+        for p in group:
+            cp, fp = p.file.collection.collection_path, p.file.file_path
+            entry = record(cp, fp, p.code, p.reason or "")
+            self._add(summary, p.kind, entry)
+            if p.kind == "indexed":
+                summary["indexed"] += 1
+                summary["chunksWritten"] += len(p.chunks)
+
+    def _store_one(self, p: Prepared) -> None:
+        cp, fp = p.file.collection.collection_path, p.file.file_path
+        if p.drop:
+            if self.store.get_document(cp, fp) is not None:
+                self.store.remove_document(cp, fp)
+            return
+        if p.document is None:
+            old = self.store.get_document(cp, fp)
+            if old is not None and p.code == "gone":  # vanished since the walk: really gone
+                self.store.remove_document(cp, fp)
+            elif old is not None and p.code:  # kept, marked stale with the reason
+                self._mark_stale(old, p.code, p.reason or "")
+            return
+        self.store.replace_document(p.document, p.text, p.chunks)  # type: ignore[arg-type]
+
+    # -- the embedding pass ---------------------------------------------------------------
     def _embed_pass(self, summary: dict, emit: Callable[[dict], None], t0: float) -> None:
         """Embed chunks without a vector for the embedder's model; failures become data."""
         emb = self.embedder
@@ -347,6 +600,7 @@ class Indexer:
         batch = max(1, int(self.settings.embed_batch))
         done = 0
         for i in range(0, total, batch):
+            self._check_cancel()
             part = missing[i:i + batch]
             try:
                 vectors = emb.embed([t for _cid, t in part])
@@ -354,21 +608,11 @@ class Indexer:
                 summary["embedError"] = e.failure.to_fields()
                 log.warning("embedding stopped after %d of %d chunks: %s", done, total, e.failure.message)
                 return
-            summary["embedded"] += self.store.add_vectors(model, [cid for cid, _t in part], vectors)
+            summary["embedded"] += self._retrying(
+                lambda: self.store.add_vectors(model, [cid for cid, _t in part], vectors))
             done += len(part)
             emit({"phase": "embed", "done": done, "total": total, "file": "",
                   "elapsedS": round(time.perf_counter() - t0, 3)})
-
-
-def _ocr_metadata(w: Any, ocr_pages: dict[int, float | None]) -> dict[str, Any]:
-    """Chunk metadata for a window touching OCR'd pages: ``{"ocr": True,
-    "ocrPages": [page, ...], "ocrConfidence": {"<page>": mean 0..100 or None}}``; {} otherwise."""
-    if not ocr_pages:
-        return {}
-    pages = sorted({r.page for r in w.regions if r.page in ocr_pages})
-    if not pages:
-        return {}
-    return {"ocr": True, "ocrPages": pages, "ocrConfidence": {str(p): ocr_pages[p] for p in pages}}
 
 
 def _iso(epoch_s: float) -> str:

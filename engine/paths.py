@@ -3,22 +3,51 @@
 Owns: ``document_path`` (DESIGN.md: ``{collectionPath}/_Documents/{slug}``,
 never parsed back, unique per filePath: see ``node_slug``) and ``resolve_inside`` (a filePath may never
 leave its collection root). Imports no face.
+
+Bytes-safe names (issue 10): a file name that is not valid UTF-8 reaches
+Python with each undecodable byte as a surrogate escape (``\udcff``);
+``display_name`` shows such a byte as the four characters ``\xff`` so the
+stored ``filePath`` is valid UTF-8, and ``os_name`` maps it back (only when
+no file by the literal name exists), so tools accept the shown name.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path, PurePosixPath
 
 from engine.errors import PathEscapeError
 
-__all__ = ["document_path", "slug", "node_slug", "resolve_inside", "NODE_HASH_CHARS"]
+__all__ = ["document_path", "slug", "node_slug", "resolve_inside", "NODE_HASH_CHARS",
+           "display_name", "os_name"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 #: Hex characters of sha256(filePath) added to a lossy slug (40 bits).
 NODE_HASH_CHARS = 10
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_SHOWN_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
+
+
+def display_name(name: str) -> str:
+    """A file system name as valid UTF-8: each undecodable byte -> ``\\xNN``.
+
+    ``"bad-\\udcff.txt"`` (``os.fsdecode(b"bad-\\xff.txt")``) -> ``"bad-\\\\xff.txt"``
+    (shown as ``bad-\\xff.txt``). A valid name is returned unchanged.
+    """
+    if not _ESCAPED_BYTE.search(name):
+        return name
+    return _ESCAPED_BYTE.sub(lambda m: "\\x%02x" % (ord(m.group()) - 0xDC00), name)
+
+
+def os_name(file_path: str) -> str:
+    """Inverse of ``display_name``: every ``\\xNN`` (NN 80..ff) -> the raw byte
+    as a surrogate escape, ready for ``open``/``os.stat``."""
+    return _SHOWN_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), file_path)
 
 
 def slug(file_path: str) -> str:
@@ -69,16 +98,23 @@ def resolve_inside(root: str | Path, file_path: str) -> Path:
         The resolved absolute path (it need not exist).
 
     Raises:
-        PathEscapeError: ``file_path`` is absolute, contains ``..``, or
-            resolves (through symlinks) outside ``root``.
+        PathEscapeError: ``file_path`` is absolute, contains ``..`` or a NUL
+            byte, is a symlink loop, or resolves (through symlinks) outside ``root``.
     """
+    if "\0" in file_path:
+        raise PathEscapeError(f"filePath {file_path!r} contains a NUL byte; no file name can")
     p = PurePosixPath(file_path)
     if p.is_absolute() or file_path.startswith("\\") or re.match(r"^[A-Za-z]:", file_path):
         raise PathEscapeError(f"filePath {file_path!r} is absolute; give it relative to the collection root")
     if ".." in p.parts:
         raise PathEscapeError(f"filePath {file_path!r} contains '..'; it must stay inside the collection root")
-    base = Path(root).resolve()
-    full = (base / Path(*p.parts)).resolve() if p.parts else base
+    try:
+        base = Path(root).resolve()
+        full = (base / Path(*p.parts)).resolve() if p.parts else base
+        if _SHOWN_BYTE.search(file_path) and not os.path.lexists(full):
+            full = (base / Path(*PurePosixPath(os_name(file_path)).parts)).resolve()  # a shown bad byte
+    except (RuntimeError, OSError) as e:  # 3.11 pathlib: "Symlink loop from ..."
+        raise PathEscapeError(f"filePath {file_path!r} cannot be resolved (symlink loop?): {e}") from None
     if full != base and base not in full.parents:
         raise PathEscapeError(f"filePath {file_path!r} resolves outside the collection root (symlink)")
     return full

@@ -47,6 +47,9 @@ class Engine:
 
                 try:
                     self._store = open_store(self.settings)
+                    repair = getattr(self._store, "repair_orphans", None)
+                    if repair is not None:  # SQLite: one query (Postgres: checked at each index run)
+                        repair()  # rows of a collection removed while a run still wrote
                 except ChunknavError:
                     raise
                 except Exception as e:  # sqlite3 / psycopg / OSError: the index cannot be opened
@@ -144,21 +147,30 @@ class Engine:
     def remove_collection(self, collection_path: str) -> bool:
         """Drop a collection's documents and chunks (vectors stay, counted stale).
 
+        Holds the index lock across the removal, so no run can start in between
+        (a run that kept writing would leave orphan rows).
+
         Raises:
-            IndexBusyError: an index run is active.
+            IndexBusyError: an index run is active; nothing was removed.
         """
         path = collection_path.strip("/")
         if self.store.get_collection(path) is None:
             return False
-        self._refuse_while_running(f"remove collection {path!r}")
-        return self.store.remove_collection(path)
+        try:
+            with self.store.index_lock():
+                return self.store.remove_collection(path)
+        except IndexBusyError as e:
+            raise IndexBusyError(f"cannot remove collection {path!r}: {e}; nothing was removed, "
+                                 "wait for the run to finish (or cancel it)") from None
 
     def run_index(self, collections: list[str] | None = None, force: bool = False,
-                  on_progress: Callable[[dict], None] | None = None, embed: bool = True) -> dict:
+                  on_progress: Callable[[dict], None] | None = None, embed: bool = True,
+                  cancel: threading.Event | None = None) -> dict:
         """Run the indexer (hash-gated, or forced: Rebuild) and return its summary.
 
         A provider that cannot be set up is reported in ``embedError`` and the
-        text is indexed anyway. Raises IndexBusyError when a run is active.
+        text is indexed anyway. ``cancel`` set: the run stops at the next file
+        boundary and ends ``cancelled``. Raises IndexBusyError when a run is active.
         """
         from engine.index import Indexer
 
@@ -169,7 +181,7 @@ class Engine:
                 embedder = self.embedder()
             except EmbedError as e:
                 setup_error = e.failure.to_fields()
-        summary = Indexer(self.store, self.settings, embedder).run(collections, force, on_progress)
+        summary = Indexer(self.store, self.settings, embedder).run(collections, force, on_progress, cancel=cancel)
         if setup_error and not summary.get("embedError"):
             summary["embedError"] = setup_error
         return summary

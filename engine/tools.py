@@ -28,6 +28,7 @@ from engine.errors import PathEscapeError, StoreUnavailableError
 from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
+from engine.runs import run_outcome
 from engine.search import make_snippet
 from engine.secrets import public_dsn, redact_obj
 from engine.service import Engine
@@ -296,6 +297,10 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
             p["failed"] += d.status == "failed"
             failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
                              "status": d.status, "reason": d.reason or ""})
+        elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            stale = d.metadata["stale"]
+            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
+                             "status": "stale", "reason": f"{stale.get('code')}: {stale.get('reason', '')}"})
         elif d.metadata.get("notes"):
             noted.append(_noted_file(d))
     colls = [{"collectionPath": c.collection_path, "root": c.root,
@@ -314,7 +319,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "failures": failures,
         "notes": noted,
         "provider": engine.provider_status(probe),
-        "lastRun": store.last_run(),
+        "lastRun": run_outcome(store.last_run()),
     }
 
 

@@ -5,7 +5,9 @@ Owns: ``IndexJob``, the one in-process index run of an Engine (kept in
 page from another thread, so the thread only writes a progress snapshot here
 and the pages poll it (``st.fragment(run_every=...)``). A second start while
 a run is active is refused (``start`` returns False); a run held by another
-process (the CLI) ends as ``index-busy``. Imports no Streamlit.
+process (the CLI) ends as ``index-busy``. ``cancel`` asks the run to stop at
+the next file boundary (it ends ``done`` with a ``cancelled`` summary).
+Imports no Streamlit.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class IndexJob:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._state: dict[str, Any] = {"status": "idle"}
+        self._cancel = threading.Event()
         self.runs_started = 0
 
     def running(self) -> bool:
@@ -35,8 +38,10 @@ class IndexJob:
 
     def snapshot(self) -> dict[str, Any]:
         """A copy of the state: ``status`` (idle | running | done | busy | error),
-        ``force``, ``phase``, ``done``/``total`` (files while extracting,
-        chunks while embedding), ``file``, ``startedAt`` (epoch s),
+        ``force``, ``phase`` (walk | hash | extract | embed), ``done``/``total``
+        (files found while walking, total 0; files hashed, with
+        ``bytesHashed``; files while extracting; chunks while embedding),
+        ``file``, ``cancelRequested``, ``startedAt`` (epoch s),
         ``elapsedS``, and at the end ``summary`` or ``error``/``message``."""
         with self._lock:
             out = dict(self._state)
@@ -55,11 +60,26 @@ class IndexJob:
             if self._state.get("status") == "running":
                 return False
             self.runs_started += 1
+            self._cancel = threading.Event()
             self._state = {"status": "running", "force": force, "phase": "start", "done": 0,
                            "total": 0, "file": "", "startedAt": time.time(), "run": self.runs_started}
-            self._thread = threading.Thread(target=self._run, args=(engine, force, collections),
+            self._thread = threading.Thread(target=self._run, args=(engine, force, collections, self._cancel),
                                             name="chunknav-index", daemon=True)
             self._thread.start()
+        return True
+
+    def cancel(self) -> bool:
+        """Ask the active run to stop at the next file boundary (what it
+        committed stays; its summary says ``cancelled``).
+
+        Returns:
+            True when a run was active and is now asked to stop.
+        """
+        with self._lock:
+            if self._state.get("status") != "running":
+                return False
+            self._state["cancelRequested"] = True
+            self._cancel.set()
         return True
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -72,13 +92,13 @@ class IndexJob:
 
     def _progress(self, event: dict[str, Any]) -> None:
         with self._lock:
-            for k in ("phase", "done", "total", "file"):
+            for k in ("phase", "done", "total", "file", "bytesHashed"):
                 if k in event:
                     self._state[k] = event[k]
 
-    def _run(self, engine, force: bool, collections: list[str] | None) -> None:
+    def _run(self, engine, force: bool, collections: list[str] | None, cancel: threading.Event) -> None:
         try:
-            summary = engine.run_index(collections, force=force, on_progress=self._progress)
+            summary = engine.run_index(collections, force=force, on_progress=self._progress, cancel=cancel)
             end = {"status": "done", "summary": summary}
         except IndexBusyError as e:
             end = {"status": "busy", "error": "index-busy", "message": str(e)}

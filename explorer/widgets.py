@@ -280,10 +280,15 @@ def job_progress(snap: dict[str, Any]) -> None:
     total = int(snap.get("total") or 0)
     done = int(snap.get("done") or 0)
     phase = snap.get("phase") or "start"
-    unit = "chunks embedded" if phase == "embed" else "files"
+    unit = {"embed": "chunks embedded", "walk": "files found", "hash": "files hashed"}.get(phase, "files")
     frac = min(1.0, done / total) if total else 0.0
     what = "Rebuild (forced)" if snap.get("force") else "Re-index (hash-gated)"
-    st.progress(frac, text=f"{what}: {phase} · {done}/{total} {unit} · {snap.get('elapsedS', 0):.1f} s")
+    count = f"{done}/{total}" if total else f"{done}"
+    if snap.get("bytesHashed") and phase == "hash":
+        count += f" ({snap['bytesHashed'] / 1e6:.1f} MB hashed)"
+    if snap.get("cancelRequested"):
+        what += " · cancelling at the next file boundary"
+    st.progress(frac, text=f"{what}: {phase} · {count} {unit} · {snap.get('elapsedS', 0):.1f} s")
     if snap.get("file"):
         st.caption(f"Current file: `{snap['file']}`")
 
@@ -304,13 +309,22 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
         extra.append("collections: " + ", ".join(f"`{c}`" for c in summary["collections"]))
     extra.append("forced rebuild" if summary.get("force") else "hash-gated")
     st.caption(" · ".join(extra))
+    counts = summary.get("counts")
+    if counts:  # every class of outcome (issue 10)
+        st.caption(f"Run **{summary.get('status', 'finished')}** · " + " · ".join(
+            f"{k}: {counts.get(k, 0)}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
+                                                 "stale", "removed")))
+    if summary.get("status") in ("cancelled", "interrupted", "stopped"):
+        st.warning(summary.get("message") or (summary.get("error") or {}).get("message")
+                   or f"The run was {summary['status']}: what it committed is kept; run again to finish.")
     if summary.get("embedError"):
         failure_callout(summary["embedError"])
-    rows = [{"status": kind, **f} for kind in ("failed", "empty", "unsupported")
+    lists = ("failed", "empty", "skippedFiles", "stale") if counts else ("failed", "empty", "unsupported")
+    rows = [{"status": {"skippedFiles": "skipped"}.get(kind, kind), **f} for kind in lists
             for f in summary.get(kind) or []]
     if rows:
         st.markdown(f"**Files not indexed ({len(rows)})**")
-        table(rows, columns=["status", "collectionPath", "filePath", "reason"])
+        table(rows, columns=["status", "code", "collectionPath", "filePath", "reason"])
 
 
 # -- sources and page images ---------------------------------------------------------

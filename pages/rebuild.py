@@ -4,7 +4,8 @@ existing collection path and every removal ask for confirmation, naming what
 is dropped; both are refused while a run is active). Hidden in read-only mode.
 
 The run is ``Engine.run_index`` in a background thread (``explorer/jobs.py``);
-a click while a run is active starts nothing.
+a click while a run is active starts nothing. Cancel stops the run at the
+next file boundary; what it committed stays.
 """
 
 import streamlit as st
@@ -18,7 +19,7 @@ st.title("Rebuild")
 engine = state.engine()
 job = state.job()
 
-a, b = st.columns(2)
+a, b, c = st.columns(3)
 busy = job.running()
 if a.button("Re-index all content", icon=":material/sync:", type="primary", key="reindex",
             help="hash-gated: only new or changed files are re-extracted; missing vectors are embedded"):
@@ -28,6 +29,10 @@ if b.button("Rebuild", icon=":material/restart_alt:", key="rebuild",
             help="forced: re-extract, re-chunk and re-store every file (bypasses the hash gate)"):
     if not job.start(engine, force=True):
         st.toast("A run is already active: not starting another.")
+if c.button("Cancel", icon=":material/stop_circle:", key="cancel", disabled=not job.running(),
+            help="stop the active run at the next file boundary; what it committed stays"):
+    if job.cancel():
+        st.toast("Cancelling: the run stops at the next file boundary.")
 st.caption("Runs continue in the background: the other pages stay usable meanwhile. "
            "Same as `chunknav index` (and `chunknav index --force` for Rebuild).")
 
@@ -44,7 +49,8 @@ snap = job.snapshot()
 if snap["status"] == "running":
     live()
 elif snap["status"] == "done":
-    widgets.run_summary(snap["summary"], heading=f"Run finished in {snap.get('elapsedS', 0)} s")
+    widgets.run_summary(snap["summary"], heading=f"Run {snap['summary'].get('status', 'finished')} "
+                                                 f"in {snap.get('elapsedS', 0)} s")
 elif snap["status"] in ("busy", "error"):
     widgets.failure_callout({"error": snap["error"], "message": snap["message"]})
 

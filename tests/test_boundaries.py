@@ -86,6 +86,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.extract.text", "engine.extract.docx",
     "engine.extract.html", "engine.extract.ocr", "engine.extract.pages", "engine.extract.reasons",
     "engine.extract.saslprep",
+    "engine.walk", "engine.runs", "engine.extract.limits", "engine.outcome",  # issue 10
     "engine.secrets", "engine.roots", "engine.launcher",
 ])
 def test_exports_exist_and_are_documented(module):

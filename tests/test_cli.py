@@ -53,9 +53,10 @@ def test_index_human_then_json_then_force(tmp_path, corpus, capsys, monkeypatch)
     db = str(tmp_path / "i.db")
     run(capsys, "--db", db, "collections", "add", "C", str(corpus))
     code, out, _ = run(capsys, "--db", db, "index")
-    assert code == 0
-    assert "4 files seen, 2 indexed" in out and "1 failed" in out
-    assert "failed  C/broken.pdf: corrupt" in out and "skipped C/notes.xyz: unsupported file type: .xyz" in out
+    assert code == 1  # a file failed (README: exit 1)
+    assert "4 entries seen, 2 indexed" in out and "1 failed" in out and "1 skipped" in out
+    assert "failed  C/broken.pdf: corrupt: " in out
+    assert "skipped C/notes.xyz: unsupported-type: unsupported file type: .xyz" in out
     code, out, _ = run(capsys, "--db", db, "index", "--json")
     summary = json.loads(out)
     assert code == 0 and summary["indexed"] == 0 and summary["skipped"] == 3 and summary["force"] is False
@@ -123,7 +124,8 @@ def test_python_m_engine_prints_only_json_on_stdout(tmp_path, corpus):
     db = str(tmp_path / "i.db")
     py = [sys.executable, "-m", "engine", "--db", db]
     subprocess.run(py + ["collections", "add", "C", str(corpus)], check=True, env=env, cwd=REPO, capture_output=True)
-    subprocess.run(py + ["index"], check=True, env=env, cwd=REPO, capture_output=True)
+    r = subprocess.run(py + ["index"], env=env, cwd=REPO, capture_output=True)
+    assert r.returncode == 1 and b"Traceback" not in r.stderr  # broken.pdf failed: exit 1
     r = subprocess.run(py + ["get-chunk", "C", "b.txt", "0"], env=env, cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0
     assert json.loads(r.stdout)["text"] == "Rocket skates go fast."

@@ -344,6 +344,31 @@ def test_second_start_while_running_starts_nothing(small_index):
         eng.close()
 
 
+def test_cancel_button_stops_the_run_at_a_file_boundary(small_index):
+    """Issue 10: Cancel on the Rebuild page; the run ends cancelled, its counts shown, what it committed kept."""
+    _settings, root = small_index
+    for i in range(400):
+        (root / f"extra-{i:03d}.txt").write_text(f"extra file {i} " * 50, "utf-8")
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["rebuild"]).run()
+    assert at.button(key="cancel").disabled  # nothing to cancel yet
+    at.button(key="rebuild").click().run()
+    assert not at.button(key="cancel").disabled
+    at.button(key="cancel").click().run()
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        at.run()
+        if any(m.value.startswith("**Run ") for m in at.markdown):
+            break
+        time.sleep(0.3)
+    heads = [m.value for m in at.markdown if m.value.startswith("**Run ")]
+    assert heads and "Run cancelled" in heads[0], heads
+    assert "Run **cancelled**" in _texts(at.caption)
+    assert any("committed is kept" in w.value for w in at.warning)
+    at.button(key="reindex").click().run()  # the next run carries on and finishes
+    _wait_for_run(at)
+
+
 def test_failed_files_listed_after_a_run(small_index):
     _settings, root = small_index
     (root / "broken.pdf").write_bytes(b"%PDF-1.7 not really")

@@ -8,6 +8,7 @@ that carry no geometry). Imports ``engine.model`` only.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -24,16 +25,28 @@ WORD_SEPARATOR = " "
 _WORD_RE = re.compile(r"\S+")
 
 
+#: Longest text (characters) whose word spans are kept. Spans without a page
+#: or box carry no provenance (chunking cuts by offsets and ignores them), and
+#: for a huge plain-text file they would cost ~16 bytes a word: above this a
+#: text gets no spans, so memory stays bounded (issue 10: 200 MB of text).
+WORD_SPANS_MAX_CHARS = 16_000_000
+
+
 def words_of(text: str) -> WordArray:
     """Whitespace-separated spans of ``text`` as a ``WordArray`` without pages.
 
     Returns:
         n words in text order: ``starts``/``ends`` character offsets into
-        ``text`` (end exclusive), pages 0, boxes NaN (shape (n, 4)).
+        ``text`` (end exclusive), pages 0, boxes NaN (shape (n, 4); one
+        shared read-only row, no memory per word). A text longer than
+        ``WORD_SPANS_MAX_CHARS`` gives no words (``WordArray.empty()``).
     """
-    spans = [m.span() for m in _WORD_RE.finditer(text)]
-    if not spans:
+    if len(text) > WORD_SPANS_MAX_CHARS:
         return WordArray.empty()
-    n = len(spans)
-    cols = np.array(spans, dtype=np.int64)
-    return WordArray(cols[:, 0], cols[:, 1], np.zeros(n, np.int32), np.full((n, 4), np.nan))
+    flat = np.fromiter(itertools.chain.from_iterable(m.span() for m in _WORD_RE.finditer(text)), dtype=np.int64)
+    if not len(flat):
+        return WordArray.empty()
+    cols = flat.reshape(-1, 2)
+    n = len(cols)
+    return WordArray(cols[:, 0], cols[:, 1], np.broadcast_to(np.int32(0), (n,)),
+                     np.broadcast_to(np.full(4, np.nan), (n, 4)))

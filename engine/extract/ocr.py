@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["OcrSettings", "OCR_OFF", "tesseract_version", "tessdata_dir", "ocr_unavailable",
-           "needs_ocr", "orientation", "ocr_page", "OCR_INSTALL_HINT"]
+           "needs_ocr", "orientation", "ocr_page", "ocr_chunk_metadata", "OCR_INSTALL_HINT"]
 
 log = logging.getLogger(__name__)
 
@@ -247,3 +247,15 @@ def _mean_confidence(proc: subprocess.Popen | None) -> float | None:
             if c >= 0:
                 confs.append(c)
     return round(sum(confs) / len(confs), 1) if confs else None
+
+
+def ocr_chunk_metadata(regions: Any, ocr_pages: dict[int, float | None]) -> dict[str, Any]:
+    """Chunk metadata for a window whose ``regions`` touch OCR'd pages:
+    ``{"ocr": True, "ocrPages": [page, ...], "ocrConfidence": {"<page>": 0..100 or None}}``;
+    {} when none does (``ocr_pages``: OCR'd page -> mean word confidence)."""
+    if not ocr_pages:
+        return {}
+    pages = sorted({r.page for r in regions if r.page in ocr_pages})
+    if not pages:
+        return {}
+    return {"ocr": True, "ocrPages": pages, "ocrConfidence": {str(p): ocr_pages[p] for p in pages}}

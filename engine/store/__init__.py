@@ -23,4 +23,7 @@ def open_store(settings) -> Store:
         return PostgresStore(settings.dsn)
     from engine.store.sqlite import SqliteStore
 
-    return SqliteStore(settings.db)
+    # one write waits up to a quarter of lock_wait_s (0.5..30 s) for another
+    # process's writer lock; the indexer retries with backoff up to lock_wait_s
+    wait_s = max(0.5, min(30.0, float(getattr(settings, "lock_wait_s", 120.0)) / 4))
+    return SqliteStore(settings.db, busy_timeout_ms=int(wait_s * 1000))

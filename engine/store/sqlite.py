@@ -51,7 +51,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import sqlite_utils
 
-from engine.errors import IndexBusyError
+from engine.errors import IndexBusyError, StoreBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import LEGACY_PASSWORD_SQL, is_password_ref
 from engine.store.base import as_vector_rows
@@ -75,17 +75,20 @@ class SqliteStore:
     process-local lock.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS):
         """Open or create the database.
 
         Args:
             path: file path (parent directories are created) or ``":memory:"``.
+            busy_timeout_ms: how long one write waits for another process's
+                writer lock before ``StoreBusyError``.
 
         Raises:
             sqlite3.DatabaseError: the file is not a SQLite database.
         """
         self.path = str(path)
         self.memory = self.path == ":memory:"
+        self._busy_timeout_ms = int(busy_timeout_ms)
         self._local = threading.local()
         self._write_lock = threading.RLock()  # one writer per process at a time
         self._index_thread_lock = threading.Lock()  # index_lock for ":memory:"
@@ -102,8 +105,8 @@ class SqliteStore:
     # -- connections -----------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                               timeout=_BUSY_TIMEOUT_MS / 1000)
-        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+                               timeout=self._busy_timeout_ms / 1000)
+        conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
         conn.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # only takes effect on a new file
         if not self.memory:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -148,7 +151,10 @@ class SqliteStore:
                     raise
                 conn.execute("RELEASE write")
                 return
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:  # another process holds the writer lock
+                raise StoreBusyError(f"the index {self.path} is locked by another writer: {e}") from None
             try:
                 yield conn
             except BaseException:
@@ -254,6 +260,25 @@ class SqliteStore:
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
+    def repair_orphans(self) -> int:
+        """Drop documents and chunks whose collection is gone (a remove that raced
+        an index run); the Engine calls this when it opens the store. A
+        read-only or busy file is left as is.
+
+        Returns:
+            The number of collection paths whose orphan rows were removed.
+        """
+        try:
+            with self._read() as conn:
+                gone = [r[0] for r in conn.execute(
+                    "SELECT DISTINCT collection_path FROM documents WHERE collection_path NOT IN "
+                    "(SELECT collection_path FROM collections)").fetchall()]
+            for cp in gone:
+                self.remove_collection(cp)
+        except (sqlite3.Error, StoreBusyError):
+            return 0
+        return len(gone)
+
     def _meta_get(self, key: str) -> str | None:
         with self._read() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -344,9 +369,13 @@ class SqliteStore:
             ValueError: a chunk belongs to another key than ``document``.
         """
         key = (document.collection_path, document.file_path)
-        for c in chunks:
-            if (c.collection_path, c.file_path) != key:
-                raise ValueError(f"chunk {c.chunk_index} of {c.file_path!r} given for {key[1]!r}")
+
+        def rows() -> Iterator[tuple]:  # one pass, no list: a huge file's chunks stream in
+            for c in chunks:
+                if (c.collection_path, c.file_path) != key:
+                    raise ValueError(f"chunk {c.chunk_index} of {c.file_path!r} given for {key[1]!r}")
+                yield chunk_params(c)
+
         d = document
         with self._write() as conn:
             conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?", key)
@@ -359,8 +388,7 @@ class SqliteStore:
             if chunks:
                 conn.executemany(
                     f"INSERT INTO chunks({CHUNK_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [chunk_params(c) for c in chunks])
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
                 conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
                              "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
             self._bump(conn, "chunks_gen")

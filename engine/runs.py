@@ -1,0 +1,95 @@
+"""Run records of the indexer: the summary's shape, its outcome, and a run that never ended.
+
+Owns: ``new_summary`` (the summary dict every run starts from, saved with
+``Store.save_run`` at the start as ``status: "running"`` and again at the
+end), ``record`` (one skipped/failed/stale file entry), ``run_outcome``
+(the last run as ``index_status`` shows it: a ``running`` record whose
+process is gone is ``interrupted``) and ``exit_code``. Imports nothing from
+the engine but ``engine.errors``; no face.
+
+Summary keys (camelCase, JSON-able)::
+
+    runId, status, pid, host, force, collections, filesSeen,
+    indexed, unchanged, skipped (= unchanged; kept for older readers),
+    counts {indexed, empty, unchanged, failed, skipped, stale, removed},
+    empty [...], failed [...], skippedFiles [...], stale [...],
+    unsupported [...] (the skippedFiles with code unsupported-type),
+    removed, chunksWritten, embedded, reused, embedError, error,
+    seconds, startedAt, finishedAt
+
+``status``: ``running`` (saved at the start), ``finished``, ``cancelled``
+(a cancel request stopped it at a file boundary), ``stopped`` (``error``
+says why, e.g. ``store-busy``); ``run_outcome`` adds ``interrupted``.
+Each file list entry is ``{"collectionPath", "filePath", "code", "reason"}``
+(``reason`` the message for people). ``filesSeen`` counts every entry the
+walk reported: ``counts.indexed + empty + unchanged + failed + skipped ==
+filesSeen`` once the run finished.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import Any
+
+__all__ = ["new_summary", "record", "run_outcome", "exit_code", "RUN_STATUSES"]
+
+#: Every ``status`` a run record can carry (``interrupted`` only as shown by run_outcome).
+RUN_STATUSES = ("running", "finished", "cancelled", "stopped", "interrupted")
+
+
+def new_summary(force: bool, collections: list[str], started_at: str) -> dict[str, Any]:
+    """A fresh summary: status ``running``, every count 0, this process's pid and host."""
+    return {
+        "runId": uuid.uuid4().hex[:12], "status": "running", "pid": os.getpid(),
+        "host": socket.gethostname(), "force": bool(force), "collections": list(collections),
+        "startedAt": started_at, "filesSeen": 0, "indexed": 0, "unchanged": 0, "skipped": 0,
+        "counts": {"indexed": 0, "empty": 0, "unchanged": 0, "failed": 0, "skipped": 0,
+                   "stale": 0, "removed": 0},
+        "empty": [], "failed": [], "skippedFiles": [], "stale": [], "unsupported": [],
+        "removed": 0, "chunksWritten": 0, "embedded": 0, "reused": 0, "embedError": None,
+        "error": None,
+    }
+
+
+def record(collection_path: str, file_path: str, code: str | None, reason: str) -> dict[str, Any]:
+    """One file entry of a summary list."""
+    return {"collectionPath": collection_path, "filePath": file_path, "code": code, "reason": reason}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_outcome(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The last run record as shown to people.
+
+    A record without ``status`` (an older index) is ``finished``. A ``running``
+    record written on this host by a process that no longer exists is
+    ``interrupted`` (killed, power loss): what it committed stays, the next
+    run carries on. A ``running`` record of another host is shown as is.
+    """
+    if run is None:
+        return None
+    out = dict(run)
+    out.setdefault("status", "finished")
+    if out["status"] == "running" and out.get("host") == socket.gethostname() \
+            and isinstance(out.get("pid"), int) and not _alive(out["pid"]):
+        out["status"] = "interrupted"
+        out["message"] = (f"the run started at {out.get('startedAt')} (pid {out['pid']}) never finished: "
+                          "it was killed; what it committed is kept")
+    return out
+
+
+def exit_code(summary: dict[str, Any]) -> int:
+    """CLI exit code of a run: 1 when a file failed, the run did not finish, or embedding failed; else 0."""
+    if summary.get("failed") or summary.get("embedError") or summary.get("error"):
+        return 1
+    return 0 if summary.get("status", "finished") == "finished" else 1
