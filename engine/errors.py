@@ -81,7 +81,6 @@ ExtractReason = Literal[
     "unreadable",  # the file cannot be read (permissions, vanished)
     "unsupported",  # no extractor for the suffix
     "extractor-error",  # a library bug on this file
-    "not-text",  # a text file whose bytes are binary (control characters)
     "extract-failed",  # any other failure
     "no-pages",  # a PDF without pages
     "no-text-layer",  # pages without words (scans without OCR)

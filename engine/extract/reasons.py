@@ -23,7 +23,6 @@ _RULES: tuple[tuple[str, ExtractReason], ...] = (
     ("cannot read", "unreadable"),
     ("unreadable", "unreadable"),
     ("extractor error", "extractor-error"),
-    ("not text", "not-text"),
     ("no pages", "no-pages"),
     ("no text layer", "no-text-layer"),
     ("only whitespace", "only-whitespace"),

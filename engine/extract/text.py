@@ -168,10 +168,11 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     recorded ``empty``, with no chunk.
 
     Raises:
-        ExtractError: ``"cannot read: ..."`` when the file cannot be read;
-            ``"not text: 37% control characters (binary content, ...)"`` when
-            more than 5 % of the decoded characters are C0 controls other than
-            tab, line ends and form feed (a binary file named ``.txt``).
+        ExtractError: ``"cannot read: ..."`` when the file cannot be read.
+
+    A file more than 5 % of whose decoded characters are C0 controls other
+    than tab, line ends and form feed (a binary file named ``.txt``) is still
+    read, with the note ``"looks binary: 37% control characters (...)"``.
     """
     try:
         data = path.read_bytes()
@@ -180,13 +181,13 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     d = decode(data)
     text = d.text
     control = len(_CONTROL.findall(text))
+    binary_note: tuple[str, ...] = ()
     if text and control > max(8, len(text) // 20):
-        raise ExtractError(f"not text: {control / len(text):.0%} control characters (binary content, "
-                           f"decoded as {d.encoding})")
+        binary_note = (f"looks binary: {control / len(text):.0%} control characters (decoded as {d.encoding})",)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = unicodedata.normalize("NFKC", text)
-    notes = d.notes
+    notes = d.notes + binary_note
     if not text.strip():
         notes += ("only whitespace" if data else "empty file (0 bytes)",)
         text = ""

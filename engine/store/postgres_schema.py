@@ -247,8 +247,10 @@ def provision_shared(conn: psycopg.Connection) -> bool:
     changed = apply_ddl(conn, SHARED_SCHEMA, SHARED_TABLES)
     from engine.passwords import LEGACY_PASSWORD_SQL
 
-    conn.execute(sql.SQL(f"UPDATE {{}}.collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
-                 .format(sql.Identifier(SHARED_SCHEMA)))
+    if conn.execute(sql.SQL(f"SELECT 1 FROM {{}}.collections WHERE {LEGACY_PASSWORD_SQL} LIMIT 1")
+                    .format(sql.Identifier(SHARED_SCHEMA))).fetchone():
+        conn.execute(sql.SQL(f"UPDATE {{}}.collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
+                     .format(sql.Identifier(SHARED_SCHEMA)))
     return changed
 
 

@@ -191,10 +191,16 @@ class SqliteStore:
                 conn = self._conn()
                 # a plain password stored by an older version: blank it (the index keeps
                 # only references, engine/passwords.py)
-                if conn.execute(f"UPDATE collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}").rowcount:
-                    log.warning("blanked plain-text collection passwords in %s; set them again with "
-                                "--password-env / --password-file", "the SQLite index")
-                    conn.commit()
+                # (read first: opening must not write, another process may hold the writer lock)
+                if conn.execute(f"SELECT 1 FROM collections WHERE {LEGACY_PASSWORD_SQL} LIMIT 1").fetchone():
+                    try:
+                        conn.execute(f"UPDATE collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
+                        conn.commit()
+                        log.warning("blanked plain-text collection passwords in the SQLite index; set them "
+                                    "again with --password-env / --password-file")
+                    except sqlite3.OperationalError as e:  # locked: reads ignore them; next open retries
+                        conn.rollback()
+                        log.warning("plain-text collection passwords not blanked yet (%s)", e)
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' "
                                 "AND name = 'chunks_ai'").fetchone():
                     # an index made before FTS rows were added per file: its insert
