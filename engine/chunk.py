@@ -11,7 +11,7 @@ import hashlib
 
 import numpy as np
 
-from engine.model import Bbox, ExtractedText, Region, Window
+from engine.model import RECT_GRID, Bbox, ExtractedText, Region, Window
 
 __all__ = ["windows", "chunk_text", "chunk_id", "window_count"]
 
@@ -108,7 +108,8 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     # Elementary segments: words cut at every window edge and page change, so a
     # window is a run of whole segments and a segment lies on one page.
     page_change = np.flatnonzero(pages[1:] != pages[:-1]) + 1
-    cuts = np.unique(np.concatenate((lo, hi, page_change, [0])))
+    line_change = _line_breaks(extracted.text, starts, ends, boxes)
+    cuts = np.unique(np.concatenate((lo, hi, page_change, line_change, [0])))
     cuts = cuts[cuts < n]
     # Corner unions per segment: x0, y0 (min) and x1 = x + w, y1 = y + h (max),
     # fractions of the displayed page.
@@ -129,16 +130,36 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     g_max = np.maximum.reduceat(seg_max[seg], group_at, axis=0).tolist()
     g_page = pair_page[group_at].tolist()
     g_bounds = np.searchsorted(win_of[group_at], np.arange(len(hit) + 1)).tolist()
+    # Line rectangles: consecutive pairs of one window on one line (segments
+    # never straddle a line), corners rounded outwards to the RECT_GRID grid.
+    seg_line = np.zeros(len(cuts), np.int64)
+    seg_line[np.searchsorted(cuts, line_change[line_change < n])] = 1
+    seg_line = np.cumsum(seg_line)
+    pair_line = seg_line[seg]
+    new_rect = np.ones(len(seg), bool)
+    new_rect[1:] = (win_of[1:] != win_of[:-1]) | (pair_line[1:] != pair_line[:-1])
+    rect_at = np.flatnonzero(new_rect)
+    r_lo = np.floor(np.minimum.reduceat(seg_min[seg], rect_at, axis=0) * RECT_GRID + 1e-6)
+    r_hi = np.ceil(np.maximum.reduceat(seg_max[seg], rect_at, axis=0) * RECT_GRID - 1e-6)
+    r_hi = np.maximum(r_hi, r_lo)
+    r_box = (np.column_stack((r_lo, r_hi - r_lo)) / RECT_GRID).tolist()
+    r_page = pair_page[rect_at].tolist()
+    r_bounds = np.searchsorted(win_of[rect_at], np.arange(len(hit) + 1)).tolist()
 
     out = list(spans)
     for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
         win = spans[i]
         a, b = g_bounds[k], g_bounds[k + 1]
+        ra, rb = r_bounds[k], r_bounds[k + 1]
         if b - a == 1:  # one page: the usual case
             (x0, y0), (x1, y1) = g_min[a], g_max[a]
             bbox = Bbox(x0, y0, x1 - x0, y1 - y0)
-            out[i] = Window(win.chunk_index, win.start, win.end, page, bbox, (Region(page, bbox),))
+            rects = tuple(Bbox(*r) for r in r_box[ra:rb])
+            out[i] = Window(win.chunk_index, win.start, win.end, page, bbox, (Region(page, bbox, rects),))
             continue
+        by_page: dict[int, list[Bbox]] = {}
+        for r in range(ra, rb):
+            by_page.setdefault(r_page[r], []).append(Bbox(*r_box[r]))
         acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], pages in order of appearance
         for g in range(a, b):
             (x0, y0), (x1, y1) = g_min[g], g_max[g]
@@ -148,10 +169,40 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
             else:  # the window comes back to a page (words not in page order)
                 acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
         order = [page] + [p for p in acc if p != page]
-        regions = tuple(Region(p, Bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]))
+        regions = tuple(Region(p, Bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
+                               tuple(by_page.get(p, ())))
                         for p in order)
         out[i] = Window(win.chunk_index, win.start, win.end, page, regions[0].bbox, regions)
     return out
+
+
+def _line_breaks(text: str, starts: np.ndarray, ends: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Word indices (ascending, in 1..n-1) where a new line starts.
+
+    A line is a run of words in text order with no line or page break
+    between them in the text (the PDF extractor writes "\\n" / "\\n\\n" / "\\f"
+    when PyMuPDF's block or line number changes, so this is "same block and
+    line"), and whose boxes overlap the previous word's box vertically
+    (horizontal text) or horizontally (text running down the displayed page).
+    Extractors without line numbers get the geometric rule alone.
+
+    Args:
+        text: the extracted text the offsets index into.
+        starts, ends: int64, shape (n,), the located words' spans, ascending.
+        boxes: float64, shape (n, 4), x, y, w, h, 0..1 of the displayed page.
+    """
+    n = len(starts)
+    if n < 2:
+        return np.empty(0, np.int64)
+    code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    breaks_at = np.flatnonzero((code_points == 10) | (code_points == 12))
+    before = np.searchsorted(breaks_at, starts)  # line/page breaks before each word
+    text_break = before[1:] != np.searchsorted(breaks_at, ends[:-1])
+    x0, y0 = boxes[:, 0], boxes[:, 1]
+    x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
+    y_overlap = (y0[1:] < y1[:-1]) & (y0[:-1] < y1[1:])
+    x_overlap = (x0[1:] < x1[:-1]) & (x0[:-1] < x1[1:])
+    return np.flatnonzero(text_break | ~(y_overlap | x_overlap)) + 1
 
 
 def chunk_id(content_hash: str, window_text: str) -> str:

@@ -185,7 +185,9 @@ def _human_index(s: dict) -> str:
         f"{s.get('unchanged', s.get('skipped', 0))} unchanged, {len(s.get('failed', []))} failed, "
         f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
         f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
-        f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}",
+        f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
+        + (f", truncated {s['truncated']}" if s.get("truncated") else "")
+        + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
     ]
     def why(f: dict) -> str:  # "code: message", without repeating a code the message starts with
         code, reason = f.get("code") or "", f.get("reason") or ""
@@ -206,7 +208,8 @@ def _human_index(s: dict) -> str:
         lines.append("run cancelled at a file boundary: everything above is committed; run again to finish")
     err = s.get("embedError")
     if err:
-        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}")
+        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}"
+                     + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else ""))
         lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
     return "\n".join(lines)
 
@@ -225,7 +228,12 @@ def _human_status(st: dict) -> str:
         line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
         if v.get("truncated"):
             line += f", truncated {v['truncated']}"
+        if v.get("failed"):
+            line += f", without a vector {v['failed']}"
         out.append(line)
+    for f in st.get("embedFailures", []):
+        out.append(f"  no vector {f['model']} {f['collectionPath']}/{f['filePath']} chunk {f['chunkIndex']}: "
+                   f"{f['error']}: {f['reason']}")
     out.append(f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
                + (f" at {prov['endpoint']}" if prov.get("endpoint") else ""))
     if probe:

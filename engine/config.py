@@ -23,7 +23,10 @@ from engine.secrets import register_settings
 __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
 
 #: Bumped whenever extraction output changes; part of the hash gate.
-EXTRACTOR_VERSION = "2"
+#: "2": regions carry line rectangles (``Region.rects``), so older chunks are re-cut.
+#: "3": both of main's "2"s together: line rectangles (i12) and issue 11's extraction
+#: (encodings, complete .docx, HTML/EPUB/..., OCR, whitespace-only files empty), so every file is re-read.
+EXTRACTOR_VERSION = "3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,10 @@ SETTINGS: tuple[Setting, ...] = (
             "token the explorer asks for once per browser session; required to bind a non-loopback address", str),
     Setting("read_only", "CHUNKNAV_READ_ONLY", False, "flag",
             "explorer without Rebuild and collection changes (true/false)", bool),
+    # -- page rendering (i12) --
+    Setting("renderer", "CHUNKNAV_RENDERER", "pymupdf", "name",
+            "page images for the Source view: pymupdf (same library as extraction, fastest) "
+            "or poppler (pdftoppm through pdf2image; needs Debian poppler-utils)", str),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -128,6 +135,7 @@ class Settings:
     allowed_roots: str = ""
     access_token: str = ""
     read_only: bool = False
+    renderer: str = "pymupdf"
 
     @property
     def chunk_step(self) -> int:
@@ -176,6 +184,8 @@ class Settings:
         for name in ("max_file_bytes", "max_docx_part_bytes", "max_pages", "lock_wait_s"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name} ({_BY_NAME[name].env}) must be >= 0, got {getattr(self, name)}")
+        if self.renderer not in ("pymupdf", "poppler"):
+            raise SettingsError(f"renderer (CHUNKNAV_RENDERER) must be pymupdf or poppler, got {self.renderer!r}")
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self

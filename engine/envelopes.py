@@ -30,6 +30,7 @@ __all__ = [
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
+    "EmbedFailedChunk",
 ]
 
 
@@ -42,7 +43,8 @@ class BboxDict(TypedDict):
 
 class RegionDict(TypedDict):
     page: int
-    bbox: BboxDict
+    bbox: BboxDict  # union of the chunk's words on the page
+    rects: NotRequired[list[BboxDict]]  # one per line of the chunk's words: what a highlight draws
     ocr: NotRequired[bool]  # i11: the words on this page came from OCR
     ocrConfidence: NotRequired[float]  # i11: mean Tesseract word confidence of the page, 0..100
 
@@ -56,6 +58,8 @@ class FailureFields(TypedDict):
     model: NotRequired[str]
     statusCode: NotRequired[int | None]
     responseBody: NotRequired[str]
+    storedDim: NotRequired[int]  # embedding-dimension-changed: dim of the vectors stored for model
+    serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
 
 
 class SearchHit(TypedDict):  # search: one hit per file
@@ -129,6 +133,8 @@ class ChunkResult(TypedDict):  # get_chunk
     status: NotRequired[str]  # failed | empty
     reasonCode: NotRequired[str]  # engine.errors.ExtractReason
     ocr: NotRequired[bool]  # some of the chunk's words came from OCR (regions carry ocr: true)
+    stale: NotRequired[bool]  # true: the file changed on disk or vanished since it was indexed
+    indexedAt: NotRequired[float]  # with stale: when the indexed version was read (epoch seconds)
 
 
 class DocumentText(TypedDict):  # read_document
@@ -183,6 +189,8 @@ class ModelVectors(TypedDict):
     vectors: int
     stale: int  # vectors whose chunk vanished
     missing: int  # chunks without a vector for this model
+    truncated: NotRequired[int]  # chunks whose vector was made from their text cut to the model's limit
+    failed: NotRequired[int]  # chunks the embed pass could not embed (see IndexStatus.embedFailures)
 
 
 class FailedFile(TypedDict):
@@ -208,6 +216,16 @@ class ProviderStatus(TypedDict):
     probe: NotRequired[dict[str, Any]]  # {"ok": true, "seconds"} or failure fields
 
 
+class EmbedFailedChunk(TypedDict):  # index_status.embedFailures: one chunk the embed pass could not embed
+    model: str
+    collectionPath: str
+    filePath: str
+    chunkIndex: int
+    chunkId: str
+    error: str  # the classified code of the last refusal
+    reason: str  # its message
+
+
 class IndexStatus(TypedDict):  # index_status
     collections: list[CollectionStatus]
     documents: int
@@ -220,3 +238,4 @@ class IndexStatus(TypedDict):  # index_status
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]
+    embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason

@@ -58,6 +58,7 @@ ErrorCode = Literal[
     "embedding-request-rejected",  # 400/404/422: unknown model, input too long
     "embedding-unavailable",  # 5xx, 429, refused connection, timeout
     "search-not-performed",  # no provider configured
+    "embedding-dimension-changed",  # the server's dimension differs from the model's stored vectors
     "index-busy",  # another index run holds the lock
     "index-unavailable",  # the store cannot be opened (bad path, server down)
     "not-found",  # unknown collection / document node
@@ -119,6 +120,7 @@ WHO_FIXES: dict[str, str] = {
     "embedding-request-rejected": "the operator: check EMBED_MODEL / EMBED_URL (the server refused the request)",
     "embedding-unavailable": "the embedding server's owner: it did not answer; retry later",
     "search-not-performed": "the operator: configure EMBED_PROVIDER (local, ollama or openai)",
+    "embedding-dimension-changed": "the operator: restore the model that made the stored vectors, or index under a new EMBED_MODEL name",
     "index-busy": "nobody: wait for the running index job to finish",
     "index-unavailable": "the operator: check CHUNKNAV_DB / CHUNKNAV_DSN and that the store is reachable",
     "not-found": "the caller: check the collection or document path",

@@ -584,35 +584,14 @@ class Indexer:
 
     # -- the embedding pass ---------------------------------------------------------------
     def _embed_pass(self, summary: dict, emit: Callable[[dict], None], t0: float) -> None:
-        """Embed chunks without a vector for the embedder's model; failures become data."""
-        emb = self.embedder
-        try:
-            emb.probe()  # wrong dim / unreachable: stop before any vector is written
-        except EmbedError as e:
-            summary["embedError"] = e.failure.to_fields()
-            log.warning("embedding skipped, probe failed: %s", e.failure.message)
-            return
-        model = emb.model
-        before = self.store.vector_counts().get(model, {})
-        summary["reused"] = int(before.get("vectors", 0)) - int(before.get("stale", 0))
-        missing = self.store.chunks_missing_vectors(model)
-        total = len(missing)
-        batch = max(1, int(self.settings.embed_batch))
-        done = 0
-        for i in range(0, total, batch):
-            self._check_cancel()
-            part = missing[i:i + batch]
-            try:
-                vectors = emb.embed([t for _cid, t in part])
-            except EmbedError as e:
-                summary["embedError"] = e.failure.to_fields()
-                log.warning("embedding stopped after %d of %d chunks: %s", done, total, e.failure.message)
-                return
-            summary["embedded"] += self._retrying(
-                lambda: self.store.add_vectors(model, [cid for cid, _t in part], vectors))
-            done += len(part)
-            emit({"phase": "embed", "done": done, "total": total, "file": "",
-                  "elapsedS": round(time.perf_counter() - t0, 3)})
+        """Embed chunks without a vector for the embedder's model; failures become data
+        (``engine.index_embed.embed_pass``: length order, reuse by window text,
+        one bad input isolated, a changed dimension classified; the cancel check
+        runs before each batch and store writes retry while the writer lock is busy)."""
+        from engine.index_embed import embed_pass
+
+        embed_pass(self.store, self.embedder, self.settings.embed_batch, summary, emit, t0,
+                   check=self._check_cancel, write=self._retrying)
 
 
 def _iso(epoch_s: float) -> str:

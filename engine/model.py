@@ -24,6 +24,9 @@ import numpy as np
 __all__ = [
     "Bbox",
     "Region",
+    "RECT_GRID",
+    "rects_code",
+    "rects_decode",
     "Word",
     "WordArray",
     "PageInfo",
@@ -80,19 +83,62 @@ class Bbox:
 
 @dataclass(frozen=True, slots=True)
 class Region:
-    """One page a chunk touches: 1-based ``page`` and the union ``bbox`` of its words there."""
+    """One page a chunk touches: 1-based ``page`` and the union ``bbox`` of its words there.
+
+    ``rects``: the chunk's words on that page grouped into lines, one ``Bbox``
+    per line in text order (0..1 of the displayed page, on the ``RECT_GRID``
+    grid, corners rounded outwards); what a highlight draws. ``bbox`` is their
+    union. () for regions stored before line rectangles existed.
+    """
 
     page: int
     bbox: Bbox
+    rects: tuple[Bbox, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"page", "bbox"}`` wire form."""
-        return {"page": self.page, "bbox": self.bbox.to_dict()}
+        """``{"page", "bbox", "rects"}`` wire form (``rects`` only when there are some)."""
+        d: dict[str, Any] = {"page": self.page, "bbox": self.bbox.to_dict()}
+        if self.rects:
+            d["rects"] = [r.to_dict() for r in self.rects]
+        return d
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Region:
-        """Inverse of ``to_dict``."""
-        return Region(int(d["page"]), Bbox.from_dict(d["bbox"]))  # type: ignore[arg-type]
+        """Inverse of ``to_dict``; also reads the stored form (``"r"``: ``rects_code``)."""
+        if "r" in d:
+            rects = rects_decode(d["r"])
+        else:
+            rects = tuple(Bbox(r["x"], r["y"], r["w"], r["h"]) for r in d.get("rects") or ())
+        return Region(int(d["page"]), Bbox.from_dict(d["bbox"]), rects)  # type: ignore[arg-type]
+
+    def to_store(self) -> dict[str, Any]:
+        """Stored form: ``{"page", "bbox", "r"}`` with ``r = rects_code(rects)``
+        (about 11 characters per rectangle instead of ~60 as wire JSON)."""
+        d: dict[str, Any] = {"page": self.page, "bbox": self.bbox.to_dict()}
+        if self.rects:
+            d["r"] = rects_code(self.rects)
+        return d
+
+
+#: Line rectangles live on a grid of 1/RECT_GRID of the displayed page (0.08 pt on A4).
+RECT_GRID = 10_000
+
+
+def rects_code(rects: Sequence[Bbox]) -> str:
+    """Rectangles on the ``RECT_GRID`` grid -> base64 of uint16 little-endian
+    ``x, y, w, h`` grid units per rectangle (8 bytes each)."""
+    import base64
+
+    units = np.rint(np.array([(r.x, r.y, r.w, r.h) for r in rects], np.float64) * RECT_GRID)
+    return base64.b64encode(np.clip(units, 0, RECT_GRID).astype("<u2").tobytes()).decode("ascii")
+
+
+def rects_decode(code: str) -> tuple[Bbox, ...]:
+    """Inverse of ``rects_code``: a tuple of ``Bbox`` (grid units / ``RECT_GRID``)."""
+    import base64
+
+    units = np.frombuffer(base64.b64decode(code), "<u2").reshape(-1, 4) / RECT_GRID
+    return tuple(Bbox(*row) for row in units.tolist())
 
 
 @dataclass(frozen=True, slots=True)

@@ -294,6 +294,12 @@ class ContentChunkSearch:
         if mode == "keyword":
             return [(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
         qv = embedder.embed_query(text)
+        stored_dim = self.store.vector_dim(embedder.model)
+        if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
+            from engine.embed import dimension_changed
+
+            raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
+                                               stored_dim, int(qv.shape[0])))
         vec = [(h.chunk, h.score) for h in self.store.search_vectors(embedder.model, qv, collections, want)]
         if mode == "vector":
             return vec, "cosine"

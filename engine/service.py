@@ -176,7 +176,12 @@ class Engine:
 
         embedder = None
         setup_error = None
-        if embed:
+        if embed and self.settings.embed_provider == "auto" and self.settings.embed_model:
+            from engine.index_embed import DeferredEmbedder
+
+            # auto-detection probes the server: only do it when something needs embedding
+            embedder = DeferredEmbedder(self.settings.embed_model, self.embedder)
+        elif embed:
             try:
                 embedder = self.embedder()
             except EmbedError as e:
@@ -207,8 +212,17 @@ class Engine:
                 seconds = emb.probe()
                 out["probe"] = {"ok": True, "seconds": round(float(seconds), 4)}
                 out["dim"] = int(emb.dim)
+                stored = self.store.vector_dim(emb.model)
+                if stored is not None and stored != int(emb.dim):  # the model behind the name changed
+                    from engine.embed import dimension_changed
+
+                    out["probe"] = {"ok": False, "seconds": round(float(seconds), 4),
+                                    **dimension_changed(emb.model, emb.endpoint or "", stored,
+                                                        int(emb.dim)).to_fields()}
             except EmbedError as e:
                 out["probe"] = {"ok": False, **e.failure.to_fields()}
+                if e.failure.server_dim is not None:
+                    out["dim"] = int(e.failure.server_dim)  # what the provider answers now
         return out
 
     def close(self) -> None:

@@ -65,7 +65,7 @@ def _bbox(b) -> E.BboxDict | None:
     return None if b is None else b.to_dict()  # type: ignore[return-value]
 
 
-def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
+def _provenance(out: dict, chunk: Chunk, regions: bool = True, all_rects: bool = True) -> None:
     if chunk.page is not None:
         out["page"] = chunk.page
     if chunk.page_label:
@@ -74,6 +74,9 @@ def _provenance(out: dict, chunk: Chunk, regions: bool = True) -> None:
         out["bbox"] = _bbox(chunk.bbox)
     if regions and chunk.regions:
         out["regions"] = [r.to_dict() for r in chunk.regions]
+        if not all_rects:  # search hits: rects of the first region only (README "Highlights")
+            for r in out["regions"][1:]:
+                r.pop("rects", None)
         ocr_pages = chunk.metadata.get("ocrPages") if chunk.metadata else None
         if ocr_pages:  # words on these pages came from OCR (engine/extract/ocr.py)
             conf = chunk.metadata.get("ocrConfidence") or {}
@@ -113,7 +116,7 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
             "score": round(float(score), SCORE_DECIMALS),
             "snippet": make_snippet(chunk.chunk_text, outcome.terms),
         }
-        _provenance(h, chunk, regions=not per_file)
+        _provenance(h, chunk, regions=not per_file, all_rects=False)
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
@@ -194,6 +197,7 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
         overlapNext=max(0, chunk.end - nxt.start) if nxt else 0,
     )
     _provenance(out, chunk)
+    _mark_stale(engine, out)
     return out  # type: ignore[return-value]
 
 
@@ -206,6 +210,21 @@ def _no_text(out: dict[str, Any], doc) -> None:
         out["reasonCode"] = code
     what = "failed" if doc.status == "failed" else "has no text"
     out["message"] = f"{doc.file_path!r} {what} ({code}): {doc.reason or 'no text'}"
+
+
+def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
+    """``stale: true`` (+ ``indexedAt``) when the chunk's file changed on disk or vanished
+    since it was indexed (``engine.freshness.check_file``: a stat, a hash only on a difference)."""
+    from engine.freshness import check_file
+
+    coll = engine.store.get_collection(out["collectionPath"])
+    doc = engine.store.get_document(out["collectionPath"], out["filePath"])
+    if coll is None or doc is None:
+        return
+    fresh = check_file(coll.root, doc)
+    if fresh.stale:
+        out["stale"] = True
+        out["indexedAt"] = fresh.indexed_at
 
 
 def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,
@@ -310,12 +329,19 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
                 "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}
                for m, v in sorted(store.vector_counts().items())]
+    notes = store.embed_notes()  # embed pass: truncated / failed chunks per model
+    for v in vectors:
+        n = notes.get(v["model"], {})
+        v["truncated"] = int(n.get("truncated", 0))
+        v["failed"] = int(n.get("failed", 0))
+    embed_failures = [{"model": m, **f} for m, n in sorted(notes.items()) for f in n.get("failures", [])]
     return {  # type: ignore[return-value]
         "collections": colls,
         "documents": len(docs),
         "chunks": sum(d.chunk_count for d in docs),
         "vectors": vectors,
         "staleVectors": sum(v["stale"] for v in vectors),
+        "embedFailures": embed_failures,
         "failures": failures,
         "notes": noted,
         "provider": engine.provider_status(probe),

@@ -35,7 +35,7 @@ _search = REGISTRY["search_chunks"].schema["properties"]
 _LIMIT = (int(_search["limit"]["minimum"]), int(_search["limit"]["maximum"]))
 _MODES = list(_search["mode"]["enum"])
 _KINDS = ["chunks", "documents"]
-_ZOOM = (0.5, 3.0)
+_ZOOM = (1.0, 4.0)  # the Source view's zoom range (explorer/source_view.py ZOOMS, i12)
 
 Rule = Callable[[str, str, dict[str, Any]], tuple[str | None, str | None]]
 
@@ -137,7 +137,8 @@ PARAMS: dict[str, dict[str, Rule]] = {
     "explore": dict(_SEARCH_PARAMS),
     "chunk": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "full": _flag, "p": _int(1, None, None)},
     "source": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "p": _int(1, None, None),
-               "zoom": _float(_ZOOM[0], _ZOOM[1], 1.5)},
+               "zoom": _float(_ZOOM[0], _ZOOM[1], 1.0),
+               "view": _choice(["around", "page"], None)},  # i12: around the highlight | whole pages
 }
 
 

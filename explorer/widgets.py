@@ -302,7 +302,8 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
                                         ("vectors embedded", "embedded"), ("seconds", "seconds")]):
         col.metric(label, summary.get(key, 0))
     extra = []
-    for label, key in (("removed", "removed"), ("vectors reused", "reused")):
+    for label, key in (("removed", "removed"), ("vectors reused", "reused"),
+                       ("embedded truncated", "truncated"), ("chunks without a vector", "embedFailed")):
         if summary.get(key):
             extra.append(f"{label}: {summary[key]}")
     if summary.get("collections"):
@@ -405,6 +406,9 @@ def status_view(status: dict[str, Any]) -> None:
         table(status["vectors"], labels={"missing": "chunks lacking vectors", "stale": "stale vectors"})
     else:
         st.caption("No vectors stored yet.")
+    if status.get("embedFailures"):
+        st.markdown(f"**Chunks the embedding pass could not embed ({len(status['embedFailures'])})**")
+        table(status["embedFailures"], columns=["model", "collectionPath", "filePath", "chunkIndex", "error", "reason"])
     st.subheader(f"Files not indexed ({len(status['failures'])})")
     if status["failures"]:
         table(status["failures"], columns=["status", "collectionPath", "filePath", "reason"])

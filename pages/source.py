@@ -1,16 +1,18 @@
-"""Source: where a chunk came from. PDFs: the page as displayed with the chunk's
-bbox drawn over it (no bbox: its text found on the page), zoom and page
-navigation. Text, Markdown, DOCX: the document text with the chunk's span
-highlighted in context.
+"""Source: where a chunk came from. PDFs: every page the chunk touches, in
+order, with its line rectangles drawn (the union outline faintly), cropped
+around the highlight so it is in view on open, zoom 1x-4x that re-renders;
+Previous/Next chunk. Text, Markdown, DOCX: the document text from just before
+the chunk, the overlaps marked. A file changed since indexing is said, not
+drawn over (``get_chunk`` answers ``stale: true``).
 
-One tool: ``get_chunk`` (plus ``read_document`` for non-PDF text). The page
-image comes from ``engine.render`` through ``explorer.widgets.page_image``.
-State lives in the URL: ``c``, ``f``, ``i``, ``p`` (page), ``zoom``, ``q``.
+One tool: ``get_chunk`` (plus ``read_document`` for non-PDF text). Page images
+come from ``engine.render`` through ``explorer.source_view``.
+State lives in the URL: ``c``, ``f``, ``i``, ``p`` (page), ``zoom``, ``view``, ``q``.
 """
 
 import streamlit as st
 
-from explorer import state, widgets
+from explorer import source_view, state, widgets
 
 st.title("Source")
 c, f, i = widgets.selected_chunk("Source")
@@ -20,17 +22,14 @@ chunk = widgets.run_tool("get_chunk", args, panel=False)
 if chunk is not None and not chunk["found"]:
     widgets.failure_callout(chunk) if chunk.get("error") else st.warning(chunk.get("message", ""))
 elif chunk is not None:
-    st.markdown(f"`{c}` / **{f}** · chunk **{i}** of {chunk['totalChunks']} · {widgets.provenance_line(chunk)}")
-    st.page_link(widgets.page_path("chunk"), label="Chunk view", icon=":material/article:",
-                 query_params={k: v for k, v in {"c": c, "f": f, "i": i, "q": state.qp_get("q")}.items() if v})
+    head, link = st.columns([5, 1], vertical_alignment="center")
+    head.markdown(f"`{c}` / **{f}** · chunk **{i}** of {chunk['totalChunks']} · {widgets.provenance_line(chunk)}")
+    link.page_link(widgets.page_path("chunk"), label="Chunk view", icon=":material/article:",
+                   query_params={k: v for k, v in {"c": c, "f": f, "i": i, "q": state.qp_get("q")}.items() if v})
+    stale = source_view.stale_notice(chunk)
     if f.lower().endswith(".pdf"):
-        widgets.pdf_source_view(chunk)
+        source_view.pdf_chunk_pages(chunk, stale)  # with the Previous/Next chunk buttons
     else:
-        start, end = chunk["start"], chunk["end"]
-        window = {"collectionPath": c, "filePath": f, "offset": max(0, start - 3000),
-                  "limit": (end - start) + 6000}
-        doc = widgets.run_tool("read_document", window, panel=False)
-        if doc is not None:
-            widgets.document_view(doc, span=(start, end), query=state.qp_get("q", ""))
-            widgets.tool_call_panel("read_document", window, doc, label="This maps to a tool call (text)")
+        source_view.chunk_stepper(chunk)
+        source_view.text_chunk_view(chunk, query=state.qp_get("q", ""))
 widgets.tool_call_panel("get_chunk", args, chunk)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Reply", "Recorded", "EmbedStub", "ERRORS", "QUOTA_429", "stub_vector", "ollama_error", "openai_error"]
+__all__ = ["Reply", "Recorded", "EmbedStub", "ERRORS", "QUOTA_429", "LLAMACPP_TOO_LARGE_500", "OPENAI_429_HINT_S", "stub_vector", "ollama_error", "openai_error"]
 
 
 def ollama_error(message: str) -> dict[str, Any]:
@@ -70,6 +70,17 @@ ERRORS: dict[tuple[str, int], dict[str, Any]] = {
         "The server had an error while processing your request. Sorry about that!", "server_error"),
     ("openai", 503): openai_error("The engine is currently overloaded, please try again later", "server_error"),
 }
+#: llama.cpp server (``llama-server --embeddings``): an input longer than the
+#: physical batch is refused with HTTP 500, deterministically (older builds say
+#: only "input is too large to process. increase the physical batch size").
+LLAMACPP_TOO_LARGE_500 = {"error": {"code": 500, "message": "input (992 tokens) is too large to process. "
+                                    "increase the physical batch size (current batch size: 512)",
+                                    "type": "server_error"}}
+#: OpenAI's rate-limit body with its own wait hint in seconds (no Retry-After header).
+OPENAI_429_HINT_S = openai_error(
+    "Rate limit reached for text-embedding-3-small in organization org-stub on tokens per min (TPM): "
+    "Limit 1000000, Used 999000, Requested 2400. Please try again in 2.812s. Visit "
+    "https://platform.openai.com/account/rate-limits to learn more.", "tokens", "rate_limit_exceeded")
 QUOTA_429 = openai_error("You exceeded your current quota, please check your plan and billing details.",
                          "insufficient_quota", "insufficient_quota")
 
@@ -146,6 +157,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = scripted.body(rec) if callable(scripted.body) else scripted.body
             self._send(scripted.status, body, scripted.headers)
             return
+        refused = stub.refuse(path, payload) if stub.refuse is not None and method == "POST" else None
+        if refused is not None:
+            self._send(refused.status, refused.body, refused.headers)
+            return
         self._send(*stub.answer(method, path, rec.headers, payload))
 
     def do_POST(self) -> None:  # noqa: N802
@@ -164,6 +179,10 @@ class EmbedStub(ThreadingHTTPServer):
     * ``api_key``: when set, ``/v1/embeddings`` needs ``Bearer <api_key>``.
     * ``reply``: a sticky ``Reply`` for every request (None: normal answers).
     * ``queue``: one-shot ``Reply`` objects used first (see ``push``).
+    * ``refuse``: ``(path, payload) -> Reply | None`` consulted for every POST
+      after the scripted replies: a ``Reply`` answers instead of the normal
+      embedding (e.g. refuse any batch holding one over-long text, as a
+      small-context model does), None lets the normal answer through.
     """
 
     daemon_threads = True
@@ -177,6 +196,7 @@ class EmbedStub(ThreadingHTTPServer):
         self.api_key = ""
         self.reply: Reply | None = None
         self.queue: deque[Reply] = deque()
+        self.refuse: Any = None
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()

@@ -82,12 +82,14 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.index", "engine.store.sqlite", "engine.store.base",
     "engine.store.postgres_schema", "engine.store.postgres_rows", "engine.store.postgres_vectors",
     "engine.embed.base", "engine.embed.local", "engine.embed.http", "engine.store.sqlite_vectors",
+    "engine.embed.isolate", "engine.index_embed", "engine.store.sqlite_notes", "engine.store.postgres_notes",
     "engine.store.sqlite_rows", "engine.service", "engine.extract.common", "engine.extract.pdf",
     "engine.extract.text", "engine.extract.docx",
     "engine.extract.html", "engine.extract.ocr", "engine.extract.pages", "engine.extract.reasons",
     "engine.extract.saslprep",
     "engine.walk", "engine.runs", "engine.extract.limits", "engine.outcome",  # issue 10
     "engine.secrets", "engine.roots", "engine.launcher",
+    "engine.freshness", "engine.render",  # i12
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

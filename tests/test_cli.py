@@ -145,6 +145,6 @@ def test_migrate_copies_chunks_and_vectors_without_re_embedding(tmp_path, corpus
     code, out, _ = run(capsys, "--db", dst, "index", "--json")
     summary = json.loads(out)
     assert summary["indexed"] == 0 and summary["embedded"] == 0 and summary["reused"] == 4
-    assert embed_stub.count("/api/embed") == embedded + 1  # the probe only
+    assert embed_stub.count("/api/embed") == embedded  # nothing to embed: not even the probe
     code, _, err = run(capsys, "migrate", "--from", "mysql://x", "--to", f"sqlite:{dst}")
     assert code == 2 and "sqlite:PATH" in err

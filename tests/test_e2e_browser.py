@@ -102,7 +102,7 @@ def test_search_open_hit_see_highlighted_page(server, request):
                                    arg=img.element_handle(), timeout=60_000)
             click_to_highlight_s = time.perf_counter() - t0
             assert "/source" in page.url and "c=Samples" in page.url and "i=" in page.url
-            page.get_by_text("drawn in yellow").wait_for(timeout=10_000)
+            page.get_by_text("lines of the chunk").first.wait_for(timeout=10_000)  # i12: line rectangles
 
             img.scroll_into_view_if_needed()
             shot = img.screenshot(path=str(out / "3-highlight.png"))

@@ -66,9 +66,15 @@ def test_classify(status, code):
 def test_failure_fields_match_envelope():
     f = E.EmbedFailure("embedding-unavailable", "m", 503, "http://x/api/embed", "m1", "{}")
     fields = f.to_fields()
-    assert set(fields) == FailureFields.__required_keys__ | FailureFields.__optional_keys__
+    assert set(fields) == (FailureFields.__required_keys__ | FailureFields.__optional_keys__) - {"storedDim", "serverDim"}
     assert fields == {"error": "embedding-unavailable", "message": "m", "endpoint": "http://x/api/embed",
                       "model": "m1", "statusCode": 503, "responseBody": "{}"}
+
+
+def test_dimension_changed_fields_match_envelope():
+    fields = E.dimension_changed("m1", "http://x/api/embed", 64, 32).to_fields()
+    assert set(fields) == FailureFields.__required_keys__ | FailureFields.__optional_keys__
+    assert (fields["error"], fields["storedDim"], fields["serverDim"]) == ("embedding-dimension-changed", 64, 32)
 
 
 def test_redact_key_bearer_and_truncation():
@@ -296,7 +302,8 @@ def test_wrong_count_wrong_dim_zero_vector(embed_stub, wire):
     assert f.code == "embedding-unavailable" and "returned 1 vectors for 2 texts" in f.message
     embed_stub.push(Reply(200, _vectors_body(wire, [[1.0] * 5])))
     f = failure_of(e.embed, ["a"])
-    assert f.code == "embedding-request-rejected" and "5-dimensional" in f.message and "8" in f.message
+    assert f.code == "embedding-dimension-changed" and "5-dimensional" in f.message and "8" in f.message
+    assert (f.stored_dim, f.server_dim) == (8, 5)
     embed_stub.push(Reply(200, _vectors_body(wire, [[0.0] * 8])))
     assert "all-zero" in failure_of(e.embed, ["a"]).message
 
@@ -543,3 +550,14 @@ def test_auto_openai_server_failure_stands_and_detection_is_quiet(embed_stub, tm
     f = ei.value.failure
     assert (f.code, f.status_code) == ("embedding-credential-rejected", 401)
     assert "neither" not in f.message and KEY not in f.body
+
+
+def test_local_unpadded_pooling_gives_wordllamas_vectors(no_network):
+    """The local provider tokenizes once without padding and averages each text's rows:
+    the same vectors as WordLlama's own padded, unsorted batches."""
+    texts = ["short", "a much longer text about rockets, skates and the speed of light " * 12,
+             "Über naïve café 東京 123,456.78", "x", "the middle one, of a middling length " * 3]
+    ref = E._shared_model().embed(texts, norm=True, batch_size=64)  # one padded batch, given order
+    ours = E.LocalEmbedder().embed(texts)
+    assert np.allclose(ours, ref, atol=1e-6)
+    assert np.allclose(E.LocalEmbedder().embed(texts[::-1])[::-1], ref, atol=1e-6)  # order-free

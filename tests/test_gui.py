@@ -259,21 +259,28 @@ def test_chunk_out_of_range_is_an_answer(app):
 
 
 # -- source ------------------------------------------------------------------------------
-def test_source_renders_the_pdf_page_with_the_bbox(app, sample_engine):
+def _warnings_of(at) -> list[str]:
+    return [w.value for w in at.warning]
+
+
+def test_source_renders_every_page_of_the_chunk_with_line_rects(app, sample_engine):
     at = app("source", c=SAMPLE_COLLECTION, f="multicolumn.pdf", i=1)
     chunk = call_tool(sample_engine, "get_chunk", {"collectionPath": SAMPLE_COLLECTION,
                                                     "filePath": "multicolumn.pdf", "chunkIndex": 1})
-    assert at.session_state["_last_render"] == {"page": chunk["page"], "source": "bbox",
-                                                "boxes": len([r for r in chunk["regions"] if r["page"] == chunk["page"]])}
-    assert any("drawn in yellow" in c.value for c in at.caption)
-    # page navigation: another page the chunk is not on draws nothing
-    n = at.number_input(key="src_page")
-    if n.max > chunk["page"]:
-        at.button(key="pg_next").click().run()
-        assert at.query_params["p"] == str(chunk["page"] + 1)
-        assert at.session_state["_last_render"]["page"] == chunk["page"] + 1
-    at.select_slider(key="src_zoom").set_value(2.0).run()
-    assert at.query_params["zoom"] == "2.0"
+    first = chunk["regions"][0]
+    last = at.session_state["_last_render"]
+    assert (last["page"], last["source"], last["boxes"]) == (chunk["page"], "rects", len(first["rects"]))
+    assert sum(m.value.startswith("**Page ") for m in at.markdown) == len({r["page"] for r in chunk["regions"]})
+    assert any(f"**Page {chunk['page']}**" in m.value for m in at.markdown)
+    at.select_slider(key="src_zoom").set_value(3.0).run()
+    assert at.query_params["zoom"] == "3"
+    assert at.session_state["_last_render"]["pageWidthPx"] >= 2.9 * last["pageWidthPx"]
+    at.radio(key="src_view").set_value("Whole pages").run()
+    assert at.query_params["view"] == "page" and not _warnings_of(at)
+    at.button(key="src_next").click().run()
+    assert at.query_params["i"] == "2" and at.query_params["zoom"] == "3"
+    assert at.session_state["_last_render"]["zoom"] == 3.0
+    assert not at.exception
 
 
 def test_source_of_text_file_highlights_the_span(app, sample_engine):
@@ -285,6 +292,9 @@ def test_source_of_text_file_highlights_the_span(app, sample_engine):
     chunk = call_tool(sample_engine, "get_chunk", {"collectionPath": SAMPLE_COLLECTION, "filePath": f, "chunkIndex": 1})
     assert doc["offset"] <= chunk["start"] and chunk["end"] <= doc["offset"] + len(doc["text"])
     assert chunk["text"] in doc["text"]
+    # i12: the text starts just before the chunk (so it is at the top of the box) and the overlaps are marked
+    assert chunk["start"] - doc["offset"] <= 240
+    assert 'class="cn-ovl"' in _texts(at.markdown)
 
 
 # -- rebuild ------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def test_bad_chunk_links_fall_back_with_a_notice(monkeypatch, sample_index):
     at = _open("chunk", c=SAMPLE_COLLECTION, f="../../etc/passwd", i="0")
     assert any("leaves the collection root" in e.value for e in at.error)  # path-escape callout, no read
     at = _open("source", c=SAMPLE_COLLECTION, f="multicolumn.pdf", i="1", zoom="99")
-    assert "clamped to 3" in _warnings(at)
+    assert "clamped to 4" in _warnings(at)  # Source zooms 1x-4x (i12)
 
 
 def test_validate_params_core():

@@ -188,3 +188,20 @@ def test_encrypted_page_renders_text_after_authenticate():
     info = render.render_page_info(CORPUS / "edge" / "libreoffice-writer-password.pdf", 1, 1.0,
                                    password="openpassword", highlight_texts=["Lorem ipsum dolor sit amet"])
     assert info.source == "text" and len(info.boxes) >= 1
+
+
+def test_highlight_runs_split_at_a_column_change_and_a_gap():
+    lines = [Bbox(0.1, 0.50 + k * 0.015, 0.3, 0.012) for k in range(5)]
+    top_right = [Bbox(0.55, 0.10 + k * 0.015, 0.3, 0.012) for k in range(2)]
+    far_below = [Bbox(0.45, 0.95, 0.02, 0.012)]
+    runs = render.highlight_runs(lines + top_right + far_below)
+    assert [len(r) for r in runs] == [5, 2, 1]
+    assert render.highlight_runs([]) == []
+
+
+def test_clip_around_keeps_the_first_box_in_view():
+    first = Bbox(0.1, 0.9, 0.3, 0.01)
+    clip = render.clip_around([first, Bbox(0.1, 0.2, 0.3, 0.01)], 3.0, 612, 1800, 880, 400)
+    assert clip.y <= first.y and first.y + first.h <= clip.y + clip.h
+    assert clip.x <= first.x and clip.h * 1800 * 3.0 <= 401
+    assert render.clip_around([], 1.0, 612, 792, 880, 400) == Bbox(0.0, 0.0, 1.0, 400 / 792)

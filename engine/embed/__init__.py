@@ -29,24 +29,39 @@ Providers:
       similarity, weak for fine semantics; English-centred vocabulary.
       Long text: WordLlama does not truncate (it calls ``no_truncation()``);
       every token is averaged, so a long text's vector drifts towards the
-      average of its topics, and a batch is padded to its longest member, so
-      one long text makes the whole batch slow and large. We therefore sort a
-      call's texts by length into batches bounded by ``embed_batch`` texts and
-      a character budget, and refuse texts above ``LOCAL_MAX_INPUT_CHARS``
-      (32,000 characters, about 8k tokens; ``EMBED_MAX_INPUT_CHARS`` overrides).
+      average of its topics. WordLlama's own ``embed`` pads each batch to its
+      longest member; we tokenize once without padding and average each
+      text's token rows on their own (the same vectors, bit for bit, at the
+      cost of the real tokens only), and refuse texts above
+      ``LOCAL_MAX_INPUT_CHARS`` (32,000 characters, about 8k tokens;
+      ``EMBED_MAX_INPUT_CHARS`` overrides).
     * ``ollama``: ``POST {EMBED_URL}/api/embed`` with ``{"model", "input",
-      "truncate": false}`` (Ollama would otherwise cut long input silently).
+      "truncate": false}`` (Ollama would otherwise cut long input silently);
+      only the retry of a refused text sends ``"truncate": true`` (and is
+      counted ``truncated``).
     * ``openai``: ``POST {EMBED_URL}/v1/embeddings`` with a bearer key
       (OpenAI, llama.cpp server, TEI, vLLM).
     * ``auto``: probes ``/api/embed`` then ``/v1/embeddings`` and keeps the
       first wire format that answers like its server.
 
+One bad input never blocks the others (``engine.embed.isolate``): a refusal
+marked ``input_refused`` (400/413/422, llama.cpp's ``500 input is too large``,
+a text over the input limit) splits the batch until the text is alone; it is
+then retried cut to the model's limit (Ollama ``"truncate": true``, else a
+client-side cut scaled by the server's token counts) or reported with its
+failure. A model whose stored vectors have another dimension than the server
+answers now is ``embedding-dimension-changed`` (``dimension_changed``, with
+``storedDim`` and ``serverDim``).
+
 Failure classification (STYLE.md §3), done where the response is seen:
 401/403 -> ``embedding-credential-rejected``; 400/404/422 ->
 ``embedding-request-rejected``; 5xx, 429, refused connection, timeout ->
-``embedding-unavailable``. Retried (bounded, exponential backoff, ``Retry-After``
-/ ``retry-after-ms`` honoured): 408, 429 (not ``insufficient_quota``), 5xx but
-501/505, timeouts and refused connections. Never retried: 400, 401, 403, 404,
+``embedding-unavailable``. Retried (bounded): 408, 429 (not ``insufficient_quota``), 5xx but 501/505 and
+llama.cpp's ``500 input is too large`` (deterministic; classified
+``embedding-request-rejected``), timeouts and refused connections. The wait is
+``retry-after-ms`` / ``Retry-After``, else a 429 body's own hint ("Please try
+again in 2.812s"), else exponential backoff with jitter; a wait over
+``max_retry_after_s`` ends the call. Never retried: 400, 401, 403, 404, 413,
 422, an exhausted quota, a malformed 2xx answer. Not sent at all: a text longer
 than the model's input limit (``embedding-request-rejected`` naming the limit).
 A 2xx answer carrying an ``error``, lacking vectors, or with the wrong count is
@@ -63,7 +78,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from engine.config import Settings
-from engine.embed.base import BODY_LIMIT_CHARS, PROBE_TEXT, EmbedFailure, classify, redact
+from engine.embed.base import BODY_LIMIT_CHARS, PROBE_TEXT, EmbedFailure, classify, dimension_changed, redact
 from engine.embed.http import (
     OLLAMA_DEFAULT_URL,
     OPENAI_DEFAULT_URL,
@@ -81,12 +96,16 @@ from engine.embed.local import (
     _shared_model,  # noqa: F401  (re-exported for tests and bench)
     load_wordllama,
 )
+from engine.embed.isolate import TextOutcome, embed_isolating
 from engine.errors import SettingsError
 
 __all__ = [
     "EmbedFailure",
     "classify",
     "redact",
+    "dimension_changed",
+    "embed_isolating",
+    "TextOutcome",
     "Embedder",
     "LocalEmbedder",
     "OllamaEmbedder",

@@ -16,11 +16,13 @@ under ``engine.embed``, the providers' one logger name. The public entry is
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -33,6 +35,8 @@ __all__ = [
     "redact",
     "log_failure",
     "BaseEmbedder",
+    "dimension_changed",
+    "quiet_failures",
     "PROBE_TEXT",
     "BODY_LIMIT_CHARS",
 ]
@@ -64,6 +68,14 @@ class EmbedFailure:
         model: the model name asked for.
         body: the server's response body, secrets redacted, at most
             ``BODY_LIMIT_CHARS`` characters ("" when there was none).
+        input_refused: True when the refusal is about this request's texts
+            (a deterministic 400/413/422, llama.cpp's ``500 input is too
+            large``, a text over the client-side input limit): the embed pass
+            splits the batch to find the offending text instead of stopping.
+        stored_dim, server_dim: for ``embedding-dimension-changed``: the
+            dimension ``model`` had before (its vectors stored in the index,
+            or the server's earlier answers in this process) and the one the
+            server answers now (None otherwise).
     """
 
     code: ErrorCode
@@ -72,11 +84,15 @@ class EmbedFailure:
     endpoint: str = ""
     model: str = ""
     body: str = ""
+    input_refused: bool = False
+    stored_dim: int | None = None
+    server_dim: int | None = None
 
     def to_fields(self) -> dict[str, Any]:
         """Envelope fields (``envelopes.FailureFields``): ``error``, ``message``,
-        ``endpoint``, ``model``, ``statusCode``, ``responseBody``."""
-        return {
+        ``endpoint``, ``model``, ``statusCode``, ``responseBody``, plus
+        ``storedDim`` / ``serverDim`` (integers) for a changed dimension."""
+        out: dict[str, Any] = {
             "error": self.code,
             "message": self.message,
             "endpoint": self.endpoint,
@@ -84,6 +100,26 @@ class EmbedFailure:
             "statusCode": self.status_code,
             "responseBody": self.body,
         }
+        if self.stored_dim is not None:
+            out["storedDim"] = int(self.stored_dim)
+        if self.server_dim is not None:
+            out["serverDim"] = int(self.server_dim)
+        return out
+
+
+def dimension_changed(model: str, endpoint: str, stored_dim: int, server_dim: int) -> EmbedFailure:
+    """The ``embedding-dimension-changed`` failure: ``model`` has ``stored_dim``-d
+    vectors in the index but the provider at ``endpoint`` now answers
+    ``server_dim``-d ones (the model behind the name changed). Stored vectors
+    are kept; the operator must restore the model or index under a new name."""
+    return EmbedFailure(
+        code="embedding-dimension-changed",
+        message=(f"model {model!r} at {endpoint or 'in-process'} now returns {server_dim}-dimensional vectors, "
+                 f"but the {stored_dim}-dimensional vectors already stored for it were made by another model "
+                 f"behind the same name; nothing was written and the stored vectors are kept. The operator "
+                 f"must restore the model that gives {stored_dim} dimensions, or set EMBED_MODEL to a new "
+                 f"name for the new model (``ollama cp`` gives it one) and re-index"),
+        endpoint=endpoint or "in-process", model=model, stored_dim=int(stored_dim), server_dim=int(server_dim))
 
 
 def classify(status: int | None) -> ErrorCode:
@@ -122,6 +158,22 @@ def log_failure(failure: EmbedFailure) -> None:
     """Log one failed provider call once, as a warning (never the API key: fields are redacted)."""
     logger.warning("embedding failed: %s status=%s endpoint=%s model=%s: %s", failure.code,
                    failure.status_code, failure.endpoint, failure.model, failure.message)
+
+
+#: Per-thread switch: while ``quiet_failures()`` is active, failed calls are not
+#: logged one by one (the batch isolation logs one line per text instead).
+_QUIET = threading.local()
+
+
+@contextlib.contextmanager
+def quiet_failures() -> Iterator[None]:
+    """Within the block, this thread's failed provider calls raise without their own log line."""
+    before = getattr(_QUIET, "on", False)
+    _QUIET.on = True
+    try:
+        yield
+    finally:
+        _QUIET.on = before
 
 
 class BaseEmbedder:
@@ -207,6 +259,41 @@ class BaseEmbedder:
         """Embed one query: float32, shape (dim,), L2-normalised. Raises as ``embed``."""
         return self.embed([text])[0]
 
+    def embed_truncated(self, text: str, limit_chars: int) -> tuple[np.ndarray, int]:
+        """Embed one text cut to the model's input limit (the retry of a refused text).
+
+        The base class cuts client-side: the first ``min(limit_chars,
+        max_input_chars)`` characters are sent (a cut never splits a
+        surrogate pair). The Ollama provider overrides this and sends the whole
+        text with ``"truncate": true`` (the server cuts at its context length).
+
+        Args:
+            text: the refused text, non-empty.
+            limit_chars: characters to keep, > 0 (the caller's estimate of the
+                limit, from the server's message or a halving).
+
+        Returns:
+            (vector float32 shape (dim,) L2-normalised, characters sent).
+
+        Raises:
+            EmbedError: refused again or any other failure (classified).
+        """
+        keep = max(1, min(int(limit_chars), self.max_input_chars or len(text), len(text)))
+        cut = text[:keep]
+        return self.embed([cut])[0], len(cut)
+
+    def cut_hint(self, failure: EmbedFailure, n_chars: int) -> int:
+        """Characters to keep when retrying a refused text of ``n_chars`` characters.
+
+        The base class keeps ``max_input_chars`` (or half the text when that
+        would not cut); the HTTP providers read the server's token counts
+        ("maximum context length is 8192 tokens, however you requested 9314",
+        llama.cpp's "input (992 tokens) ... (current batch size: 512)") first.
+        """
+        if self.max_input_chars and self.max_input_chars < n_chars:
+            return self.max_input_chars
+        return max(1, n_chars // 2)
+
     # -- helpers --------------------------------------------------------------
     def _where(self) -> str:
         return self.endpoint or "in-process"
@@ -214,16 +301,17 @@ class BaseEmbedder:
     def _secrets(self) -> tuple[str, ...]:
         return ()
 
-    def _failure(self, code: ErrorCode, message: str, status: int | None, body: str = "") -> EmbedFailure:
+    def _failure(self, code: ErrorCode, message: str, status: int | None, body: str = "",
+                 input_refused: bool = False) -> EmbedFailure:
         secrets = self._secrets()
         return EmbedFailure(code=code, message=redact(message, secrets, limit=4 * BODY_LIMIT_CHARS),
                             status_code=status, endpoint=self._where(), model=self.model,
-                            body=redact(body, secrets))
+                            body=redact(body, secrets), input_refused=input_refused)
 
     _log_failures = True  # auto-detection probes quietly and logs the final outcome
 
     def _fail(self, failure: EmbedFailure) -> None:
-        if self._log_failures:
+        if self._log_failures and not getattr(_QUIET, "on", False):
             log_failure(failure)
         raise EmbedError(failure)
 
@@ -239,7 +327,7 @@ class BaseEmbedder:
                     f"limit of model {self.model!r} ({self.provider}); nothing was sent. The operator "
                     f"must lower CHUNKNAV_CHUNK_SIZE below {self.max_input_chars}, or raise "
                     f"EMBED_MAX_INPUT_CHARS if the model really accepts more",
-                    status=None,
+                    status=None, input_refused=True,
                 ))
 
     def _vectors(self, raw: Any, n: int, status: int | None, body: str) -> np.ndarray:
@@ -267,6 +355,15 @@ class BaseEmbedder:
                                      f"{self._where()} returned non-numeric vectors (HTTP {status})",
                                      status, body))
         got = arr.shape[1]
+        if self.dim and got != self.dim and not self._expected_dim:
+            # no EMBED_DIM: this process saw self.dim before, the server now answers got
+            self._fail(dataclasses.replace(self._failure(
+                "embedding-dimension-changed",
+                f"model {self.model!r} at {self._where()} now returns {got}-dimensional vectors, but it "
+                f"returned {self.dim} dimensions earlier (another model behind the same name); nothing is "
+                f"written and stored vectors are kept. The operator must restore the model that gives "
+                f"{self.dim} dimensions, or give the new model a new EMBED_MODEL name and re-index",
+                status, body), stored_dim=int(self.dim), server_dim=int(got)))
         if self.dim and got != self.dim:
             where = (f"EMBED_DIM is {self.dim}" if self._expected_dim
                      else f"the probe returned {self.dim} dimensions")

@@ -75,6 +75,19 @@ _DEFAULT_INPUT_TOKENS = 512
 _CHARS_PER_TOKEN = 3
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: llama.cpp server's deterministic refusal of an input longer than its
+#: physical batch: HTTP 500 "input (992 tokens) is too large to process.
+#: increase the physical batch size (current batch size: 512)"; never retried.
+_LLAMACPP_TOO_LARGE = re.compile(r"input (\((?P<got>\d+) tokens\) )?is too large to process", re.I)
+_LLAMACPP_BATCH = re.compile(r"current batch size: (?P<limit>\d+)", re.I)
+#: OpenAI's 400 "maximum context length is 8192 tokens, however you requested 9314 tokens".
+_OPENAI_CONTEXT = re.compile(r"maximum context length is (?P<limit>\d+) tokens.*?requested (?P<got>\d+) tokens",
+                             re.I | re.S)
+#: A rate-limit body's own hint, e.g. OpenAI's "Please try again in 2.812s" / "in 20ms" / "in 1m30s".
+_TRY_AGAIN = re.compile(r"try again in\s+(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?\s*(?:(?P<s>\d+(?:\.\d+)?)s)?"
+                        r"\s*(?:(?P<ms>\d+(?:\.\d+)?)ms)?", re.I)
+#: Sleeps between attempts (a test monkeypatches this, never the network).
+_sleep = time.sleep
 _TOO_LONG = re.compile(
     r"context length|maximum context|too long|too many tokens|exceeds|must have less than|"
     r"input length|max(imum)?[_ ]?(input|sequence)",
@@ -166,6 +179,25 @@ def _retry_after_s(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _body_retry_hint_s(body: str) -> float | None:
+    """Seconds a 429 body asks us to wait ("Please try again in 2.812s"), or None."""
+    msg, _, _ = _server_error(body)
+    for text in (msg, body):
+        m = _TRY_AGAIN.search(text or "")
+        if m and any(m.group(g) for g in ("m", "s", "ms")):
+            return (float(m.group("m") or 0) * 60 + float(m.group("s") or 0)
+                    + float(m.group("ms") or 0) / 1000.0)
+    return None
+
+
+def _llamacpp_too_large(status: int, body: str) -> bool:
+    """llama.cpp server's deterministic ``500 input is too large`` refusal."""
+    if status != 500:
+        return False
+    msg, _, _ = _server_error(body)
+    return bool(_LLAMACPP_TOO_LARGE.search(msg or body))
+
+
 class _HTTPEmbedder(BaseEmbedder):
     """Shared HTTP client: per-thread ``requests.Session``, batching, retries."""
 
@@ -237,7 +269,7 @@ class _HTTPEmbedder(BaseEmbedder):
         return s
 
     # -- wire-format specifics --------------------------------------------------
-    def _payload(self, texts: list[str]) -> dict[str, Any]:  # pragma: no cover
+    def _payload(self, texts: list[str], truncate: bool = False) -> dict[str, Any]:  # pragma: no cover
         raise NotImplementedError
 
     def _extract(self, data: Any) -> Any:  # pragma: no cover
@@ -249,10 +281,10 @@ class _HTTPEmbedder(BaseEmbedder):
         parts = [self._request(texts[i:i + self.batch]) for i in range(0, len(texts), self.batch)]
         return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
 
-    def _request(self, texts: list[str]) -> np.ndarray:
+    def _request(self, texts: list[str], truncate: bool = False) -> np.ndarray:
         attempt = 0
         while True:
-            failure, retryable, retry_after = self._attempt(texts)
+            failure, retryable, retry_after = self._attempt(texts, truncate)
             if isinstance(failure, np.ndarray):
                 return failure
             if retryable and attempt < self.retries:
@@ -266,19 +298,19 @@ class _HTTPEmbedder(BaseEmbedder):
                 delay = retry_after if retry_after is not None else min(
                     self.max_backoff_s, self.backoff_s * (2 ** attempt)) * (0.5 + random.random() / 2)
                 attempt += 1
-                logger.info("embedding attempt %d/%d failed (%s, status=%s, endpoint=%s); retrying in %.2fs",
+                logger.info("embedding attempt %d/%d failed (%s, status=%s, endpoint=%s); retrying in %.3fs",
                             attempt, self.retries + 1, failure.code, failure.status_code, self.endpoint, delay)
-                time.sleep(delay)
+                _sleep(delay)
                 continue
             if retryable and attempt:
                 failure = self._failure(failure.code, f"{failure.message} (gave up after {attempt + 1} attempts)",
                                         failure.status_code, failure.body)
             self._fail(failure)
 
-    def _attempt(self, texts: list[str]) -> tuple[Any, bool, float | None]:
+    def _attempt(self, texts: list[str], truncate: bool = False) -> tuple[Any, bool, float | None]:
         """One POST -> (vectors | EmbedFailure, retryable, retry_after_s)."""
         try:
-            resp = self._session().post(self._url, json=self._payload(texts), timeout=self.timeout_s,
+            resp = self._session().post(self._url, json=self._payload(texts, truncate), timeout=self.timeout_s,
                                         proxies=self._proxies)
         except requests.Timeout as e:
             what = "connect" if isinstance(e, requests.ConnectTimeout) else "answer"
@@ -320,17 +352,47 @@ class _HTTPEmbedder(BaseEmbedder):
                     status, body), False, None
             raw = self._extract(data)
             return self._vectors(raw, len(texts), status, body), False, None
-        return self._http_failure(status, body), self._retryable(status, body), _retry_after_s(resp.headers)
+        wait = _retry_after_s(resp.headers)
+        if wait is None and status == 429:
+            wait = _body_retry_hint_s(body)  # after the headers, before exponential backoff
+        return self._http_failure(status, body), self._retryable(status, body), wait
 
     def _retryable(self, status: int, body: str) -> bool:
         if status == 429:
             return not _is_quota(body)
+        if _llamacpp_too_large(status, body):
+            return False  # deterministic: the same input gives the same 500
         return status in _RETRY_STATUSES or (status >= 500 and status not in (501, 505))
+
+    def cut_hint(self, failure: EmbedFailure, n_chars: int) -> int:
+        """Characters to keep on the retry of a refused text (``BaseEmbedder.cut_hint``):
+        the server's own token counts scale the text (with 10 % margin), else
+        the base rule."""
+        msg, _, _ = _server_error(failure.body)
+        limit = got = None
+        m = _OPENAI_CONTEXT.search(msg or "")
+        if m:
+            limit, got = int(m.group("limit")), int(m.group("got"))
+        else:
+            m1, m2 = _LLAMACPP_TOO_LARGE.search(msg or ""), _LLAMACPP_BATCH.search(msg or "")
+            if m1 and m1.group("got") and m2:
+                limit, got = int(m2.group("limit")), int(m1.group("got"))
+        if limit and got and got > limit:
+            return max(1, int(n_chars * limit / got * 0.9))
+        return super().cut_hint(failure, n_chars)
 
     def _http_failure(self, status: int, body: str) -> EmbedFailure:
         msg, code_or_type, structured = _server_error(body)
         said = f"HTTP {status}: {msg}" if msg else f"HTTP {status}"
         code = classify(status)
+        refused = status in (400, 413, 422)  # deterministic refusals of this request's content
+        if _llamacpp_too_large(status, body):
+            return self._failure(
+                "embedding-request-rejected",
+                f"{self.endpoint} refused an input as too large for its physical batch ({said}); not "
+                f"retried (the same input gives the same answer): the operator must lower "
+                f"CHUNKNAV_CHUNK_SIZE or EMBED_MAX_INPUT_CHARS, or start llama-server with a larger "
+                f"-b/-ub", status, body, input_refused=True)
         if status == 401:
             hint = ("no EMBED_API_KEY is set; the operator must set one" if not self._api_key
                     else "the operator must set a valid EMBED_API_KEY for this endpoint")
@@ -364,7 +426,7 @@ class _HTTPEmbedder(BaseEmbedder):
                     f"or retry later")
         else:
             text = f"{self.endpoint} answered {said}"
-        return self._failure(code, text, status, body)
+        return self._failure(code, text, status, body, input_refused=refused)
 
 
 def _is_quota(body: str) -> bool:
@@ -394,8 +456,19 @@ class OllamaEmbedder(_HTTPEmbedder):
     route = "/api/embed"
     wire = "Ollama"
 
-    def _payload(self, texts: list[str]) -> dict[str, Any]:
-        return {"model": self.model, "input": texts, "truncate": False}
+    def _payload(self, texts: list[str], truncate: bool = False) -> dict[str, Any]:
+        return {"model": self.model, "input": texts, "truncate": bool(truncate)}
+
+    def embed_truncated(self, text: str, limit_chars: int) -> tuple[np.ndarray, int]:
+        """Retry one refused text with ``"truncate": true``: Ollama cuts it at the
+        model's context length itself (exact, in tokens). Returns (vector float32
+        shape (dim,) L2-normalised, characters sent = ``len(text)``); a text over
+        10x ``max_input_chars`` is cut client-side to that first. Raises EmbedError."""
+        if not self._probed:
+            self.probe()
+        cap = 10 * self.max_input_chars if self.max_input_chars else len(text)
+        cut = text[:max(1, cap)]  # limit_chars is not needed: the server knows its context
+        return self._request([cut], truncate=True)[0], len(cut)
 
     def _extract(self, data: Any) -> Any:
         return data.get("embeddings") if isinstance(data, dict) else None
@@ -417,7 +490,7 @@ class OpenAIEmbedder(_HTTPEmbedder):
     def _base(self, url: str) -> str:
         return url[:-3] if url.endswith("/v1") else url
 
-    def _payload(self, texts: list[str]) -> dict[str, Any]:
+    def _payload(self, texts: list[str], truncate: bool = False) -> dict[str, Any]:
         return {"model": self.model, "input": texts, "encoding_format": "float"}
 
     def _extract(self, data: Any) -> Any:

@@ -74,9 +74,11 @@ class Store(Protocol):
         """All chunks of one file by ``chunk_index``."""
 
     # -- vectors -------------------------------------------------------------
-    def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(self, model: str, limit: int | None = None,
+                               after: str | None = None) -> list[tuple[str, str]]:
         """``(chunk_id, chunk_text)`` for distinct chunk ids that have no vector
-        for ``model``, in a stable order."""
+        for ``model``, ordered by chunk_id, only ids greater than ``after``
+        (None: from the start), at most ``limit`` (None: all)."""
 
     def add_vectors(self, model: str, chunk_ids: list[str], vectors: np.ndarray) -> int:
         """Add float32 vectors, shape (n, dim), L2-normalised, for ``model``.
@@ -86,6 +88,29 @@ class Store(Protocol):
         """Per model: ``{"vectors", "dim", "stale", "missing"}`` where stale =
         vectors whose chunk_id is in no chunk, missing = chunk ids without a
         vector for that model."""
+
+    # -- embedding notes (engine/store/sqlite_notes.py, postgres_notes.py) ----
+    def vector_dim(self, model: str) -> int | None:
+        """Dimension of ``model``'s stored vectors, or None when it has none."""
+
+    def vectors_by_text(self, model: str, text_hashes: list[str]) -> dict[str, tuple[np.ndarray, int | None]]:
+        """``{text_hash: (vector float32 (dim,), truncated_chars | None)}`` for the
+        window-text sha256s that already have a vector of ``model`` (stale ones too)."""
+
+    def note_vectors(self, model: str, chunk_ids: list[str], text_hashes: list[str],
+                     truncated_chars: list[int | None]) -> None:
+        """Remember the window-text hash of vectors just added and which were made
+        from a cut text (clears those chunks' failure notes)."""
+
+    def record_embed_failures(self, model: str, failures: list[tuple[str, str, str]]) -> None:
+        """Record ``(chunk_id, error code, reason)`` of chunks that got no vector."""
+
+    def backfill_vector_texts(self, model: str, text_hash: Any) -> int:
+        """Once per model, hash the texts of chunks embedded before text hashes were kept."""
+
+    def embed_notes(self, limit: int = 50) -> dict[str, dict[str, Any]]:
+        """Per model ``{"truncated": n, "failed": n, "failures": [{collectionPath,
+        filePath, chunkIndex, chunkId, error, reason}, ...]}`` over live chunks."""
 
     def search_vectors(
         self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int

@@ -77,6 +77,7 @@ from engine.store.postgres_schema import (
     schema_for,
 )
 from engine.store.postgres_vectors import PgVectors
+from engine.store.postgres_notes import PgEmbedNotes
 
 __all__ = [
     "PostgresStore",
@@ -91,7 +92,7 @@ __all__ = [
 INDEX_LOCK_KEY = 0x63686E6B6E6176  # "chnknav"
 
 
-class PostgresStore:
+class PostgresStore(PgEmbedNotes):
     """``Store`` on PostgreSQL + pgvector (layout: ``engine/store/postgres_schema.py``).
 
     Safe to share between threads: each call borrows a connection from a
@@ -407,14 +408,16 @@ class PostgresStore:
         return [row_to_chunk(r) for r in rows]
 
     # -- vectors (PgVectors, engine/store/postgres_vectors.py) ------------------------
-    def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(self, model: str, limit: int | None = None,
+                               after: str | None = None) -> list[tuple[str, str]]:
         """Distinct chunk ids that have no vector for ``model``, with their text.
 
         Returns:
-            ``[(chunk_id, chunk_text)]`` ordered by chunk_id (stable), at most
-            ``limit`` (None: all). A chunk id stored at several paths appears once.
+            ``[(chunk_id, chunk_text)]`` ordered by chunk_id (stable), only ids
+            greater than ``after`` (None: all), at most ``limit`` (None: all).
+            A chunk id stored at several paths appears once.
         """
-        return self._vectors.chunks_missing_vectors(model, limit)
+        return self._vectors.chunks_missing_vectors(model, limit, after)
 
     def build_vector_indexes(self) -> list[tuple[str, int, float]]:
         """Build every missing HNSW index (one per stored ``(model, dim)``), in bulk.

@@ -122,7 +122,7 @@ def chunk_params(c: Chunk) -> tuple[Any, ...]:
     return (c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start,
             c.end, pg_text(c.chunk_text), c.page, pg_text(c.page_label),
             pg_jsonb(c.bbox.to_dict() if c.bbox else None),
-            pg_jsonb([r.to_dict() for r in c.regions]), pg_jsonb(c.metadata),
+            pg_jsonb([r.to_store() for r in c.regions]), pg_jsonb(c.metadata),
             c.last_modified)
 
 

@@ -19,6 +19,8 @@ Layout (see ``docs/postgres.md``)::
       vectors                     (chunk_id, model) -> dim, embedding, created;
                                   one partial HNSW index per (model, dim)
       runs                        saved index-run summaries (JSON)
+      vector_texts                (text_hash, model) -> chunk_id, truncated_chars
+      embed_notes                 (chunk_id, model) -> kind, chars, code, reason
     cnp_<slug>_<hash8>            one schema per partition (first segment of
       documents                   collection_path, e.g. ``ACME``)
       content_chunks
@@ -126,6 +128,13 @@ SHARED_TABLES: tuple[TableSpec, ...] = (
      (("vectors_model_dim", "(model, dim)"),)),
     ("runs", "id bigserial PRIMARY KEY",
      (("saved_at", "double precision NOT NULL DEFAULT 0"), ("summary", "jsonb NOT NULL DEFAULT '{}'::jsonb")), ()),
+    # embedding notes (engine/store/postgres_notes.py): window-text hash -> the chunk whose vector holds it,
+    # and per (chunk, model) a truncation or a failure of the embed pass.
+    ("vector_texts", "text_hash text NOT NULL, model text NOT NULL, PRIMARY KEY (text_hash, model)",
+     (("chunk_id", "text NOT NULL DEFAULT ''"), ("truncated_chars", "integer")), ()),
+    ("embed_notes", "chunk_id text NOT NULL, model text NOT NULL, PRIMARY KEY (chunk_id, model)",
+     (("kind", "text NOT NULL DEFAULT ''"), ("chars", "integer"), ("code", "text"), ("reason", "text"),
+      ("created", "double precision NOT NULL DEFAULT 0")), ()),
 )
 #: Per-partition tables, in the order writes touch them (documents, then chunks).
 PARTITION_TABLES: tuple[TableSpec, ...] = (

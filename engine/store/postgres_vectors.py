@@ -102,7 +102,8 @@ class PgVectors:
             return sql.SQL("SELECT NULL::text AS chunk_id WHERE false")
         return sql.SQL(" UNION ALL ").join(parts)
 
-    def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(self, model: str, limit: int | None = None,
+                               after: str | None = None) -> list[tuple[str, str]]:
         """Distinct chunk ids that have no vector for ``model``, with their text.
 
         One ``DISTINCT ON`` query over the ``UNION ALL`` of every partition's chunks.
@@ -118,9 +119,10 @@ class PgVectors:
         q = sql.SQL(
             "SELECT DISTINCT ON (c.chunk_id) c.chunk_id, c.chunk_text FROM ({}) c "
             "WHERE NOT EXISTS (SELECT 1 FROM {}.vectors v WHERE v.chunk_id = c.chunk_id AND v.model = %s) "
+            + ("AND c.chunk_id > %s " if after is not None else "") +
             "ORDER BY c.chunk_id"
         ).format(sql.SQL(" UNION ALL ").join(parts), sql.Identifier(SHARED_SCHEMA))
-        params: list[Any] = [model]
+        params: list[Any] = [model] if after is None else [model, after]
         if limit is not None:
             q += sql.SQL(" LIMIT %s")
             params.append(int(limit))

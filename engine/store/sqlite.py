@@ -59,6 +59,7 @@ from engine.store.sqlite_rows import (
     CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, fts_query, to_json,
 )
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
+from engine.store.sqlite_notes import SqliteEmbedNotes
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ __all__ = ["SqliteStore"]
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
 
-class SqliteStore:
+class SqliteStore(SqliteEmbedNotes):
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
 
     Safe to share between threads: each thread reads through its own
@@ -431,16 +432,19 @@ class SqliteStore:
         return [chunk_of(r) for r in rows]
 
     # -- vectors ----------------------------------------------------------------------
-    def chunks_missing_vectors(self, model: str, limit: int | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(self, model: str, limit: int | None = None,
+                               after: str | None = None) -> list[tuple[str, str]]:
         """``(chunk_id, chunk_text)`` for distinct chunk ids without a vector for ``model``,
-        ordered by chunk_id; at most ``limit`` rows (None: all)."""
+        ordered by chunk_id, only ids greater than ``after`` (None: from the
+        start); at most ``limit`` rows (None: all)."""
         sql = ("SELECT chunk_id, min(chunk_text) FROM chunks c WHERE NOT EXISTS "
                "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?) "
-               "GROUP BY chunk_id ORDER BY chunk_id")
-        args: tuple = (model,)
+               + ("AND chunk_id > ? " if after is not None else "")
+               + "GROUP BY chunk_id ORDER BY chunk_id")
+        args: tuple = (model,) if after is None else (model, after)
         if limit is not None:
             sql += " LIMIT ?"
-            args = (model, int(limit))
+            args = (*args, int(limit))
         with self._read() as conn:
             return [(r[0], r[1]) for r in conn.execute(sql, args).fetchall()]
 

@@ -2,7 +2,7 @@
 
 Owns: the column lists of ``documents`` and ``chunks`` (the order every
 SELECT uses), row -> ``Document`` / ``Chunk``, ``Chunk`` -> INSERT parameters
-(boxes as compact JSON), and ``fts_query`` (plain words -> safe FTS5 query
+(boxes as compact JSON; line rectangles as ``rects_code`` text), and ``fts_query`` (plain words -> safe FTS5 query
 strings). Imports ``engine.model`` only; no connection, no SQL execution.
 """
 
@@ -12,7 +12,7 @@ import json
 import sqlite3
 from typing import Any
 
-from engine.model import Bbox, Chunk, Document, Region
+from engine.model import Bbox, Chunk, Document, Region, rects_code
 
 __all__ = ["DOC_COLUMNS", "CHUNK_COLUMNS", "to_json", "document_of", "chunk_of", "bbox_json",
            "chunk_params", "fts_query"]
@@ -65,7 +65,8 @@ def chunk_params(c: Chunk) -> tuple:
         c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start, c.end,
         c.chunk_text, c.page, c.page_label,
         bbox_json(c.bbox) if c.bbox is not None else None,
-        "[" + ",".join(f'{{"page":{r.page},"bbox":{bbox_json(r.bbox)}}}' for r in c.regions) + "]"
+        "[" + ",".join(f'{{"page":{r.page},"bbox":{bbox_json(r.bbox)}'
+                       + (f',"r":"{rects_code(r.rects)}"' if r.rects else "") + "}" for r in c.regions) + "]"
         if c.regions else None,
         to_json(c.metadata) if c.metadata else None,
         c.last_modified,
