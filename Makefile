@@ -67,6 +67,7 @@ bench: setup
 	$(BIN)/python bench/index_throughput.py
 	$(BIN)/python bench/search_latency.py
 	$(BIN)/python bench/embed_throughput.py
+	$(BIN)/python bench/perf_rows.py
 
 # Rewrite requirements.lock from requirements.txt (a scratch venv, resolved by pip).
 lock:

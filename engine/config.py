@@ -102,6 +102,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("renderer", "CHUNKNAV_RENDERER", "pymupdf", "name",
             "page images for the Source view: pymupdf (same library as extraction, fastest) "
             "or poppler (pdftoppm through pdf2image; needs Debian poppler-utils)", str),
+    # -- performance (issue 15)
+    Setting("extract_workers", "CHUNKNAV_EXTRACT_WORKERS", 0, "processes",
+            "worker processes extracting files in parallel; 0 = one per core while the cores are free, "
+            "1 = in the indexing process only", int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -136,6 +140,7 @@ class Settings:
     access_token: str = ""
     read_only: bool = False
     renderer: str = "pymupdf"
+    extract_workers: int = 0
 
     @property
     def chunk_step(self) -> int:
@@ -186,6 +191,8 @@ class Settings:
                 raise SettingsError(f"{name} ({_BY_NAME[name].env}) must be >= 0, got {getattr(self, name)}")
         if self.renderer not in ("pymupdf", "poppler"):
             raise SettingsError(f"renderer (CHUNKNAV_RENDERER) must be pymupdf or poppler, got {self.renderer!r}")
+        if self.extract_workers < 0:
+            raise SettingsError(f"extract_workers (CHUNKNAV_EXTRACT_WORKERS) must be >= 0, got {self.extract_workers}")
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self

@@ -433,6 +433,7 @@ class Indexer:
         done = summary["unchanged"]
         group: list[Prepared] = []
         started = time.perf_counter()
+        self._pool = self._extract_pool(todo)  # worker processes extract ahead; this process stores
         try:
             for f in todo:
                 self._check_cancel()
@@ -448,8 +449,29 @@ class Indexer:
                     group = []
                     started = time.perf_counter()
         finally:
+            self._pool.close()
+            self._pool = None
             if group:
                 self.commit(group, summary)
+
+    def _extract_pool(self, todo: list[HashedFile]):
+        """An ``ExtractPool`` told to extract ahead the first file of each duplicate key
+        that passes the limits (a file over a limit is never extracted)."""
+        from engine.extract.limits import check_limits
+        from engine.extract_pool import ExtractPool, worker_count
+
+        def admitted(f: HashedFile) -> bool:
+            try:
+                return check_limits(f.path, f.size_bytes, f.suffix, self.limits) is None
+            except Exception:  # refused or unreadable: _extract reports it, in this process
+                return False
+
+        pool = ExtractPool(worker_count(self.settings.extract_workers), self._ocr)
+        if pool.workers > 1:
+            firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
+            pool.prefetch((str(Path(f.path)), self._password(f), f.size_bytes)
+                          for f in todo if id(f) in firsts and admitted(f))
+        return pool
 
     def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
         """One hashed file -> its outcome, with no store write (the per-file seam).
@@ -497,6 +519,9 @@ class Indexer:
 
         try:
             check_limits(f.path, f.size_bytes, f.suffix, self.limits)
+            pool = getattr(self, "_pool", None)  # engine.extract_pool: the same outcome, maybe from a worker
+            if pool is not None:
+                return pool.extract(Path(f.path), self._password(f))  # the pool carries the OCR settings
             return extract(Path(f.path), self._password(f), self._ocr)
         except ExtractError as e:
             return e

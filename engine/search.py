@@ -14,6 +14,7 @@ an empty result.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -122,6 +123,16 @@ def query_terms(text: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
+@functools.lru_cache(maxsize=256)
+def _terms_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One compiled regex per query: any term at a word start (longest first).
+    Its leftmost match is the earliest position where some term starts."""
+    if not terms:
+        return None
+    alts = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+    return re.compile(r"(?<!\w)(?:" + alts + ")")
+
+
 def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
     """About ``width`` characters of ``text`` around the first query term found.
 
@@ -129,11 +140,9 @@ def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
     term found, the start of the text.
     """
     low = text.lower()
-    pos = -1
-    for t in sorted(terms, key=len, reverse=True):
-        m = re.search(r"(?<!\w)" + re.escape(t), low)
-        if m and (pos < 0 or m.start() < pos):
-            pos = m.start()
+    pattern = _terms_pattern(terms)
+    m = pattern.search(low) if pattern is not None else None
+    pos = m.start() if m else -1
     if pos < 0:
         start = 0
     else:

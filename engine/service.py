@@ -66,10 +66,15 @@ class Engine:
     def search(self) -> ContentChunkSearch:
         """The ContentChunkSearch over ``store`` with the configured provider."""
         if self._search is None:
-            from engine.embed import make_embedder
-
-            self._search = ContentChunkSearch(self.store, lambda: make_embedder(self.settings))
+            self._search = ContentChunkSearch(self.store, self._make_embedder)
         return self._search
+
+    def _make_embedder(self):
+        # engine.embed (and requests with it) only when a search or an index run needs
+        # a provider: a chunk or document read never imports it.
+        from engine.embed import make_embedder
+
+        return make_embedder(self.settings)
 
     def embedder(self):
         """The configured Embedder or None (provider ``none``). Raises EmbedError."""

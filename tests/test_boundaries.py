@@ -90,6 +90,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.walk", "engine.runs", "engine.extract.limits", "engine.outcome",  # issue 10
     "engine.secrets", "engine.roots", "engine.launcher",
     "engine.freshness", "engine.render",  # i12
+    "engine.blas", "engine.extract_pool",
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

@@ -4,7 +4,8 @@ Owns: the SQLite schema, its transactions, the FTS5 keyword index and the
 in-memory / memory-mapped vector matrix used by ``search_vectors`` (built,
 refreshed and scored in ``engine.store.sqlite_vectors``). Imports
 ``engine.model``, ``engine.errors``, ``engine.store.sqlite_vectors`` and
-``sqlite_utils``; never a face (streamlit, mcp, argparse), never extract/embed.
+``sqlite_utils`` (lazily: only to create the schema of a new file); never a
+face (streamlit, mcp, argparse), never extract/embed.
 
 Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
 
@@ -49,7 +50,6 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
-import sqlite_utils
 
 from engine.errors import IndexBusyError, StoreBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
@@ -64,6 +64,8 @@ from engine.store.sqlite_notes import SqliteEmbedNotes
 log = logging.getLogger(__name__)
 
 __all__ = ["SqliteStore"]
+
+log = logging.getLogger(__name__)
 
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
@@ -102,6 +104,7 @@ class SqliteStore(SqliteEmbedNotes):
         self._create_schema()
         self.db_id = self._meta_get("db_id")
         self._vectors = VectorCache(self.path, self.db_id, self._read)
+        self._warm_models: set[str] = set()  # models given vectors since the last warm_vectors()
 
     # -- connections -----------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -187,12 +190,11 @@ class SqliteStore(SqliteEmbedNotes):
     def _create_schema(self) -> None:
         """Create the tables once (sqlite-utils DDL; serialised across processes by a file lock)."""
         with self._write_lock, self._init_lock():
-            db = sqlite_utils.Database(self._conn())
-            if "meta" in db.table_names():
-                conn = self._conn()
+            conn = self._conn()
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
                 # a plain password stored by an older version: blank it (the index keeps
-                # only references, engine/passwords.py)
-                # (read first: opening must not write, another process may hold the writer lock)
+                # only references, engine/passwords.py); read first: opening must not
+                # write, another process may hold the writer lock
                 if conn.execute(f"SELECT 1 FROM collections WHERE {LEGACY_PASSWORD_SQL} LIMIT 1").fetchone():
                     try:
                         conn.execute(f"UPDATE collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
@@ -208,6 +210,11 @@ class SqliteStore(SqliteEmbedNotes):
                     # trigger would add every row twice now
                     conn.execute("DROP TRIGGER chunks_ai")
                 return
+            # sqlite-utils only here, for a new file: importing it imports pandas when
+            # pandas is installed (+0.2-0.3 s on every process that opens the store).
+            import sqlite_utils
+
+            db = sqlite_utils.Database(conn)
             # sqlite-utils runs some DDL through executescript (which commits), so the
             # steps are idempotent instead of one transaction; "meta" is made last.
             db["collections"].create(
@@ -466,10 +473,13 @@ class SqliteStore(SqliteEmbedNotes):
             return 0
         dim = int(arr.shape[1])
         now = time.time()
+        committed = not self.memory and not getattr(self._local, "batch", False)
+        fresh = None
         with self._write() as conn:
             row = conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
             if row and row[0] != dim:
                 raise ValueError(f"model {model!r} has dim {row[0]} in this index, got {dim}")
+            prev = conn.execute("SELECT max(rowid) FROM vectors WHERE model = ?", (model,)).fetchone()[0] or 0
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, ?, ?, ?, ?)",
@@ -477,6 +487,20 @@ class SqliteStore(SqliteEmbedNotes):
             added = conn.total_changes - before
             if added:
                 self._bump(conn, f"vectors_gen:{model}")
+                if committed:  # rows for the matrix files, handed over after the commit
+                    gen = int(conn.execute("SELECT value FROM meta WHERE key = ?",
+                                           (f"vectors_gen:{model}",)).fetchone()[0])
+                    fresh = (prev, conn.execute("SELECT rowid, chunk_id FROM vectors WHERE model = ? AND "
+                                                "rowid > ? ORDER BY rowid", (model, prev)).fetchall(), gen)
+        if fresh is not None:
+            prev, rows, gen = fresh
+            first: dict[str, int] = {}
+            for i, cid in enumerate(chunk_ids):
+                first.setdefault(cid, i)
+            order = [first[cid] for _rid, cid in rows]
+            self._vectors.appended(model, prev, np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                                   [cid for _rid, cid in rows], arr[order], gen)
+            self._warm_models.add(model)
         return added
 
     def vector_counts(self) -> dict[str, dict[str, int]]:
@@ -635,11 +659,28 @@ class SqliteStore(SqliteEmbedNotes):
             os.close(fd)
 
     def save_run(self, summary: dict[str, Any]) -> None:
-        """Remember the last index run's summary (JSON-able)."""
+        """Remember the last index run's summary (JSON-able).
+
+        The end of a run also readies the vector cache of each model this
+        store added vectors to: pending matrix rows are appended and the
+        chunk -> matrix row table is built and persisted, so the first search
+        after the run (in any process) reads them instead of rebuilding.
+        """
         with self._write() as conn:
             conn.execute("INSERT INTO runs(saved_at, summary) VALUES (?, ?)",
                          (time.time(), json.dumps(summary)))
             conn.execute("DELETE FROM runs WHERE id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT 20)")
+        self.warm_vectors()
+
+    def warm_vectors(self) -> None:
+        """Append pending matrix rows and persist the occurrence table of every
+        model this store added vectors to since the last call (a cache: failures only log)."""
+        models, self._warm_models = self._warm_models, set()
+        for model in sorted(models):
+            try:
+                self._prepare(model)
+            except (OSError, ValueError, sqlite3.Error) as e:
+                log.warning("vector cache of %s not readied: %s", model, e)
 
     def last_run(self) -> dict[str, Any] | None:
         """The last saved run summary, or None."""
@@ -648,7 +689,12 @@ class SqliteStore(SqliteEmbedNotes):
         return json.loads(row[0]) if row else None
 
     def close(self) -> None:
-        """Close every connection this store opened and drop the vector caches."""
+        """Close every connection this store opened and drop the vector caches
+        (rows still pending for the matrix files are written first)."""
+        try:
+            self._vectors.flush()
+        except Exception as e:  # a cache: closing must not fail for it
+            log.warning("vector cache not flushed: %s", e)
         with self._write_lock, self._vectors.lock:
             for conn in self._connections:
                 try:

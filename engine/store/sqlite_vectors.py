@@ -17,8 +17,8 @@ vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
 
 Must not import: ``engine.store.sqlite`` (it imports this module and hands in
 its read-connection factory), ``engine.model`` row types, ``sqlite_utils``,
-extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy`` and the
-standard library only.
+extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy``, the
+standard library and ``engine.blas`` (BLAS threads per scan) only.
 """
 
 from __future__ import annotations
@@ -34,19 +34,23 @@ import threading
 import uuid
 import zipfile
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable
 
 import numpy as np
 
-__all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes"]
+from engine.blas import scan_threads
+
+__all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
 
 log = logging.getLogger(__name__)
 
 _BLOCK_ROWS = 16_384  # rows per block when scoring a scoped subset
 _SUBSET_FRACTION = 0.5  # scope smaller than this share of chunks: score only its rows
 _FORMAT = 2  # cache file layout version (JSON state and occurrence file)
+#: Rows committed by this process that wait in memory before they are appended to the matrix files.
+APPEND_ROWS = 16_384
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Occurrences:
     collection_code: np.ndarray  # int32 (m,)
     codes: dict[str, int]  # collection_path -> code
     scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
+    scope_runs: dict = field(default_factory=dict)  # id(scope rows) -> (rows, spans to score)
 
 
 class VectorCache:
@@ -104,6 +109,9 @@ class VectorCache:
         self.matrices: dict[str, Matrix] = {}
         self.occurrences: dict[str, Occurrences] = {}
         self._distrust: set[str] = set()  # models whose occurrence file must not be loaded
+        # Vectors this process committed but has not yet written to the matrix files:
+        # model -> [(vectors.rowid before the insert, rowids, digests, float32 rows)].
+        self._pending: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
 
     def prepare(self, model: str, chunks_gen: int, vectors_gen: int) -> tuple[Matrix | None, Occurrences | None]:
         """The model's matrix and chunk occurrences, refreshed to these generations.
@@ -133,6 +141,100 @@ class VectorCache:
         with self.lock:
             self.occurrences.pop(model, None)
             self._distrust.add(model)
+
+    def appended(self, model: str, prev_max_rowid: int, rowids: np.ndarray, chunk_ids: list[str],
+                 vectors: np.ndarray, vectors_gen: int) -> None:
+        """Take rows the store just committed, to append to the matrix files
+        without reading their blobs back from SQLite (the embed pass feeds the
+        matrix as it goes, so the first search after an index run finds it whole).
+
+        Rows wait in memory until ``APPEND_ROWS`` are pending, then go to the
+        files (under the per-model lock, fsynced, the JSON state replaced
+        atomically, as a rebuild does); ``flush`` writes the rest. A file
+        state that does not end exactly at ``prev_max_rowid`` (another
+        process wrote meanwhile) drops them: the next load streams from SQL.
+
+        Args:
+            model: the vectors' model.
+            prev_max_rowid: the model's highest ``vectors.rowid`` before the insert (0: none).
+            rowids: int64 (n,) ascending rowids of the rows added.
+            chunk_ids: their n chunk ids; vectors: float32 (n, dim) in the same order.
+            vectors_gen: the model's counter after the insert.
+        """
+        if self.memory or len(rowids) == 0:
+            return
+        digests = np.frombuffer(b"".join(id_bytes(c) for c in chunk_ids), np.uint8).reshape(len(chunk_ids), 32)
+        with self.lock:
+            segs = self._pending.setdefault(model, [])
+            if segs and int(segs[-1][1][-1]) != prev_max_rowid:
+                segs.clear()  # not a chain: let SQL fill the gap
+            segs.append((prev_max_rowid, np.asarray(rowids, np.int64),
+                         digests, np.ascontiguousarray(vectors, np.float32)))
+            if sum(len(x[1]) for x in segs) >= APPEND_ROWS:
+                self._write_pending(model)
+                self.matrices.pop(model, None)  # remapped on the next search
+
+    def flush(self, model: str | None = None) -> None:
+        """Write pending rows of ``model`` (None: every model) to the matrix files."""
+        with self.lock:
+            for m in [model] if model is not None else list(self._pending):
+                if self._pending.get(m):
+                    self._write_pending(m)
+                    self.matrices.pop(m, None)
+
+    def _write_pending(self, model: str) -> None:
+        """The caller holds ``lock``. Failures only log (the files are a cache)."""
+        segs = self._pending.pop(model, [])
+        p = self._cache_paths(model)
+        try:
+            with open(p["lock"], "a+b") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                state = self._valid_state(p)
+                fresh = state is None  # no usable files: start them when the chain starts at the first row
+                if fresh:
+                    state = {"format": _FORMAT, "db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+                chain = []
+                end = state["max_rowid"]
+                for prev, rowids, digests, vecs in segs:
+                    if prev != end or (state["dim"] and vecs.shape[1] != state["dim"]):
+                        break
+                    chain.append((rowids, digests, vecs))
+                    end = int(rowids[-1])
+                if not chain:
+                    return
+                if fresh:
+                    for f in (p["f32"], p["ids"], p["rowids"]):
+                        f.unlink(missing_ok=True)
+                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr:
+                    for rowids, digests, vecs in chain:
+                        fm.write(vecs.tobytes())
+                        fi.write(digests.tobytes())
+                        fr.write(rowids.tobytes())
+                    for f in (fm, fi, fr):
+                        f.flush()
+                        os.fsync(f.fileno())
+                state.update(rows=state["rows"] + sum(len(c[0]) for c in chain), dim=int(chain[0][2].shape[1]),
+                             max_rowid=end)
+                _write_atomic(p["json"], json.dumps(state).encode())
+        except OSError as e:
+            log.warning("could not append to the vector cache of %s: %s", model, e)
+
+    def _valid_state(self, p: dict[str, Path]) -> dict | None:
+        """The JSON state when it matches this database and the files' sizes, else None."""
+        files = (p["f32"], p["ids"], p["rowids"])
+        try:
+            state = json.loads(p["json"].read_text()) if p["json"].exists() else None
+        except (OSError, ValueError):
+            return None
+        if state is None:
+            return None
+        rows, dim = state.get("rows", -1), state.get("dim", -1)
+        ok = (state.get("format") == _FORMAT and state.get("db_id") == self.db_id
+              and all(f.exists() for f in files)
+              and p["f32"].stat().st_size == rows * dim * 4
+              and p["ids"].stat().st_size == rows * 32
+              and p["rowids"].stat().st_size == rows * 8)
+        return state if ok else None
 
     def clear(self) -> None:
         """Drop every matrix and occurrence table (the caller holds ``lock``)."""
@@ -179,21 +281,11 @@ class VectorCache:
     def _load_matrix_file(self, model: str, gen: int) -> Matrix | None:
         p = self._cache_paths(model)
         files = (p["f32"], p["ids"], p["rowids"])
+        if self._pending.get(model):
+            self._write_pending(model)  # this process's newest rows, without re-reading them
         with open(p["lock"], "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process updates the cache files at a time
-            try:
-                state = json.loads(p["json"].read_text()) if p["json"].exists() else None
-            except (OSError, ValueError):
-                state = None
-            if state is not None:
-                rows, dim = state.get("rows", -1), state.get("dim", -1)
-                ok = (state.get("format") == _FORMAT and state.get("db_id") == self.db_id
-                      and all(f.exists() for f in files)
-                      and p["f32"].stat().st_size == rows * dim * 4
-                      and p["ids"].stat().st_size == rows * 32
-                      and p["rowids"].stat().st_size == rows * 8)
-                if not ok:
-                    state = None
+            state = self._valid_state(p)
             if state is None:
                 for f in files:
                     f.unlink(missing_ok=True)
@@ -226,9 +318,11 @@ class VectorCache:
                 return cur
             n, dim = state["rows"], state["dim"]
             m = Matrix(dim,
-                       np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim)),
-                       np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32)),
-                       np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,)),
+                       # plain ndarray views of the maps: indexing a np.memmap builds a memmap
+                       # object per slice (~µs each, several per search)
+                       np.asarray(np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim))),
+                       np.asarray(np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32))),
+                       np.asarray(np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,))),
                        state["max_rowid"], gen)
         self.matrices[model] = m
         return m
@@ -364,6 +458,39 @@ def scope_rows(occ: Occurrences, collection_paths: Iterable[str] | None) -> np.n
         occ.scope_rows[key] = cached
     return cached
 
+_MIN_RUN_ROWS = 64  # shorter runs of consecutive rows are gathered with their neighbours
+
+
+def _scope_runs(occ: Occurrences, scope: np.ndarray, rows: np.ndarray) -> list[tuple[int, int, bool]]:
+    """``(start, end, gather)`` spans of ``rows`` (the scope's matrix rows, in
+    order), cached per scope: runs of >= _MIN_RUN_ROWS consecutive matrix rows
+    are scored on a view of the matrix; what lies between them is gathered in
+    blocks of at most _BLOCK_ROWS."""
+    key = id(scope)
+    hit = occ.scope_runs.get(key)
+    if hit is not None and hit[0] is scope:
+        return hit[1]
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate(([0], cuts)).tolist()
+    ends = np.concatenate((cuts, [len(rows)])).tolist()
+    spans: list[tuple[int, int, bool]] = []
+    pending = -1  # start of rows waiting to be gathered
+    for a, b in zip(starts, ends):
+        if b - a >= _MIN_RUN_ROWS:
+            if pending >= 0:
+                spans += [(x, min(x + _BLOCK_ROWS, a), True) for x in range(pending, a, _BLOCK_ROWS)]
+                pending = -1
+            spans.append((a, b, False))
+        elif pending < 0:
+            pending = a
+    if pending >= 0:
+        spans += [(x, min(x + _BLOCK_ROWS, len(rows)), True) for x in range(pending, len(rows), _BLOCK_ROWS)]
+    if len(occ.scope_runs) > 64:
+        occ.scope_runs.clear()
+    occ.scope_runs[key] = (scope, spans)
+    return spans
+
+
 def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                     collection_paths: Iterable[str] | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``occ`` of the best ``limit`` and their scores, best first."""
@@ -375,15 +502,17 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
         # Score only the scope's rows, a block at a time (no copy of the matrix).
         rows = occ.matrix_row[scope]
         scores = np.empty(len(scope), np.float32)
-        for b in range(0, len(rows), _BLOCK_ROWS):
-            block = rows[b:b + _BLOCK_ROWS]
-            if len(block) > 1 and (np.diff(block) == 1).all():  # a run of rows: a view, no gather
-                scores[b:b + len(block)] = m.matrix[block[0]:block[-1] + 1] @ q
-            else:
-                scores[b:b + len(block)] = m.matrix[block] @ q
+        with scan_threads(len(rows), full=False):
+            for a, b, gather in _scope_runs(occ, scope, rows):
+                if gather:  # scattered rows: copy them (a block at a time)
+                    scores[a:b] = m.matrix[rows[a:b]] @ q
+                else:  # a run of consecutive matrix rows: a view, no copy
+                    r = int(rows[a])
+                    scores[a:b] = m.matrix[r:r + (b - a)] @ q
         cand = scope
     else:
-        all_scores = m.matrix @ q  # (n_vectors,) float32
+        with scan_threads(len(m.matrix), full=True):
+            all_scores = m.matrix @ q  # (n_vectors,) float32
         scores = all_scores[occ.matrix_row]  # (occurrences,)
         if scope is not None:
             scores = scores[scope]

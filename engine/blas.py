@@ -1,0 +1,122 @@
+"""BLAS threads for vector scans: one thread, pinned; both cores only where that measures faster.
+
+Owns: the process's BLAS thread count while the engine scans vectors. On
+the first scan the BLAS pool (OpenBLAS under numpy) is pinned to one thread
+(threadpoolctl): a small or scoped ``M @ q`` is 10-30x slower with two
+threads when another process holds a core (the second thread waits for a
+core it cannot get). A full scan of at least ``LARGE_SCAN_ROWS`` rows is
+timed with one and with both cores as it runs: an exponentially weighted
+mean of seconds per row for each, both tried first, the slower one tried
+again every ``EXPLORE_EVERY`` scans (load changes), the faster one used
+otherwise. So an idle machine gets both cores for a 1M scan (56 ms instead
+of 104 ms measured here) and a loaded one keeps one thread.
+
+Imports ``threadpoolctl`` lazily, on the first scan; without it (a broken
+install) scans run with BLAS's own default, logged once. Imports no other
+engine module and no face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+__all__ = ["scan_threads", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice"]
+
+log = logging.getLogger(__name__)
+
+#: Rows of a full scan from which two BLAS threads are considered.
+LARGE_SCAN_ROWS = 65_536
+#: Every this many large scans, the currently slower thread count is timed again.
+EXPLORE_EVERY = 16
+_EWMA = 0.3  # weight of the newest timing
+
+_lock = threading.Lock()
+_controller: Any = None
+_pinned = False
+
+
+def _pin() -> Any:
+    """The ThreadpoolController with BLAS pinned to one thread (None without threadpoolctl)."""
+    global _controller, _pinned
+    if _pinned:
+        return _controller
+    with _lock:
+        if not _pinned:
+            try:
+                from threadpoolctl import ThreadpoolController
+
+                _controller = ThreadpoolController()
+                _controller.limit(limits=1, user_api="blas")  # kept: restored never
+            except Exception as e:  # pragma: no cover - pinned dependency
+                log.warning("BLAS threads not controlled (threadpoolctl: %s: %s)", type(e).__name__, e)
+                _controller = None
+            _pinned = True
+    return _controller
+
+
+class ThreadChoice:
+    """Which BLAS thread count a large scan uses, from timings of past scans.
+
+    Attributes:
+        cores: thread counts considered, ``(1, 2)`` on a machine with >= 2 cores.
+        per_row_s: thread count -> weighted mean seconds per scanned row (None: untimed).
+    """
+
+    def __init__(self, cores: int | None = None):
+        n = cores if cores is not None else (os.cpu_count() or 1)
+        self.cores = (1, 2) if n >= 2 else (1,)
+        self.per_row_s: dict[int, float | None] = {c: None for c in self.cores}
+        self._scans = 0
+
+    def pick(self) -> int:
+        """The thread count for the next large scan."""
+        self._scans += 1
+        untimed = [c for c in self.cores if self.per_row_s[c] is None]
+        if untimed:
+            return untimed[0]
+        ranked = sorted(self.cores, key=lambda c: self.per_row_s[c])  # type: ignore[arg-type, return-value]
+        if len(ranked) > 1 and self._scans % EXPLORE_EVERY == 0:
+            return ranked[1]
+        return ranked[0]
+
+    def record(self, threads: int, seconds: float, rows: int) -> None:
+        """Fold one scan's timing (``seconds`` for ``rows`` rows) into ``per_row_s``."""
+        if rows <= 0 or threads not in self.per_row_s:
+            return
+        x = seconds / rows
+        old = self.per_row_s[threads]
+        self.per_row_s[threads] = x if old is None else (1 - _EWMA) * old + _EWMA * x
+
+
+_choice = ThreadChoice()
+
+
+@contextmanager
+def scan_threads(rows: int, full: bool) -> Iterator[int]:
+    """Run one vector scan of ``rows`` rows with the BLAS threads it should use.
+
+    Args:
+        rows: matrix rows the scan multiplies.
+        full: True for a scan of the whole matrix (only those may get two threads).
+
+    Yields:
+        The thread count used (1, or 2 for a large full scan where that has
+        been measured faster).
+    """
+    ctl = _pin()
+    if ctl is None or not full or rows < LARGE_SCAN_ROWS or len(_choice.cores) < 2:
+        yield 1
+        return
+    threads = _choice.pick()
+    t = time.perf_counter()
+    if threads == 1:
+        yield 1
+    else:
+        with ctl.limit(limits=threads, user_api="blas"):
+            yield threads
+    _choice.record(threads, time.perf_counter() - t, rows)

@@ -1,0 +1,216 @@
+"""Extraction in worker processes: files extracted ahead, on every core, while one writer stores.
+
+Owns: ``ExtractPool``, a narrow seam between the indexer and ``engine.extract``:
+the indexer names the files it will extract, in order (``prefetch``), then
+asks for each outcome (``extract``), which is exactly what
+``engine.extract.extract`` would return or raise in this process. Workers
+are forked (``multiprocessing`` "fork": no re-import of ``__main__``, a few
+milliseconds each), and only from a process running a single thread (the
+CLI); at most ``2 x workers`` outcomes are in flight, so memory stays
+bounded by a few documents.
+
+Falls back to extracting in this process, cleanly: with ``workers`` 1 (the
+``extract_workers`` setting), for runs too small to repay a pool start
+(fewer than ``MIN_FILES`` files or ``MIN_POOL_BYTES`` bytes), in a process
+with other threads running (the explorer runs the indexer in a thread), when
+the pool cannot start, for a file asked out of order, and for a file on which the
+worker raised something other than ``ExtractError`` (re-run here, so the
+caller sees the real exception). A worker that dies (a crash inside the
+PDF library) gives that file ``ExtractError("extractor error: ...")`` and the
+pool is not used again in the run.
+
+Imports ``engine.extract`` (in the workers and for the fallback) and
+``engine.errors``; no store, no embedder, no face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, Iterable
+
+from engine.errors import ExtractError
+from engine.model import ExtractedText
+
+__all__ = ["ExtractPool", "MIN_FILES", "MIN_POOL_BYTES", "worker_count"]
+
+log = logging.getLogger(__name__)
+
+#: A run with fewer files to extract than this stays in this process.
+MIN_FILES = 3
+#: A run with fewer bytes to extract than this stays in this process (a pool starts in ~0.2 s).
+MIN_POOL_BYTES = 2_000_000
+
+_Key = tuple[str, Any]
+
+
+def worker_count(setting: int) -> int:
+    """Worker processes for the ``extract_workers`` setting.
+
+    0 (auto): one per core while the cores are free (1-minute load average
+    below cores - 0.5, this process included), else 1: on a loaded machine a
+    second worker finds no free core and only adds its start-up and transfer
+    costs (measured here: +30% CPU, no wall-time gain at load 3-9 on 2 cores).
+    Any other value is taken as given.
+    """
+    if setting > 0:
+        return setting
+    cores = max(1, os.cpu_count() or 1)
+    try:
+        busy = os.getloadavg()[0] >= cores - 0.5
+    except OSError:
+        busy = False
+    return 1 if busy else cores
+
+
+def _extract_in_worker(path: str, password: str | None, ocr: Any = None) -> tuple[str, Any]:
+    """Runs in a worker: ("ok", ExtractedText) | ("error", ExtractError) | ("bug", text)."""
+    from engine.extract import extract
+
+    try:
+        return "ok", extract(Path(path), password, ocr)
+    except ExtractError as e:
+        return "error", e
+    except Exception as e:  # re-run in the parent, where the indexer logs it with its traceback
+        return "bug", f"{type(e).__name__}: {e}"
+
+
+def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None) -> ExtractedText:
+    from engine.extract import extract
+
+    return extract(Path(path), password, ocr)
+
+
+class ExtractPool:
+    """Outcomes of ``engine.extract.extract`` computed ahead in worker processes.
+
+    Use as a context manager (``close`` ends the workers)::
+
+        with ExtractPool(workers) as pool:
+            pool.prefetch([(path, password, size_bytes), ...])   # the order they will be asked
+            for ...:
+                text = pool.extract(path, password)              # ExtractedText, or raises ExtractError
+
+    Args:
+        workers: worker processes (``worker_count(settings.extract_workers)``);
+            1 means no pool, everything in this process.
+    """
+
+    def __init__(self, workers: int, ocr: Any = None):
+        self.workers = max(1, int(workers))
+        self.ocr = ocr  # engine.extract.ocr.OcrSettings for every extraction (i11); None = off
+        self._executor: ProcessPoolExecutor | None = None
+        self._queue: deque[_Key] = deque()
+        self._queued: set[_Key] = set()
+        self._inflight: dict[_Key, Future] = {}
+        self._broken = False
+        #: Files extracted by a worker / in this process (for tests and the bench).
+        self.in_workers = 0
+        self.here = 0
+
+    def __enter__(self) -> ExtractPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def prefetch(self, files: Iterable[tuple[str | os.PathLike[str], str | None, int]]) -> None:
+        """Name the files that will be asked for, in order: ``(path, password, size_bytes)``.
+
+        Starts the workers when there is enough to do (``MIN_FILES``,
+        ``MIN_POOL_BYTES``) and ``workers`` > 1; otherwise every ``extract``
+        runs in this process.
+        """
+        items = [(str(p), pw, int(size)) for p, pw, size in files]
+        if self.workers < 2 or self._broken or len(items) < MIN_FILES \
+                or sum(s for _p, _pw, s in items) < MIN_POOL_BYTES:
+            return
+        if threading.active_count() > 1:
+            # Forking copies only this thread: a lock another thread holds (MuPDF,
+            # logging) would stay locked in the worker. The "spawn"/"forkserver"
+            # starts re-import __main__ in each worker, which under the explorer
+            # may be a Streamlit script. So a threaded process extracts here.
+            log.debug("extraction stays in this process: %d threads running", threading.active_count())
+            return
+        if self._executor is None:
+            try:
+                ctx = multiprocessing.get_context("fork")
+                self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            except (OSError, ValueError, RuntimeError) as e:
+                log.warning("extraction stays in this process: worker pool did not start (%s)", e)
+                self._broken = True
+                return
+        for p, pw, _s in items:
+            key = (p, pw)
+            if key not in self._queued and key not in self._inflight:
+                self._queue.append(key)
+                self._queued.add(key)
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self._executor is not None and self._queue and len(self._inflight) < 2 * self.workers:
+            key = self._queue.popleft()
+            self._queued.discard(key)
+            try:
+                self._inflight[key] = self._executor.submit(_extract_in_worker, *key, self.ocr)
+            except (BrokenProcessPool, RuntimeError) as e:
+                self._give_up(e)
+                return
+
+    def _give_up(self, e: BaseException) -> None:
+        log.warning("extraction continues in this process: the worker pool failed (%s)", e)
+        self._broken = True
+        self._queue.clear()
+        self._queued.clear()
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def extract(self, path: str | os.PathLike[str], password: str | None = None) -> ExtractedText:
+        """The file's ``ExtractedText``, as ``engine.extract.extract(path, password)`` gives it.
+
+        Raises:
+            ExtractError: the file cannot be extracted (the same error, reason
+                and subclass as in this process; a worker that died:
+                ``ExtractError("extractor error: worker process died: ...")``).
+            Exception: whatever ``engine.extract.extract`` raises beyond
+                ``ExtractError`` (from the re-run in this process).
+        """
+        key = (str(path), password)
+        fut = self._inflight.pop(key, None)
+        if fut is None:
+            if key in self._queued:  # asked before its turn: do it here, never twice
+                self._queued.discard(key)
+                self._queue.remove(key)
+            self.here += 1
+            return _extract_here(path, password, self.ocr)
+        try:
+            kind, value = fut.result()
+        except BrokenProcessPool as e:
+            self._give_up(e)
+            raise ExtractError(f"extractor error: worker process died: {e}") from None
+        finally:
+            self._top_up()
+        if kind == "ok":
+            self.in_workers += 1
+            return value
+        if kind == "error":
+            self.in_workers += 1
+            raise value
+        self.here += 1
+        return _extract_here(path, password, self.ocr)  # "bug": raise the real exception here
+
+    def close(self) -> None:
+        """End the workers (outcomes not asked for are dropped)."""
+        executor, self._executor = self._executor, None
+        self._inflight.clear()
+        self._queue.clear()
+        self._queued.clear()
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)

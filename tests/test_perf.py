@@ -1,0 +1,260 @@
+"""Correctness of the performance paths (issue 15): same answers, fewer costs. No timings here.
+
+Validators built once, one snippet regex per query, BLAS pinned to one
+thread with the two-thread choice made from measurements, scoped scans over
+runs of matrix rows, and the read path importing neither sqlite_utils (nor
+pandas) nor an embedding provider.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from engine import blas, tools
+from engine.config import Settings
+from engine.model import Collection
+from engine.search import make_snippet
+from engine.store.sqlite import SqliteStore
+from engine.tools import Engine, ToolArgumentError, call_tool
+from tests.conftest import ALLOWED_ROOTS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# -- validators -------------------------------------------------------------------------
+def test_each_tool_has_one_validator_built_at_load():
+    assert set(tools._VALIDATORS) == set(tools.REGISTRY)
+    before = dict(tools._VALIDATORS)
+    engine = Engine(Settings(db=":memory:", embed_provider="none").validate())
+    for _ in range(3):
+        call_tool(engine, "get_chunk", {"collectionPath": "A", "filePath": "x.txt", "chunkIndex": 0})
+    assert all(tools._VALIDATORS[k] is v for k, v in before.items())
+    with pytest.raises(ToolArgumentError, match="chunkIndex"):
+        call_tool(engine, "get_chunk", {"collectionPath": "A", "filePath": "x.txt", "chunkIndex": -1})
+    with pytest.raises(ToolArgumentError, match="filePath"):
+        call_tool(engine, "get_chunk", {"collectionPath": "A", "chunkIndex": 0})
+    with pytest.raises(ToolArgumentError, match="bogus"):
+        call_tool(engine, "search", {"query": "x", "bogus": 1})
+    engine.close()
+
+
+# -- snippets ----------------------------------------------------------------------------
+def _snippet_per_term(text: str, terms: tuple[str, ...], width: int = 240) -> str:
+    """The earlier implementation: one regex per term per hit (the reference)."""
+    low = text.lower()
+    pos = -1
+    for t in sorted(terms, key=len, reverse=True):
+        m = re.search(r"(?<!\w)" + re.escape(t), low)
+        if m and (pos < 0 or m.start() < pos):
+            pos = m.start()
+    if pos < 0:
+        start = 0
+    else:
+        start = max(0, pos - width // 3)
+        while start > 0 and not text[start - 1].isspace() and pos - start < width // 2:
+            start -= 1
+    end = min(len(text), start + width)
+    out = " ".join(text[start:end].split())
+    return ("…" if start > 0 else "") + out + ("…" if end < len(text) else "")
+
+
+_WORDS = st.sampled_from(["king", "kin", "the", "he", "a.b", "naïve", "x+y", "über", "ing", "queen"])
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_WORDS, st.text(" \n,.", min_size=1, max_size=3)), max_size=200),
+       st.lists(_WORDS, max_size=4, unique=True))
+def test_one_regex_per_query_finds_what_one_per_term_found(parts, terms):
+    text = " ".join(parts) * 3
+    assert make_snippet(text, tuple(terms)) == _snippet_per_term(text, tuple(terms))
+
+
+# -- BLAS threads --------------------------------------------------------------------------
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def test_scans_pin_blas_to_one_thread_and_only_large_full_scans_may_use_two():
+    with blas.scan_threads(1000, full=False) as n:
+        assert n == 1
+    assert _blas_threads() == {1}
+    with blas.scan_threads(blas.LARGE_SCAN_ROWS - 1, full=True) as n:
+        assert n == 1
+    with blas.scan_threads(blas.LARGE_SCAN_ROWS * 5, full=False) as n:
+        assert n == 1
+    assert _blas_threads() == {1}
+
+
+def test_thread_choice_uses_the_faster_count_and_retries_the_other():
+    c = blas.ThreadChoice(cores=2)
+    first, second = c.pick(), None
+    c.record(first, 0.01, 100_000)
+    second = c.pick()
+    assert {first, second} == {1, 2}
+    c.record(second, 0.05, 100_000)  # slower
+    picks = []
+    for _ in range(2 * blas.EXPLORE_EVERY):
+        p = c.pick()
+        picks.append(p)
+        c.record(p, 0.01 if p == first else 0.05, 100_000)
+    assert picks.count(first) > picks.count(second) >= 1
+    assert blas.ThreadChoice(cores=1).pick() == 1
+
+
+@pytest.mark.parametrize("scope_kind", ["one", "scattered", "all"])
+def test_scoped_scans_over_runs_return_the_exact_top(tmp_path, scope_kind):
+    """Collections interleaved in the matrix (files added in turns): the scan
+    over runs and gathered blocks gives numpy's exact top 10."""
+    store = SqliteStore(str(tmp_path / "x.db"))
+    rng = np.random.default_rng(3)
+    names = [f"C{i}" for i in range(4)]
+    for n in names:
+        store.add_collection(Collection(n, str(tmp_path)))
+    conn = store._conn()
+    conn.execute("BEGIN")
+    k = 0
+    owner = []
+    for turn in range(40):
+        for ci, name in enumerate(names):
+            m = int(rng.integers(1, 150))  # runs shorter and longer than the gather threshold
+            for j in range(m):
+                cid = f"{k:064x}"
+                conn.execute('INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, '
+                             'start, "end", chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)',
+                             (name, f"f{turn}.txt", j, cid, "h", f"w{k}"))
+                owner.append(ci)
+                k += 1
+    conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
+    conn.execute("COMMIT")
+    vecs = rng.standard_normal((k, 16), dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store.add_vectors("m", [f"{i:064x}" for i in range(k)], vecs)
+    scope = {"one": ["C2"], "scattered": ["C0", "C3"], "all": None}[scope_kind]
+    owner_arr = np.asarray(owner)
+    allowed = np.ones(k, bool) if scope is None else np.isin(owner_arr, [names.index(c) for c in scope])
+    for q in rng.standard_normal((5, 16), dtype=np.float32):
+        q /= np.linalg.norm(q)
+        s = vecs @ q
+        s[~allowed] = -np.inf
+        want = [f"{i:064x}" for i in np.argsort(-s)[:10]]
+        got = [h.chunk.chunk_id for h in store.search_vectors("m", q, scope, 10)]
+        assert got == want
+    store.close()
+
+
+# -- lazy imports on the read path ------------------------------------------------------------
+def test_a_chunk_read_imports_no_sqlite_utils_pandas_or_provider(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "a.txt").write_text("hello world " * 200, "utf-8")
+    db = tmp_path / "x.db"
+    engine = Engine(Settings(db=str(db), embed_provider="none", allowed_roots=ALLOWED_ROOTS).validate())
+    engine.add_collection("A", str(root))
+    engine.run_index()
+    engine.close()
+    code = (
+        "import sys\n"
+        "from engine.cli import main\n"
+        f"assert main(['--db', {str(db)!r}, 'get-chunk', 'A', 'a.txt', '0']) == 0\n"
+        "bad = [m for m in ('sqlite_utils', 'pandas', 'requests', 'wordllama', 'engine.embed') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True)
+
+
+# -- warm first search: the embed pass appends to the matrix files -----------------------------
+def _store_with_chunks(path: Path, n: int) -> SqliteStore:
+    store = SqliteStore(str(path))
+    store.add_collection(Collection("A", str(path.parent)))
+    conn = store._conn()
+    conn.execute("BEGIN")
+    conn.executemany('INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, '
+                     'start, "end", chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)',
+                     (("A", f"f{i // 100}.txt", i % 100, f"{i:064x}", "h", f"w{i}") for i in range(n)))
+    conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
+    conn.execute("COMMIT")
+    return store
+
+
+def _matrix_from_sql(path: Path, model: str) -> tuple[bytes, bytes, bytes]:
+    import sqlite3
+
+    from engine.store.sqlite_vectors import id_bytes
+
+    conn = sqlite3.connect(str(path))
+    rows = conn.execute("SELECT rowid, chunk_id, vec FROM vectors WHERE model = ? ORDER BY rowid",
+                        (model,)).fetchall()
+    conn.close()
+    return (b"".join(r[2] for r in rows), b"".join(id_bytes(r[1]) for r in rows),
+            np.asarray([r[0] for r in rows], np.int64).tobytes())
+
+
+def _cache_files(path: Path, model: str) -> tuple[bytes, bytes, bytes]:
+    return tuple(Path(f"{path}.{model}.{k}").read_bytes() for k in ("f32", "ids", "rowids"))  # type: ignore
+
+
+def test_embed_pass_appends_to_the_matrix_so_the_first_search_rebuilds_nothing(tmp_path):
+    from engine.store.sqlite_vectors import APPEND_ROWS
+
+    path = tmp_path / "x.db"
+    n = APPEND_ROWS + 2500  # crosses the append threshold once, the rest waits for the run's end
+    store = _store_with_chunks(path, n)
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((n, 8), dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"{i:064x}" for i in range(n)]
+    order = rng.permutation(n)  # the embed pass adds in its own order, 512 at a time
+    for s in range(0, n, 512):
+        part = order[s:s + 512]
+        store.add_vectors("m", [ids[i] for i in part], vecs[part])
+    store.add_vectors("m", ids[:10], vecs[:10])  # all present already: nothing added
+    size = Path(f"{path}.m.f32").stat().st_size  # appended during the pass, the newest rows still pending
+    assert APPEND_ROWS * 8 * 4 <= size < n * 8 * 4
+    store.save_run({"done": True})  # the end of a run: the rest appended, the row table persisted
+    assert _cache_files(path, "m") == _matrix_from_sql(path, "m")
+    occ_file = Path(f"{path}.m.occ.npz")
+    stamp = (occ_file.stat().st_mtime_ns, Path(f"{path}.m.json").read_bytes())
+    store.close()
+
+    other = SqliteStore(str(path))  # "another process": its first search
+    q = vecs[123]
+    hits = other.search_vectors("m", q, None, 10)
+    assert hits[0].chunk.chunk_id == ids[123]
+    assert [h.chunk.chunk_id for h in hits] == [ids[i] for i in np.argsort(-(vecs @ q))[:10]]
+    assert (occ_file.stat().st_mtime_ns, Path(f"{path}.m.json").read_bytes()) == stamp  # nothing rebuilt
+    other.close()
+
+
+def test_appends_from_two_writers_still_match_sql(tmp_path):
+    path = tmp_path / "x.db"
+    n = 3000
+    a = _store_with_chunks(path, n)
+    b = SqliteStore(str(path))  # a second writer on the same file
+    rng = np.random.default_rng(6)
+    vecs = rng.standard_normal((n, 8), dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"{i:064x}" for i in range(n)]
+    for s in range(0, n, 300):
+        w = a if (s // 300) % 2 == 0 else b
+        w.add_vectors("m", ids[s:s + 300], vecs[s:s + 300])
+        if s == 1200:
+            a.save_run({})  # a's part so far goes to the files; b's rows are not a chain for a
+    a.save_run({})
+    b.save_run({})
+    a.close()
+    b.close()
+    c = SqliteStore(str(path))
+    q = vecs[2999]
+    assert [h.chunk.chunk_id for h in c.search_vectors("m", q, None, 5)] == \
+        [ids[i] for i in np.argsort(-(vecs @ q))[:5]]
+    assert _cache_files(path, "m") == _matrix_from_sql(path, "m")
+    c.close()
