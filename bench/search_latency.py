@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/search_latency.py [sizes...]   (default 10000 100000 1000000)
        .venv/bin/python bench/search_latency.py --postgres [pg options]
+       .venv/bin/python bench/search_latency.py --hybrid [n]   (hybrid vs vector p50, bench/hybrid_latency.py)
 
 ``--postgres`` runs the Postgres column instead (``bench/search_latency_pg.py``:
 pgvector HNSW p50/p95 and recall@10 at 100k and 1M beside numpy exact and
@@ -113,6 +114,10 @@ def pct(xs: list[float]) -> tuple[float, float]:
 
 
 def main() -> None:
+    if "--hybrid" in sys.argv[1:]:
+        from hybrid_latency import main as hybrid_main
+
+        raise SystemExit(hybrid_main([a for a in sys.argv[1:] if a != "--hybrid"]))
     if "--postgres" in sys.argv[1:]:
         from search_latency_pg import main as pg_main
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from engine.config import load_settings, settings_table
 from engine.launcher import APP, STREAMLIT_CONFIG, streamlit_flags  # noqa: F401  (re-exported from engine.cli)
+from engine.runs import unchanged_of
 from engine.secrets import install_log_redaction, redact
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError, WHO_FIXES
 from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
@@ -39,6 +40,13 @@ _TYPES = {"integer": int, "string": str, "number": float}
 def _settings_epilog() -> str:
     rows = [f"  {r['env']:<24} {r['help']} [{r['unit']}; default {r['default']!r}]" for r in settings_table()]
     return "settings (environment, or [chunknav] in chunknav.toml):\n" + "\n".join(rows)
+
+
+#: Extra command names that spell the tool's own name (``get_document`` -> ``get-document``);
+#: argparse reports the alias typed, ``main`` maps it back to the command (``node``, ``read``).
+CLI_ALIASES = {"get_document": ["get-document"], "read_document": ["read-document"], "index_status": ["index-status"],
+               "list_documents": ["list-documents"]}
+_ALIAS_OF = {a: CLI_NAMES[n] for n, names in CLI_ALIASES.items() for a in names}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, tool in REGISTRY.items():
         sp = sub.add_parser(CLI_NAMES[name], help=tool.description.split(". ")[0],
-                            description=tool.description)
+                            description=tool.description, aliases=CLI_ALIASES.get(name, []))
         props = tool.schema["properties"]
         for arg in CLI_POSITIONAL[name]:
             sp.add_argument(arg, type=_TYPES.get(_json_type(props[arg]), str), help=props[arg].get("description"))
@@ -96,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 default=None, help=f"set {arg} false: {spec.get('description', '')}")
                 continue
             kwargs: dict[str, Any] = {"dest": arg, "default": None, "help": spec.get("description")}
+            if "array" in (spec.get("type") if isinstance(spec.get("type"), list) else [spec.get("type")]):
+                kwargs["action"] = "append"  # repeat the option for a list
+                kwargs["help"] = f"{spec.get('description', '')} (repeat for a list)"
             if "enum" in spec:
                 kwargs["choices"] = spec["enum"]
             kwargs["type"] = _TYPES.get(_json_type(spec), str)
@@ -118,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
     mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
     sub.add_parser("settings", help="list every setting with its unit, default and help")
+    vec = sub.add_parser("vectors", help="manage stored vectors")
+    vsub = vec.add_subparsers(dest="vaction", required=True)
+    vsub.add_parser("purge-stale", help="delete the vectors whose chunk no longer exists (index_status "
+                    "staleVectors); they are kept otherwise, so a restored file costs no embedding")
     return p
 
 
@@ -182,7 +197,7 @@ def _human_index(s: dict) -> str:
     lines = [
         f"{'Rebuild' if s.get('force') else 'Index'} {s.get('status', 'finished')} in {s.get('seconds', 0):.2f} s: "
         f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
-        f"{s.get('unchanged', s.get('skipped', 0))} unchanged, {len(s.get('failed', []))} failed, "
+        f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
         f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
         f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
@@ -242,15 +257,31 @@ def _human_status(st: dict) -> str:
     out += _attention(st)
     for f in st["failures"]:
         out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
-    run = st.get("lastRun")
-    if run:
-        c = run.get("counts") or {}
-        out.append(f"last run: {run.get('status', 'finished')} (started {run.get('startedAt')}): "
-                   + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed",
-                                                           "skipped", "stale", "removed")))
-        if run.get("message"):
-            out.append(f"  {run['message']}")
     return "\n".join(out)
+
+
+def _last_run_line(run: dict) -> str:
+    """The one ``last run:`` line of ``chunknav status``: the outcome (``finished``,
+    ``finished with failures``, ``embedding failed``, or the status of a run that did
+    not finish: ``running``, ``cancelled``, ``stopped``, ``interrupted``), when, and
+    every class of ``counts`` (older records without ``counts``: their top-level fields)."""
+    status = run.get("status", "finished")
+    c = dict(run.get("counts") or {})
+    c.setdefault("indexed", run.get("indexed", 0))
+    c.setdefault("unchanged", unchanged_of(run))
+    c.setdefault("failed", len(run.get("failed") or []))
+    c.setdefault("removed", run.get("removed", 0))
+    if status != "finished":
+        outcome = status
+    elif run.get("embedError"):
+        outcome = "embedding failed"
+    else:
+        outcome = "finished with failures" if c["failed"] else "finished"
+    when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
+    return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
+            + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
+                                                     "stale", "removed"))
+            + f", {run.get('embedded', 0)} vectors embedded")
 
 
 def _attention(st: dict) -> list[str]:
@@ -261,13 +292,9 @@ def _attention(st: dict) -> list[str]:
     if not run:
         out.append("last run: none yet (chunknav index)")
     else:
-        failed = len(run.get("failed") or [])
-        outcome = "embedding failed" if run.get("embedError") else ("finished with failures" if failed
-                                                                     else "ok")
-        out.append(f"last run: {outcome} at {run.get('finishedAt', '?')}"
-                   f"{' (rebuild)' if run.get('force') else ''}: {run.get('indexed', 0)} indexed, "
-                   f"{run.get('skipped', 0)} unchanged, {failed} failed, {run.get('removed', 0)} removed, "
-                   f"{run.get('embedded', 0)} vectors embedded")
+        out.append(_last_run_line(run))
+        if run.get("message"):
+            out.append(f"  {run['message']}")
         err = run.get("embedError")
         if err:
             out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")
@@ -318,6 +345,7 @@ def _main(argv: list[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for usage
         return int(e.code or 0)
+    args.command = _ALIAS_OF.get(args.command, args.command)
     install_log_redaction()  # engine.secrets: no log line carries a configured secret
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -344,6 +372,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "migrate":
         return _migrate(args.src, args.dst)
 
+    missing = _missing_index(settings, args)
+    if missing:
+        return _answer_without_index(args, settings, missing)
     engine = Engine(settings)
     try:
         return _run(args, engine)
@@ -367,6 +398,56 @@ def _main(argv: list[str] | None) -> int:
         return 2
     finally:
         engine.close()
+
+
+def _missing_index(settings, args: argparse.Namespace) -> str | None:
+    """The SQLite index path when it does not exist and the command only reads
+    (status, search, search-chunks, get-chunk, read, node, collections list), else None.
+    ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
+    reads = (args.command in CLI_NAMES.values() or args.command == "vectors"
+             or (args.command == "collections" and args.action == "list"))
+    if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
+        return None
+    return os.path.abspath(settings.db)
+
+
+def no_index_message(path: str) -> str:
+    """What a read-only command says on a missing index (nothing is created)."""
+    return f"no index at {path}; add a collection with `chunknav collections add NAME DIR`"
+
+
+def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
+    """A read-only command on a missing index: the tool's own empty answer (from
+    an in-memory index, so the shapes are the real ones) carrying the hint, exit 0.
+    Human ``status`` prints only the hint; ``collections list`` prints ``[]``
+    and the hint on stderr. No file or folder is created."""
+    import dataclasses
+
+    msg = no_index_message(path)
+    if args.command == "vectors":
+        _print({"purged": {}, "total": 0, "message": msg})
+        return 0
+    if args.command == "collections":
+        _print([])
+        _err(msg)
+        return 0
+    if args.command == "status" and not args.json:
+        print(msg)
+        return 0
+    engine = Engine(dataclasses.replace(settings, db=":memory:"))
+    try:
+        name = next(n for n, c in CLI_NAMES.items() if c == args.command)
+        props = REGISTRY[name].schema["properties"]
+        arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}
+        envelope = call_tool(engine, name, arguments)
+    except ToolArgumentError as e:
+        _err(e)
+        return 2
+    finally:
+        engine.close()
+    envelope["hint" if "searched" in envelope else "message"] = msg
+    _print(envelope)
+    return 0
 
 
 def _run(args: argparse.Namespace, engine: Engine) -> int:
@@ -394,6 +475,12 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
             _print({"removed": args.path, "documents": counts["documents"], "chunks": counts["chunks"],
                     "vectorsKept": True})
         return 0
+    if args.command == "vectors":  # purge-stale
+        from engine.store.vector_purge import purge_stale_vectors
+
+        purged = purge_stale_vectors(engine.store)
+        _print({"purged": purged, "total": sum(purged.values())})
+        return 0
     if args.command == "index":
         from engine.runs import exit_code
 
@@ -411,6 +498,9 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     name = next(n for n, c in CLI_NAMES.items() if c == args.command)
     props = REGISTRY[name].schema["properties"]
     arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}
+    for k, v in arguments.items():
+        if isinstance(v, list) and len(v) == 1:
+            arguments[k] = v[0]  # one --scope: the plain string, as a registry call would pass it
     envelope = call_tool(engine, name, arguments)
     if name == "index_status" and not args.json:
         print(redact(_human_status(envelope)))

@@ -23,6 +23,8 @@ __all__ = [
     "ChunkResult",
     "DocumentText",
     "DocumentNode",
+    "DocumentEntry",
+    "DocumentList",
     "CollectionStatus",
     "ModelVectors",
     "FailedFile",
@@ -74,6 +76,10 @@ class SearchHit(TypedDict):  # search: one hit per file
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
     ocr: NotRequired[bool]  # i11: some words came from OCR
+    vectorScore: NotRequired[float]  # hybrid: cosine in the vector list
+    vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
+    keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
+    keywordRank: NotRequired[int]  # hybrid: 0-based rank in the keyword list
 
 
 class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
@@ -89,6 +95,10 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     bbox: NotRequired[BboxDict]
     regions: NotRequired[list[RegionDict]]
     ocr: NotRequired[bool]  # i11: some words came from OCR (regions say which pages)
+    vectorScore: NotRequired[float]  # hybrid only; absent where the vector list lacked the chunk
+    vectorRank: NotRequired[int]
+    keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
+    keywordRank: NotRequired[int]
 
 
 class SearchResult(TypedDict):  # search, search_chunks
@@ -100,6 +110,8 @@ class SearchResult(TypedDict):  # search, search_chunks
     hits: NotRequired[list[Any]]  # SearchHit | ChunkHit; absent on failure arms
     scoreKind: NotRequired[str]  # cosine | bm25 | rrf
     model: NotRequired[str]
+    vectorWeight: NotRequired[float]  # hybrid: the fusion weight used
+    minScore: NotRequired[float]  # the threshold applied
     hint: NotRequired[str]
     error: NotRequired[str]  # an ErrorCode
     message: NotRequired[str]
@@ -172,6 +184,32 @@ class DocumentNode(TypedDict):  # get_document: metadata + summary, never the te
     message: NotRequired[str]
     error: NotRequired[str]
     reasonCode: NotRequired[str]  # failed / empty: engine.errors.ExtractReason (i11)
+
+
+class DocumentEntry(TypedDict):  # one row of list_documents
+    documentPath: str
+    filePath: str
+    fileType: str
+    status: str  # indexed | empty | failed
+    pageCount: int
+    chunkCount: int
+    textLength: int  # characters
+    sizeBytes: int
+    reason: NotRequired[str]
+    encoding: NotRequired[str]  # text files: the encoding the bytes were decoded with
+    ocrPages: NotRequired[list[int]]  # 1-based pages whose text came from OCR
+
+
+class DocumentList(TypedDict):  # list_documents
+    found: bool
+    collectionPath: str
+    offset: int
+    total: NotRequired[int]  # documents in the collection
+    count: NotRequired[int]  # documents in this page
+    documents: NotRequired[list[DocumentEntry]]
+    nextOffset: NotRequired[int | None]  # None at the end
+    message: NotRequired[str]
+    error: NotRequired[str]
 
 
 class CollectionStatus(TypedDict):

@@ -209,7 +209,6 @@ class Indexer:
     # -- helpers -------------------------------------------------------------------
     def _finish(self, summary: dict, t0: float) -> None:
         """Stamp the end of the run and save its record (a longer wait than one write)."""
-        summary["skipped"] = summary["unchanged"]
         summary["seconds"] = round(time.perf_counter() - t0, 3)
         summary["finishedAt"] = _iso(time.time())
         try:
@@ -370,7 +369,18 @@ class Indexer:
                         continue
                     why = ("unreadable", f"cannot stat: {e.strerror or e}")
             self._mark_stale(doc, *why)
+            if fp in scan.stale:  # the walk counted it skipped: a kept document is stale only (one class)
+                self._unskip(summary, cp, fp)
             self._add(summary, "stale", record(cp, fp, why[0], why[1]))
+
+    @staticmethod
+    def _unskip(summary: dict, cp: str, fp: str) -> None:
+        """Take back the ``skipped`` count of ``cp``/``fp`` (it is counted ``stale`` instead)."""
+        for key in ("skippedFiles", "unsupported"):
+            kept = [e for e in summary[key] if (e["collectionPath"], e["filePath"]) != (cp, fp)]
+            if key == "skippedFiles":
+                summary["counts"]["skipped"] -= len(summary[key]) - len(kept)
+            summary[key] = kept
 
     def _mark_stale(self, doc: Document, code: str, message: str) -> None:
         """Keep the document, its chunks and vectors; note why its file was not read."""

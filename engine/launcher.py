@@ -16,10 +16,12 @@ as ``python -m streamlit``.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -32,7 +34,7 @@ from engine.errors import SettingsError
 from engine.secrets import redact
 
 __all__ = ["REPO", "APP", "STREAMLIT_CONFIG", "STOP_TIMEOUT_S", "streamlit_env_name", "streamlit_flags", "is_loopback",
-           "check_exposure", "gui_command", "run_gui"]
+           "check_exposure", "gui_command", "port_problem", "run_gui"]
 
 REPO = Path(__file__).resolve().parents[1]
 #: The explorer's entry script: ``explorer/app.py`` beside ``engine/`` (checkout or site-packages).
@@ -166,6 +168,34 @@ def gui_command(settings: Settings, port: int | None = None, address: str | None
     return cmd, env, bind, real_port
 
 
+def port_problem(bind: str, port: int) -> str | None:
+    """Why Streamlit could not listen on ``bind``:``port`` (a bind test on a
+    throw-away socket, ``SO_REUSEADDR`` like Streamlit's own), or None when it can.
+
+    Args:
+        bind: the bind address ("" = every interface).
+        port: TCP port, 1..65535.
+
+    Returns:
+        ``"port N is in use; pass --port"`` (EADDRINUSE), another sentence
+        naming the OS error, or None.
+    """
+    try:
+        infos = socket.getaddrinfo(bind or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        return f"cannot resolve the bind address {bind!r}: {e}"
+    family, kind, proto, _name, addr = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(addr)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"port {port} is in use; pass --port (e.g. --port {port + 1})"
+            return f"cannot listen on {bind or '0.0.0.0'}:{port}: {e.strerror or e}; pass --port or --address"
+    return None
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec (Linux)
     try:
         import ctypes
@@ -181,12 +211,17 @@ def run_gui(settings: Settings, port: int | None = None, address: str | None = N
 
     Returns:
         Streamlit's exit code (128 + signal number when a signal ended it);
-        2 when the settings refuse to start (message on stderr).
+        2 when the settings refuse to start or the port is taken (message
+        on stderr, Streamlit not started).
     """
     try:
         cmd, env, bind, real_port = gui_command(settings, port, address, headless)
     except SettingsError as e:
         print(f"chunknav gui: {redact(str(e))}", file=sys.stderr)
+        return 2
+    problem = port_problem(bind, real_port)  # before any "bound to" line and before Streamlit starts
+    if problem:
+        print(f"chunknav gui: {problem}", file=sys.stderr)
         return 2
     shown = bind or "0.0.0.0"
     host = f"[{shown}]" if ":" in shown else shown

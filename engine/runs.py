@@ -10,20 +10,28 @@ the engine but ``engine.errors``; no face.
 Summary keys (camelCase, JSON-able)::
 
     runId, status, pid, host, force, collections, filesSeen,
-    indexed, unchanged, skipped (= unchanged; kept for older readers),
+    indexed, unchanged (files the hash gate passed over),
     counts {indexed, empty, unchanged, failed, skipped, stale, removed},
     empty [...], failed [...], skippedFiles [...], stale [...],
     unsupported [...] (the skippedFiles with code unsupported-type),
     removed, chunksWritten, embedded, reused, embedError, error,
     seconds, startedAt, finishedAt
 
+There is no top-level ``skipped``: files skipped with a reason are
+``counts.skipped`` / ``skippedFiles``. Records saved before this carry a
+top-level ``skipped`` that meant ``unchanged``; readers fall back to it only
+when ``unchanged`` is missing (``unchanged_of``).
+
 ``status``: ``running`` (saved at the start), ``finished``, ``cancelled``
 (a cancel request stopped it at a file boundary), ``stopped`` (``error``
 says why, e.g. ``store-busy``); ``run_outcome`` adds ``interrupted``.
 Each file list entry is ``{"collectionPath", "filePath", "code", "reason"}``
 (``reason`` the message for people). ``filesSeen`` counts every entry the
-walk reported: ``counts.indexed + empty + unchanged + failed + skipped ==
-filesSeen`` once the run finished.
+walk reported: ``counts.indexed + empty + unchanged + failed + skipped +
+stale == filesSeen`` once the run finished, less the stale documents under a
+folder that could not be entered (the folder is the one skipped entry). A
+file that cannot be read but has a stored document is ``stale`` only, never
+also ``skipped``.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ import socket
 import uuid
 from typing import Any
 
-__all__ = ["new_summary", "record", "run_outcome", "exit_code", "RUN_STATUSES"]
+__all__ = ["new_summary", "record", "run_outcome", "exit_code", "unchanged_of", "RUN_STATUSES"]
 
 #: Every ``status`` a run record can carry (``interrupted`` only as shown by run_outcome).
 RUN_STATUSES = ("running", "finished", "cancelled", "stopped", "interrupted")
@@ -44,13 +52,21 @@ def new_summary(force: bool, collections: list[str], started_at: str) -> dict[st
     return {
         "runId": uuid.uuid4().hex[:12], "status": "running", "pid": os.getpid(),
         "host": socket.gethostname(), "force": bool(force), "collections": list(collections),
-        "startedAt": started_at, "filesSeen": 0, "indexed": 0, "unchanged": 0, "skipped": 0,
+        "startedAt": started_at, "filesSeen": 0, "indexed": 0, "unchanged": 0,
         "counts": {"indexed": 0, "empty": 0, "unchanged": 0, "failed": 0, "skipped": 0,
                    "stale": 0, "removed": 0},
         "empty": [], "failed": [], "skippedFiles": [], "stale": [], "unsupported": [],
         "removed": 0, "chunksWritten": 0, "embedded": 0, "reused": 0, "embedError": None,
         "error": None,
     }
+
+
+def unchanged_of(summary: dict[str, Any]) -> int:
+    """Files the hash gate passed over in a run: ``unchanged``, or the top-level
+    ``skipped`` of a record saved by an older version (it meant the same)."""
+    if "unchanged" in summary:
+        return int(summary["unchanged"] or 0)
+    return int(summary.get("skipped") or 0)
 
 
 def record(collection_path: str, file_path: str, code: str | None, reason: str) -> dict[str, Any]:

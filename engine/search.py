@@ -1,15 +1,27 @@
 """ContentChunkSearch: scoped search, chunk reads and document reads over a Store.
 
-Owns: scope resolution (anchored ``scope`` path + ancestors; targeted
-``namespace:<collectionPath>`` token, widened by ``scope:subtree``), the three
-ranking modes (vector cosine, keyword BM25, hybrid reciprocal-rank fusion),
-per-file resolution for ``search``, snippets, and chunk stepping. Returns
-internal values (``SearchOutcome``, ``Chunk``); ``engine/tools.py`` turns them
-into envelopes. Imports no face (streamlit, mcp, argparse).
+Owns: the query grammar (``namespace:<collectionPath>`` tokens, the
+``scope:exact|subtree|ancestorsandself`` qualifier, unknown ``key:value``
+tokens named in a hint and never searched as words), scope resolution (the
+anchored ``scope`` argument: one path or a list, each searched with its
+ancestors; ``"*"`` = every collection), the normal form of a collectionPath
+argument (``normalise_collection_path``), the three ranking modes (vector
+cosine, keyword BM25, hybrid fusion of both with its score breakdown),
+``auto`` mode, per-file resolution for ``search``, snippets, and chunk
+stepping. Returns internal values (``SearchOutcome``, ``RankedChunk``,
+``Chunk``); ``engine/tools.py`` turns them into envelopes. Imports no face
+(streamlit, mcp, argparse).
 
 A refusal from the embedding provider is carried as the ``EmbedFailure`` that
 ``engine/embed/`` classified; it is never re-derived and never turned into
 an empty result.
+
+Fusion (hybrid): each list contributes its top ``FUSION_DEPTH`` chunks (or
+more when more hits are wanted); a chunk's fused score is reciprocal-rank
+fusion ``2w/(RRF_K + vector_rank + 1) + 2(1-w)/(RRF_K + keyword_rank + 1)``
+with ``w = vectorWeight`` (0.5: the classic unweighted RRF sum), ranks 0-based
+and a term absent when that list did not return the chunk. Chosen on the
+evaluation set (tests/data/eval_questions.json, see README "Retrieval").
 """
 
 from __future__ import annotations
@@ -18,33 +30,66 @@ import functools
 import logging
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 from engine.errors import EmbedError
 from engine.model import Chunk, Collection
 from engine.store.base import Store
+from engine.store.fts import MAX_TERMS
 
 __all__ = [
     "MODES",
     "RRF_K",
+    "FUSION_DEPTH",
+    "VECTOR_WEIGHT_DEFAULT",
+    "MAX_QUERY_CHARS",
+    "SCOPE_QUALIFIERS",
+    "ALL_COLLECTIONS",
     "Scope",
+    "RankedChunk",
     "SearchOutcome",
     "ContentChunkSearch",
     "parse_query",
     "make_snippet",
     "query_terms",
+    "normalise_collection_path",
+    "fuse",
 ]
 
 log = logging.getLogger(__name__)
 
-#: Ranking modes; "auto" = vector when a provider is configured, else keyword.
+#: Ranking modes; "auto" = hybrid when a provider is configured and vectors
+#: exist for its model, else keyword (the envelope's ``mode`` says which ran).
 MODES = ("auto", "vector", "keyword", "hybrid")
 #: Reciprocal-rank-fusion constant (Cormack et al. 2009: score = sum 1/(k + rank)).
 RRF_K = 60
+#: Candidates each ranked list contributes to a hybrid fusion (at least).
+FUSION_DEPTH = 20
+#: Weight of the vector list in hybrid fusion when ``vectorWeight`` is not given.
+VECTOR_WEIGHT_DEFAULT = 0.5
+#: Longest ``query`` accepted, in characters (the tools' schema refuses longer ones).
+MAX_QUERY_CHARS = 50_000
+#: Values of the ``scope:`` qualifier token.
+SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
+#: ``scope`` value meaning every collection, explicitly.
+ALL_COLLECTIONS = "*"
 
-_TOKEN = re.compile(r"(?:^|\s)(namespace|scope):(\S+)")
+_POOL: ThreadPoolExecutor | None = None  # see ContentChunkSearch._worker
+_POOL_LOCK = threading.Lock()
+_KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def normalise_collection_path(path: str) -> str:
+    """The one normal form of a collectionPath argument: no leading, trailing or doubled ``/``.
+
+    ``"ACME/Reports/"`` -> ``"ACME/Reports"``; ``"*"`` stays ``"*"``. Every face
+    and tool argument (scope, namespace tokens, get_chunk, read_document)
+    goes through here, so a trailing slash is accepted everywhere.
+    """
+    return "/".join(part for part in path.split("/") if part)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +97,48 @@ class Scope:
     """A parsed query: the text to rank by and the collections it targets.
 
     Attributes:
-        text: the query without ``namespace:``/``scope:`` tokens, stripped.
-        namespace: the collectionPath of a ``namespace:`` token, or None.
-        subtree: True when ``scope:subtree`` widens the namespace to the
-            collections below it.
+        text: the query without ``key:value`` tokens, words joined by one space.
+        namespaces: collectionPaths of ``namespace:`` tokens (normalised), in order, unique.
+        qualifier: ``exact | subtree | ancestorsandself`` from a ``scope:`` token, or None.
+        ignored: tokens not understood (unknown key, unknown ``scope:`` value,
+            empty namespace); named in the envelope's hint, never searched.
     """
 
     text: str
-    namespace: str | None = None
-    subtree: bool = False
+    namespaces: tuple[str, ...] = ()
+    qualifier: str | None = None
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def namespace(self) -> str | None:
+        """The first namespace, or None."""
+        return self.namespaces[0] if self.namespaces else None
+
+    @property
+    def subtree(self) -> bool:
+        """True for ``scope:subtree``."""
+        return self.qualifier == "subtree"
+
+
+@dataclass(frozen=True, slots=True)
+class RankedChunk:
+    """One ranked chunk and what ranked it.
+
+    Attributes:
+        chunk: the chunk.
+        score: the mode's score (cosine, -bm25, or the fused score).
+        vector_score / vector_rank: cosine and 0-based rank in the vector list
+            (hybrid only; None when that list did not return the chunk).
+        keyword_score / keyword_rank: -bm25 and 0-based rank in the keyword list
+            (hybrid only; None likewise).
+    """
+
+    chunk: Chunk
+    score: float
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    keyword_score: float | None = None
+    keyword_rank: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,20 +150,22 @@ class SearchOutcome:
         query: the query as given.
         mode: the mode that ran (``vector | keyword | hybrid``).
         collections: collection paths searched, sorted.
-        hits: ``(chunk, score)`` best first; for ``per_file`` one per file.
+        hits: ``RankedChunk`` best first; for ``per_file`` one per file.
         score_kind: ``cosine | bm25 | rrf``.
         model: the embedding model for vector/hybrid.
         failure: the classified ``EmbedFailure`` when the provider refused.
         error: an ErrorCode when ``failure`` is None but searching failed
             (``search-not-performed``).
         hint / message: human text for the caller.
+        vector_weight: the fusion weight used (hybrid only).
+        min_score: the threshold applied, or None.
     """
 
     searched: bool
     query: str
     mode: str
     collections: tuple[str, ...] = ()
-    hits: tuple[tuple[Chunk, float], ...] = ()
+    hits: tuple[RankedChunk, ...] = ()
     score_kind: str | None = None
     model: str | None = None
     failure: object | None = None  # engine.embed.EmbedFailure
@@ -93,34 +173,84 @@ class SearchOutcome:
     hint: str | None = None
     message: str | None = None
     terms: tuple[str, ...] = field(default_factory=tuple)
+    vector_weight: float | None = None
+    min_score: float | None = None
 
 
 def parse_query(query: str) -> Scope:
-    """Split ``namespace:<path>`` and ``scope:subtree`` tokens off a query.
+    """Split ``key:value`` tokens off a query.
 
-    The last ``namespace:`` token wins; ``scope:`` accepts only ``subtree``
-    (other values are left in the text, so nothing is silently dropped).
+    ``namespace:<path>`` adds a target collection (repeatable; trailing ``/``
+    accepted); ``scope:exact|subtree|ancestorsandself`` sets the qualifier
+    (the last one wins). Any other ``key:value`` token (a key of letters,
+    digits, ``_``, ``-`` starting with a letter; a value not starting with
+    ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
+    collected in ``ignored``: the caller names them in a hint; they are not
+    searched as words.
     """
-    namespace = None
-    subtree = False
+    namespaces: dict[str, None] = {}
+    qualifier = None
+    ignored: list[str] = []
     kept: list[str] = []
     for part in query.split():
-        key, _, value = part.partition(":")
-        if key == "namespace" and value:
-            namespace = value.strip("/")
-        elif key == "scope" and value == "subtree":
-            subtree = True
-        else:
+        m = _KEY_VALUE.fullmatch(part)
+        if m is None or m.group(2).startswith("/"):
             kept.append(part)
-    return Scope(" ".join(kept), namespace, subtree)
+            continue
+        key, value = m.group(1).lower(), m.group(2)
+        if key == "namespace":
+            ns = normalise_collection_path(value)
+            if ns:
+                namespaces.setdefault(ns, None)
+            else:
+                ignored.append(part)
+        elif key == "scope" and value.lower() in SCOPE_QUALIFIERS:
+            qualifier = value.lower()
+        else:
+            ignored.append(part)
+    return Scope(" ".join(kept), tuple(namespaces), qualifier, tuple(ignored))
 
 
 def query_terms(text: str) -> tuple[str, ...]:
-    """Lower-cased word terms of a query (Unicode word characters), in order, unique."""
+    """Lower-cased word terms of a query (Unicode word characters), in order, unique,
+    at most ``MAX_TERMS`` (``engine.store.fts``)."""
     seen: dict[str, None] = {}
     for w in _WORD.findall(text.lower()):
         seen.setdefault(w, None)
+        if len(seen) >= MAX_TERMS:
+            break
     return tuple(seen)
+
+
+def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, float]],
+         vector_weight: float = VECTOR_WEIGHT_DEFAULT, k: int = RRF_K) -> list[RankedChunk]:
+    """Weighted reciprocal-rank fusion of two ranked lists, best first.
+
+    Args:
+        vector: ``(chunk, cosine)`` best first.
+        keyword: ``(chunk, -bm25)`` best first.
+        vector_weight: w in 0..1; score = 2w/(k+rv+1) + 2(1-w)/(k+rk+1), a
+            term absent when that list lacks the chunk (w = 0.5: plain RRF).
+        k: the RRF constant.
+
+    Returns:
+        One ``RankedChunk`` per distinct chunk key (collection, file, index)
+        with its fused score and both lists' scores and 0-based ranks; ties
+        keep vector order, then keyword order.
+    """
+    fused: dict[tuple[str, str, int], dict] = {}
+    for name, ranking, weight in (("vector", vector, vector_weight), ("keyword", keyword, 1.0 - vector_weight)):
+        for rank, (chunk, score) in enumerate(ranking):
+            key = (chunk.collection_path, chunk.file_path, chunk.chunk_index)
+            entry = fused.setdefault(key, {"chunk": chunk, "score": 0.0, "order": len(fused)})
+            if f"{name}_rank" in entry:
+                continue  # a chunk listed twice keeps its best rank
+            entry[f"{name}_rank"] = rank
+            entry[f"{name}_score"] = float(score)
+            entry["score"] += 2.0 * weight / (k + rank + 1)
+    out = sorted(fused.values(), key=lambda e: (-e["score"], e["order"]))
+    return [RankedChunk(e["chunk"], e["score"], e.get("vector_score"), e.get("vector_rank"),
+                        e.get("keyword_score"), e.get("keyword_rank")) for e in out]
 
 
 @functools.lru_cache(maxsize=256)
@@ -191,136 +321,216 @@ class ContentChunkSearch:
             return self._embedder
 
     # -- scope -----------------------------------------------------------------
-    def resolve_scope(self, parsed: Scope, scope: str | None) -> tuple[list[str], str | None]:
-        """Collections to search and a hint when there are none.
+    def resolve_scope(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None]:
+        """Collections to search and a hint (None when there is nothing to say); see ``_resolve``."""
+        collections, hint, _every = self._resolve(parsed, scope)
+        return collections, hint
 
-        Targeted (a ``namespace:`` token) wins over ``scope``; anchored
-        ``scope`` searches that path and each ancestor prefix. Only existing
-        collections are returned, sorted.
+    def _resolve(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
+        """``(collections, hint, every)``: every = the collections are all the known ones (the
+        stores then search unfiltered, their fast path).
+
+        Targeted (``namespace:`` tokens) wins over ``scope``; each namespace
+        is searched by the qualifier (default ``exact``). The ``scope``
+        argument is one node path or a list of them, each anchored (default
+        qualifier ``ancestorsandself``: the path and each ancestor prefix; an
+        explicit ``scope:`` token applies to them instead); ``"*"`` is every
+        collection. Only existing collections are returned, sorted; paths that
+        match none are named in the hint.
         """
         known = [c.collection_path for c in self.store.collections()]
-        if parsed.namespace:
-            ns = parsed.namespace
-            found = [c for c in known if c == ns or (parsed.subtree and c.startswith(ns + "/"))]
-            if not found:
-                return [], f"no collection {ns!r}{' or below it' if parsed.subtree else ''}; known: {', '.join(known) or 'none'}"
-            return sorted(found), None
-        if scope:
-            path = scope.strip("/")
-            parts = path.split("/")
-            prefixes = {"/".join(parts[:i]) for i in range(1, len(parts) + 1)}
-            found = [c for c in known if c in prefixes]
-            if not found:
-                return [], (
-                    f"no collection at {path!r} or above it; known: {', '.join(known) or 'none'}. "
-                    "Add 'namespace:<collectionPath> scope:subtree' to search below a path."
-                )
-            return sorted(found), None
-        return [], (
-            "no scope given: pass scope=<collectionPath> or put namespace:<collectionPath> in the query"
-            + (f"; known collections: {', '.join(known)}" if known else "; no collections are indexed yet")
-        )
+        known_txt = ", ".join(known) or "none"
+        if parsed.namespaces:
+            paths, qualifier, what = list(parsed.namespaces), parsed.qualifier or "exact", "namespace"
+        elif scope:
+            raw = [scope] if isinstance(scope, str) else list(scope)
+            if any(p.strip() == ALL_COLLECTIONS for p in raw):
+                if not known:
+                    return [], "no collections are indexed yet", False
+                return sorted(known), None, True
+            paths = [p for p in (normalise_collection_path(p) for p in raw) if p]
+            qualifier, what = parsed.qualifier or "ancestorsandself", "scope"
+            if not paths:
+                return [], f"scope names no collection path; known collections: {known_txt}", False
+        else:
+            return [], (
+                "no scope given: pass scope=<collectionPath> (or a list, or '*' for every collection) "
+                "or put namespace:<collectionPath> in the query"
+                + (f"; known collections: {', '.join(known)}" if known else "; no collections are indexed yet")
+            ), False
+        found: set[str] = set()
+        missing: list[str] = []
+        for path in paths:
+            hit = [c for c in known if self._in_scope(c, path, qualifier)]
+            if not hit:
+                missing.append(path)
+            found.update(hit)
+        hint = None
+        if missing:
+            where = {"exact": "", "subtree": " or below it", "ancestorsandself": " or above it"}[qualifier]
+            names = ", ".join(repr(m) for m in missing)
+            hint = f"no collection at {names}{where} ({what}, scope:{qualifier}); known: {known_txt}"
+            if what == "scope" and qualifier == "ancestorsandself":
+                hint += ". Add 'namespace:<collectionPath> scope:subtree' to search below a path."
+        return sorted(found), hint, bool(found) and len(found) == len(known)
+
+    @staticmethod
+    def _in_scope(collection: str, path: str, qualifier: str) -> bool:
+        if qualifier == "exact":
+            return collection == path
+        if qualifier == "subtree":
+            return collection == path or collection.startswith(path + "/")
+        return collection == path or path.startswith(collection + "/")  # ancestorsandself
 
     # -- search ------------------------------------------------------------------
-    def search(self, query: str, scope: str | None = None, limit: int = 20,
-               mode: str = "auto", per_file: bool = False) -> SearchOutcome:
+    def has_vectors(self, model: str | None) -> bool:
+        """True when the store holds vectors for ``model`` (``auto`` runs hybrid then)."""
+        if not model:
+            return False
+        probe = getattr(self.store, "has_vectors", None)
+        if probe is not None:
+            return bool(probe(model))
+        counts = self.store.vector_counts().get(model)
+        return bool(counts and counts.get("vectors"))
+
+    def search(self, query: str, scope: str | Sequence[str] | None = None, limit: int = 20,
+               mode: str = "auto", per_file: bool = False, min_score: float | None = None,
+               vector_weight: float | None = None) -> SearchOutcome:
         """Rank chunks for ``query`` within the resolved scope.
 
         Args:
-            query: free text, may carry ``namespace:``/``scope:subtree`` tokens.
-            scope: anchored node path (ignored when a namespace token is given).
+            query: free text, at most ``MAX_QUERY_CHARS``; may carry
+                ``namespace:``/``scope:`` tokens (see ``parse_query``).
+            scope: anchored node path, a list of them, or ``"*"`` (every
+                collection); ignored when a namespace token is given.
             limit: hits to return, >= 1.
             mode: ``auto | vector | keyword | hybrid`` (see ``MODES``).
             per_file: resolve to the best chunk of each file (the ``search`` tool).
+            min_score: drop hits whose score (the mode's own: cosine, -bm25 or
+                fused) is below this.
+            vector_weight: hybrid fusion weight of the vector list, 0..1
+                (default ``VECTOR_WEIGHT_DEFAULT``); other modes ignore it.
 
         Returns:
             A ``SearchOutcome``; failures are data: a provider refusal sets
             ``failure`` (``searched`` False), no provider with an explicit
-            vector/hybrid mode sets ``error="search-not-performed"``.
+            vector/hybrid mode sets ``error="search-not-performed"``. Tokens
+            not understood are named in ``hint``.
 
         Raises:
-            ValueError: ``mode`` not in ``MODES`` or ``limit`` < 1.
+            ValueError: ``mode`` not in ``MODES``, ``limit`` < 1, a query
+                longer than ``MAX_QUERY_CHARS`` or ``vector_weight`` outside 0..1.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
+        if query and len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is {len(query)} characters; the most is {MAX_QUERY_CHARS}")
+        if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
+            raise ValueError(f"vectorWeight must be within 0..1, got {vector_weight}")
         parsed = parse_query(query or "")
         terms = query_terms(parsed.text)
-        if not parsed.text.strip():
-            return SearchOutcome(False, query, mode if mode != "auto" else "vector",
-                                 message="no query text: give words to search for", terms=terms)
-        collections, hint = self.resolve_scope(parsed, scope)
+        ignored = (f"not understood, so not searched: {', '.join(parsed.ignored)} (known keys: "
+                   f"namespace:<collectionPath>, scope:{'|'.join(SCOPE_QUALIFIERS)})") if parsed.ignored else None
         try:
             embedder = self.embedder() if mode != "keyword" else None
         except EmbedError as e:
-            return SearchOutcome(False, query, "vector" if mode == "auto" else mode, tuple(collections),
-                                 failure=e.failure, terms=terms)
+            return SearchOutcome(False, query, "hybrid" if mode == "auto" else mode, (),
+                                 failure=e.failure, terms=terms, hint=ignored)
+        model = getattr(embedder, "model", None) if embedder is not None else None
         message = None
         if mode == "auto":
             if embedder is None:
                 mode = "keyword"
                 message = "no embedding provider configured (EMBED_PROVIDER=none): keyword (BM25) results"
+            elif not self.has_vectors(model):
+                mode = "keyword"
+                message = (f"no vectors stored for model {model!r} yet: keyword (BM25) results; run "
+                           "'chunknav index' to embed the chunks and get hybrid results")
             else:
-                mode = "vector"
+                mode = "hybrid"
+        if not parsed.text.strip():
+            return SearchOutcome(False, query, mode, message="no query text: give words to search for",
+                                 terms=terms, hint=ignored)
+        collections, hint, every = self._resolve(parsed, scope)
+        hint = "; ".join(h for h in (hint, ignored) if h) or None
         if mode in ("vector", "hybrid") and embedder is None:
             return SearchOutcome(
                 False, query, mode, tuple(collections), error="search-not-performed",
                 message="no embedding provider is configured (EMBED_PROVIDER=none), so no "
                         f"{mode} search was performed; set EMBED_PROVIDER or use mode=keyword",
-                terms=terms,
+                terms=terms, hint=hint,
             )
-        model = getattr(embedder, "model", None) if embedder is not None else None
+        weight = (VECTOR_WEIGHT_DEFAULT if vector_weight is None else float(vector_weight)) if mode == "hybrid" else None
         if not collections:
-            return SearchOutcome(False, query, mode, (), hint=hint, model=model, terms=terms)
+            return SearchOutcome(False, query, mode, (), hint=hint, model=model if mode != "keyword" else None,
+                                 terms=terms)
 
         want = limit * 4 if per_file else limit
         while True:
             try:
-                ranked, kind = self._rank(parsed.text, terms, collections, want, mode, embedder)
+                ranked, kind = self._rank(parsed.text, None if every else collections, want, mode,
+                                          embedder, weight)
             except EmbedError as e:
                 return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
-                                     model=model, terms=terms)
+                                     model=model, terms=terms, hint=hint)
+            got = len(ranked)
+            if min_score is not None:
+                ranked = [r for r in ranked if r.score >= min_score]
             if not per_file:
                 hits = ranked[:limit]
                 break
-            best: dict[tuple[str, str], tuple[Chunk, float]] = {}
-            for chunk, score in ranked:
-                best.setdefault((chunk.collection_path, chunk.file_path), (chunk, score))
+            best: dict[tuple[str, str], RankedChunk] = {}
+            for r in ranked:
+                best.setdefault((r.chunk.collection_path, r.chunk.file_path), r)
             hits = list(best.values())[:limit]
-            if len(hits) >= limit or len(ranked) < want:
+            if len(hits) >= limit or got < want:
                 break
             want *= 4
-        if mode in ("vector", "hybrid") and not hits and model:
-            counts = self.store.vector_counts().get(model)
-            if not counts or not counts.get("vectors"):
-                message = (f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
-                           "the chunks (keyword mode works meanwhile)")
+        if mode in ("vector", "hybrid") and not hits and model and not self.has_vectors(model):
+            message = (f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
+                       "the chunks (keyword mode works meanwhile)")
         return SearchOutcome(True, query, mode, tuple(collections), tuple(hits), kind,
-                             model if mode != "keyword" else None, message=message, terms=terms)
+                             model if mode != "keyword" else None, hint=hint, message=message,
+                             terms=terms, vector_weight=weight, min_score=min_score)
 
-    def _rank(self, text, terms, collections, want, mode, embedder):
+    def _rank(self, text: str, collections: list[str] | None, want: int, mode: str, embedder,
+              vector_weight: float | None) -> tuple[list[RankedChunk], str]:
         if mode == "keyword":
-            return [(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
-        qv = embedder.embed_query(text)
-        stored_dim = self.store.vector_dim(embedder.model)
-        if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
-            from engine.embed import dimension_changed
+            return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
+        depth = want if mode == "vector" else max(want, FUSION_DEPTH)
+        # hybrid: the keyword list is ranked on a worker thread while this one embeds the
+        # query and scans the vectors (SQLite and numpy release the GIL), so hybrid costs
+        # about the slower of the two lists instead of their sum
+        pending = self._worker().submit(self.store.search_keyword, text, collections, depth) \
+            if mode == "hybrid" else None
+        try:
+            qv = embedder.embed_query(text)
+            stored_dim = self.store.vector_dim(embedder.model)
+            if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
+                from engine.embed import dimension_changed
 
-            raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
-                                               stored_dim, int(qv.shape[0])))
-        vec = [(h.chunk, h.score) for h in self.store.search_vectors(embedder.model, qv, collections, want)]
-        if mode == "vector":
-            return vec, "cosine"
-        kw = [(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)]
-        fused: dict[tuple[str, str, int], list] = {}
-        for ranking in (vec, kw):
-            for rank, (chunk, _) in enumerate(ranking):
-                key = (chunk.collection_path, chunk.file_path, chunk.chunk_index)
-                entry = fused.setdefault(key, [chunk, 0.0])
-                entry[1] += 1.0 / (RRF_K + rank + 1)
-        out = sorted(((c, s) for c, s in fused.values()), key=lambda cs: -cs[1])
-        return out[:want], "rrf"
+                raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
+                                                   stored_dim, int(qv.shape[0])))
+            vec = [(h.chunk, h.score) for h in self.store.search_vectors(embedder.model, qv, collections, depth)]
+        except BaseException:
+            if pending is not None:
+                pending.cancel() or pending.exception()  # never leave it running unseen
+            raise
+        if pending is None:
+            return [RankedChunk(c, s) for c, s in vec], "cosine"
+        kw = [(h.chunk, h.score) for h in pending.result()]
+        return fuse(vec, kw, VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight)[:want], "rrf"
+
+    @staticmethod
+    def _worker() -> ThreadPoolExecutor:
+        """The process-wide pool hybrid searches rank their keyword list on (made once, 2 threads)."""
+        global _POOL
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunknav-keyword")
+            return _POOL
 
     # -- reads -------------------------------------------------------------------
     def collection(self, collection_path: str) -> Collection | None:
@@ -328,7 +538,9 @@ class ContentChunkSearch:
         return self.store.get_collection(collection_path)
 
     def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> tuple[Chunk | None, int]:
-        """``(chunk or None, totalChunks)`` for one key; never raises on a bad index."""
+        """``(chunk or None, totalChunks)`` for one key; never raises on a bad index.
+        ``collection_path`` is normalised (``normalise_collection_path``)."""
+        collection_path = normalise_collection_path(collection_path)
         total = self.store.chunk_count(collection_path, file_path)
         if chunk_index < 0 or chunk_index >= total:
             return None, total

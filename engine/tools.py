@@ -29,7 +29,7 @@ from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
 from engine.runs import run_outcome
-from engine.search import make_snippet
+from engine.search import MAX_QUERY_CHARS, SCOPE_QUALIFIERS, make_snippet, normalise_collection_path
 from engine.secrets import public_dsn, redact_obj
 from engine.service import Engine
 
@@ -43,6 +43,7 @@ __all__ = [
     "normalise",
     "cli_command",
     "READ_LIMIT_DEFAULT",
+    "LIST_LIMIT_DEFAULT",
 ]
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,8 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         out.update(_failure_fields(outcome))  # count and hits stay absent (DESIGN table)
         return out  # type: ignore[return-value]
     hits = []
-    for rank, (chunk, score) in enumerate(outcome.hits):
+    for rank, ranked in enumerate(outcome.hits):
+        chunk, score = ranked.chunk, ranked.score
         h: dict[str, Any] = {
             "documentPath": document_path(chunk.collection_path, chunk.file_path),
             "collectionPath": chunk.collection_path,
@@ -116,6 +118,8 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
             "score": round(float(score), SCORE_DECIMALS),
             "snippet": make_snippet(chunk.chunk_text, outcome.terms),
         }
+        if outcome.mode == "hybrid":
+            _breakdown(h, ranked)
         _provenance(h, chunk, regions=not per_file, all_rects=False)
         hits.append(h)
     out["count"] = len(hits)
@@ -124,6 +128,10 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         out["scoreKind"] = outcome.score_kind
     if outcome.model:
         out["model"] = outcome.model
+    if outcome.vector_weight is not None:
+        out["vectorWeight"] = outcome.vector_weight
+    if outcome.min_score is not None:
+        out["minScore"] = outcome.min_score
     if outcome.hint:
         out["hint"] = outcome.hint
     if outcome.message:
@@ -131,16 +139,31 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
     return out  # type: ignore[return-value]
 
 
-def tool_search(engine: Engine, query: str, scope: str | None = None, limit: int = 20,
-                mode: str = "auto") -> E.SearchResult:
+def _breakdown(h: dict[str, Any], ranked) -> None:
+    """A hybrid hit's fusion inputs: each list's score and 0-based rank, absent where
+    that list did not return the chunk."""
+    if ranked.vector_rank is not None:
+        h["vectorScore"] = round(float(ranked.vector_score), SCORE_DECIMALS)
+        h["vectorRank"] = ranked.vector_rank
+    if ranked.keyword_rank is not None:
+        h["keywordScore"] = round(float(ranked.keyword_score), SCORE_DECIMALS)
+        h["keywordRank"] = ranked.keyword_rank
+
+
+def tool_search(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
+                mode: str = "auto", minScore: float | None = None,
+                vectorWeight: float | None = None) -> E.SearchResult:
     """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
-    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=True), True)
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=True,
+                                                 min_score=minScore, vector_weight=vectorWeight), True)
 
 
-def tool_search_chunks(engine: Engine, query: str, scope: str | None = None, limit: int = 20,
-                       mode: str = "auto") -> E.SearchResult:
+def tool_search_chunks(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
+                       mode: str = "auto", minScore: float | None = None,
+                       vectorWeight: float | None = None) -> E.SearchResult:
     """``search_chunks``: one hit per chunk, not deduplicated by file."""
-    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=False), False)
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=False,
+                                                 min_score=minScore, vector_weight=vectorWeight), False)
 
 
 def _check_file_path(engine: Engine, collection_path: str, file_path: str) -> str | None:
@@ -162,6 +185,7 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     Out of range or never indexed: ``found: false`` with ``totalChunks`` and a
     message naming the valid range; never an exception.
     """
+    collectionPath = normalise_collection_path(collectionPath)
     out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
                            "chunkIndex": chunkIndex}
     escape = _check_file_path(engine, collectionPath, filePath)
@@ -235,6 +259,7 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     reads outside the collection root; a ``..``/absolute/escaping path gives
     ``error: path-escape``.
     """
+    collectionPath = normalise_collection_path(collectionPath)
     out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
                            "offset": offset}
     escape = _check_file_path(engine, collectionPath, filePath)
@@ -298,6 +323,61 @@ def _noted_file(d) -> dict[str, Any]:
     if "encodingConfidence" in d.metadata:
         out["encodingConfidence"] = d.metadata["encodingConfidence"]
     return out
+
+
+#: Documents ``list_documents`` returns per call unless ``limit`` says otherwise.
+LIST_LIMIT_DEFAULT = 200
+
+
+def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
+    """Pages read by OCR as the extractor recorded them (``ocrPages``/``ocr_pages``), or None."""
+    pages = meta.get("ocrPages", meta.get("ocr_pages"))
+    if isinstance(pages, dict):  # i11 records {"<page>": mean word confidence}
+        return sorted(int(p) for p in pages)
+    if isinstance(pages, (list, tuple)):
+        return [int(p) for p in pages]
+    return None
+
+
+def tool_list_documents(engine: Engine, collectionPath: str, offset: int = 0,
+                        limit: int = LIST_LIMIT_DEFAULT) -> E.DocumentList:
+    """``list_documents``: a collection's files, sorted by filePath, paged.
+
+    Each entry: ``documentPath`` (for ``get_document``), ``filePath`` (for
+    ``get_chunk`` / ``read_document``), ``fileType``, ``status`` and ``reason``,
+    ``pageCount``, ``chunkCount``, ``textLength``, ``sizeBytes``, and where the
+    extractor recorded them the text ``encoding`` and the ``ocrPages``.
+    Unknown collection: ``found: false`` with a message (an answer, not an error).
+    """
+    collectionPath = normalise_collection_path(collectionPath)
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "offset": offset}
+    if engine.store.get_collection(collectionPath) is None:
+        known = ", ".join(c.collection_path for c in engine.store.collections()) or "none"
+        out.update(total=0, count=0, documents=[], nextOffset=None,
+                   message=f"no collection {collectionPath!r}; known: {known}")
+        return out  # type: ignore[return-value]
+    docs = engine.store.documents(collectionPath)
+    page = docs[offset:offset + limit]
+    rows = []
+    for d in page:
+        meta = d.metadata or {}
+        row: dict[str, Any] = {
+            "documentPath": document_path(d.collection_path, d.file_path), "filePath": d.file_path,
+            "fileType": d.file_type, "status": d.status, "pageCount": d.page_count,
+            "chunkCount": d.chunk_count, "textLength": d.text_length, "sizeBytes": d.size_bytes,
+        }
+        if d.reason:
+            row["reason"] = d.reason
+        if meta.get("encoding"):
+            row["encoding"] = str(meta["encoding"])
+        ocr = _ocr_pages(meta)
+        if ocr is not None:
+            row["ocrPages"] = ocr
+        rows.append(row)
+    end = offset + len(page)
+    out.update(found=True, total=len(docs), count=len(rows), documents=rows,
+               nextOffset=end if end < len(docs) else None)
+    return out  # type: ignore[return-value]
 
 
 def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
@@ -373,16 +453,29 @@ _PATHS = {
                  "description": "POSIX path of the file relative to the collection root"},
 }
 _SEARCH_ARGS = {
-    "query": {"type": "string", "description": "words to search for; may contain "
-              "'namespace:<collectionPath>' (targets that collection) and 'scope:subtree' "
-              "(widens it to the collections below)"},
-    "scope": {"type": ["string", "null"], "description": "anchored scope: a node path; that "
-              "collection and each ancestor are searched"},
+    "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
+              "description": "words to search for (at most "
+              f"{MAX_QUERY_CHARS} characters); may contain 'namespace:<collectionPath>' (targets "
+              f"that collection; repeatable) and 'scope:{'|'.join(SCOPE_QUALIFIERS)}' (exact: that "
+              "collection only, the default; subtree: it and the collections below; "
+              "ancestorsandself: it and its ancestors). Other key:value tokens are named in "
+              "'hint' and not searched"},
+    "scope": {"type": ["string", "array", "null"], "items": {"type": "string", "minLength": 1},
+              "minItems": 1, "maxItems": 100,
+              "description": "anchored scope: a node path, or a list of them; each path and its "
+              "ancestors are searched; '*' = every collection. A trailing '/' is accepted"},
     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20,
               "description": "hits to return"},
     "mode": {"type": "string", "enum": ["auto", "vector", "keyword", "hybrid"], "default": "auto",
-             "description": "vector = cosine over embeddings, keyword = BM25, hybrid = reciprocal "
-             "rank fusion; auto = vector when a provider is configured, else keyword"},
+             "description": "vector = cosine over embeddings, keyword = BM25 (stemmed; CJK by "
+             "substring), hybrid = weighted reciprocal rank fusion of both (each hit carries "
+             "vectorScore/vectorRank/keywordScore/keywordRank); auto = hybrid when a provider is "
+             "configured and vectors exist for it, else keyword"},
+    "minScore": {"type": ["number", "null"],
+                 "description": "drop hits whose score (the mode's own: cosine, BM25 or fused) is below this"},
+    "vectorWeight": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                     "description": "hybrid only: weight of the vector ranking in the fusion, 0..1 "
+                     "(default 0.5; 1 = vector order, 0 = keyword order)"},
 }
 
 
@@ -400,8 +493,9 @@ REGISTRY: dict[str, Tool] = {
              "and an 'error' code; never read that as 'no results'.",
              _schema(_SEARCH_ARGS, ["query"]), tool_search, E.SearchResult),
         Tool("search_chunks",
-             "Find passages about X. Returns chunks (not deduplicated by file) with rank, cosine "
-             "score, snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
+             "Find passages about X. Returns chunks (not deduplicated by file) with rank, score "
+             "(hybrid by default: fused, with vectorScore/vectorRank/keywordScore/keywordRank), "
+             "snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
              "for the full text and its neighbours.",
              _schema(_SEARCH_ARGS, ["query"]), tool_search_chunks, E.SearchResult),
         Tool("get_chunk",
@@ -432,6 +526,17 @@ REGISTRY: dict[str, Tool] = {
                                        "description": "'<collectionPath>/_Documents/<slug>' as in search hits"}},
                      ["documentPath"]),
              tool_get_document, E.DocumentNode),
+        Tool("list_documents",
+             "List a collection's files (paged, sorted by filePath): documentPath for get_document, "
+             "filePath for get_chunk/read_document, type, status and reason (failed/empty files "
+             "too), pages, chunks, text encoding and OCR pages where recorded.",
+             _schema({"collectionPath": _PATHS["collectionPath"],
+                      "offset": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "documents to skip"},
+                      "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": LIST_LIMIT_DEFAULT,
+                                "description": "documents to return"}},
+                     ["collectionPath"]),
+             tool_list_documents, E.DocumentList),
         Tool("index_status",
              "What is indexed: collections, documents, chunks, vectors per model, stale vectors, failed "
              "files with reasons, and the embedding provider with its probe result.",
@@ -486,12 +591,26 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     if tool is None:
         raise ToolArgumentError(f"unknown tool {name!r}; tools: {', '.join(REGISTRY)}")
     arguments = dict(arguments or {})
+    _check_lengths(tool, arguments)
     _validate(tool, arguments)
     try:
         envelope = normalise(tool.fn(engine, **_integers(tool, arguments)))
     except StoreUnavailableError as e:
         envelope = normalise(_unavailable(name, arguments, str(e)))
     return redact_obj(envelope)  # engine.secrets: no configured secret leaves through any face
+
+
+def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
+    """Refuse a string longer than its schema's ``maxLength`` with a short message
+    naming the argument (the schema validator's own message would repeat the value).
+
+    Raises:
+        ToolArgumentError: e.g. ``search: argument 'query': 60000 characters, the most is 50000``.
+    """
+    for arg, spec in tool.schema["properties"].items():
+        value, most = arguments.get(arg), spec.get("maxLength")
+        if most is not None and isinstance(value, str) and len(value) > most:
+            raise ToolArgumentError(f"{tool.name}: argument {arg!r}: {len(value)} characters, the most is {most}")
 
 
 def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str, Any]:
@@ -510,6 +629,8 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str
                 "offset": a.get("offset", 0), **fail}
     if name == "get_document":
         return {"found": False, "documentPath": a["documentPath"], **fail}
+    if name == "list_documents":
+        return {"found": False, "collectionPath": a["collectionPath"], "offset": a.get("offset", 0), **fail}
     return {"collections": [], "documents": 0, "chunks": 0, "vectors": [], "staleVectors": 0,
             "failures": [], "provider": {"provider": "", "model": "", "dim": 0}, **fail}
 
@@ -545,6 +666,7 @@ CLI_NAMES = {
     "get_chunk": "get-chunk",
     "read_document": "read",
     "get_document": "node",
+    "list_documents": "documents",
     "index_status": "status",
 }
 CLI_POSITIONAL = {
@@ -553,6 +675,7 @@ CLI_POSITIONAL = {
     "get_chunk": ["collectionPath", "filePath", "chunkIndex"],
     "read_document": ["collectionPath", "filePath"],
     "get_document": ["documentPath"],
+    "list_documents": ["collectionPath"],
     "index_status": [],
 }
 
@@ -592,7 +715,8 @@ def cli_command(name: str, arguments: dict[str, Any], settings: Any = None) -> s
             if arg == "probe" and not value:
                 parts.append("--no-probe")
             continue
-        parts += [cli_option(arg), str(value)]
+        for item in (value if isinstance(value, list) else [value]):
+            parts += [cli_option(arg), str(item)]
     if name == "index_status":
         parts.append("--json")
     return " ".join(shlex.quote(p) for p in parts)

@@ -28,11 +28,12 @@ if _REPO not in sys.path:  # `streamlit run explorer/app.py` puts explorer/ firs
 
 import streamlit as st  # noqa: E402
 
+from engine.runs import unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
 from explorer import access, links, state, widgets  # noqa: E402
 
 install_log_redaction()  # engine.secrets: no log line carries a configured secret
-st.set_page_config(page_title="chunknav explorer", page_icon=":material/travel_explore:", layout="wide")
+st.set_page_config(page_title="chunknav explorer", page_icon=state.ICON, layout="wide")
 
 
 def _home() -> None:
@@ -75,7 +76,7 @@ def _sidebar_job() -> None:
         _sidebar_job_live()
     elif snap["status"] == "done" and snap.get("summary"):
         s = snap["summary"]
-        st.caption(f"Last run here: {s.get('indexed', 0)} indexed, {s.get('skipped', 0)} unchanged, "
+        st.caption(f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
                    f"{len(s.get('failed') or [])} failed, {s.get('seconds', 0)} s")
 
 

@@ -110,6 +110,20 @@ def _collection(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None,
                   f"{', '.join(known) if known else 'none'}): ignored")
 
 
+def _scope(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``*`` (every collection) or known collectionPaths joined by ``,`` (the Explore multi-select)."""
+    if value.strip() == "*":
+        return "*", None
+    known = ctx.get("collections") or []
+    parts = [p.strip().strip("/") for p in value.split(",") if p.strip()]
+    kept = [p for p in parts if p in known]
+    if len(kept) == len(parts) and kept:
+        return ",".join(kept), None
+    dropped = ", ".join(f"`{_CONTROL.sub('?', p)[:80]}`" for p in parts if p not in known) or "(empty)"
+    return (",".join(kept) or None), (f"`{name}`: there is no collection {dropped} (known: "
+                                      f"{', '.join(known) if known else 'none'}): ignored")
+
+
 def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
     if value == "1":
         return value, None
@@ -118,7 +132,7 @@ def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str |
 
 _SEARCH_PARAMS: dict[str, Rule] = {
     "q": _text(MAX_TEXT_CHARS),
-    "scope": _collection,
+    "scope": _scope,
     "kind": _choice(_KINDS, "chunks"),
     "mode": _choice(_MODES, "auto"),
     "limit": _int(_LIMIT[0], _LIMIT[1], 10),
@@ -134,7 +148,9 @@ _CHUNK_PARAMS: dict[str, Rule] = {
 PARAMS: dict[str, dict[str, Rule]] = {
     "status": {},
     "rebuild": {},
-    "explore": dict(_SEARCH_PARAMS),
+    # retrieval testing (issue 13): threshold, vector weight, compare modes, the file list
+    "explore": {**_SEARCH_PARAMS, "min": _float(0.0, 1.0, 0.0), "w": _float(0.0, 1.0, 0.5), "cmp": _flag,
+                "files": _collection, "doc": _path},
     "chunk": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "full": _flag, "p": _int(1, None, None)},
     "source": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "p": _int(1, None, None),
                "zoom": _float(_ZOOM[0], _ZOOM[1], 1.0),
@@ -148,7 +164,8 @@ def validate_params(page: str, params: dict[str, str], collections: list[str]) -
     Args:
         page: the page's url_path (a ``PARAMS`` key; others accept no parameters).
         params: name -> value as the URL gave them.
-        collections: the known collectionPaths (for ``c`` and ``scope``).
+        collections: the known collectionPaths (for ``c``, ``files`` and ``scope``; ``scope`` may
+            also be ``*`` or several paths joined by ``,``).
 
     Returns:
         ``(clean, notices)``: the parameters to keep (changed values

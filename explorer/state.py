@@ -22,7 +22,7 @@ from engine.config import Settings, load_settings
 from engine.tools import Engine
 from explorer.jobs import IndexJob
 
-__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "settings", "engine", "job", "qp_get", "qp_int",
+__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "qp_get", "qp_int",
            "qp_float", "qp_set"]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,6 +41,9 @@ PAGES_DIR = _shipped("_pages", "pages")
 #: The bundled sample corpus indexed on first start (when the index has no collection).
 SAMPLES = _shipped("_assets", "assets") / "samples"
 SAMPLE_COLLECTION = "Samples"
+#: The browser tab icon: a local PNG served by Streamlit itself (an emoji or material
+#: icon as page_icon makes the browser fetch it from fonts.gstatic.com).
+ICON = _shipped("_assets", "assets") / "icon.png"
 
 
 def settings() -> Settings:

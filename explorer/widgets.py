@@ -21,6 +21,7 @@ import streamlit as st
 
 from engine.errors import WHO_FIXES, ChunknavError
 from engine.paths import resolve_inside
+from engine.runs import unchanged_of
 from engine.secrets import public_dsn, redact, redact_obj
 from engine.search import parse_query, query_terms
 from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
@@ -38,6 +39,7 @@ __all__ = [
     "hit_row",
     "mark_terms",
     "marked_block",
+    "overlap_caption",
     "job_progress",
     "run_summary",
     "source_file",
@@ -244,8 +246,12 @@ def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "",
 
 
 # -- hits --------------------------------------------------------------------------
-def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False) -> str | None:
+def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False,
+            detail: str | None = None) -> str | None:
     """One search hit: rank, score, file, page badge, marked snippet, and buttons.
+
+    Args:
+        detail: an extra caption under the snippet (the Explore page's score breakdown).
 
     Returns:
         ``"chunk"`` or ``"source"`` when that button was clicked, else None.
@@ -264,6 +270,8 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False) -
         mid.markdown(f"`{hit['collectionPath']}` / **{html.escape(hit['filePath'])}**{idx}{badge}")
         snippet = mark_terms(" ".join(hit.get("snippet", "").split()), query)
         mid.markdown(f'<div class="cn-snippet">{snippet}</div>', unsafe_allow_html=True)
+        if detail:
+            mid.caption(detail)
         clicked = None
         if right.button("Open chunk", key=f"{key}-chunk", icon=":material/article:",
                         disabled=hit.get("chunkIndex") is None, width="stretch"):
@@ -298,9 +306,9 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
     st.markdown(f"**{heading}**" + (f" · {summary.get('finishedAt')}" if summary.get("finishedAt") else ""))
     cols = st.columns(6)
     for col, (label, key) in zip(cols, [("files seen", "filesSeen"), ("indexed", "indexed"),
-                                        ("skipped (unchanged)", "skipped"), ("chunks written", "chunksWritten"),
+                                        ("unchanged", "unchanged"), ("chunks written", "chunksWritten"),
                                         ("vectors embedded", "embedded"), ("seconds", "seconds")]):
-        col.metric(label, summary.get(key, 0))
+        col.metric(label, unchanged_of(summary) if key == "unchanged" else summary.get(key, 0))
     extra = []
     for label, key in (("removed", "removed"), ("vectors reused", "reused"),
                        ("embedded truncated", "truncated"), ("chunks without a vector", "embedFailed")):
@@ -462,6 +470,14 @@ def provenance_line(env: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def overlap_caption(n_prev: int, prev_i: int | None, n_next: int, next_i: int | None) -> str:
+    """The caption under a chunk's text: how many characters (blue) it shares with
+    each neighbour that exists; a missing neighbour (first/last chunk) is not named."""
+    parts = [f"the {n} characters shared with chunk {j}" for n, j in ((n_prev, prev_i), (n_next, next_i))
+             if n and j is not None]
+    return f"Blue: {' and '.join(parts)}." if parts else "No overlap with neighbours."
+
+
 def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     """A found ``get_chunk`` envelope: header, stepper (prevIndex/nextIndex),
     position slider bounded by totalChunks, text with the overlaps marked, links."""
@@ -486,8 +502,7 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     spans = [(0, n_prev, "ovl")] if n_prev else []
     if n_next:
         spans.append((max(n_prev, len(text) - n_next), len(text), "ovl"))
-    st.caption(f"Blue: the {n_prev} characters shared with chunk {prev_i} and the {n_next} shared "
-               f"with chunk {next_i}." if (n_prev or n_next) else "No overlap with neighbours.")
+    st.caption(overlap_caption(n_prev, prev_i, n_next, next_i))
     marked_block(text, spans, query)
     params = {k: v for k, v in {"c": chunk["collectionPath"], "f": chunk["filePath"], "i": i,
                                 "p": chunk.get("page"), "q": query or None}.items() if v is not None}

@@ -1,12 +1,16 @@
-"""Explore index: search documents or chunks, in a scope, by mode; open a hit.
+"""Explore index (retrieval testing): search documents or chunks, in a scope, by mode; tune
+the threshold and the vector weight; compare the modes side by side; list a collection's files.
 
-One tool per search: ``search`` (documents) or ``search_chunks`` (chunks).
-State lives in the URL: ``q``, ``scope``, ``kind``, ``mode``, ``limit``, ``hit``.
+Tools: ``search`` (documents) or ``search_chunks`` (chunks); the comparison runs the
+same tool once per mode; the file list is ``list_documents`` + ``get_document``.
+State lives in the URL: ``q``, ``scope`` (``*`` or paths joined by ``,``), ``kind``,
+``mode``, ``limit``, ``min`` (minScore), ``w`` (vectorWeight), ``cmp`` (compare
+modes), ``files`` (a collection whose files are listed), ``doc``, ``hit``.
 """
 
 import streamlit as st
 
-from explorer import state, widgets
+from explorer import retrieval, state, widgets
 
 st.title("Explore index")
 engine = state.engine()
@@ -14,41 +18,77 @@ collections = [c.collection_path for c in engine.store.collections()]
 KINDS = {"chunks": "search_chunks", "documents": "search"}
 MODES = ["auto", "vector", "keyword", "hybrid"]
 
+scope_qp = state.qp_get("scope")
+all_qp, picked_qp = retrieval.scope_from_param(scope_qp, collections)
+if scope_qp is None and len(collections) == 1:
+    picked_qp = collections[:]
+weight_qp = min(1.0, max(0.0, state.qp_float("w", 0.5)))
+min_qp = max(0.0, state.qp_float("min", 0.0))
+
 with st.form("search", border=False):
     q = st.text_input("Query", value=state.qp_get("q", ""), key="q",
-                      placeholder="words… (a namespace:<collectionPath> token targets one collection)")
-    c1, c2, c3, c4 = st.columns([3, 2, 3, 1.2])
-    scope_opts = ["(none: use a namespace: token)"] + collections
-    scope_qp = state.qp_get("scope")
-    scope = c1.selectbox("Scope (anchored)", scope_opts, key="scope",
-                         index=scope_opts.index(scope_qp) if scope_qp in scope_opts
-                         else (1 if len(collections) == 1 else 0),
-                         help="searches that collection and each ancestor path")
+                      placeholder="words… (namespace:<collectionPath> scope:subtree targets collections)")
+    c0, c1 = st.columns([1.4, 5])
+    every = c0.checkbox("All collections", value=all_qp, key="all", help="scope '*': every collection")
+    picked = c1.multiselect("Scope (anchored; each with its ancestors)", collections, default=picked_qp,
+                            key="scopes", placeholder="none: use a namespace: token, or pick collections")
+    c2, c3, c4 = st.columns([2, 3, 1.2])
     kind = c2.segmented_control("Granularity", list(KINDS), key="kind", default=state.qp_get("kind", "chunks"))
     mode = c3.segmented_control("Mode", MODES, key="mode", default=state.qp_get("mode", "auto"))
     limit = c4.number_input("Limit", 1, 1000, state.qp_int("limit", 10) or 10, key="limit")
+    s1, s2, s3 = st.columns([3, 3, 2])
+    min_score = s1.slider("Threshold (minScore)", 0.0, 1.0, min(1.0, min_qp), 0.005, key="min",
+                          help="drop hits whose score (cosine, BM25 or fused) is below this; 0 = off")
+    weight = s2.slider("Vector weight (hybrid)", 0.0, 1.0, weight_qp, 0.05, key="w",
+                       help="1 = vector order, 0 = keyword order, 0.5 = plain reciprocal rank fusion")
+    compare = s3.toggle("Compare modes", value=state.qp_get("cmp") == "1", key="cmp",
+                        help="run the same query in vector, keyword and hybrid mode side by side")
     submitted = st.form_submit_button("Search", icon=":material/search:", type="primary")
 
 if submitted:
-    state.qp_set(q=q, scope=scope if scope in collections else None, kind=kind or "chunks",
-                 mode=mode or "auto", limit=int(limit), hit=None)
+    state.qp_set(q=q, scope=retrieval.scope_param(every, picked), kind=kind or "chunks",
+                 mode=mode or "auto", limit=int(limit), min=min_score or None,
+                 w=weight if weight != 0.5 else None, cmp="1" if compare else None, hit=None)
 
 query = state.qp_get("q")
 if query:
     tool = KINDS.get(state.qp_get("kind", "chunks"), "search_chunks")
-    args = {"query": query, "scope": state.qp_get("scope"), "limit": state.qp_int("limit", 10) or 10,
-            "mode": state.qp_get("mode", "auto")}
+    args = {"query": query, "scope": retrieval.scope_argument(state.qp_get("scope")),
+            "limit": state.qp_int("limit", 10) or 10, "mode": state.qp_get("mode", "auto")}
     if args["scope"] is None:
         del args["scope"]
+    min_now = max(0.0, state.qp_float("min", 0.0))  # read again: a submit has just set them
+    weight_now = min(1.0, max(0.0, state.qp_float("w", 0.5)))
+    if min_now > 0:
+        args["minScore"] = min_now
+    if weight_now != 0.5 and args["mode"] in ("auto", "hybrid"):
+        args["vectorWeight"] = weight_now
     envelope = widgets.run_tool(tool, args, panel=False)
+    if envelope is not None and envelope.get("hint") and envelope.get("searched"):
+        st.caption(f"Hint: {envelope['hint']}")
     if envelope is not None and widgets.search_outcome(envelope):
         selected = state.qp_int("hit")
         for hit in envelope["hits"]:
-            clicked = widgets.hit_row(hit, query, key=f"hit{hit['rank']}", selected=hit["rank"] == selected)
+            clicked = widgets.hit_row(hit, query, key=f"hit{hit['rank']}", selected=hit["rank"] == selected,
+                                      detail=retrieval.breakdown(hit, envelope.get("scoreKind")))
             if clicked:
                 widgets.go(clicked, c=hit["collectionPath"], f=hit["filePath"], i=hit["chunkIndex"],
-                           p=hit.get("page"), q=query, scope=args.get("scope"), hit=hit["rank"],
+                           p=hit.get("page"), q=query, scope=state.qp_get("scope"), hit=hit["rank"],
                            kind=state.qp_get("kind"), mode=state.qp_get("mode"), limit=args["limit"])
     widgets.tool_call_panel(tool, args, envelope)
+    if state.qp_get("cmp") == "1":
+        st.subheader("Compare modes")
+        retrieval.compare_modes(tool, {k: v for k, v in args.items() if k != "mode"})
 else:
-    st.caption("Type a query. Pick a scope, or put `namespace:<collectionPath>` in the query.")
+    st.caption("Type a query. Pick collections (or All collections), or put `namespace:<collectionPath>` "
+               "in the query.")
+
+st.subheader("Files")
+if collections:
+    files_qp = state.qp_get("files")
+    default = files_qp if files_qp in collections else (picked_qp[0] if picked_qp else collections[0])
+    coll = st.selectbox("Collection", collections, index=collections.index(default), key="files",
+                        on_change=lambda: state.qp_set(files=st.session_state["files"], doc=None))
+    retrieval.file_list(coll, selected=state.qp_get("doc"))
+else:
+    st.caption("No collections yet: add one on the Rebuild page.")

@@ -59,7 +59,8 @@ def test_index_human_then_json_then_force(tmp_path, corpus, capsys, monkeypatch)
     assert "skipped C/notes.xyz: unsupported-type: unsupported file type: .xyz" in out
     code, out, _ = run(capsys, "--db", db, "index", "--json")
     summary = json.loads(out)
-    assert code == 0 and summary["indexed"] == 0 and summary["skipped"] == 3 and summary["force"] is False
+    assert code == 0 and summary["indexed"] == 0 and summary["unchanged"] == 3 and summary["force"] is False
+    assert "skipped" not in summary  # one name per meaning: counts.skipped are the real skips
     code, out, _ = run(capsys, "--db", db, "index", "--force", "--json")
     assert json.loads(out)["indexed"] == 2
 
@@ -71,6 +72,11 @@ def test_status_human_and_json(tmp_path, corpus, capsys, monkeypatch):
     run(capsys, "--db", db, "index")
     code, out, _ = run(capsys, "--db", db, "status")
     assert code == 0 and "documents 3" in out and "provider none" in out and "search-not-performed" in out
+    # one "last run:" line, whose verdict agrees with its counts (broken.pdf failed)
+    lines = [ln for ln in out.splitlines() if ln.startswith("last run:")]
+    assert len(lines) == 1, out
+    assert lines[0].startswith("last run: finished with failures at ") and "1 failed" in lines[0]
+    assert "2 indexed, 0 unchanged, 0 empty, 1 failed, 1 skipped, 0 stale, 0 removed" in lines[0]
     code, out, _ = run(capsys, "--db", db, "status", "--json")
     env = json.loads(out)
     assert code == 0 and env["documents"] == 3 and env["failures"][0]["filePath"] == "broken.pdf"
@@ -148,3 +154,63 @@ def test_migrate_copies_chunks_and_vectors_without_re_embedding(tmp_path, corpus
     assert embed_stub.count("/api/embed") == embedded  # nothing to embed: not even the probe
     code, _, err = run(capsys, "migrate", "--from", "mysql://x", "--to", f"sqlite:{dst}")
     assert code == 2 and "sqlite:PATH" in err
+
+
+def test_read_only_commands_on_a_missing_index_create_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EMBED_PROVIDER", "none")
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / ".chunknav" / "index.db"
+    hint = f"no index at {db}; add a collection with `chunknav collections add NAME DIR`"
+    code, out, _ = run(capsys, "status")
+    assert code == 0 and out.strip() == hint
+    code, out, _ = run(capsys, "status", "--json")
+    assert code == 0 and json.loads(out)["message"] == hint and json.loads(out)["documents"] == 0
+    for argv in (["search", "anvils"], ["search-chunks", "anvils"]):
+        code, out, _ = run(capsys, *argv)
+        env = json.loads(out)
+        assert code == 0 and env["hits"] == [] and env["hint"] == hint, argv
+    for argv in (["get-chunk", "C", "a.md", "0"], ["read", "C", "a.md"], ["node", "C/_Documents/a.md"]):
+        code, out, _ = run(capsys, *argv)
+        env = json.loads(out)
+        assert code == 0 and env["found"] is False and env["message"] == hint, argv
+    code, out, err = run(capsys, "collections", "list")
+    assert code == 0 and json.loads(out) == [] and hint in err
+    assert list(tmp_path.iterdir()) == []  # no .chunknav/ was made
+    # the commands that write make it
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("Anvils are heavy.", "utf-8")
+    code, _, _ = run(capsys, "collections", "add", "C", str(tmp_path / "docs"), "--allow-any-root")
+    assert code == 0 and db.is_file()
+
+
+def test_vectors_purge_stale_deletes_the_vectors_of_vanished_chunks(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.setenv("EMBED_PROVIDER", "local")
+    db = str(tmp_path / "i.db")
+    run(capsys, "--db", db, "collections", "add", "C", str(corpus))
+    run(capsys, "--db", db, "index")
+    (corpus / "b.txt").unlink()
+    run(capsys, "--db", db, "index")
+    before = json.loads(run(capsys, "--db", db, "status", "--json")[1])
+    assert before["staleVectors"] == 1  # b.txt's one chunk is gone, its vector kept
+    code, out, _ = run(capsys, "--db", db, "vectors", "purge-stale")
+    model = before["provider"]["model"]
+    assert code == 0 and json.loads(out) == {"purged": {model: 1}, "total": 1}
+    after = json.loads(run(capsys, "--db", db, "status", "--json")[1])
+    assert after["staleVectors"] == 0 and after["chunks"] == before["chunks"]
+    assert next(v for v in after["vectors"] if v["model"] == model)["missing"] == 0
+    hits = json.loads(run(capsys, "--db", db, "search-chunks", "anvils heavy", "--scope", "C")[1])["hits"]
+    assert hits and hits[0]["filePath"] == "a.md"
+    assert json.loads(run(capsys, "--db", db, "vectors", "purge-stale")[1])["total"] == 0
+
+
+def test_tool_name_aliases_give_the_same_answer(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.setenv("EMBED_PROVIDER", "none")
+    db = str(tmp_path / "i.db")
+    run(capsys, "--db", db, "collections", "add", "C", str(corpus))
+    run(capsys, "--db", db, "index")
+    for alias, command, argv in (("get-document", "node", ["C/_Documents/a.md"]),
+                                 ("read-document", "read", ["C", "a.md", "--limit", "40"]),
+                                 ("index-status", "status", ["--json"])):
+        a, b = run(capsys, "--db", db, alias, *argv), run(capsys, "--db", db, command, *argv)
+        strip = (lambda o: {k: v for k, v in json.loads(o).items() if k != "provider"})
+        assert a[0] == b[0] == 0 and strip(a[1]) == strip(b[1]), alias

@@ -31,3 +31,21 @@ def test_every_setting_is_documented_with_its_unit():
         line = next((l for l in README.splitlines() if l.startswith(f"| `{s.env}`")), None)
         assert line, f"{s.env} missing from README"
         assert s.unit in line, f"{s.env}: unit {s.unit!r} missing"
+
+
+def test_readme_links_only_files_of_the_repository():
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    assert "../shared" not in README  # a clone has nothing beside it
+    linked = set(re.findall(r"\]\(([^)#:]+)\)", README)) | set(re.findall(r"`(docs/[\w./-]+\.md)`", README))
+    assert {"docs/DESIGN.md", "docs/STYLE.md"} <= linked
+    for rel in linked:
+        assert (root / rel).is_file(), rel
+    assert "README.md documents the current" in (root / "docs" / "DESIGN.md").read_text("utf-8")[:800]
+
+
+def test_every_tool_name_is_a_cli_command():
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name in REGISTRY:
+        assert name.replace("_", "-") in sub.choices or CLI_NAMES[name] == name.replace("_", "-"), name

@@ -126,3 +126,30 @@ def test_search_open_hit_see_highlighted_page(server, request):
             print(f"click to rendered highlight: {click_to_highlight_s:.3f} s")
         finally:
             browser.close()
+
+
+def test_the_explorer_makes_no_outside_request(server):
+    """Every request the browser makes while the Status page loads goes to the
+    explorer itself; the tab icon is the local assets/icon.png, not a web font."""
+    from urllib.parse import urlsplit
+
+    sync_api = playwright
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS[1:], headless=True)
+        try:
+            page = browser.new_page()
+            urls: list[str] = []
+            page.on("request", lambda r: urls.append(r.url))
+            page.goto(f"{server}/status", wait_until="domcontentloaded")
+            page.get_by_text("documents").first.wait_for(timeout=60_000)
+            icon = page.locator("link[rel~='icon']").first
+            page.wait_for_function("() => [...document.querySelectorAll(\"link[rel~='icon']\")]"
+                                   ".some(l => l.href.includes('/media/'))", timeout=30_000)
+            href = icon.get_attribute("href") or ""
+            page.wait_for_load_state("networkidle", timeout=30_000)
+        finally:
+            browser.close()
+    assert "/media/" in href and href.endswith(".png"), href
+    outside = sorted({u for u in urls if urlsplit(u).scheme in ("http", "https")
+                      and urlsplit(u).hostname not in ("127.0.0.1", "localhost")})
+    assert not outside, outside

@@ -161,10 +161,79 @@ def test_zero_hits_looks_different_from_could_not_search(app):
 
 def test_no_scope_is_not_searched_with_hint(app):
     at = app("explore", q=QUERY)
-    at.selectbox(key="scope").set_value("(none: use a namespace: token)")
+    at.multiselect(key="scopes").set_value([])
     next(b for b in at.button if b.label == "Search").click().run()
     assert any("Not searched" in i.value and "namespace:" in i.value for i in at.info)
     assert not at.error
+
+
+# -- retrieval testing (issue 13) ---------------------------------------------------------
+def _all_panels(at: AppTest, tool: str) -> list[tuple[dict, dict]]:
+    blocks = _codes(at, "json")
+    out = []
+    for i, text in enumerate(blocks):
+        call = json.loads(text)
+        if isinstance(call, dict) and call.get("name") == tool and "arguments" in call:
+            out.append((call, json.loads(blocks[i + 1])))
+    return out
+
+
+def test_all_collections_is_scope_star(app, sample_engine):
+    at = app("explore", q=QUERY)
+    at.checkbox(key="all").check()
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert at.query_params["scope"] == "*"
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["scope"] == "*" and shown["collections"] == [SAMPLE_COLLECTION]
+    assert shown == call_tool(sample_engine, "search_chunks", call["arguments"])
+
+
+def test_weight_and_threshold_sliders_are_tool_arguments_and_hits_show_the_breakdown(app, sample_engine):
+    at = app("explore", q=QUERY, scope=SAMPLE_COLLECTION, mode="hybrid")
+    at.slider(key="w").set_value(0.8)
+    at.slider(key="min").set_value(0.01)
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert not at.exception, at.exception
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["vectorWeight"] == 0.8 and call["arguments"]["minScore"] == 0.01
+    assert shown == call_tool(sample_engine, "search_chunks", call["arguments"])
+    assert shown["mode"] == "hybrid" and shown["vectorWeight"] == 0.8 and shown["count"] > 0
+    captions = _texts(at.caption)
+    assert "fused (rrf)" in captions and ("vector " in captions and "keyword " in captions)
+    assert all(h["score"] >= 0.01 for h in shown["hits"])
+
+
+def test_compare_modes_runs_each_mode_and_marks_what_each_found(app, sample_engine):
+    at = app("explore", q=QUERY, scope=SAMPLE_COLLECTION, cmp="1")
+    assert not at.exception, at.exception
+    panels = _all_panels(at, "search_chunks")
+    modes = [c["arguments"].get("mode") for c, _ in panels]
+    assert modes[:1] == ["auto"] and sorted(modes[1:]) == ["hybrid", "keyword", "vector"]
+    for call, shown in panels:
+        assert shown == call_tool(sample_engine, "search_chunks", call["arguments"])
+    table = next(m.value for m in at.markdown if "found by" in m.value and m.value.startswith("| "))
+    lines = table.splitlines()[2:]
+    assert lines and all(line.rstrip(" |").split("|")[-1].strip().replace(" ", "") and
+                         set(line.rstrip(" |").split("|")[-1].strip().replace(" ", "")) <= set("VKH")
+                         for line in lines)
+
+
+def test_files_list_documents_with_node_and_chunk_link(app, sample_engine):
+    at = app("explore")
+    call, shown = _panel(at, "list_documents")
+    assert call["arguments"] == {"collectionPath": SAMPLE_COLLECTION}
+    assert shown == call_tool(sample_engine, "list_documents", call["arguments"])
+    table = next(m.value for m in at.markdown if m.value.startswith("| filePath |"))
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    assert {"type", "pages", "chunks", "status", "reason", "encoding", "OCR pages"} <= set(header)
+    assert len(table.splitlines()) == 2 + len(shown["documents"])
+    pick = next(d for d in shown["documents"] if d["chunkCount"])
+    at.selectbox(key="doc").set_value(pick["filePath"]).run()
+    node_call, node = _panel(at, "get_document")
+    assert node_call["arguments"] == {"documentPath": pick["documentPath"]} and node["found"]
+    next(b for b in at.button if b.label == "Open its chunks").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Chunk" and at.query_params["f"] == pick["filePath"]
 
 
 # -- failure arms --------------------------------------------------------------------------
@@ -252,6 +321,15 @@ def test_chunk_marks_overlap_and_links_full_text(app, sample_engine):
     assert 'class="cn-span"' in html  # the chunk outlined inside the full text
 
 
+def test_first_and_last_chunk_captions_name_no_missing_neighbour(app, sample_engine):
+    f, total = _multi_chunk_file(sample_engine)
+    for i, neighbour in ((0, 1), (total - 1, total - 2)):
+        at = app("chunk", c=SAMPLE_COLLECTION, f=f, i=i)
+        caps = _texts(at.caption)
+        assert "None" not in caps and "0 shared" not in caps
+        assert f"shared with chunk {neighbour}." in caps
+
+
 def test_chunk_out_of_range_is_an_answer(app):
     at = app("chunk", c=SAMPLE_COLLECTION, f="minimal-document.pdf", i=999)
     assert any("out of range" in w.value for w in at.warning)
@@ -336,7 +414,9 @@ def test_rebuild_runs_and_shows_its_summary(small_index, button, forced):
     # a hash-gated run right after skips both files
     at.button(key="reindex").click().run()
     _wait_for_run(at)
-    assert {m.label: m.value for m in at.metric}["skipped (unchanged)"] == "2"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["unchanged"] == "2" and not [k for k in metrics if "skipped" in k]
+    assert "unchanged: 2" in _texts(at.caption) and "skipped: 0" in _texts(at.caption)
 
 
 def test_second_start_while_running_starts_nothing(small_index):
@@ -445,3 +525,24 @@ def test_status_lists_files_indexed_with_notes(app, sample_engine):
     assert "encodingConfidence" in text
     line = next(l for l in text.splitlines() if "sample\\-french\\-1\\.txt" in l or "sample-french-1.txt" in l)
     assert "cp1252" in line and "decoded as cp1252" in line
+def test_a_too_long_query_link_is_cut_with_a_notice_and_the_tool_refuses_past_its_maximum(app):
+    """A deep link carries at most explorer.links.MAX_TEXT_CHARS of query (cut, with a notice naming
+    `q`); a call past the tool's own maximum is refused by name and shown as "Invalid argument"."""
+    from engine.search import MAX_QUERY_CHARS
+    from explorer.links import MAX_TEXT_CHARS
+
+    at = app("explore", q="x" * (MAX_QUERY_CHARS + 1), scope=SAMPLE_COLLECTION)
+    assert not at.exception, at.exception
+    assert any("`q`" in w.value and f"cut to {MAX_TEXT_CHARS}" in w.value for w in at.warning)
+    call, _shown = _panel(at, "search_chunks")
+    assert len(call["arguments"]["query"]) == MAX_TEXT_CHARS
+
+    def page():  # the page's own widget on a call past the tool's maximum
+        from engine.search import MAX_QUERY_CHARS
+        from explorer import widgets
+
+        widgets.run_tool("search_chunks", {"query": "x" * (MAX_QUERY_CHARS + 1), "scope": "Samples"})
+
+    one = AppTest.from_function(page, default_timeout=60).run()
+    refused = [e.value for e in one.error if "Invalid argument" in e.value]
+    assert len(refused) == 1 and "'query'" in refused[0] and "the most is" in refused[0]

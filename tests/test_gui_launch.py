@@ -93,6 +93,21 @@ def test_streamlit_server_port_env_is_not_overridden_by_the_config(sample_index,
     assert not _listening(port)
 
 
+def test_a_busy_port_is_refused_before_streamlit_starts(sample_index, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_", "STREAMLIT_"))}
+        env.update(EMBED_PROVIDER="local", CHUNKNAV_ALLOWED_ROOTS=os.environ["CHUNKNAV_ALLOWED_ROOTS"])
+        r = subprocess.run([*_chunknav(), "--db", sample_index.db, "gui", "--port", str(port), "--headless"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert f"port {port} is in use; pass --port" in r.stderr
+    assert "bound to" not in r.stderr + r.stdout  # no claim it listens
+    assert "not available" not in r.stderr + r.stdout  # Streamlit never ran
+
+
 HOSTILE = {
     "status": {"q": "x", "bogus": "1"},
     "rebuild": {"kind": "xyz"},

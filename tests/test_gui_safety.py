@@ -275,3 +275,14 @@ def test_cli_command_names_the_index_and_never_the_dsn_password():
     assert "hunter2" not in line
     line = cli_command("index_status", {"probe": True}, Settings(db="rel/index.db"))
     assert line == f"chunknav --db {os.path.abspath('rel/index.db')} status --json"
+
+
+def test_explore_retrieval_params_are_validated():
+    """Issue 13's Explore parameters: scope '*' or known paths joined by ',', min and w clamped to 0..1,
+    cmp a flag, files a known collection."""
+    clean, notes = validate_params("explore", {"scope": "*", "min": "0.2", "w": "0.7", "cmp": "1",
+                                               "files": SAMPLE_COLLECTION}, [SAMPLE_COLLECTION])
+    assert clean == {"scope": "*", "min": "0.2", "w": "0.7", "cmp": "1", "files": SAMPLE_COLLECTION} and not notes
+    clean, notes = validate_params("explore", {"scope": f"{SAMPLE_COLLECTION},Nope", "w": "7", "cmp": "yes"},
+                                   [SAMPLE_COLLECTION])
+    assert clean == {"scope": SAMPLE_COLLECTION, "w": "1"} and len(notes) == 3

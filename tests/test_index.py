@@ -81,14 +81,15 @@ def test_first_run_then_unchanged_run_skips_every_file(env):
     files = walk(corpus)
     assert first["filesSeen"] == len(files)
     assert first["indexed"] + len(first["empty"]) + len(first["failed"]) == len(files)
-    assert first["chunksWritten"] > 0 and first["skipped"] == 0
+    assert first["chunksWritten"] > 0 and first["unchanged"] == 0
+    assert "skipped" not in first  # one name per meaning
     assert events[-1]["phase"] == "done"
     extract_events = [e for e in events if e["phase"] == "extract"]
     assert [e["done"] for e in extract_events] == list(range(1, len(files) + 1))
     assert all(e["total"] == len(files) and e["file"].startswith("C/") for e in extract_events)
     assert store.last_run() == first
     second = Indexer(store, settings).run()
-    assert second["skipped"] == len(files)
+    assert second["unchanged"] == len(files)
     assert second["indexed"] == 0 and second["chunksWritten"] == 0 and second["failed"] == []
     assert second["empty"] == [] and second["removed"] == 0
 
@@ -132,7 +133,7 @@ def test_touching_one_file_reindexes_it_alone(env):
     with open(target, "a", encoding="utf-8") as f:
         f.write("\nan appended line of brand new words\n")
     summary = Indexer(store, settings).run()
-    assert summary["indexed"] == 1 and summary["skipped"] == summary["filesSeen"] - 1
+    assert summary["indexed"] == 1 and summary["unchanged"] == summary["filesSeen"] - 1
     after = store.chunks("C", rel)
     assert "brand new words" in after[-1].chunk_text
     assert {c.chunk_id for c in after}.isdisjoint(before_ids)  # content hash is part of the id
@@ -143,7 +144,7 @@ def test_force_reindexes_every_file_with_stable_chunk_ids(env):
     Indexer(store, settings).run()
     before = {d.file_path: [c.chunk_id for c in store.chunks("C", d.file_path)] for d in store.documents("C")}
     summary = Indexer(store, settings).run(force=True)
-    assert summary["force"] is True and summary["skipped"] == 0
+    assert summary["force"] is True and summary["unchanged"] == 0
     assert summary["indexed"] + len(summary["empty"]) + len(summary["failed"]) == summary["filesSeen"]
     after = {d.file_path: [c.chunk_id for c in store.chunks("C", d.file_path)] for d in store.documents("C")}
     assert after == before
@@ -154,7 +155,7 @@ def test_changed_chunk_settings_invalidate_the_gate(env):
     Indexer(store, settings).run()
     smaller = Settings(db=settings.db, embed_provider="none", ocr="off", chunk_size=400, chunk_overlap=50).validate()
     summary = Indexer(store, smaller).run()
-    assert summary["skipped"] == 0
+    assert summary["unchanged"] == 0
     for d in store.documents("C"):
         assert all(c.end - c.start <= 400 for c in store.chunks("C", d.file_path))
 

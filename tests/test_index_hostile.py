@@ -138,6 +138,15 @@ def test_unreadable_folder_and_file_keep_their_documents_stale_then_recover(tree
     assert stale == {"sub/a.txt": "unreadable", "sub/b.txt": "unreadable", "c.txt": "unreadable",
                      "half/e.txt": "unreadable"}
     assert summary["removed"] == 1  # only the file that is really gone
+    # every entry ends in exactly one class: a kept document is stale, not also skipped
+    skipped = {f["filePath"] for f in summary["skippedFiles"]}
+    assert not skipped & set(stale), skipped & set(stale)
+    c = summary["counts"]
+    assert c["skipped"] == len(skipped) and c["stale"] == len(stale)
+    under_skipped_folder = {fp for fp in stale if any(fp.startswith(d + "/") for d in skipped)}
+    assert under_skipped_folder == {"sub/a.txt", "sub/b.txt"}  # not walk entries: their folder is
+    assert (c["indexed"] + c["empty"] + c["unchanged"] + c["failed"] + c["skipped"] + c["stale"]
+            - len(under_skipped_folder)) == summary["filesSeen"]
     store = SqliteStore(str(db))
     try:
         for fp in stale:

@@ -18,7 +18,8 @@ import pytest
 from engine import envelopes as E
 from engine.cli import main as cli_main
 from engine.paths import document_path
-from engine.tools import REGISTRY, Engine, call_tool, cli_command, to_json
+from engine.search import MAX_QUERY_CHARS
+from engine.tools import REGISTRY, Engine, ToolArgumentError, call_tool, cli_command, to_json
 from tests.fixtures_engine import SAMPLE_COLLECTION
 from tests.mcp_session import TRANSPORTS, run_session
 
@@ -58,8 +59,23 @@ def _cases(engine: Engine) -> dict[str, tuple[str, dict]]:
         "read_document-missing": ("read_document", {"collectionPath": C, "filePath": "no-such-file.pdf"}),
         "get_document": ("get_document", {"documentPath": document_path(C, pdf.file_path)}),
         "get_document-missing": ("get_document", {"documentPath": f"{C}/_Documents/nothing-here"}),
+        "list_documents": ("list_documents", {"collectionPath": f"{C}/"}),
+        "list_documents-page": ("list_documents", {"collectionPath": C, "offset": 1, "limit": 2}),
+        "list_documents-missing": ("list_documents", {"collectionPath": "No/Such"}),
         # probe=False: the probe's timing differs per call
         "index_status": ("index_status", {"probe": False}),
+        # issue 13: weights, thresholds, the breakdown, the scope grammar, trailing slashes
+        "search_chunks-breakdown": ("search_chunks", {"query": words, "scope": C, "mode": "hybrid",
+                                                      "vectorWeight": 0.7, "minScore": 0.001, "limit": 5}),
+        "search-auto-weight": ("search", {"query": words, "scope": C, "vectorWeight": 0.25}),
+        "search_chunks-scope-list": ("search_chunks", {"query": words, "scope": [f"{C}/", "No/Such"], "limit": 3}),
+        "search_chunks-star": ("search_chunks", {"query": words, "scope": "*", "mode": "keyword", "limit": 3}),
+        "search_chunks-grammar": ("search_chunks", {"query": f"namespace:{C}/ scope:subtree author:x {words}",
+                                                    "mode": "keyword", "limit": 3}),
+        "get_chunk-trailing-slash": ("get_chunk", {"collectionPath": f"{C}/", "filePath": pdf.file_path,
+                                                   "chunkIndex": 0}),
+        "read_document-trailing-slash": ("read_document", {"collectionPath": f"{C}/", "filePath": pdf.file_path,
+                                                           "limit": 100}),
     }
     for suffix in (".md", ".docx"):
         d = _pick(engine, suffix)
@@ -76,7 +92,17 @@ CASE_IDS = [
     "get_chunk-out-of-range", "get_chunk-unknown-collection", "get_chunk-path-escape", "read_document",
     "read_document-page", "read_document-missing", "get_document", "get_document-missing", "index_status",
     "get_chunk.md", "read_document.md", "get_chunk.docx", "read_document.docx",
+    "search_chunks-breakdown", "search-auto-weight", "search_chunks-scope-list", "search_chunks-star",
+    "search_chunks-grammar", "get_chunk-trailing-slash", "read_document-trailing-slash",
+    "list_documents", "list_documents-page", "list_documents-missing",
 ]
+#: Calls every face must refuse as bad arguments, naming the argument: (tool, arguments, argument named).
+ERROR_CASES = {
+    "search-query-too-long": ("search", {"query": "x" * (MAX_QUERY_CHARS + 1), "scope": C}, "query"),
+    "search_chunks-weight-out-of-range": ("search_chunks", {"query": "x", "scope": C, "vectorWeight": 1.5},
+                                          "vectorWeight"),
+    "search_chunks-empty-scope-list": ("search_chunks", {"query": "x", "scope": []}, "scope"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +116,12 @@ def cases(sample_index):
 
 @pytest.fixture(scope="module", params=TRANSPORTS)
 def mcp_answers(request, sample_index, cases):
-    """Every case answered by one ``chunknav mcp`` session on the sample index, per transport."""
-    calls = list(cases.values())
+    """Every case (and every bad-argument case) answered by one ``chunknav mcp`` session on
+    the sample index, per transport."""
+    calls = list(cases.values()) + [(n, a) for n, a, _ in ERROR_CASES.values()]
     session = run_session(sample_index.db, calls, env={"EMBED_PROVIDER": sample_index.embed_provider},
                           transport=request.param)
-    return session, dict(zip(cases, session.answers))
+    return session, dict(zip([*cases, *ERROR_CASES], session.answers))
 
 
 def test_every_tool_has_a_case():
@@ -192,3 +219,36 @@ def test_chunk_neighbours_are_null_not_absent(cases, sample_engine):
     name, arguments = cases["get_chunk-last"]
     last = call_tool(sample_engine, name, arguments)
     assert last["nextIndex"] is None
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_bad_search_arguments_are_refused_on_every_face(case, mcp_answers, sample_engine, sample_index, capsys):
+    """Registry: ToolArgumentError; CLI: exit 2 naming the argument; MCP: -32602 naming it."""
+    import mcp.types as types
+
+    name, arguments, named = ERROR_CASES[case]
+    with pytest.raises(ToolArgumentError, match=f"'{named}'"):
+        call_tool(sample_engine, name, dict(arguments))
+    argv = shlex.split(cli_command(name, arguments)) if arguments.get("scope") != [] else [
+        "chunknav", "search-chunks", "x"]
+    if arguments.get("scope") != []:  # argparse cannot spell an empty list
+        capsys.readouterr()
+        code = cli_main(["--db", sample_index.db, *argv[1:]])
+        err = capsys.readouterr().err
+        assert code == 2 and f"'{named}'" in err and len(err) < 500, err[:300]
+    _, answers = mcp_answers
+    answer = answers[case]
+    assert answer.result is None and answer.error is not None
+    assert answer.error.code == types.INVALID_PARAMS and f"'{named}'" in answer.error.message
+    assert len(answer.error.message) < 500
+
+
+def test_hybrid_hits_carry_the_breakdown_on_every_face(cases, mcp_answers):
+    _, answers = mcp_answers
+    env = answers["search_chunks-breakdown"].envelope
+    assert env["mode"] == "hybrid" and env["vectorWeight"] == 0.7 and env["minScore"] == 0.001
+    assert env["hits"] and all(h["score"] >= 0.001 for h in env["hits"])
+    for h in env["hits"]:
+        assert "vectorRank" in h or "keywordRank" in h
+    grammar = answers["search_chunks-grammar"].envelope
+    assert grammar["collections"] == [C] and "author:x" in grammar["hint"]

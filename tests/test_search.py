@@ -9,7 +9,7 @@ import pytest
 
 from engine.config import Settings
 from engine.envelopes import ChunkHit, SearchHit, SearchResult
-from engine.tools import Engine, call_tool
+from engine.tools import Engine, ToolArgumentError, call_tool
 from tests.conftest import ALLOWED_ROOTS
 from tests.stub import Reply, ollama_error
 
@@ -137,9 +137,11 @@ def test_unreachable_backend(tmp_path, closed_port):
     eng = Engine(Settings(db=str(tmp_path / "i.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="ollama", embed_url=f"http://127.0.0.1:{closed_port}",
                           embed_model="m", embed_retries=0, embed_timeout_s=2).validate())
     eng.add_collection("C", str(tmp_path))
-    env = call_tool(eng, "search_chunks", {"query": "anything", "scope": "C"})
+    env = call_tool(eng, "search_chunks", {"query": "anything", "scope": "C", "mode": "hybrid"})
     assert env["searched"] is False and env["error"] == "embedding-unavailable" and env["statusCode"] is None
     assert "count" not in env
+    auto = call_tool(eng, "search_chunks", {"query": "anything", "scope": "C"})  # no vectors yet: keyword
+    assert auto["searched"] and auto["mode"] == "keyword" and "no vectors" in auto["message"]
 
 
 def test_no_provider(tmp_path):
@@ -159,6 +161,108 @@ def test_searched_nothing_matched(engine):
 
 
 def test_hostile_keyword_queries_do_not_break(engine):
-    for q in ['"', "AND OR NOT", "anvil*", "-anvil", "NEAR(a b)", "a:b", "'; DROP TABLE chunks; --"]:
+    for q in ['"', "AND OR NOT", "anvil*", "-anvil", "NEAR(a b)", "a :b", "10:30", "https://x.y/anvil",
+              "'; DROP TABLE chunks; --"]:
         env = call_tool(engine, "search_chunks", {"query": q, "scope": "ACME", "mode": "keyword"})
         assert env["searched"] is True, (q, env)
+
+
+# -- the full scope grammar ------------------------------------------------------------
+
+
+def _colls(engine, query, scope=None, mode="keyword"):
+    args = {"query": query, "mode": mode}
+    if scope is not None:
+        args["scope"] = scope
+    return call_tool(engine, "search_chunks", args)
+
+
+def test_namespace_qualifiers_exact_subtree_ancestorsandself(engine):
+    assert _colls(engine, "namespace:ACME/Reports anvil")["collections"] == ["ACME/Reports"]
+    assert _colls(engine, "namespace:ACME/Reports scope:exact anvil")["collections"] == ["ACME/Reports"]
+    assert _colls(engine, "namespace:ACME/Reports scope:subtree anvil")["collections"] == [
+        "ACME/Reports", "ACME/Reports/Q1"]
+    assert _colls(engine, "namespace:ACME/Reports/Q1 scope:ancestorsandself anvil")["collections"] == [
+        "ACME", "ACME/Reports", "ACME/Reports/Q1"]
+    assert _colls(engine, "namespace:ACME namespace:Other penguins")["collections"] == ["ACME", "Other"]
+
+
+def test_unknown_tokens_are_named_in_a_hint_and_not_searched(engine):
+    env = _colls(engine, "namespace:Other scope:sideways walruses")
+    assert env["searched"] and env["collections"] == ["Other"] and env["count"] == 1
+    assert "scope:sideways" in env["hint"]
+    env = _colls(engine, "namespace:Other author:penguins walruses")
+    assert "author:penguins" in env["hint"] and env["count"] == 1
+    only = _colls(engine, "namespace:Other author:walruses")  # the token is not searched as words
+    assert only["searched"] is False and "no query text" in only["message"] and "author:walruses" in only["hint"]
+    env = _colls(engine, "a:b", scope="ACME")
+    assert env["searched"] is False and "a:b" in env["hint"] and "error" not in env
+
+
+def test_scope_list_star_and_trailing_slash(engine):
+    assert _colls(engine, "anvil", ["ACME/Reports/", "Other"])["collections"] == ["ACME", "ACME/Reports", "Other"]
+    assert _colls(engine, "anvil", "*")["collections"] == ["ACME", "ACME/Reports", "ACME/Reports/Q1", "Other"]
+    assert _colls(engine, "anvil", "ACME/Reports/")["collections"] == ["ACME", "ACME/Reports"]
+    assert _colls(engine, "namespace:ACME/Reports/ anvil")["collections"] == ["ACME/Reports"]
+    assert _colls(engine, "scope:subtree anvil", "ACME/Reports")["collections"] == ["ACME/Reports", "ACME/Reports/Q1"]
+    half = _colls(engine, "anvil", ["ACME", "Nowhere"])
+    assert half["collections"] == ["ACME"] and "Nowhere" in half["hint"]
+    assert _colls(engine, "anvil")["searched"] is False  # neither scope nor namespace: a hint, not a guess
+    chunk = call_tool(engine, "get_chunk", {"collectionPath": "ACME/Reports/", "filePath": "q1.md", "chunkIndex": 0})
+    assert chunk["found"] and chunk["collectionPath"] == "ACME/Reports"
+    doc = call_tool(engine, "read_document", {"collectionPath": "/ACME/Reports/", "filePath": "q1.md"})
+    assert doc["found"] and doc["collectionPath"] == "ACME/Reports"
+
+
+# -- hybrid by default, score breakdown, threshold and weight ----------------------------
+
+
+def test_auto_is_hybrid_when_vectors_exist_and_hits_carry_the_breakdown(engine):
+    env = call_tool(engine, "search_chunks", {"query": "namespace:ACME scope:subtree anvil sales"})
+    assert env["mode"] == "hybrid" and env["scoreKind"] == "rrf" and env["vectorWeight"] == 0.5
+    assert env["count"] >= 2
+    for h in env["hits"]:
+        _shape(h, ChunkHit)
+        assert "vectorRank" in h or "keywordRank" in h
+        expect = sum(1.0 / (61 + h[r]) for r in ("vectorRank", "keywordRank") if r in h)
+        assert h["score"] == pytest.approx(expect, abs=1e-6)
+        assert ("vectorScore" in h) == ("vectorRank" in h) and ("keywordScore" in h) == ("keywordRank" in h)
+    files = call_tool(engine, "search", {"query": "namespace:ACME scope:subtree anvil sales"})
+    for h in files["hits"]:
+        _shape(h, SearchHit)
+    single = call_tool(engine, "search_chunks", {"query": "namespace:ACME anvil", "mode": "keyword"})
+    assert not any("keywordRank" in h for h in single["hits"])  # only hybrid hits carry the breakdown
+
+
+def test_vector_weight_moves_the_fusion_to_one_list(engine):
+    q = {"query": "namespace:ACME scope:subtree anvil sales rocket", "mode": "hybrid", "limit": 10}
+    vec = call_tool(engine, "search_chunks", {**q, "mode": "vector"})
+    only_vec = call_tool(engine, "search_chunks", {**q, "vectorWeight": 1.0})
+    assert [h["chunkIndex"] for h in only_vec["hits"] if "vectorRank" in h][:len(vec["hits"])] == [
+        h["chunkIndex"] for h in vec["hits"]][:len([h for h in only_vec["hits"] if "vectorRank" in h])]
+    assert all(h.get("vectorRank") == i for i, h in enumerate(only_vec["hits"]) if "vectorRank" in h)
+    only_kw = call_tool(engine, "search_chunks", {**q, "vectorWeight": 0.0})
+    ranks = [h["keywordRank"] for h in only_kw["hits"] if "keywordRank" in h]
+    assert ranks == sorted(ranks) and only_kw["vectorWeight"] == 0.0
+    with pytest.raises(ToolArgumentError, match="vectorWeight"):
+        call_tool(engine, "search_chunks", {**q, "vectorWeight": 1.5})
+
+
+def test_min_score_is_a_threshold_on_the_modes_own_score(engine):
+    q = {"query": "namespace:ACME scope:subtree anvil", "mode": "vector"}
+    all_hits = call_tool(engine, "search_chunks", q)["hits"]
+    assert len({h["score"] for h in all_hits}) >= 3
+    cut = (all_hits[0]["score"] + all_hits[1]["score"]) / 2
+    kept = call_tool(engine, "search_chunks", {**q, "minScore": cut})
+    assert kept["minScore"] == cut and [h["score"] for h in kept["hits"]] == [
+        h["score"] for h in all_hits if h["score"] >= cut]
+    assert call_tool(engine, "search_chunks", {**q, "minScore": 1e9})["count"] == 0
+
+
+def test_a_query_over_the_maximum_is_refused_naming_the_argument(engine):
+    from engine.search import MAX_QUERY_CHARS
+
+    with pytest.raises(ToolArgumentError, match=r"search_chunks: argument 'query': \d+ characters, the most is"):
+        call_tool(engine, "search_chunks", {"query": "a" * (MAX_QUERY_CHARS + 1), "scope": "ACME"})
+    env = call_tool(engine, "search_chunks", {"query": " ".join(["anvil"] * 5000), "scope": "ACME", "mode": "keyword"})
+    assert env["searched"] and env["count"] >= 1

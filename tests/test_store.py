@@ -497,3 +497,31 @@ def test_sqlite_batch_commits_together_and_rolls_back_whole(tmp_path):
             raise RuntimeError("extractor bug")
     assert [c.chunk_text for c in reader.chunks("C", "a.txt")] == ["alpha one", "alpha two"]
     assert [h.chunk.file_path for h in reader.search_keyword("alpha", ["C"], 5)] == ["a.txt", "a.txt"]
+
+
+def test_purge_stale_vectors_deletes_only_vectors_without_a_chunk(store):
+    from engine.store.vector_purge import purge_stale_vectors
+
+    chunks = _put(store, "A", "f.txt", "h1", ["one ", "two ", "three"])
+    keep = _put(store, "B", "g.txt", "k1", ["kept words"])
+    ids = [c.chunk_id for c in chunks]
+    rng = np.random.default_rng(2)
+    v = _unit(rng, 4, 8)
+    store.add_vectors("m", ids + [keep[0].chunk_id], v)
+    store.add_vectors("m2", ids[:1], _unit(rng, 1, 4))
+    assert store.search_vectors("m", v[0], None, 1)[0].chunk.chunk_id == ids[0]  # the matrix is loaded
+    assert purge_stale_vectors(store) == {}  # nothing stale yet
+    _put(store, "A", "f.txt", "h2", ["changed"])  # the old chunks vanish: 3 + 1 stale vectors
+    assert store.vector_counts()["m"]["stale"] == 3
+    assert purge_stale_vectors(store) == {"m": 3, "m2": 1}
+    counts = store.vector_counts()
+    assert counts["m"] == {"vectors": 1, "dim": 8, "stale": 0, "missing": 1}
+    assert "m2" not in counts  # its only vector was stale
+    hits = store.search_vectors("m", v[3], None, 5)
+    assert [h.chunk.chunk_id for h in hits] == [keep[0].chunk_id]
+    # the old text comes back: its vectors are gone, so they are missing and embedded again
+    _put(store, "A", "f.txt", "h1", ["one ", "two ", "three"])
+    assert [cid for cid, _ in store.chunks_missing_vectors("m")] == sorted(ids)
+    store.add_vectors("m", ids, v[:3])
+    hits = store.search_vectors("m", v[0], None, 5)
+    assert [h.chunk.chunk_id for h in hits].count(ids[0]) == 1 and hits[0].chunk.chunk_id == ids[0]

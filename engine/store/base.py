@@ -84,6 +84,9 @@ class Store(Protocol):
         """Add float32 vectors, shape (n, dim), L2-normalised, for ``model``.
         Existing ``(chunk_id, model)`` rows are kept. Returns rows added."""
 
+    def has_vectors(self, model: str) -> bool:
+        """True when at least one vector is stored for ``model`` (cheap: one lookup)."""
+
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model: ``{"vectors", "dim", "stale", "missing"}`` where stale =
         vectors whose chunk_id is in no chunk, missing = chunk ids without a

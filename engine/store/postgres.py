@@ -53,6 +53,7 @@ except ImportError as e:  # the [postgres] extra is not installed
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
+from engine.store.fts import keyword_terms
 from engine.store.postgres_rows import (
     CHUNK_INSERT,
     CHUNK_SELECT,
@@ -464,6 +465,12 @@ class PostgresStore(PgEmbedNotes):
         """
         return self._vectors.iter_vectors(model, batch)
 
+    def has_vectors(self, model: str) -> bool:
+        """True when at least one vector is stored for ``model`` (one indexed lookup)."""
+        with self._pool.connection() as conn:
+            return conn.execute(sql.SQL("SELECT 1 FROM {}.vectors WHERE model = %s LIMIT 1").format(
+                sql.Identifier(SHARED_SCHEMA)), (model,)).fetchone() is not None
+
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model: ``{"vectors", "dim", "stale", "missing"}``.
 
@@ -512,12 +519,15 @@ class PostgresStore(PgEmbedNotes):
     def search_keyword(
         self, query: str, collection_paths: Iterable[str] | None, limit: int
     ) -> list[KeywordHit]:
-        """Full-text hits over chunk_text, best first; all words first, then any word.
+        """Full-text hits over chunk_text, best first; all terms first, then any term.
 
-        Words are parsed by ``plainto_tsquery('simple', ...)`` (no stemming, no
-        stop words, like SQLite FTS5's unicode61), so no query syntax is
-        interpreted. When no chunk holds every word, chunks holding any word
-        are returned (the SQLite store's rule).
+        The query is cut by ``engine.store.fts.keyword_terms`` (deduplicated,
+        at most ``MAX_TERMS``). Latin terms are matched by
+        ``plainto_tsquery('english', ...)`` against ``tsv_en`` (Snowball
+        stemming: "running" finds "runs"), falling back to the ``'simple'``
+        configuration when the English one finds nothing (a query of stop
+        words, say); CJK terms are matched as substrings (``strpos``, no index:
+        a scan of the scoped partitions). No query syntax is interpreted.
 
         Args:
             query: plain words.
@@ -526,30 +536,49 @@ class PostgresStore(PgEmbedNotes):
 
         Returns:
             Hits best first; ``score`` = ``ts_rank_cd`` (cover density, > 0,
-            higher is better, unbounded). No letter or digit, or limit <= 0 -> [].
+            higher is better, unbounded) plus 1 per CJK term found. No letter
+            or digit, or limit <= 0 -> [].
         """
-        query = query.replace("\x00", " ")
-        if limit <= 0 or not any(ch.isalnum() for ch in query):
+        terms = keyword_terms(query.replace("\x00", " "))
+        if limit <= 0 or not terms:
             return []
+        latin = " ".join(terms.latin)
         targets = self._schemas(None if collection_paths is None else list(collection_paths))
         cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
                                   for n in CHUNK_SELECT.split(","))
-        all_words = sql.SQL("plainto_tsquery('simple', %(q)s)")
-        any_word = sql.SQL("replace(plainto_tsquery('simple', %(q)s)::text, ' & ', ' | ')::tsquery")
+        passes = []
+        for config, column in (("english", "tsv_en"), ("simple", "tsv")):
+            for joiner in (" & ", " | "):
+                passes.append((config, column, joiner))
         hits: list[KeywordHit] = []
         with self._pool.connection() as conn:
-            for tsquery in (all_words, any_word):
+            for config, column, joiner in passes:
+                params: dict[str, Any] = {"q": latin, "k": limit, "cfg": config}
+                conds: list[sql.Composable] = []
+                score: sql.Composable = sql.SQL("0")
+                if latin:
+                    tq = sql.SQL("replace(plainto_tsquery(%(cfg)s::regconfig, %(q)s)::text, ' & ', %(j)s)::tsquery")
+                    params["j"] = joiner
+                    conds.append(sql.SQL("c.{col} @@ q.tq").format(col=sql.Identifier(column)))
+                    score = sql.SQL("ts_rank_cd(c.{col}, q.tq)").format(col=sql.Identifier(column))
+                else:
+                    tq = sql.SQL("NULL::tsquery")
+                for n, term in enumerate(terms.cjk):
+                    params[f"t{n}"] = term
+                    found = sql.SQL("(strpos(c.chunk_text, %({})s) > 0)").format(sql.SQL(f"t{n}"))
+                    conds.append(found)
+                    score = sql.SQL("{} + {}::int").format(score, found)
+                where = sql.SQL(" AND " if joiner == " & " else " OR ").join(conds)
                 for schema, paths in targets.items():
-                    params: dict[str, Any] = {"q": query, "k": limit}
-                    where = sql.SQL("c.tsv @@ q.tq")
+                    full = sql.SQL("({})").format(where)
                     if paths is not None:
-                        where += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
+                        full += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
                         params["paths"] = paths
                     rows = conn.execute(sql.SQL(
-                        "SELECT {cols}, ts_rank_cd(c.tsv, q.tq) AS score FROM {s}.content_chunks c, "
+                        "SELECT {cols}, {score} AS score FROM {s}.content_chunks c, "
                         "(SELECT {tsq} AS tq) q WHERE {where} "
                         "ORDER BY score DESC, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
-                    ).format(cols=cols, s=sql.Identifier(schema), tsq=tsquery, where=where),
+                    ).format(cols=cols, score=score, s=sql.Identifier(schema), tsq=tq, where=full),
                         params).fetchall()
                     hits.extend(KeywordHit(row_to_chunk(r), float(r["score"])) for r in rows)
                 if hits:

@@ -111,6 +111,8 @@ CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("last_modified", "double precision NOT NULL DEFAULT 0"),
     # 'simple': no stemming, no stop words, like SQLite FTS5's unicode61.
     ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('simple', chunk_text)) STORED"),
+    # 'english': Snowball stemming and stop words, the equivalent of SQLite's porter index.
+    ("tsv_en", "tsvector GENERATED ALWAYS AS (to_tsvector('english', chunk_text)) STORED"),
 )
 
 #: One table: (name, key columns and constraints, columns, indexes); see ``apply_ddl``.
@@ -144,7 +146,7 @@ PARTITION_TABLES: tuple[TableSpec, ...] = (
      "PRIMARY KEY (collection_path, file_path, chunk_index)",
      CHUNK_COLUMNS,
      (("content_chunks_chunk_id", "(chunk_id)"), ("content_chunks_collection", "(collection_path, chunk_id)"),
-      ("content_chunks_tsv", "USING gin (tsv)"))),
+      ("content_chunks_tsv", "USING gin (tsv)"), ("content_chunks_tsv_en", "USING gin (tsv_en)"))),
 )
 
 

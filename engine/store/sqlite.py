@@ -1,6 +1,7 @@
 """SQLite store (the default backend): one file, WAL, FTS5 and numpy cosine.
 
-Owns: the SQLite schema, its transactions, the FTS5 keyword index and the
+Owns: the SQLite schema, its transactions, the FTS5 keyword indexes (kept and
+searched by ``engine.store.sqlite_keyword``) and the
 in-memory / memory-mapped vector matrix used by ``search_vectors`` (built,
 refreshed and scored in ``engine.store.sqlite_vectors``). Imports
 ``engine.model``, ``engine.errors``, ``engine.store.sqlite_vectors`` and
@@ -16,8 +17,10 @@ Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
     chunks(collection_path, file_path, chunk_index PK triple; chunk_id (indexed),
            content_hash, start, end, chunk_text, page, page_label, bbox JSON,
            regions JSON, metadata JSON, last_modified)
-    chunks_fts   FTS5 over chunks.chunk_text (external content; rows added in bulk
-                 by replace_document, removed by the delete/update triggers)
+    chunks_fts   FTS5 (porter over unicode61) over chunks.chunk_text (external content;
+                 rows added in bulk by replace_document, removed by the delete/update triggers)
+    chunks_tri   FTS5 (trigram) over the chunks holding CJK characters (same upkeep,
+                 conditional triggers; see engine.store.sqlite_keyword)
     vectors(chunk_id, model PK pair; dim, vec float32 blob, created)
     runs(id, saved_at, summary JSON)
     meta(key PK, value)   db_id, chunks_gen, vectors_gen:<model>
@@ -55,8 +58,10 @@ from engine.errors import IndexBusyError, StoreBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import LEGACY_PASSWORD_SQL, is_password_ref
 from engine.store.base import as_vector_rows
+from engine.store.fts import CJK_GLOB, is_cjk
+from engine.store.sqlite_keyword import FTS_TOKENIZE, ensure_fts, fts_is_current, search_keyword
 from engine.store.sqlite_rows import (
-    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, fts_query, to_json,
+    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
 )
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 from engine.store.sqlite_notes import SqliteEmbedNotes
@@ -104,6 +109,7 @@ class SqliteStore(SqliteEmbedNotes):
         self._create_schema()
         self.db_id = self._meta_get("db_id")
         self._vectors = VectorCache(self.path, self.db_id, self._read)
+        self._df_cache: dict[str, Any] = {}  # keyword document frequencies of this chunks_gen
         self._warm_models: set[str] = set()  # models given vectors since the last warm_vectors()
 
     # -- connections -----------------------------------------------------------
@@ -209,6 +215,7 @@ class SqliteStore(SqliteEmbedNotes):
                     # an index made before FTS rows were added per file: its insert
                     # trigger would add every row twice now
                     conn.execute("DROP TRIGGER chunks_ai")
+                self._ensure_fts()
                 return
             # sqlite-utils only here, for a new file: importing it imports pandas when
             # pandas is installed (+0.2-0.3 s on every process that opens the store).
@@ -247,7 +254,7 @@ class SqliteStore(SqliteEmbedNotes):
             # writer thread overlaps with extraction.
             db.execute("DROP TRIGGER IF EXISTS chunks_ai")
             db["chunks"].enable_fts(["chunk_text"], fts_version="FTS5", create_triggers=False,
-                                    tokenize="unicode61 remove_diacritics 2", replace=True)
+                                    tokenize=FTS_TOKENIZE, replace=True)
             with self._write() as conn:
                 conn.execute(
                     "CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN "
@@ -261,6 +268,19 @@ class SqliteStore(SqliteEmbedNotes):
                 conn.execute("CREATE TABLE IF NOT EXISTS meta ([key] TEXT PRIMARY KEY, [value] TEXT)")
                 conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
                                  [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")])
+            self._ensure_fts()
+
+    def _ensure_fts(self) -> None:
+        """Bring the keyword indexes to this version's shape (``sqlite_keyword.ensure_fts``).
+
+        Read first: an up-to-date index takes no write lock, so opening the store
+        never waits for (or blocks) another process's writer.
+        """
+        with self._read() as conn:
+            if fts_is_current(conn):
+                return
+        with self._write() as conn:
+            ensure_fts(conn)
 
     @contextmanager
     def _init_lock(self) -> Iterator[None]:
@@ -405,6 +425,10 @@ class SqliteStore(SqliteEmbedNotes):
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
                 conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
                              "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
+                if any(is_cjk(c.chunk_text) for c in chunks):
+                    conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
+                                 "FROM chunks WHERE collection_path = ? AND file_path = ? "
+                                 "AND chunk_text GLOB ?", (*key, CJK_GLOB))
             self._bump(conn, "chunks_gen")
 
     def remove_document(self, collection_path: str, file_path: str) -> None:
@@ -502,6 +526,11 @@ class SqliteStore(SqliteEmbedNotes):
                                    [cid for _rid, cid in rows], arr[order], gen)
             self._warm_models.add(model)
         return added
+
+    def has_vectors(self, model: str) -> bool:
+        """True when at least one vector is stored for ``model`` (one indexed lookup)."""
+        with self._read() as conn:
+            return conn.execute("SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None
 
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model ``{"vectors", "dim", "stale", "missing"}``.
@@ -604,30 +633,12 @@ class SqliteStore(SqliteEmbedNotes):
     ) -> list[KeywordHit]:
         """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
 
-        ``query`` is plain words; each is quoted, so no FTS5 syntax error can
-        occur. All words must match; when that finds nothing, any word may.
-        Returns [] for a query without a letter or digit or a limit <= 0.
+        Latin terms match the ``porter`` index ("running" finds "runs"), CJK
+        terms the ``trigram`` index as substrings; all terms first, then any
+        term; see ``engine.store.sqlite_keyword.search_keyword``. Returns []
+        for a query without a letter or digit or a limit <= 0.
         """
-        q = fts_query(query)
-        if q is None or limit <= 0:
-            return []
-        where = ""
-        args: list[Any] = []
-        if collection_paths is not None:
-            paths = sorted(set(collection_paths))
-            if not paths:
-                return []
-            where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
-            args = paths
-        sql = (f"SELECT bm25(chunks_fts) AS rank_, {', '.join('c.' + x.strip() for x in CHUNK_COLUMNS.split(','))} "
-               "FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-               f"WHERE chunks_fts MATCH ?{where} ORDER BY rank_ LIMIT ?")
-        for match in q:
-            with self._read() as conn:
-                rows = conn.execute(sql, [match, *args, int(limit)]).fetchall()
-            if rows:
-                return [KeywordHit(chunk_of(r[1:]), -float(r[0])) for r in rows]
-        return []
+        return search_keyword(self._read, self._df_cache, query, collection_paths, limit)
 
     # -- runs and locks -----------------------------------------------------------------------
     @contextmanager

@@ -3,7 +3,8 @@
 Owns: the column lists of ``documents`` and ``chunks`` (the order every
 SELECT uses), row -> ``Document`` / ``Chunk``, ``Chunk`` -> INSERT parameters
 (boxes as compact JSON; line rectangles as ``rects_code`` text), and ``fts_query`` (plain words -> safe FTS5 query
-strings). Imports ``engine.model`` only; no connection, no SQL execution.
+strings, ``fts_queries`` for the porter and trigram indexes). Imports
+``engine.model`` and ``engine.store.fts`` only; no connection, no SQL execution.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import sqlite3
 from typing import Any
 
 from engine.model import Bbox, Chunk, Document, Region, rects_code
+from engine.store.fts import MAX_TERMS, content_terms, keyword_terms, quote, trigrams
 
 __all__ = ["DOC_COLUMNS", "CHUNK_COLUMNS", "to_json", "document_of", "chunk_of", "bbox_json",
-           "chunk_params", "fts_query"]
+           "chunk_params", "fts_query", "fts_queries"]
 
 DOC_COLUMNS = (
     "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
@@ -74,16 +76,45 @@ def chunk_params(c: Chunk) -> tuple:
 
 
 def fts_query(text: str) -> tuple[str, str] | None:
-    """Plain words -> (all-words FTS5 query, any-word FTS5 query), or None.
+    """Plain words -> (all-words FTS5 query, any-word FTS5 query) over every term, or None.
 
-    Each whitespace-separated token becomes one quoted FTS5 string (inner
-    quotes doubled), so ``AND``, ``*``, ``-``, ``:``, ``(`` and quotes are
-    searched as text, never parsed as query syntax. Tokens without a letter
-    or digit are dropped (the tokenizer would drop them anyway).
+    Each term (``engine.store.fts.keyword_terms``: deduplicated, capped) becomes
+    one quoted FTS5 string (inner quotes doubled), so ``AND``, ``*``, ``-``,
+    ``:``, ``(`` and quotes are searched as text, never parsed as query syntax.
+    Tokens without a letter or digit are dropped (the tokenizer would drop them anyway).
     """
-    text = "".join(" " if ch < " " else ch for ch in text)  # NUL / controls end a token
-    tokens = [t for t in text.split() if any(ch.isalnum() for ch in t)]
-    if not tokens:
+    terms = keyword_terms(text)
+    if not terms:
         return None
-    quoted = ['"' + t.replace('"', '""') + '"' for t in tokens]
+    quoted = [quote(t) for t in (*terms.latin, *terms.cjk)]
     return " AND ".join(quoted), " OR ".join(quoted)
+
+
+def fts_queries(text: str) -> tuple[tuple[str | None, str | None], tuple[str | None, str | None]] | None:
+    """Plain words -> the (porter index, trigram index) FTS5 queries, all-terms then any-term.
+
+    Returns ``((porter_all, trigram_all), (porter_any, trigram_any))``; a part is
+    None when the query has no term for that index (no Latin term, or no CJK
+    term of >= 3 characters, the trigram tokenizer's shortest match). English
+    stop words are left out of the porter queries unless nothing else is left
+    (``engine.store.fts.content_terms``). A CJK
+    term shorter than 3 characters goes to the porter index as a whole token.
+    The any-term trigram query ORs every 3-character piece of each CJK term, so
+    a long run of characters still matches passages sharing parts of it.
+    None when the query has no term at all.
+    """
+    terms = keyword_terms(text)
+    if not terms:
+        return None
+    words = content_terms(terms.latin)
+    latin = [quote(t) for t in words] + [quote(t) for t in terms.cjk if len(t) < 3]
+    cjk = [t for t in terms.cjk if len(t) >= 3]
+    porter_all = " AND ".join(latin) or None
+    porter_any = " OR ".join(latin) or None
+    tri_all = " AND ".join(quote(t) for t in cjk) or None
+    pieces: dict[str, None] = {}
+    for t in cjk:
+        for piece in trigrams(t):
+            pieces.setdefault(piece, None)
+    tri_any = " OR ".join(quote(t) for t in list(pieces)[:MAX_TERMS]) or None
+    return (porter_all, tri_all), (porter_any, tri_any)

@@ -1,0 +1,121 @@
+"""Hybrid vs vector (and keyword) search latency at scale, in one run: ``search_latency.py --hybrid``.
+
+Usage: .venv/bin/python bench/search_latency.py --hybrid [n]     (default n = 100000 chunks)
+
+Builds a fresh SQLite index of ``n`` chunks whose texts are the real windows
+of tests/corpus (cycled over files of 50 chunks in 20 collections, so BM25
+sees real term statistics, CJK chunks included) with one random unit 256-d
+vector per chunk under the local model's name, through the store's own
+``replace_document`` / ``add_vectors`` (FTS rows written as the indexer
+writes them). Then asks the 116 evaluation questions through
+``ContentChunkSearch.search`` (the local model embeds each query; scope =
+every collection, limit 10) in vector, keyword and hybrid mode, interleaved
+per question, and prints p50/p95 per mode with hybrid / vector in the same
+run. Target: hybrid p50 <= 1.5x vector p50.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine.chunk import chunk_id  # noqa: E402
+from engine.config import Settings  # noqa: E402
+from engine.model import Chunk, Document  # noqa: E402
+from engine.tools import Engine  # noqa: E402
+from tests.eval_text import CORPUS, _extracted, load_questions  # noqa: E402
+
+PER_FILE = 50
+COLLECTIONS = 20
+DIM = 256
+
+
+def corpus_windows() -> list[str]:
+    """Every 1000-character window (step 850) of the corpus files the evaluation set uses."""
+    out = []
+    for rel in sorted({q["file"] for q in load_questions()}):
+        text = _extracted(rel).text
+        out.extend(text[i:i + 1000] for i in range(0, max(1, len(text)), 850) if text[i:i + 1000].strip())
+    return out
+
+
+def build(engine: Engine, n: int, model: str) -> None:
+    """n chunks in files of PER_FILE over COLLECTIONS collections, plus a random vector each."""
+    windows = corpus_windows()
+    rng = np.random.default_rng(0)
+    store = engine.store
+    made = 0
+    f = 0
+    with store.batch():
+        while made < n:
+            coll = f"Bench/C{f % COLLECTIONS:02d}"
+            fp = f"f{f:06d}.txt"
+            h = f"{f:064x}"
+            texts = [f"{windows[(made + k) % len(windows)]} u{made + k}" for k in range(min(PER_FILE, n - made))]
+            chunks, pos = [], 0
+            for k, t in enumerate(texts):
+                chunks.append(Chunk(coll, fp, k, chunk_id(h, t), h, pos, pos + len(t), t))
+                pos += len(t)
+            store.replace_document(Document(coll, fp, h, "bench", "txt", "indexed", chunk_count=len(chunks),
+                                            text_length=pos), "".join(texts), chunks)
+            v = rng.standard_normal((len(chunks), DIM), dtype=np.float32)
+            v /= np.linalg.norm(v, axis=1, keepdims=True)
+            store.add_vectors(model, [c.chunk_id for c in chunks], v)
+            made += len(chunks)
+            f += 1
+    for i in range(COLLECTIONS):
+        from engine.model import Collection
+        store.add_collection(Collection(f"Bench/C{i:02d}", str(CORPUS), None))
+
+
+def pct(xs: list[float]) -> tuple[float, float]:
+    a = np.asarray(xs) * 1000
+    return float(np.percentile(a, 50)), float(np.percentile(a, 95))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build, measure, print the table; returns 0."""
+    args = argv if argv is not None else sys.argv[1:]
+    n = int(args[0]) if args else 100_000
+    work = Path(tempfile.mkdtemp(prefix="chunknav-hybrid-"))
+    try:
+        engine = Engine(Settings(db=str(work / "index.db"), embed_provider="local").validate())
+        model = engine.search.embedder().model
+        t0 = time.perf_counter()
+        build(engine, n, model)
+        print(f"built {n:,} chunks in {time.perf_counter() - t0:.1f} s", flush=True)
+        questions = [q["query"] for q in load_questions()]
+        modes = ("vector", "keyword", "hybrid")
+        for mode in modes:  # warm: matrix file, FTS pages, model
+            engine.search.search(questions[0], "*", 10, mode)
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        for rep in range(2):
+            for q in questions:
+                for mode in (modes if rep % 2 == 0 else modes[::-1]):
+                    t = time.perf_counter()
+                    out = engine.search.search(q, "*", 10, mode)
+                    times[mode].append(time.perf_counter() - t)
+                    assert out.searched, out
+        engine.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    vec = pct(times["vector"])
+    print(f"\n{'mode':>8} | {'p50 ms':>8} | {'p95 ms':>8} | {'p50 / vector p50':>16}")
+    for mode in modes:
+        p50, p95 = pct(times[mode])
+        print(f"{mode:>8} | {p50:8.2f} | {p95:8.2f} | {p50 / vec[0]:15.2f}x")
+    print(f"({n:,} chunks, {len(questions)} evaluation questions x 2, limit 10, scope '*', local model "
+          "embeds each query; target hybrid p50 <= 1.5x vector p50)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

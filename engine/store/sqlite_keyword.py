@@ -1,0 +1,170 @@
+"""The SQLite store's keyword indexes: FTS5 schema upkeep and BM25 search.
+
+Owns: the two FTS5 indexes over ``chunks.chunk_text`` (``chunks_fts`` with the
+``porter`` stemmer over ``unicode61``; ``chunks_tri`` with the ``trigram``
+tokenizer over the chunks holding CJK characters, kept in step by
+conditional triggers), their migration from an older tokenizer, and
+``search_keyword`` (all terms, then any term; the any-term pass cut to the
+query's rarest terms). ``engine.store.sqlite.SqliteStore`` calls these with
+its connections; query text comes from ``engine.store.sqlite_rows.fts_queries``.
+Imports ``engine.model``, ``engine.store.fts`` and ``engine.store.sqlite_rows``;
+never a face.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Callable, ContextManager, Iterable
+
+from engine.model import KeywordHit
+from engine.store.fts import CJK_GLOB
+from engine.store.sqlite_rows import CHUNK_COLUMNS, chunk_of, fts_queries
+
+__all__ = ["FTS_TOKENIZE", "KEYWORD_ANY_TERMS", "KEYWORD_COMMON_SHARE", "ensure_fts", "fts_is_current",
+           "search_keyword", "selective_any"]
+
+#: The any-term keyword pass keeps at most this many of the query's rarest terms.
+KEYWORD_ANY_TERMS = 8
+#: ... and leaves out terms in more than this share of all chunks while rarer terms remain.
+KEYWORD_COMMON_SHARE = 0.03
+#: Tokenizer of ``chunks_fts``; an index made with another one is rebuilt at open.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+
+#: Objects ``ensure_fts`` makes (besides ``chunks_fts`` with ``FTS_TOKENIZE``).
+_FTS_OBJECTS = ("chunks_tri", "chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui")
+
+
+def fts_is_current(conn: sqlite3.Connection) -> bool:
+    """True when the keyword indexes already have this version's shape (a read, no lock)."""
+    rows = dict(conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE name IN ('chunks_fts', "
+        + ", ".join(f"'{n}'" for n in _FTS_OBJECTS) + ")").fetchall())
+    return FTS_TOKENIZE in (rows.get("chunks_fts") or "") and all(n in rows for n in _FTS_OBJECTS)
+
+
+def ensure_fts(conn: sqlite3.Connection) -> None:
+    """Bring the keyword indexes to this version's shape, rebuilding what changed.
+
+    ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (an index
+    made with another tokenizer is dropped and rebuilt from ``chunks``);
+    ``chunks_tri`` is a ``trigram`` FTS5 index over the chunks holding a CJK
+    character (created and filled when missing), kept in step by
+    conditional triggers. Idempotent; run inside the caller's write transaction.
+    """
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+    if row is None or FTS_TOKENIZE not in row[0]:
+        conn.execute("DROP TABLE IF EXISTS chunks_fts")
+        conn.execute("CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, "
+                     f"tokenize='{FTS_TOKENIZE}', content=\"chunks\")")
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_tri'").fetchone() is None:
+        conn.execute("CREATE VIRTUAL TABLE chunks_tri USING FTS5 (chunk_text, "
+                     "tokenize='trigram', content=\"chunks\")")
+        conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
+                     "FROM chunks WHERE chunk_text GLOB ?", (CJK_GLOB,))
+    # Only CJK chunks are in chunks_tri: a 'delete' of a row never added would corrupt it.
+    cjk_old = f"old.chunk_text GLOB '{CJK_GLOB}'"
+    cjk_new = f"new.chunk_text GLOB '{CJK_GLOB}'"
+    conn.execute(
+        f"CREATE TRIGGER IF NOT EXISTS chunks_tri_ad AFTER DELETE ON chunks WHEN {cjk_old} BEGIN "
+        "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
+        "VALUES('delete', old.rowid, old.chunk_text); END")
+    conn.execute(
+        f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aud AFTER UPDATE ON chunks WHEN {cjk_old} BEGIN "
+        "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
+        "VALUES('delete', old.rowid, old.chunk_text); END")
+    conn.execute(
+        f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aui AFTER UPDATE ON chunks WHEN {cjk_new} BEGIN "
+        "INSERT INTO chunks_tri (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
+
+
+def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_cache: dict[str, Any],
+                   query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
+    """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
+
+    ``query`` is plain words, cut by ``engine.store.fts.keyword_terms``
+    (deduplicated, at most ``MAX_TERMS``); each term is quoted, so no FTS5
+    syntax error can occur. Latin terms match the ``porter`` index (so
+    "running" finds "runs"); CJK terms match the ``trigram`` index as
+    substrings (so "东北电气" is found inside a longer run of characters).
+    All terms must match; when that finds nothing, any term may (CJK terms
+    then match by their 3-character pieces). With both kinds of terms a
+    chunk's score is the sum of its two BM25 scores.
+    Returns [] for a query without a letter or digit or a limit <= 0.
+    """
+    q = fts_queries(query)
+    if q is None or limit <= 0:
+        return []
+    where = ""
+    args: list[Any] = []
+    if collection_paths is not None:
+        paths = sorted(set(collection_paths))
+        if not paths:
+            return []
+        where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
+        args = paths
+    cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
+    for every, (porter, tri) in zip((True, False), q):
+        if not every and porter:
+            porter = selective_any(read, df_cache, porter)
+        parts = [(t, m) for t, m in (("chunks_fts", porter), ("chunks_tri", tri)) if m]
+        if not parts:
+            continue
+        sub = [f"SELECT rowid AS rid, -bm25({t}) AS s FROM {t} WHERE {t} MATCH ?" for t, _ in parts]
+        if len(sub) == 1:
+            ranked = sub[0]
+        elif every:  # all terms: a chunk must match in both indexes
+            ranked = (f"SELECT a.rid AS rid, a.s + b.s AS s FROM ({sub[0]}) a "
+                      f"JOIN ({sub[1]}) b ON a.rid = b.rid")
+        else:  # any term: either index, scores summed
+            ranked = (f"SELECT rid, sum(s) AS s FROM ({sub[0]} UNION ALL {sub[1]}) GROUP BY rid")
+        # rank first (rowid + score only, so the sorter stays small), then read the k rows
+        if where:
+            top = (f"SELECT r.rid, r.s FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
+                   f"WHERE 1{where} ORDER BY r.s DESC, r.rid LIMIT ?")
+        else:
+            top = f"SELECT r.rid, r.s FROM ({ranked}) r ORDER BY r.s DESC, r.rid LIMIT ?"
+        with read() as conn:
+            best = conn.execute(top, [*(m for _, m in parts), *args, int(limit)]).fetchall()
+            if not best:
+                continue
+            marks = ",".join("?" * len(best))
+            rows = {r[0]: r[1:] for r in conn.execute(
+                f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", [b[0] for b in best])}
+        return [KeywordHit(chunk_of(rows[rid]), float(score)) for rid, score in best if rid in rows]
+    return []
+
+
+def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache: dict[str, Any],
+                 any_query: str) -> str:
+    """The any-term porter query cut to its ``KEYWORD_ANY_TERMS`` rarest terms, leaving out
+    terms found in more than ``KEYWORD_COMMON_SHARE`` of the chunks while rarer ones remain.
+
+    Why: scoring cost grows with the chunks an OR query matches, and a term in a
+    large share of the chunks carries little BM25 weight (FTS5 clamps an IDF <= 0
+    to 1e-6) yet makes the pass score most of the index. Document frequencies
+    come from ``count(*)`` of each term's match (cheap: no scoring), cached in
+    ``cache`` (the store's dict) per ``chunks_gen``.
+    """
+    terms = any_query.split(" OR ")
+    if len(terms) <= 2:
+        return any_query
+    with read() as conn:
+        gen = conn.execute("SELECT value FROM meta WHERE key = 'chunks_gen'").fetchone()
+        if cache.get("gen") != gen:
+            cache.clear()
+            cache["gen"] = gen
+            cache["n"] = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            cache["df"] = {}
+        df: dict[str, int] = cache["df"]
+        for t in terms:
+            if t not in df:
+                if len(df) > 50_000:
+                    df.clear()
+                df[t] = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                     (t,)).fetchone()[0]
+    ranked = sorted(terms, key=lambda t: df[t])
+    common = max(1, int(cache["n"] * KEYWORD_COMMON_SHARE))
+    kept = [t for t in ranked if df[t] <= common][:KEYWORD_ANY_TERMS] or ranked[:2]
+    return " OR ".join(kept)

@@ -1,0 +1,168 @@
+"""Retrieval-testing widgets of the Explore page: scope picker values, score
+breakdown, the side-by-side mode comparison and a collection's file list.
+
+Owns: how the page's scope choice ("All collections" or a multi-select) becomes
+the ``scope`` argument and the ``scope`` deep-link parameter; the one-line
+score breakdown of a hybrid hit; the comparison of one query in vector,
+keyword and hybrid mode (three ``search``/``search_chunks`` calls); the file
+list of a collection (``list_documents``) with a document node
+(``get_document``). Every engine call goes through ``widgets.run_tool``, so
+each has its own "This maps to a tool call" panel. Imports the engine's
+registry only through ``explorer.widgets``; no SQL, no store access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from explorer import widgets
+from explorer.table import table
+
+__all__ = ["ALL", "COMPARED_MODES", "scope_param", "scope_from_param", "scope_argument", "breakdown",
+           "compare_modes", "file_list", "show"]
+
+#: The ``scope`` value (and deep-link parameter) meaning every collection.
+ALL = "*"
+#: Modes run side by side by ``compare_modes``.
+COMPARED_MODES = ("vector", "keyword", "hybrid")
+
+
+def scope_param(all_collections: bool, picked: list[str]) -> str | None:
+    """The ``scope`` deep-link parameter: ``*``, the picked paths joined by ``,``, or None."""
+    if all_collections:
+        return ALL
+    return ",".join(picked) or None
+
+
+def scope_from_param(value: str | None, known: list[str]) -> tuple[bool, list[str]]:
+    """``(all collections?, picked paths)`` from the ``scope`` parameter; unknown paths are dropped."""
+    if not value:
+        return False, []
+    if value.strip() == ALL:
+        return True, []
+    return False, [p for p in (x.strip().strip("/") for x in value.split(",")) if p in known]
+
+
+def scope_argument(value: str | None) -> str | list[str] | None:
+    """The tool's ``scope`` argument for the parameter: ``"*"``, one path, a list, or None."""
+    if not value:
+        return None
+    if value.strip() == ALL:
+        return ALL
+    paths = [p for p in value.split(",") if p]
+    return paths[0] if len(paths) == 1 else paths
+
+
+def breakdown(hit: dict[str, Any], score_kind: str | None) -> str | None:
+    """The score line of a hit: fused score with each list's score and rank (hybrid),
+    or the score with its kind; None when there is nothing beyond ``score``."""
+    if "vectorRank" not in hit and "keywordRank" not in hit:
+        return None
+    parts = [f"fused ({score_kind or 'rrf'}) {hit['score']:.5f}"]
+    parts.append(f"vector {hit['vectorScore']:.4f} (#{hit['vectorRank']})" if "vectorRank" in hit
+                 else "vector: not in its list")
+    parts.append(f"keyword {hit['keywordScore']:.4f} (#{hit['keywordRank']})" if "keywordRank" in hit
+                 else "keyword: not in its list")
+    return " · ".join(parts)
+
+
+def _key(hit: dict[str, Any], per_file: bool) -> tuple:
+    base = (hit["collectionPath"], hit["filePath"])
+    return base if per_file else (*base, hit.get("chunkIndex"))
+
+
+def show(rows: list[dict[str, Any]]) -> None:
+    """The comparison rows as a table (``explorer.table``: Markdown, no Arrow)."""
+    table(rows)
+
+
+def compare_modes(tool: str, arguments: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Run the same search in each of ``COMPARED_MODES`` and show which hits each found.
+
+    Args:
+        tool: ``search`` or ``search_chunks``.
+        arguments: the page's search arguments; ``mode`` is replaced per column
+            (``vectorWeight`` is kept for hybrid only).
+
+    Returns:
+        mode -> envelope (None when the arguments were refused).
+    """
+    envelopes: dict[str, dict[str, Any] | None] = {}
+    per_file = tool == "search"
+    cols = st.columns(len(COMPARED_MODES))
+    for col, mode in zip(cols, COMPARED_MODES):
+        args = {**arguments, "mode": mode}
+        if mode != "hybrid":
+            args.pop("vectorWeight", None)
+        with col:
+            st.markdown(f"**{mode}**")
+            env = widgets.run_tool(tool, args, label=f"{mode}: this maps to a tool call")
+            envelopes[mode] = env
+            if env is None or env.get("error") or not env.get("searched"):
+                st.caption((env or {}).get("error") or (env or {}).get("hint") or (env or {}).get("message")
+                           or "not searched")
+            else:
+                st.caption(f"{env['count']} hits · score `{env.get('scoreKind')}`")
+    rows: dict[tuple, dict[str, Any]] = {}
+    for mode, env in envelopes.items():
+        for h in (env or {}).get("hits", []) if env and env.get("searched") else []:
+            row = rows.setdefault(_key(h, per_file), {
+                "filePath": h["filePath"], "chunk": h.get("chunkIndex"), "page": h.get("page"),
+                **{m: None for m in COMPARED_MODES}})
+            row[mode] = h["rank"]
+    if rows:
+        rows_out = []
+        for row in rows.values():
+            found = [m[0].upper() for m in COMPARED_MODES if row[m] is not None]
+            rows_out.append({**row, "found by": " ".join(found)})
+        rows_out.sort(key=lambda r: min(r[m] if r[m] is not None else 10**9 for m in COMPARED_MODES))
+        st.caption("Rank of each hit in each mode (blank: that mode did not return it); "
+                   "V = vector, K = keyword, H = hybrid.")
+        show(rows_out)
+    return envelopes
+
+
+def file_list(collection: str, selected: str | None = None) -> dict[str, Any] | None:
+    """A collection's files (``list_documents``) and, for ``selected``, its document node.
+
+    Shows the table (filePath, type, pages, chunks, status and reason,
+    encoding, OCR pages), a file picker whose choice calls ``get_document``
+    (panel shown), and a button opening that file's first chunk.
+
+    Returns:
+        The ``list_documents`` envelope, or None when refused.
+    """
+    env = widgets.run_tool("list_documents", {"collectionPath": collection})
+    if env is None:
+        return None
+    if not env.get("found"):
+        st.info(env.get("message", ""), icon=":material/info:")
+        return env
+    rows = [{"filePath": d["filePath"], "type": d["fileType"], "pages": d["pageCount"],
+             "chunks": d["chunkCount"], "status": d["status"], "reason": d.get("reason", ""),
+             "encoding": d.get("encoding", ""),
+             "OCR pages": ", ".join(str(p) for p in d.get("ocrPages", [])), "documentPath": d["documentPath"]}
+            for d in env["documents"]]
+    st.caption(f"{env['total']} files in `{collection}`"
+               + (f" (first {env['count']}; nextOffset {env['nextOffset']})" if env.get("nextOffset") else ""))
+    table(rows)
+    files = [d["filePath"] for d in env["documents"]]
+    if not files:
+        return env
+    pick = st.selectbox("Document", files, key="doc", index=files.index(selected) if selected in files else 0,
+                        help="its document node (get_document) and its chunks")
+    doc = next(d for d in env["documents"] if d["filePath"] == pick)
+    node = widgets.run_tool("get_document", {"documentPath": doc["documentPath"]},
+                            label="get_document: this maps to a tool call")
+    if node is not None and node.get("found"):
+        st.markdown(f"**{node['filePath']}** · `{node['status']}`"
+                    + (f" ({node['reason']})" if node.get("reason") else "")
+                    + f" · {node['chunkCount']} chunks · {node['pageCount']} pages")
+        if node.get("summary"):
+            st.caption(" ".join(node["summary"].split())[:300])
+        if st.button("Open its chunks", key="doc-chunks", icon=":material/article:",
+                     disabled=not node.get("chunkCount")):
+            widgets.go("chunk", c=collection, f=pick, i=0)
+    return env
