@@ -68,7 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     add = csub.add_parser("add", help="bind a collection path to a directory")
     add.add_argument("path", help="collection path, e.g. ACME/Reports")
     add.add_argument("dir", help="directory holding the files")
-    add.add_argument("--password", help="password for encrypted PDFs in this collection")
+    pw = add.add_mutually_exclusive_group()
+    pw.add_argument("--password-env", metavar="NAME",
+                    help="environment variable holding the password for encrypted PDFs (the index stores the name)")
+    pw.add_argument("--password-file", metavar="PATH",
+                    help="secrets file (first line) holding that password, outside the index (the index stores the path)")
+    pw.add_argument("--password", help=argparse.SUPPRESS)  # refused: no password is stored
     add.add_argument("--replace", action="store_true",
                      help="re-point a collection path that is bound to another directory "
                           "(drops its documents and chunks; vectors stay)")
@@ -448,9 +453,18 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
 def _run(args: argparse.Namespace, engine: Engine) -> int:
     if args.command == "collections":
         if args.action == "add":
-            c = engine.add_collection(args.path, args.dir, args.password, replace=args.replace,
+            if args.password:
+                print("chunknav: the index stores no password: export it and pass --password-env NAME, "
+                      "or put it in a file outside the index and pass --password-file PATH", file=sys.stderr)
+                return 2
+            ref = (f"env:{args.password_env}" if args.password_env
+                   else f"file:{args.password_file}" if args.password_file else None)
+            c = engine.add_collection(args.path, args.dir, ref, replace=args.replace,
                                       allow_any_root=args.allow_any_root)
-            _print({"collectionPath": c.collection_path, "root": c.root})
+            out = {"collectionPath": c.collection_path, "root": c.root}
+            if c.password_ref:
+                out["passwordRef"] = c.password_ref
+            _print(out)
         elif args.action == "list":
             _print([{"collectionPath": c.collection_path, "root": c.root} for c in engine.store.collections()])
         else:

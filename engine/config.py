@@ -24,7 +24,9 @@ __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSIO
 
 #: Bumped whenever extraction output changes; part of the hash gate.
 #: "2": regions carry line rectangles (``Region.rects``), so older chunks are re-cut.
-EXTRACTOR_VERSION = "2"
+#: "3": both of main's "2"s together: line rectangles (i12) and issue 11's extraction
+#: (encodings, complete .docx, HTML/EPUB/..., OCR, whitespace-only files empty), so every file is re-read.
+EXTRACTOR_VERSION = "3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,14 @@ SETTINGS: tuple[Setting, ...] = (
             "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
     Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
             "longest text the model accepts; 0 = the provider's known limit", int),
+    # -- OCR of pages without a text layer (i11) --
+    Setting("ocr", "CHUNKNAV_OCR", "auto", "mode",
+            "auto (OCR pages without words, or covered by an image with no words), off, or force "
+            "(OCR every page of PDFs and image formats); needs Tesseract (apt: tesseract-ocr)", str),
+    Setting("ocr_languages", "CHUNKNAV_OCR_LANGUAGES", "eng", "Tesseract languages",
+            "'+'-joined Tesseract language codes, e.g. eng+deu (apt: tesseract-ocr-<lang>)", str),
+    Setting("ocr_dpi", "CHUNKNAV_OCR_DPI", 300, "dots per inch",
+            "resolution pages are rendered at for OCR (72..1200)", int),
     # -- file limits and locks of an index run (issue 10) --
     Setting("max_file_bytes", "CHUNKNAV_MAX_FILE_BYTES", 256 * 1024 * 1024, "bytes",
             "largest file an index run reads; a bigger one is skipped as too-large; 0 = no limit", int),
@@ -118,6 +128,9 @@ class Settings:
     embed_timeout_s: float = 30.0
     embed_retries: int = 3
     embed_max_input_chars: int = 0
+    ocr: str = "auto"
+    ocr_languages: str = "eng"
+    ocr_dpi: int = 300
     max_file_bytes: int = 256 * 1024 * 1024
     max_docx_part_bytes: int = 128 * 1024 * 1024
     max_pages: int = 5000
@@ -137,7 +150,12 @@ class Settings:
     @property
     def settings_key(self) -> str:
         """What the hash gate compares besides the content hash."""
-        return f"size={self.chunk_size};overlap={self.chunk_overlap};extractor={EXTRACTOR_VERSION}"
+        key = f"size={self.chunk_size};overlap={self.chunk_overlap};extractor={EXTRACTOR_VERSION}"
+        if self.ocr == "off":
+            return key + ";ocr=off"
+        from engine.extract.ocr import tesseract_version  # cached: one `tesseract --version`
+
+        return key + f";ocr={self.ocr},{self.ocr_languages},{self.ocr_dpi},tesseract={tesseract_version() or 'none'}"
 
     def validate(self) -> Settings:
         """Check ranges; raises ``SettingsError`` naming the setting and its env variable."""
@@ -160,6 +178,14 @@ class Settings:
             raise SettingsError(f"embed_retries (EMBED_RETRIES) must be >= 0, got {self.embed_retries}")
         if self.embed_dim < 0:
             raise SettingsError(f"embed_dim (EMBED_DIM) must be >= 0, got {self.embed_dim}")
+        if self.ocr not in ("auto", "off", "force"):
+            raise SettingsError(f"ocr (CHUNKNAV_OCR) must be auto, off or force, got {self.ocr!r}")
+        if not 72 <= self.ocr_dpi <= 1200:
+            raise SettingsError(f"ocr_dpi (CHUNKNAV_OCR_DPI) must be 72..1200 dots per inch, got {self.ocr_dpi}")
+        if not self.ocr_languages or not all(p.replace("_", "").isalnum() for p in self.ocr_languages.split("+")):
+            raise SettingsError(
+                f"ocr_languages (CHUNKNAV_OCR_LANGUAGES) must be '+'-joined Tesseract codes like eng+deu, "
+                f"got {self.ocr_languages!r}")
         for name in ("max_file_bytes", "max_docx_part_bytes", "max_pages", "lock_wait_s"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name} ({_BY_NAME[name].env}) must be >= 0, got {getattr(self, name)}")

@@ -28,6 +28,7 @@ __all__ = [
     "CollectionStatus",
     "ModelVectors",
     "FailedFile",
+    "NotedFile",
     "ProviderStatus",
     "IndexStatus",
     "FailureFields",
@@ -46,6 +47,8 @@ class RegionDict(TypedDict):
     page: int
     bbox: BboxDict  # union of the chunk's words on the page
     rects: NotRequired[list[BboxDict]]  # one per line of the chunk's words: what a highlight draws
+    ocr: NotRequired[bool]  # i11: the words on this page came from OCR
+    ocrConfidence: NotRequired[float]  # i11: mean Tesseract word confidence of the page, 0..100
 
 
 class FailureFields(TypedDict):
@@ -72,6 +75,7 @@ class SearchHit(TypedDict):  # search: one hit per file
     page: NotRequired[int]
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
+    ocr: NotRequired[bool]  # i11: some words came from OCR
     vectorScore: NotRequired[float]  # hybrid: cosine in the vector list
     vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
     keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
@@ -90,6 +94,7 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
     regions: NotRequired[list[RegionDict]]
+    ocr: NotRequired[bool]  # i11: some words came from OCR (regions say which pages)
     vectorScore: NotRequired[float]  # hybrid only; absent where the vector list lacked the chunk
     vectorRank: NotRequired[int]
     keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
@@ -136,6 +141,10 @@ class ChunkResult(TypedDict):  # get_chunk
     overlapNext: NotRequired[int]  # characters shared with the next chunk
     message: NotRequired[str]  # found False: names the valid range
     error: NotRequired[str]
+    # found False on a failed / encrypted / empty file (i11): its status and recorded reason code
+    status: NotRequired[str]  # failed | empty
+    reasonCode: NotRequired[str]  # engine.errors.ExtractReason
+    ocr: NotRequired[bool]  # some of the chunk's words came from OCR (regions carry ocr: true)
     stale: NotRequired[bool]  # true: the file changed on disk or vanished since it was indexed
     indexedAt: NotRequired[float]  # with stale: when the indexed version was read (epoch seconds)
 
@@ -151,6 +160,8 @@ class DocumentText(TypedDict):  # read_document
     documentPath: NotRequired[str]
     message: NotRequired[str]
     error: NotRequired[str]
+    status: NotRequired[str]  # found False: failed | empty (i11)
+    reasonCode: NotRequired[str]  # found False: engine.errors.ExtractReason
 
 
 class DocumentNode(TypedDict):  # get_document: metadata + summary, never the text
@@ -172,6 +183,7 @@ class DocumentNode(TypedDict):  # get_document: metadata + summary, never the te
     metadata: NotRequired[dict[str, Any]]
     message: NotRequired[str]
     error: NotRequired[str]
+    reasonCode: NotRequired[str]  # failed / empty: engine.errors.ExtractReason (i11)
 
 
 class DocumentEntry(TypedDict):  # one row of list_documents
@@ -206,6 +218,7 @@ class CollectionStatus(TypedDict):
     documents: int
     chunks: int
     failed: int
+    passwordRef: NotRequired[str]  # i11: env:NAME or file:/path the PDF password is read from; never the password
 
 
 class ModelVectors(TypedDict):
@@ -223,6 +236,14 @@ class FailedFile(TypedDict):
     filePath: str
     status: str  # failed | empty | stale (kept: its file could not be read this run)
     reason: str
+
+
+class NotedFile(TypedDict):  # index_status notes: indexed files whose extraction said something
+    collectionPath: str
+    filePath: str
+    notes: list[str]  # e.g. "decoded as big5 (detected, confidence 1.00), not UTF-8"
+    encoding: NotRequired[str]  # text files: codec used
+    encodingConfidence: NotRequired[float]  # 0..1 (engine/extract/text.py Decoded)
 
 
 class ProviderStatus(TypedDict):
@@ -251,6 +272,7 @@ class IndexStatus(TypedDict):  # index_status
     staleVectors: int
     failures: list[FailedFile]
     provider: ProviderStatus
+    notes: NotRequired[list[NotedFile]]
     lastRun: NotRequired[dict[str, Any] | None]
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]

@@ -32,6 +32,7 @@ from typing import Literal
 __all__ = [
     "ErrorCode",
     "ERROR_CODES",
+    "ExtractReason",
     "WHO_FIXES",
     "ChunknavError",
     "SettingsError",
@@ -70,6 +71,24 @@ ErrorCode = Literal[
 ]
 
 ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
+
+#: Why a document has no text (recorded as ``metadata.reasonCode``; ``get_chunk``
+#: and ``read_document`` answer ``found: false`` with it). Set by
+#: ``engine.extract.reasons.reason_code``.
+ExtractReason = Literal[
+    "password-required",  # encrypted, no password configured
+    "wrong-password",  # encrypted, the configured password does not open it
+    "corrupt",  # the library cannot parse the file
+    "unreadable",  # the file cannot be read (permissions, vanished)
+    "unsupported",  # no extractor for the suffix
+    "extractor-error",  # a library bug on this file
+    "extract-failed",  # any other failure
+    "no-pages",  # a PDF without pages
+    "no-text-layer",  # pages without words (scans without OCR)
+    "only-whitespace",  # text that is only whitespace
+    "empty-file",  # 0 bytes
+    "no-text",  # any other document without text
+]
 
 # -- file outcomes of an index run (issue 10) ------------------------------------
 #: Where each entry under a collection root ends after a run.

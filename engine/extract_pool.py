@@ -69,22 +69,22 @@ def worker_count(setting: int) -> int:
     return 1 if busy else cores
 
 
-def _extract_in_worker(path: str, password: str | None) -> tuple[str, Any]:
+def _extract_in_worker(path: str, password: str | None, ocr: Any = None) -> tuple[str, Any]:
     """Runs in a worker: ("ok", ExtractedText) | ("error", ExtractError) | ("bug", text)."""
     from engine.extract import extract
 
     try:
-        return "ok", extract(Path(path), password)
+        return "ok", extract(Path(path), password, ocr)
     except ExtractError as e:
         return "error", e
     except Exception as e:  # re-run in the parent, where the indexer logs it with its traceback
         return "bug", f"{type(e).__name__}: {e}"
 
 
-def _extract_here(path: str | os.PathLike[str], password: str | None) -> ExtractedText:
+def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None) -> ExtractedText:
     from engine.extract import extract
 
-    return extract(Path(path), password)
+    return extract(Path(path), password, ocr)
 
 
 class ExtractPool:
@@ -102,8 +102,9 @@ class ExtractPool:
             1 means no pool, everything in this process.
     """
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, ocr: Any = None):
         self.workers = max(1, int(workers))
+        self.ocr = ocr  # engine.extract.ocr.OcrSettings for every extraction (i11); None = off
         self._executor: ProcessPoolExecutor | None = None
         self._queue: deque[_Key] = deque()
         self._queued: set[_Key] = set()
@@ -157,7 +158,7 @@ class ExtractPool:
             key = self._queue.popleft()
             self._queued.discard(key)
             try:
-                self._inflight[key] = self._executor.submit(_extract_in_worker, *key)
+                self._inflight[key] = self._executor.submit(_extract_in_worker, *key, self.ocr)
             except (BrokenProcessPool, RuntimeError) as e:
                 self._give_up(e)
                 return
@@ -188,7 +189,7 @@ class ExtractPool:
                 self._queued.discard(key)
                 self._queue.remove(key)
             self.here += 1
-            return _extract_here(path, password)
+            return _extract_here(path, password, self.ocr)
         try:
             kind, value = fut.result()
         except BrokenProcessPool as e:
@@ -203,7 +204,7 @@ class ExtractPool:
             self.in_workers += 1
             raise value
         self.here += 1
-        return _extract_here(path, password)  # "bug": raise the real exception here
+        return _extract_here(path, password, self.ocr)  # "bug": raise the real exception here
 
     def close(self) -> None:
         """End the workers (outcomes not asked for are dropped)."""

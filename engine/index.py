@@ -42,6 +42,7 @@ from engine.config import Settings
 from engine.errors import (
     EmbedError, EncryptedError, ExtractError, RunCancelled, StoreBusyError, TooLargeError, UnsupportedFileError,
 )
+from engine.extract.reasons import reason_code
 from engine.model import Collection, Document, ExtractedText
 from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
 from engine.paths import document_path, os_name, resolve_inside
@@ -88,8 +89,10 @@ def walk(root: str | Path) -> list[str]:
     return sorted(e.file_path for e in walk_entries(root) if e.code is None)
 
 
-def _password_key(password: str | None) -> str:
-    return hashlib.sha256((password or "").encode("utf-8")).hexdigest()[:16]
+def _password_key(password: str | None, content_hash: str) -> str:
+    """Which password a failed encrypted file was tried with: a per-file salted
+    digest (the password itself is never stored)."""
+    return hashlib.sha256(f"{content_hash}\0{password or ''}".encode("utf-8")).hexdigest()[:16]
 
 
 def repair_orphans(store: Store) -> int:
@@ -141,6 +144,10 @@ class Indexer:
         self.settings = settings
         self.embedder = embedder
         self.limits = Limits.of(settings)
+        from engine.extract.ocr import OcrSettings
+
+        self._ocr = OcrSettings(settings.ocr, settings.ocr_languages, settings.ocr_dpi)
+        self._passwords: dict[str, str | None] = {}  # collectionPath -> resolved password, this run only
         self._cancel: threading.Event | None = None
 
     def run(self, collections: list[str] | None = None, force: bool = False,
@@ -400,15 +407,24 @@ class Indexer:
             return False
         # An encrypted file is retried once its collection's password changes.
         if doc.status == "failed" and doc.metadata.get("encrypted"):
-            return doc.metadata.get("passwordKey") == _password_key(f.collection.password)
+            return doc.metadata.get("passwordKey") == _password_key(self._password(f), f.content_hash)
         if (doc.metadata or {}).get("stale"):
             self._clear_stale(doc)  # readable again and unchanged
         return True
 
-    @staticmethod
-    def _cache_key(f: HashedFile) -> tuple[str, str, str | None]:
+    def _password(self, f: HashedFile) -> str | None:
+        """The PDF password of ``f``'s collection, read from its reference
+        (``engine.passwords``) once per run and kept in memory only."""
+        cp = f.collection.collection_path
+        if cp not in self._passwords:
+            from engine.passwords import resolve_password
+
+            self._passwords[cp] = resolve_password(f.collection.password_ref)
+        return self._passwords[cp]
+
+    def _cache_key(self, f: HashedFile) -> tuple[str, str, str | None]:
         """Duplicate cache key: the bytes, the extractor (by suffix) and the password it is read with."""
-        return (f.content_hash, f.suffix, f.collection.password if f.suffix == ".pdf" else None)
+        return (f.content_hash, f.suffix, self._password(f) if f.suffix == ".pdf" else None)
 
     def _text_pass(self, files: list[HashedFile], force: bool, summary: dict,
                    emit: Callable[[dict], None], t0: float) -> None:
@@ -460,10 +476,10 @@ class Indexer:
             except Exception:  # refused or unreadable: _extract reports it, in this process
                 return False
 
-        pool = ExtractPool(worker_count(self.settings.extract_workers))
+        pool = ExtractPool(worker_count(self.settings.extract_workers), self._ocr)
         if pool.workers > 1:
             firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
-            pool.prefetch((str(Path(f.path)), f.collection.password, f.size_bytes)
+            pool.prefetch((str(Path(f.path)), self._password(f), f.size_bytes)
                           for f in todo if id(f) in firsts and admitted(f))
         return pool
 
@@ -514,7 +530,9 @@ class Indexer:
         try:
             check_limits(f.path, f.size_bytes, f.suffix, self.limits)
             pool = getattr(self, "_pool", None)  # engine.extract_pool: the same outcome, maybe from a worker
-            return (pool.extract if pool is not None else extract)(Path(f.path), f.collection.password)
+            if pool is not None:
+                return pool.extract(Path(f.path), self._password(f))  # the pool carries the OCR settings
+            return extract(Path(f.path), self._password(f), self._ocr)
         except ExtractError as e:
             return e
         except OSError as e:
@@ -537,9 +555,9 @@ class Indexer:
                                                      and code_of(outcome) == "unreadable"):
             return Prepared(f, "skipped", code_of(outcome), outcome.reason)
         if isinstance(outcome, ExtractError):
-            meta: dict[str, Any] = {"code": code_of(outcome)}
+            meta: dict[str, Any] = {"code": code_of(outcome), "reasonCode": reason_code("failed", outcome.reason)}
             if isinstance(outcome, EncryptedError):
-                meta.update(encrypted=True, passwordKey=_password_key(f.collection.password))
+                meta.update(encrypted=True, passwordKey=_password_key(self._password(f), f.content_hash))
             doc = Document(**base, file_type=f.suffix.lstrip("."), status="failed", reason=outcome.reason,
                            metadata=meta)
             return Prepared(f, "failed", meta["code"], outcome.reason, doc)
@@ -547,8 +565,9 @@ class Indexer:
         meta = dict(ex.metadata)
         if ex.notes:
             meta["notes"] = list(ex.notes)
-        if not ex.text:
+        if not ex.text.strip():  # empty means empty: no chunk for whitespace
             reason = "; ".join(ex.notes) or "no text"
+            meta["reasonCode"] = reason_code("empty", reason)
             doc = Document(**base, file_type=ex.file_type, status="empty", reason=reason,
                            page_count=len(ex.pages), metadata=meta)
             return Prepared(f, "empty", None, reason, doc)
@@ -559,7 +578,8 @@ class Indexer:
                        reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
                        chunk_count=len(windows), text_length=len(text),
                        summary=text[:SUMMARY_CHARS], metadata=meta)
-        return Prepared(f, "indexed", None, doc.reason, doc, text, LazyChunks(f, text, windows, labels))
+        ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
+        return Prepared(f, "indexed", None, doc.reason, doc, text, LazyChunks(f, text, windows, labels, ocr_pages))
 
     def commit(self, group: list[Prepared], summary: dict) -> None:
         """Write a group of outcomes in one store batch (retried while the writer

@@ -302,8 +302,9 @@ class ExtractedText:
         words: ``WordArray``, word spans in text order, non-overlapping,
             ``start`` ascending; reads as a sequence of ``Word``. Any other
             iterable of ``Word`` given here is converted on construction.
-        pages: one entry per PDF page (empty for txt/md/docx).
-        file_type: ``"pdf" | "txt" | "md" | "docx"``.
+        pages: one entry per page (PDF and the page formats; empty for txt/md/docx/html).
+        file_type: ``"pdf" | "txt" | "md" | "docx" | "html" | "htm"``, or a
+            PyMuPDF page format ``"epub" | "xps" | "oxps" | "fb2" | "mobi" | "cbz"``.
         notes: human notes kept with the document, e.g.
             ``"no text layer on pages 3-5"`` or ``"decoded as cp1252 (not UTF-8)"``.
         metadata: extra facts (title, author, encrypted, repaired...).
@@ -405,12 +406,14 @@ class Document:
 class Collection:
     """A named root: ``collection_path`` (like ``ACME/Reports``) bound to ``root`` (a directory).
 
-    ``password`` opens encrypted PDFs in this collection (never shown in envelopes).
+    ``password_ref`` says where the password for encrypted PDFs in this
+    collection comes from (``env:NAME`` or ``file:/path``; ``engine.passwords``);
+    the password itself is never stored or shown.
     """
 
     collection_path: str
     root: str
-    password: str | None = None
+    password_ref: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from engine.chunk import chunk_id
 from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
+from engine.extract.ocr import ocr_chunk_metadata
 from engine.model import Chunk, Collection, Document, Window
 
 __all__ = ["HashedFile", "Prepared", "LazyChunks", "code_of", "read_code"]
@@ -51,8 +52,10 @@ class LazyChunks(Sequence):
     """A file's chunks made on demand from its windows: iterating twice is
     fine, and no list of every chunk text is held (bounded memory for big files)."""
 
-    def __init__(self, f: HashedFile, text: str, windows: list[Window], labels: dict[int, str]):
+    def __init__(self, f: HashedFile, text: str, windows: list[Window], labels: dict[int, str],
+                 ocr_pages: dict[int, float | None] | None = None):
         self._f, self._text, self._windows, self._labels = f, text, windows, labels
+        self._ocr_pages = ocr_pages or {}  # OCR'd page -> mean word confidence (i11)
 
     def __len__(self) -> int:
         return len(self._windows)
@@ -65,8 +68,8 @@ class LazyChunks(Sequence):
         body = self._text[w.start:w.end]
         return Chunk(f.collection.collection_path, f.file_path, w.chunk_index, chunk_id(f.content_hash, body),
                      f.content_hash, w.start, w.end, body, w.page,
-                     self._labels.get(w.page) if w.page is not None else None, w.bbox, w.regions, {},
-                     f.last_modified)
+                     self._labels.get(w.page) if w.page is not None else None, w.bbox, w.regions,
+                     ocr_chunk_metadata(w.regions, self._ocr_pages), f.last_modified)
 
     def __iter__(self) -> Iterator[Chunk]:
         for i in range(len(self._windows)):

@@ -1,7 +1,7 @@
 """Node paths and safe file paths.
 
 Owns: ``document_path`` (DESIGN.md: ``{collectionPath}/_Documents/{slug}``,
-a lossy slug never parsed back) and ``resolve_inside`` (a filePath may never
+never parsed back, unique per filePath: see ``node_slug``) and ``resolve_inside`` (a filePath may never
 leave its collection root). Imports no face.
 
 Bytes-safe names (issue 10): a file name that is not valid UTF-8 reaches
@@ -13,13 +13,20 @@ no file by the literal name exists), so tools accept the shown name.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path, PurePosixPath
 
 from engine.errors import PathEscapeError
 
-__all__ = ["document_path", "slug", "resolve_inside", "display_name", "os_name"]
+__all__ = ["document_path", "slug", "node_slug", "resolve_inside", "NODE_HASH_CHARS",
+           "display_name", "os_name"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+#: Hex characters of sha256(filePath) added to a lossy slug (40 bits).
+NODE_HASH_CHARS = 10
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
@@ -51,9 +58,33 @@ def slug(file_path: str) -> str:
     return _UNSAFE.sub("-", file_path)
 
 
+def node_slug(file_path: str) -> str:
+    """The last segment of a document node path: readable, and unique per ``file_path``.
+
+    When ``slug(file_path) == file_path`` (only ``A-Z a-z 0-9 . _ -``, no
+    folder) the slug is the file path itself. Otherwise the slug is lossy and
+    ``~`` plus the first ``NODE_HASH_CHARS`` hex characters of
+    sha256(``file_path``, UTF-8) are added before the suffix:
+    ``"報告.pdf"`` -> ``"--~5c3f0a9d1e.pdf"``, ``"a/b.txt"`` -> ``"a-b~<hash>.txt"``
+    while ``"a-b.txt"`` stays ``"a-b.txt"``. ``~`` never occurs in a lossless
+    slug, so a hashed slug cannot equal a plain one; two hashed slugs are
+    equal only if 40 bits of sha256 collide. Stable: the same ``file_path``
+    always gives the same slug.
+    """
+    plain = slug(file_path)
+    if plain == file_path:
+        return plain
+    digest = hashlib.sha256(file_path.encode("utf-8", "surrogatepass")).hexdigest()[:NODE_HASH_CHARS]
+    m = _SUFFIX.search(plain)
+    if m and m.start() > 0:
+        return f"{plain[:m.start()]}~{digest}{m.group(0)}"
+    return f"{plain}~{digest}"
+
+
 def document_path(collection_path: str, file_path: str) -> str:
-    """The document node path ``{collectionPath}/_Documents/{slug(filePath)}``."""
-    return f"{collection_path}/_Documents/{slug(file_path)}"
+    """The document node path ``{collectionPath}/_Documents/{node_slug(filePath)}``:
+    unique and stable per ``(collectionPath, filePath)``."""
+    return f"{collection_path}/_Documents/{node_slug(file_path)}"
 
 
 def resolve_inside(root: str | Path, file_path: str) -> Path:

@@ -56,7 +56,10 @@ class Engine:
                     where = self.settings.dsn.split("@")[-1] if self.settings.dsn else self.settings.db
                     raise StoreUnavailableError(
                         f"the index at {where} cannot be opened: {type(e).__name__}: {e}") from e
-                register_secrets(*(c.password for c in self._store.collections()))  # PDF passwords
+                from engine.passwords import resolve_password
+
+                register_secrets(*(resolve_password(c.password_ref)  # PDF passwords, from their references
+                                   for c in self._store.collections()))
             return self._store
 
     @property
@@ -78,12 +81,12 @@ class Engine:
         return self.search.embedder()
 
     # -- operator actions (not agent tools) -------------------------------
-    def add_collection(self, collection_path: str, root: str, password: str | None = None, *,
+    def add_collection(self, collection_path: str, root: str, password_ref: str | None = None, *,
                        replace: bool = False, allow_any_root: bool = False) -> Collection:
         """Bind ``collection_path`` (slash-separated) to the directory ``root``.
 
         Adding a path that is already bound to the same directory is a no-op
-        (the password is updated). A path bound to another directory is only
+        (the password reference is updated). A path bound to another directory is only
         re-pointed with ``replace=True``: its documents and chunks are dropped
         first (vectors stay, counted stale) and the next run indexes the new
         root; refused while an index run is active.
@@ -92,14 +95,17 @@ class Engine:
             collection_path: e.g. ``ACME/Reports``.
             root: an existing directory; must pass ``engine.roots.check_root``
                 (``CHUNKNAV_ALLOWED_ROOTS``; never ``/`` or a system directory).
-            password: for encrypted PDFs in this collection (a secret: redacted everywhere).
+            password_ref: where encrypted PDFs' password comes from: ``env:NAME``
+                or ``file:/path`` (``engine.passwords``); never the password.
+                The password it points at is registered as a secret (redacted everywhere).
             replace: re-point an existing path to another root, on purpose.
             allow_any_root: skip the allowed-roots list (the CLI's
                 ``--allow-any-root``; the GUI never passes it).
 
         Raises:
-            ValueError: empty path, a path segment '..' or '_Documents', or a
-                root that is not a directory.
+            ValueError: empty path, a path segment '..' or '_Documents', a
+                root that is not a directory, or a ``password_ref`` that is not
+                a reference (SettingsError).
             RootRefusedError: the root is refused (message names the setting).
             CollectionBoundError: the path is bound to another root and
                 ``replace`` is False.
@@ -115,9 +121,12 @@ class Engine:
         if "\x00" in root or not os.path.isdir(root):
             raise ValueError(f"collection root {root!r} is not a directory")
         real = check_root(root, self.settings.allowed_roots, allow_any=allow_any_root)
-        register_secrets(password)
+        from engine.passwords import check_password_ref, resolve_password
+
+        ref = check_password_ref(password_ref)
+        register_secrets(resolve_password(ref))
         existing = self.store.get_collection(path)
-        c = Collection(path, real, password)
+        c = Collection(path, real, ref)
         if existing is not None and os.path.realpath(existing.root) != real:
             if not replace:
                 raise CollectionBoundError(path, existing.root, real)

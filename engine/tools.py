@@ -25,6 +25,7 @@ import jsonschema
 
 from engine import envelopes as E
 from engine.errors import PathEscapeError, StoreUnavailableError
+from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
 from engine.runs import run_outcome
@@ -77,6 +78,16 @@ def _provenance(out: dict, chunk: Chunk, regions: bool = True, all_rects: bool =
         if not all_rects:  # search hits: rects of the first region only (README "Highlights")
             for r in out["regions"][1:]:
                 r.pop("rects", None)
+        ocr_pages = chunk.metadata.get("ocrPages") if chunk.metadata else None
+        if ocr_pages:  # words on these pages came from OCR (engine/extract/ocr.py)
+            conf = chunk.metadata.get("ocrConfidence") or {}
+            for r in out["regions"]:
+                if r["page"] in ocr_pages:
+                    r["ocr"] = True
+                    if conf.get(str(r["page"])) is not None:
+                        r["ocrConfidence"] = conf[str(r["page"])]
+    if chunk.metadata and chunk.metadata.get("ocr"):
+        out["ocr"] = True
 
 
 def _failure_fields(outcome) -> dict[str, Any]:
@@ -191,7 +202,7 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
             if doc is None:
                 out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
             else:
-                out["message"] = f"{filePath!r} has no chunks ({doc.status}: {doc.reason or 'no text'})"
+                _no_text(out, doc)
         else:
             out["message"] = f"chunkIndex {chunkIndex} is out of range: valid 0..{total - 1} ({total} chunks)"
         return out  # type: ignore[return-value]
@@ -212,6 +223,17 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     _provenance(out, chunk)
     _mark_stale(engine, out)
     return out  # type: ignore[return-value]
+
+
+def _no_text(out: dict[str, Any], doc) -> None:
+    """``found: false`` fields of a failed / encrypted / empty document: its
+    ``status``, the recorded ``reasonCode`` and the recorded reason in ``message``."""
+    code = doc.metadata.get("reasonCode") or reason_code(doc.status, doc.reason)
+    out["status"] = doc.status
+    if code:
+        out["reasonCode"] = code
+    what = "failed" if doc.status == "failed" else "has no text"
+    out["message"] = f"{doc.file_path!r} {what} ({code}): {doc.reason or 'no text'}"
 
 
 def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
@@ -244,11 +266,13 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     if escape:
         out.update(error="path-escape", message=escape)
         return out  # type: ignore[return-value]
-    text = engine.store.document_text(collectionPath, filePath)
+    doc = engine.store.get_document(collectionPath, filePath)
+    text = None if doc is None or doc.status != "indexed" else engine.store.document_text(collectionPath, filePath)
     if text is None:
-        doc = engine.store.get_document(collectionPath, filePath)
-        out["message"] = (f"{filePath!r} is not indexed in {collectionPath!r}" if doc is None
-                          else f"{filePath!r} has no text ({doc.status}: {doc.reason or 'empty'})")
+        if doc is None:
+            out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
+        else:
+            _no_text(out, doc)
         return out  # type: ignore[return-value]
     limit = READ_LIMIT_DEFAULT if limit is None else limit
     end = min(len(text), offset + limit)
@@ -284,7 +308,21 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     }
     if d.reason:
         out["reason"] = d.reason
+    code = d.metadata.get("reasonCode") or reason_code(d.status, d.reason)
+    if code:
+        out["reasonCode"] = code
     return out  # type: ignore[return-value]
+
+
+def _noted_file(d) -> dict[str, Any]:
+    """An indexed document's extraction notes (and text encoding) for ``index_status``."""
+    out: dict[str, Any] = {"collectionPath": d.collection_path, "filePath": d.file_path,
+                           "notes": list(d.metadata["notes"])}
+    if "encoding" in d.metadata:
+        out["encoding"] = d.metadata["encoding"]
+    if "encodingConfidence" in d.metadata:
+        out["encodingConfidence"] = d.metadata["encodingConfidence"]
+    return out
 
 
 #: Documents ``list_documents`` returns per call unless ``limit`` says otherwise.
@@ -294,6 +332,8 @@ LIST_LIMIT_DEFAULT = 200
 def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
     """Pages read by OCR as the extractor recorded them (``ocrPages``/``ocr_pages``), or None."""
     pages = meta.get("ocrPages", meta.get("ocr_pages"))
+    if isinstance(pages, dict):  # i11 records {"<page>": mean word confidence}
+        return sorted(int(p) for p in pages)
     if isinstance(pages, (list, tuple)):
         return [int(p) for p in pages]
     return None
@@ -347,6 +387,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     docs = store.documents()
     per: dict[str, dict[str, int]] = {}
     failures = []
+    noted: list[dict[str, Any]] = []
     for d in docs:
         p = per.setdefault(d.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
         p["documents"] += 1
@@ -359,8 +400,11 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
             stale = d.metadata["stale"]
             failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
                              "status": "stale", "reason": f"{stale.get('code')}: {stale.get('reason', '')}"})
+        elif d.metadata.get("notes"):
+            noted.append(_noted_file(d))
     colls = [{"collectionPath": c.collection_path, "root": c.root,
-              **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})}
+              **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0}),
+              **({"passwordRef": c.password_ref} if c.password_ref else {})}  # a reference, never the password
              for c in store.collections()]
     vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
                 "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}
@@ -379,6 +423,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "staleVectors": sum(v["stale"] for v in vectors),
         "embedFailures": embed_failures,
         "failures": failures,
+        "notes": noted,
         "provider": engine.provider_status(probe),
         "lastRun": run_outcome(store.last_run()),
     }
@@ -456,14 +501,17 @@ REGISTRY: dict[str, Tool] = {
         Tool("get_chunk",
              "Read one chunk (about 1000 characters; neighbours overlap by 150) with its page, bbox, "
              "start/end character offsets, and prevIndex/nextIndex to step through the document. "
-             "Out of range answers found=false with totalChunks and the valid range.",
+             "Out of range answers found=false with totalChunks and the valid range; a file that failed, "
+             "is encrypted or has no text answers found=false with status, reasonCode and message.",
              _schema({**_PATHS, "chunkIndex": {"type": "integer", "minimum": 0,
                                                "description": "0-based chunk index"}},
                      ["collectionPath", "filePath", "chunkIndex"]),
              tool_get_chunk, E.ChunkResult),
         Tool("read_document",
              "Read a document's whole extracted text (use this for a whole table or section, not "
-             "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end.",
+             "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end. "
+             "A file that failed, is encrypted or has no text answers found=false with status, "
+             "reasonCode and message (never an empty text).",
              _schema({**_PATHS,
                       "offset": {"type": "integer", "minimum": 0, "default": 0,
                                  "description": "character offset to start at"},

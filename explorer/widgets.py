@@ -348,7 +348,9 @@ def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str 
         return None, None, str(e)
     if not path.is_file():
         return None, None, f"the file {file_path!r} is no longer under {coll.root}"
-    return path, coll.password, None
+    from engine.passwords import resolve_password
+
+    return path, resolve_password(coll.password_ref), None
 
 
 @st.cache_data(max_entries=48, show_spinner=False)
@@ -420,6 +422,13 @@ def status_view(status: dict[str, Any]) -> None:
         table(status["failures"], columns=["status", "collectionPath", "filePath", "reason"])
     else:
         st.caption("None: every file was indexed.")
+    noted = status.get("notes") or []
+    if noted:
+        st.subheader(f"Indexed with notes ({len(noted)})")
+        st.caption("Text decoded from a detected encoding, OCR'd pages, parts not read: "
+                   "the file is searchable, but check these.")
+        table([{**n, "notes": "; ".join(n["notes"])} for n in noted],
+              columns=["collectionPath", "filePath", "encoding", "encodingConfidence", "notes"])
     st.subheader("Last run")
     if status.get("lastRun"):
         run_summary(status["lastRun"], heading="Last index run")

@@ -69,7 +69,11 @@ with st.form("add_collection", clear_on_submit=False, border=True):
     c1, c2 = st.columns([1, 2])
     path = c1.text_input("Collection path", placeholder="ACME/Reports", key="add_path")
     root = c2.text_input("Directory", placeholder="/data/reports", key="add_root")
-    password = st.text_input("PDF password (optional)", type="password", key="add_password")
+    password = st.text_input("PDF password from (optional)", placeholder="env:PDF_PASSWORD or file:/etc/chunknav/pw",
+                             key="add_password",
+                             help="Where the password for encrypted PDFs comes from: an environment variable of "
+                                  "the indexing process (env:NAME) or a secrets file outside the index "
+                                  "(file:/path, first line). The index stores only this reference.")
     if st.form_submit_button("Add collection", icon=":material/add:"):
         _pending_clear()
         try:

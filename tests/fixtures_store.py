@@ -35,7 +35,7 @@ def _pg_dsn() -> str | None:
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     """Default settings with the SQLite index in this test's tmp dir and no embedding."""
-    return Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="none",
+    return Settings(db=str(tmp_path / "db" / "index.db"), embed_provider="none", ocr="off",  # OCR: tests/test_ocr.py
                     allowed_roots=ALLOWED_ROOTS).validate()
 
 

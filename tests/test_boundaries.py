@@ -86,6 +86,8 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.store.sqlite_rows", "engine.service", "engine.extract.common", "engine.extract.pdf",
     "engine.extract.text", "engine.extract.docx", "engine.store.fts", "engine.store.sqlite_keyword",
     "explorer.retrieval",
+    "engine.extract.html", "engine.extract.ocr", "engine.extract.pages", "engine.extract.reasons",
+    "engine.extract.saslprep",
     "engine.walk", "engine.runs", "engine.extract.limits", "engine.outcome",  # issue 10
     "engine.secrets", "engine.roots", "engine.launcher",
     "engine.store.vector_purge",  # polish: chunknav vectors purge-stale

@@ -74,7 +74,7 @@ def assert_word_invariants(x: ExtractedText) -> None:
         assert s == unicodedata.normalize("NFKC", s) and s.strip() == s and s, repr(s)
         assert PAGE_SEPARATOR not in s
         prev_end = w.end
-        if x.file_type == "pdf":
+        if x.pages:  # PDF and the other page formats (EPUB, XPS, FB2, MOBI, CBZ)
             assert 1 <= w.page <= n_pages
             b = w.bbox
             assert 0.0 <= b.x <= 1.0 and 0.0 <= b.y <= 1.0 and b.w >= 0 and b.h >= 0
@@ -82,7 +82,7 @@ def assert_word_invariants(x: ExtractedText) -> None:
             assert type(b.x) is float  # plain floats: JSON-serialisable
         else:
             assert w.page is None and w.bbox is None
-    if x.file_type == "pdf" and x.text:
+    if x.pages and x.text:
         # the form feed separates pages exactly
         pages = x.text.split(PAGE_SEPARATOR)
         assert len(pages) == n_pages
@@ -410,18 +410,17 @@ def test_text_fallback_decodings(tmp_path):
     cp.write_bytes("café – 20 °C".encode("cp1252"))
     x = extract(cp)
     assert x.text == "café – 20 °C" and x.file_type == "md"
-    assert x.notes == ("decoded as cp1252, not UTF-8",)
-    latin = tmp_path / "latin.txt"
-    latin.write_bytes(b"caf\xe9 \x81")  # 0x81 is undefined in cp1252
-    x = extract(latin)
-    assert x.notes == ("decoded as latin-1, not UTF-8",) and x.text.startswith("café")
+    assert x.notes[0].startswith("decoded as cp1252 (detected, confidence ")  # 3 bytes: low
+    assert x.metadata["encoding"] == "cp1252" and x.metadata["encodingConfidence"] < 0.9
+    assert "low-confidence decoding as cp1252" in x.notes[1]
 
 
 def test_corpus_text_files(real_corpus):
     x = extract(real_corpus / "text/sample-english.bom.txt")
     assert not x.text.startswith("\ufeff") and x.notes == ()
     x = extract(real_corpus / "edge/test_markdown_bad_unicode.md")
-    assert x.notes == ("decoded as cp1252, not UTF-8",) and "°" in x.text
+    assert x.notes[0].startswith("decoded as cp1252") and "°" in x.text
+    assert "low-confidence" in x.notes[1]  # one non-ASCII byte cannot name a code page
     assert "\ufffd" not in x.text
     x = extract(real_corpus / "text/sample-french-1.txt")
     assert "not UTF-8" in x.notes[0]
@@ -481,11 +480,13 @@ def test_corpus_docx_tables_match_reference(real_corpus):
 
 def test_corpus_docx_interleaved_and_empty(real_corpus):
     x = extract(real_corpus / "docx/blk-paras-and-tables.docx")
-    # paragraph, one-cell table (two cell paragraphs on one row line), paragraph;
-    # the empty tables add nothing
+    # paragraph, one-cell table (its paragraphs and the table nested in it, rows joined
+    # by " / ", on one row line), paragraph; the empty tables add nothing; then the
+    # header and footer (tables in them) as labelled blocks after the body
     assert x.text == ("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n\n"
-                      "Text before Text after\n\n"
-                      "Donec semper facilisis metus finibus malesuada.")
+                      "Text before Table / Between Text after\n\n"
+                      "Donec semper facilisis metus finibus malesuada.\n\n"
+                      "[Header] Left-side | Right-side\n\n[Footer] Copyright | Page-number")
     assert_word_invariants(x)
     try:
         x = extract(real_corpus / "edge/doc-default.docx")

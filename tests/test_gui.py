@@ -514,6 +514,17 @@ def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
         eng.close()
 
 
+def test_status_lists_files_indexed_with_notes(app, sample_engine):
+    """i11: a text file decoded from a detected encoding is listed with its encoding and confidence."""
+    direct = call_tool(sample_engine, "index_status", {"probe": False})
+    noted = {n["filePath"]: n for n in direct["notes"]}
+    assert noted["sample-french-1.txt"]["encoding"] == "cp1252"
+    at = app("status")
+    assert any(s.value == f"Indexed with notes ({len(noted)})" for s in at.subheader)
+    text = _texts(at.markdown)
+    assert "encodingConfidence" in text
+    line = next(l for l in text.splitlines() if "sample\\-french\\-1\\.txt" in l or "sample-french-1.txt" in l)
+    assert "cp1252" in line and "decoded as cp1252" in line
 def test_a_too_long_query_link_is_cut_with_a_notice_and_the_tool_refuses_past_its_maximum(app):
     """A deep link carries at most explorer.links.MAX_TEXT_CHARS of query (cut, with a notice naming
     `q`); a call past the tool's own maximum is refused by name and shown as "Invalid argument"."""

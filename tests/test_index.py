@@ -111,11 +111,12 @@ def test_edge_files_end_failed_or_empty_with_their_reason(env):
     assert all(d.status == "indexed" for p, d in docs.items() if p.startswith("main/"))
 
 
-def test_collection_password_opens_the_encrypted_file_on_the_next_run(env):
+def test_collection_password_opens_the_encrypted_file_on_the_next_run(env, monkeypatch):
     store, settings, corpus = env
     Indexer(store, settings).run()
     assert _docs(store)["edge/libreoffice-writer-password.pdf"].status == "failed"
-    store.add_collection(Collection("C", str(corpus), "openpassword"))
+    monkeypatch.setenv("CORPUS_PDF_PASSWORD", "openpassword")  # the index stores only the reference
+    store.add_collection(Collection("C", str(corpus), "env:CORPUS_PDF_PASSWORD"))
     summary = Indexer(store, settings).run()
     assert summary["indexed"] == 1  # only the file the password concerns is retried
     doc = _docs(store)["edge/libreoffice-writer-password.pdf"]
@@ -152,7 +153,7 @@ def test_force_reindexes_every_file_with_stable_chunk_ids(env):
 def test_changed_chunk_settings_invalidate_the_gate(env):
     store, settings, _ = env
     Indexer(store, settings).run()
-    smaller = Settings(db=settings.db, embed_provider="none", chunk_size=400, chunk_overlap=50).validate()
+    smaller = Settings(db=settings.db, embed_provider="none", ocr="off", chunk_size=400, chunk_overlap=50).validate()
     summary = Indexer(store, smaller).run()
     assert summary["unchanged"] == 0
     for d in store.documents("C"):
@@ -181,9 +182,9 @@ def test_duplicate_content_is_extracted_once(env, monkeypatch):
     calls: list[str] = []
     real = engine.extract.extract
 
-    def spy(path, password=None):  # counts calls, runs the real extractor
+    def spy(path, password=None, ocr=None):  # counts calls, runs the real extractor
         calls.append(Path(path).name)
-        return real(path, password)
+        return real(path, password, ocr)
 
     monkeypatch.setattr(engine.extract, "extract", spy)
     Indexer(store, settings).run()
@@ -261,7 +262,7 @@ def test_embedding_reuse_with_the_local_provider(env):
     from engine.embed import make_embedder
 
     store, settings, corpus = env
-    local = Settings(db=settings.db, embed_provider="local").validate()
+    local = Settings(db=settings.db, embed_provider="local", ocr="off").validate()
     embedder = make_embedder(local)
     first = Indexer(store, local, embedder).run()
     assert first["embedError"] is None
@@ -322,7 +323,7 @@ class _TinyEmbedder:
 
 def test_embed_failure_mid_run_keeps_everything_and_next_run_resumes(env):
     store, settings, _ = env
-    batch = Settings(db=settings.db, embed_provider="none", embed_batch=5).validate()
+    batch = Settings(db=settings.db, embed_provider="none", ocr="off", embed_batch=5).validate()
     summary = Indexer(store, batch, _TinyEmbedder(fail_after_batches=2)).run()
     assert summary["embedded"] == 10
     assert summary["embedError"]["error"] == "embedding-unavailable"

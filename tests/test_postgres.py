@@ -325,7 +325,7 @@ def test_migrate_from_sqlite_copies_chunks_and_vectors_without_embedding(pg_url,
     src = sqlite_mod.SqliteStore(str(tmp_path / "src.db"))
     dst = PostgresStore(pg_url)
     try:
-        src.add_collection(Collection("ACME/Reports", "/srv/acme", "pw"))
+        src.add_collection(Collection("ACME/Reports", "/srv/acme", "env:ACME_PDF_PASSWORD"))
         src.add_collection(Collection("Beta", "/srv/beta"))
         rng = np.random.default_rng(1)
         all_ids = []

@@ -7,9 +7,9 @@ of ``EMBED_URL``, the PDF password, the explorer's access token, the MCP
 token) in raw, JSON-escaped, URL-encoded and base64 forms, plus the
 ``Authorization`` header it received. Then every output is grepped for every
 form: CLI stdout/stderr (index, status, search with ``-v`` logs), the MCP
-server's results and stderr, the SQLite file (every byte but the one column
-where the PDF password must live), the GUI pages under AppTest, and the log
-records of an in-process call.
+server's results and stderr, the SQLite file (every byte: the index keeps only
+a reference to the PDF password, issue 11), the GUI pages under AppTest, and
+the log records of an in-process call.
 """
 
 from __future__ import annotations
@@ -152,6 +152,7 @@ def leaky(tmp_path, embed_stub, monkeypatch):
         "EMBED_RETRIES": "0",
         "CHUNKNAV_ACCESS_TOKEN": TOKEN,
         "CHUNKNAV_MCP_TOKEN": MCP_TOKEN,
+        "LOCKED_PDF_PASSWORD": PDF_PASSWORD,  # the collection refers to it by name (issue 11)
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -170,7 +171,7 @@ def test_no_secret_leaves_through_any_face(leaky, caplog, monkeypatch):
     outputs: dict[str, str] = {}
     # CLI: add (with the PDF password), index (embedding fails at the probe), status, a vector search
     runs = {
-        "add": _cli(env, "collections", "add", "C", str(root), "--password", PDF_PASSWORD),
+        "add": _cli(env, "collections", "add", "C", str(root), "--password-env", "LOCKED_PDF_PASSWORD"),
         "index": _cli(env, "index"),
         "index-json": _cli(env, "index", "--json"),
         "status": _cli(env, "status"),
@@ -224,8 +225,8 @@ def test_no_secret_leaves_through_any_face(leaky, caplog, monkeypatch):
     assert "embedding server refused the credential" in outputs["gui pages"]
     st.cache_resource.clear()
 
-    # the SQLite file, every byte of it but the one place the PDF password must live
-    # (collections.password: the indexer needs it; README "Where secrets live")
+    # the SQLite file, every byte of it: collections.password holds only the reference
+    # (README "Passwords of encrypted PDFs")
     import sqlite3
 
     copy = tmp_path / "copy.db"
@@ -233,9 +234,7 @@ def test_no_secret_leaves_through_any_face(leaky, caplog, monkeypatch):
     src.backup(dst)  # the WAL's content included
     src.close()
     dst.execute("PRAGMA journal_mode=DELETE")
-    assert dst.execute("SELECT password FROM collections").fetchone() == (PDF_PASSWORD,)
-    dst.execute("UPDATE collections SET password = NULL")
-    dst.commit()
+    assert dst.execute("SELECT password FROM collections").fetchone() == ("env:LOCKED_PDF_PASSWORD",)
     dst.execute("VACUUM")
     dst.close()
     outputs["sqlite file"] = copy.read_bytes().decode("latin-1")

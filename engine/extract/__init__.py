@@ -4,8 +4,8 @@ The package's public face: ``extract`` picks the reader by suffix; one module pe
 format does the work (``pdf``, ``text``, ``docx``; ``common`` holds the
 separators). Callers import from here only.
 
-Owns: reading PDF (PyMuPDF), plain text / Markdown and ``.docx`` (python-docx)
-files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
+Owns: reading PDF and the other PyMuPDF page formats, plain text / Markdown,
+``.docx`` (its XML) and HTML files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
 ``Bbox`` of the displayed page. Imports ``engine.model`` and ``engine.errors``
 from the engine (``pymupdf`` and ``docx`` lazily, when a file needs them);
 never a face (streamlit, mcp, argparse, click), a store or HTTP. Page images
@@ -29,11 +29,14 @@ unrotated points in, ``Bbox`` of the displayed page out (rotation matrix
 applied, relative to the displayed ``page.rect``, clamped to 0..1), computed
 for all words of a document at once with numpy: no Python object per word.
 
-Plain text / Markdown: decoded (UTF-8, BOM stripped; else cp1252, else
-latin-1, noted), line ends made ``"\\n"``, NFKC-normalised; words are the
-whitespace-separated spans, page/bbox None. ``.docx``: body paragraphs and
-tables in document order, blocks joined by ``"\\n\\n"``, one table row per
-line with cells joined by ``" | "``; headers/footers are not read; page/bbox None.
+Plain text / Markdown: decoded (``engine.extract.text.decode``: BOM, strict
+UTF-8, UTF-8 with a few stray bytes replaced, else a detected encoding with
+its confidence, noted), line ends made ``"\\n"``, NFKC-normalised; words are
+the whitespace-separated spans, page/bbox None. ``.docx``: everything in
+document order, then notes, comments, headers and footers as labelled blocks
+(``engine.extract.docx``); page/bbox None. HTML: the visible text
+(``engine.extract.html``). EPUB / XPS / FB2 / MOBI / CBZ: as PDF
+(``engine.extract.pages``). Scanned pages: OCR (``engine.extract.ocr``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ from pathlib import Path
 from engine.errors import ExtractError, UnsupportedFileError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
 from engine.extract.docx import extract_docx
+from engine.extract.html import extract_html
+from engine.extract.ocr import OcrSettings
+from engine.extract.pages import PAGE_FORMATS, extract_pages
 from engine.extract.pdf import extract_pdf, no_text_note, open_pdf, rotation_affine
 from engine.extract.text import extract_plain
 from engine.model import ExtractedText
@@ -57,19 +63,25 @@ __all__ = [
     "WORD_SEPARATOR",
     "extract",
     "no_text_note",
+    "OcrSettings",
+    "PAGE_FORMATS",
 ]
 
 #: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
-SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx")
+SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx", ".html", ".htm",
+                                       *PAGE_FORMATS)
 
 
-def extract(path: Path, password: str | None = None) -> ExtractedText:
+def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = None) -> ExtractedText:
     """Read one file into text plus word provenance.
 
     Args:
         path: the file; its lower-cased suffix picks the reader (``SUPPORTED_SUFFIXES``).
-        password: PDF user password, tried after the empty password; ignored
-            for other types and for PDFs that open without one.
+        password: PDF user password, tried after the empty password (as
+            given, then SASLprep-normalised); ignored for other types and for
+            PDFs that open without one.
+        ocr: OCR of pages without a text layer (PDF and the PyMuPDF page
+            formats); None = off (the indexer passes the configured settings).
 
     Returns:
         ``ExtractedText`` with ``text`` NFKC-normalised (layout rules in the
@@ -102,8 +114,12 @@ def extract(path: Path, password: str | None = None) -> ExtractedText:
     if not path.is_file():
         raise ExtractError(f"not a readable file: {path}")
     if suffix == ".pdf":
-        return extract_pdf(path, password)
+        return extract_pdf(path, password, ocr)
     if suffix == ".docx":
         return extract_docx(path)
+    if suffix in (".html", ".htm"):
+        return extract_html(path)
+    if suffix in PAGE_FORMATS:
+        return extract_pages(path, suffix, ocr)
     return extract_plain(path, suffix[1:])
 

@@ -25,9 +25,11 @@ import numpy as np
 
 from engine.errors import EncryptedError, ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
+from engine.extract.saslprep import saslprep
+from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
 from engine.model import ExtractedText, PageInfo, WordArray
 
-__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "no_text_note"]
+__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "no_text_note", "page_ranges", "PAGE_FILETYPES"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,11 @@ def no_text_note(pages: list[int]) -> str:
     ``[2]`` -> ``"no text layer on page 2"``; ``[1, 2, 3, 5]`` ->
     ``"no text layer on pages 1-3, 5"``. ``pages`` ascending, non-empty.
     """
+    return f"no text layer on {page_ranges(pages)}"
+
+
+def page_ranges(pages: list[int]) -> str:
+    """``[2]`` -> ``"page 2"``; ``[1, 2, 3, 5]`` -> ``"pages 1-3, 5"`` (ascending, non-empty)."""
     runs: list[str] = []
     i = 0
     while i < len(pages):
@@ -52,18 +59,31 @@ def no_text_note(pages: list[int]) -> str:
         runs.append(str(pages[i]) if i == j else f"{pages[i]}-{pages[j]}")
         i = j + 1
     noun = "page" if len(pages) == 1 else "pages"
-    return f"no text layer on {noun} {', '.join(runs)}"
+    return f"{noun} {', '.join(runs)}"
 
 
 
 
 
-def open_pdf(path: str | os.PathLike[str], password: str | None = None) -> tuple[Any, bool]:
+#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype (``engine.extract.pages``).
+PAGE_FILETYPES: dict[str, str] = {
+    ".epub": "epub", ".xps": "xps", ".oxps": "xps", ".fb2": "fb2", ".mobi": "mobi", ".cbz": "cbz",
+}
+
+
+def open_pdf(path: str | os.PathLike[str], password: str | None = None,
+             filetype: str | None = None) -> tuple[Any, bool]:
     """Open a PDF with PyMuPDF and, if needed, decrypt it (extraction and rendering share this).
 
     Args:
         path: the PDF file.
-        password: tried after the empty password; None = none configured.
+        password: tried after the empty password, first as given, then
+            SASLprep-normalised (RFC 4013; what AES-256 / revision 6 files
+            are encrypted with); None = none configured.
+        filetype: PyMuPDF filetype (``"pdf"``; ``"epub"``, ``"xps"``... for
+            the other page formats, which have no passwords); None: from the
+            suffix (``PAGE_FILETYPES``, else ``"pdf"``), so ``engine.render``
+            draws EPUB / XPS / FB2 / MOBI / CBZ pages too.
 
     Returns:
         ``(document, was_password_protected)``; the caller closes the document.
@@ -75,7 +95,9 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None) -> tuple
     import pymupdf
 
     try:
-        doc = pymupdf.open(Path(path), filetype="pdf")
+        if filetype is None:
+            filetype = PAGE_FILETYPES.get(Path(path).suffix.lower(), "pdf")
+        doc = pymupdf.open(Path(path), filetype=filetype)
     except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
         raise ExtractError(f"corrupt: {e}") from None
     # Read needs_pass ONCE, before authenticating: reading it after a
@@ -89,7 +111,13 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None) -> tuple
         if not password:
             doc.close()
             raise EncryptedError("encrypted: password required")
-        if not doc.authenticate(password):
+        if doc.authenticate(password):
+            return doc, True
+        try:
+            prepared = saslprep(password)
+        except ValueError:
+            prepared = password
+        if prepared == password or not doc.authenticate(prepared):
             doc.close()
             raise EncryptedError("encrypted: wrong password")
     return doc, needs_pass
@@ -114,21 +142,31 @@ def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
     return meta
 
 
-def extract_pdf(path: Path, password: str | None = None) -> ExtractedText:
+def extract_pdf(path: Path, password: str | None = None, ocr: OcrSettings | None = None,
+                filetype: str = "pdf") -> ExtractedText:
     """Read one PDF's words with page and box (``engine.extract.extract`` documents the result).
+
+    Args:
+        path: the file.
+        password: user password (PDF only), tried as given and SASLprep-normalised.
+        ocr: OCR settings; None = off. Pages ``needs_ocr`` picks are OCR'd
+            (``engine.extract.ocr``); their words are in the same displayed-page
+            frame as native words.
+        filetype: PyMuPDF's filetype (``"pdf"``, ``"epub"``, ``"xps"``, ``"fb2"``,
+            ``"mobi"``, ``"cbz"``); ``ExtractedText.file_type`` is set to it.
 
     Raises:
         ExtractError / EncryptedError: as ``open_pdf``.
     """
     with _gc_paused():
-        return _extract_pdf(path, password)
+        return _extract_pdf(path, password, ocr or OCR_OFF, filetype)
 
 
-def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
+def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str = "pdf") -> ExtractedText:
     import pymupdf
 
     flags = pymupdf.TEXTFLAGS_WORDS
-    doc, needs_pass = open_pdf(path, password)
+    doc, needs_pass = open_pdf(path, password, filetype)
     try:
         metadata = _pdf_metadata(doc, needs_pass)
         try:
@@ -136,7 +174,7 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
         except Exception as e:  # broken page tree
             raise ExtractError(f"corrupt: {e}") from None
         if page_count == 0:
-            return ExtractedText("", WordArray.empty(), (), "pdf", ("no pages",), metadata)
+            return ExtractedText("", WordArray.empty(), (), filetype, ("no pages",), metadata)
         labels = _label_rules(doc)
 
         # Pass 1, per page: PyMuPDF's word tuples, kept whole for the vectorised
@@ -148,6 +186,11 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
         sizes: list[tuple[str, float, float]] = []  # per page: label, width_pt, height_pt
         notes: list[str] = []
         unreadable: list[int] = []
+        ocr_confidence: dict[int, float | None] = {}  # OCR'd page -> mean word confidence
+        ocr_turned: dict[int, int] = {}  # OCR'd page read turned upright -> degrees
+        ocr_wanted: list[int] = []  # pages OCR would read, when it is unavailable
+        ocr_missing: str | None = None
+        ocr_checked = False
         for pno in range(page_count):
             number = pno + 1
             try:
@@ -165,10 +208,30 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
             width_pt = rect.width
             height_pt = rect.height
             sizes.append((label, width_pt, height_pt))
+            ocr_done = False
+            if ocr.mode != "off" and needs_ocr(page, len(raw), ocr):
+                if not ocr_checked:
+                    ocr_missing, ocr_checked = ocr_unavailable(ocr.languages), True
+                if ocr_missing:
+                    ocr_wanted.append(number)
+                else:
+                    try:
+                        raw, ocr_confidence[number], turn = ocr_page(page, ocr, flags)
+                        ocr_done = True
+                        if turn:
+                            ocr_turned[number] = turn
+                    except Exception as exc:  # MuPDF/Tesseract failed on this page: note it
+                        log.debug("%s: OCR of page %d failed: %s", path, number, exc)
+                        notes.append(f"OCR of page {number} failed: {exc}")
             if not raw:
                 continue
             extend(raw)
             raw_counts[pno] = len(raw)
+            if ocr_done:
+                # OCR words are already in displayed points (engine.extract.ocr).
+                affine[pno] = (1.0 / width_pt if width_pt > 0 else 0.0, 0.0, 0.0,
+                               1.0 / height_pt if height_pt > 0 else 0.0, 0.0, 0.0)
+                continue
             # PyMuPDF unrotated points -> displayed points (rotation_matrix) ->
             # relative to the displayed page.rect -> fractions of its width /
             # height. Rotations are multiples of 90 degrees: x maps to x and y
@@ -188,7 +251,24 @@ def _extract_pdf(path: Path, password: str | None) -> ExtractedText:
                   for i, (label, w_pt, h_pt) in enumerate(sizes))
     if empty_pages:
         notes.append(no_text_note(empty_pages))
-    return ExtractedText(text, words, pages, "pdf", tuple(notes), metadata)
+    if ocr_wanted and ocr_missing:
+        notes.append(f"{ocr_missing}; not OCR'd: {page_ranges(ocr_wanted)}")
+    if ocr_confidence:
+        notes.append(_ocr_note(ocr, ocr_confidence))
+        if ocr_turned:
+            notes.append("text not upright as displayed, read turned: " + ", ".join(
+                f"page {k} by {v} degrees" for k, v in sorted(ocr_turned.items())))
+            metadata["ocrTurned"] = {str(k): v for k, v in sorted(ocr_turned.items())}
+        metadata["ocrPages"] = {str(k): v for k, v in sorted(ocr_confidence.items())}
+        metadata["ocr"] = {"engine": tesseract_version(), "languages": ocr.languages, "dpi": ocr.dpi}
+    return ExtractedText(text, words, pages, filetype, tuple(notes), metadata)
+
+
+def _ocr_note(ocr: OcrSettings, confidence: dict[int, float | None]) -> str:
+    """``"OCR (tesseract 5.3.0, eng, 300 dpi) on pages 1-5; mean word confidence 87.3"``."""
+    known = [c for c in confidence.values() if c is not None]
+    mean = f"; mean word confidence {sum(known) / len(known):.1f}" if known else ""
+    return f"OCR ({tesseract_version()}, {ocr.languages}, {ocr.dpi} dpi) on {page_ranges(sorted(confidence))}{mean}"
 
 
 def rotation_affine(rotation: int, width_pt: float, height_pt: float) -> tuple[float, ...]:

@@ -1,58 +1,198 @@
 """Plain text and Markdown -> ``ExtractedText`` (no pages, no boxes).
 
-Owns: decoding bytes to text (``decode``), line-end normalisation and NFKC.
-Imports ``engine.model``, ``engine.errors`` and ``engine.extract.common``.
+Owns: decoding bytes to text (``decode``: BOM, strict UTF-8, UTF-8 with a
+few stray bytes, then charset-normalizer detection), line-end normalisation
+and NFKC. Imports ``engine.model``, ``engine.errors`` and
+``engine.extract.common``; ``charset_normalizer`` lazily (only when a file is
+not UTF-8).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from engine.errors import ExtractError
 from engine.extract.common import words_of
 from engine.model import ExtractedText
 
-__all__ = ["decode", "extract_plain"]
+__all__ = ["Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
+
+#: Detector confidence (0..1) below which a decoding is noted as low-confidence.
+LOW_CONFIDENCE = 0.9
+#: Single-byte encodings preferred when the detector finds several that give the same text.
+_PREFERRED = ("cp1252", "utf_8", "iso8859_1", "cp1250", "cp1251", "cp1255", "cp1256")
+_ESCAPED = re.compile("[\udc80-\udcff]")  # bytes surrogateescape could not decode
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")  # C0 controls but tab, line ends, form feed
+#: Non-ASCII bytes a detection needs for full confidence (fewer scale it down).
+_EVIDENCE_BYTES = 16
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32", "utf-32"),
+         (b"\x00\x00\xfe\xff", "utf-32", "utf-32"), (b"\xff\xfe", "utf-16", "utf-16"),
+         (b"\xfe\xff", "utf-16", "utf-16"))
 
 
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """One decoding of a file's bytes.
+
+    Attributes:
+        text: the decoded text (not yet NFKC-normalised).
+        encoding: Python codec name used (``"utf-8"``, ``"big5"``, ``"cp1255"``...).
+        confidence: 0..1; 1.0 for a BOM or strict UTF-8; for detected encodings
+            ``1 - chaos`` (charset-normalizer's mess ratio of the decoded text);
+            for UTF-8 with stray bytes the share of non-ASCII sequences that decoded.
+        method: ``"bom"``, ``"utf-8"``, ``"utf-16-guess"`` (no BOM, NUL pattern),
+            ``"utf-8-replaced"``, ``"detected"`` or ``"fallback"``.
+        notes: human notes (empty for a clean UTF-8 / BOM decoding).
+        language: the detector's guess of the language (``""`` when none).
+    """
+
+    text: str
+    encoding: str
+    confidence: float
+    method: str
+    notes: tuple[str, ...] = ()
+    language: str = ""
 
 
-def decode(data: bytes) -> tuple[str, str, str | None]:
-    """bytes -> (text, encoding name, note or None). Never raises."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+def _stray_bytes(data: bytes) -> tuple[str, int, int]:
+    """UTF-8 decoded with every invalid byte replaced by U+FFFD:
+    ``(text, invalid bytes, valid non-ASCII characters)``."""
+    escaped = data.decode("utf-8", "surrogateescape")
+    bad = len(_ESCAPED.findall(escaped))
+    good = len(_NON_ASCII.findall(escaped)) - bad
+    return data.decode("utf-8", "replace"), bad, good
+
+
+def decode(data: bytes) -> Decoded:
+    """bytes -> ``Decoded``. Never raises.
+
+    Order: a BOM (UTF-8/16/32); UTF-16 without a BOM when NUL bytes fill one
+    byte of most pairs; strict UTF-8; UTF-8 with a few invalid bytes
+    (at most max(4, 5 % of its valid non-ASCII characters), and more valid
+    multi-byte characters than invalid bytes: the bytes become U+FFFD and a
+    note says how many); otherwise charset-normalizer's best guess (its
+    confidence recorded, a note when below ``LOW_CONFIDENCE``; with fewer
+    than 8 non-ASCII bytes cp1252 is preferred when it decodes); when nothing
+    fits, latin-1 (every byte kept) with a low-confidence note.
+    """
+    for bom, codec, name in _BOMS:
+        if data.startswith(bom):
+            try:
+                return Decoded(data.decode(codec), name, 1.0, "bom")
+            except UnicodeDecodeError:
+                break
+    if b"\x00" in data:  # ASCII-range UTF-16 is valid UTF-8 too: look at the NUL pattern first
+        wide = _utf16_without_bom(data)
+        if wide is not None:
+            return wide
+    try:
+        return Decoded(data.decode("utf-8"), "utf-8", 1.0, "utf-8")
+    except UnicodeDecodeError:
+        pass
+    text, bad, good = _stray_bytes(data)
+    if good > bad and bad <= max(4, good // 20):
+        noun = "byte" if bad == 1 else "bytes"
+        return Decoded(text, "utf-8", round(good / (good + bad), 3), "utf-8-replaced",
+                       (f"UTF-8 with {bad} invalid {noun} replaced by U+FFFD",))
+    return _detect(data)
+
+
+def _utf16_without_bom(data: bytes) -> Decoded | None:
+    """UTF-16 without a BOM: most of one byte of every pair NUL (ASCII-range
+    text), the other not; None when the bytes do not look like it or do not decode."""
+    if len(data) < 8 or len(data) % 2:
+        return None
+    arr = np.frombuffer(data, np.uint8)
+    even, odd = arr[0::2], arr[1::2]
+    for codec, zeros, other in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        share = float(np.count_nonzero(zeros == 0)) / len(zeros)
+        if share >= 0.7 and np.count_nonzero(other == 0) / len(other) < 0.1:
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError:
+                return None
+            return Decoded(text, codec, round(share, 3), "utf-16-guess",
+                           (f"decoded as {codec} (no BOM; {share:.0%} of code units ASCII-range), not UTF-8",))
+    return None
+
+
+def _detect(data: bytes) -> Decoded:
+    try:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(data).best()
+    except Exception:  # a detector bug must not lose the file
+        best = None
+    if best is None:
+        return Decoded(data.decode("latin-1"), "latin-1", 0.0, "fallback",
+                       ("no encoding detected: decoded as latin-1 (every byte kept); low confidence",))
+    candidates = list(best.could_be_from_charset) or [best.encoding]
+    encoding = next((e for e in _PREFERRED if e in candidates), best.encoding)
+    high = int(np.count_nonzero(np.frombuffer(data, np.uint8) > 127))
+    guessed = best.language not in ("", "Unknown")
+    if high < _EVIDENCE_BYTES // 2 and encoding != "cp1252":
+        # Too few non-ASCII bytes to tell code pages apart: the commonest one
+        # wins when it decodes (the confidence below stays low and is noted).
         try:
-            return data.decode("utf-16"), "utf-16", None
+            data.decode("cp1252")
+            encoding, guessed = "cp1252", False
         except UnicodeDecodeError:
             pass
     try:
-        return data.decode("utf-8-sig"), "utf-8", None
-    except UnicodeDecodeError:
-        pass
-    try:
-        return data.decode("cp1252"), "cp1252", "decoded as cp1252, not UTF-8"
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1", "decoded as latin-1, not UTF-8"
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        encoding, text = best.encoding, str(best)
+    evidence = min(1.0, high / _EVIDENCE_BYTES)
+    confidence = round(max(0.0, 1.0 - float(best.chaos)) * evidence, 3)
+    name = encoding.replace("_", "-")
+    language = best.language if guessed else ""
+    notes = [f"decoded as {name} (detected, confidence {confidence:.2f}), not UTF-8"]
+    if confidence < LOW_CONFIDENCE:
+        notes.append(f"low-confidence decoding as {name}: some text may be wrong")
+    return Decoded(text, name, confidence, "detected", tuple(notes), language)
 
 
 def extract_plain(path: Path, file_type: str) -> ExtractedText:
     """Read a text / Markdown file (``engine.extract.extract`` documents the result).
 
+    ``metadata``: ``encoding`` (codec name), ``encodingConfidence`` (0..1, see
+    ``Decoded``), ``encodingMethod``, and ``encodingLanguage`` when detected.
+    Text that is only whitespace gives ``text == ""`` and the note
+    ``"only whitespace"`` (``"empty file (0 bytes)"`` for no bytes): it is
+    recorded ``empty``, with no chunk.
+
     Raises:
         ExtractError: ``"cannot read: ..."`` when the file cannot be read.
+
+    A file more than 5 % of whose decoded characters are C0 controls other
+    than tab, line ends and form feed (a binary file named ``.txt``) is still
+    read, with the note ``"looks binary: 37% control characters (...)"``.
     """
     try:
         data = path.read_bytes()
     except OSError as e:
         raise ExtractError(f"cannot read: {e}") from None
-    text, encoding, note = decode(data)
+    d = decode(data)
+    text = d.text
+    control = len(_CONTROL.findall(text))
+    binary_note: tuple[str, ...] = ()
+    if text and control > max(8, len(text) // 20):
+        binary_note = (f"looks binary: {control / len(text):.0%} control characters (decoded as {d.encoding})",)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = unicodedata.normalize("NFKC", text)
-    notes = (note,) if note else ()
+    notes = d.notes + binary_note
     if not text.strip():
-        notes += ("no text",)
-    return ExtractedText(text, words_of(text), (), file_type, notes,
-                         {"encrypted": False, "encoding": encoding})
-
-
+        notes += ("only whitespace" if data else "empty file (0 bytes)",)
+        text = ""
+    metadata = {"encrypted": False, "encoding": d.encoding, "encodingConfidence": d.confidence,
+                "encodingMethod": d.method}
+    if d.language:
+        metadata["encodingLanguage"] = d.language
+    return ExtractedText(text, words_of(text), (), file_type, notes, metadata)

@@ -52,6 +52,7 @@ except ImportError as e:  # the [postgres] extra is not installed
 
 from engine.errors import IndexBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
+from engine.passwords import is_password_ref
 from engine.store.fts import keyword_terms
 from engine.store.postgres_rows import (
     CHUNK_INSERT,
@@ -241,7 +242,7 @@ class PostgresStore(PgEmbedNotes):
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (collection_path) DO UPDATE SET "
                 "root = EXCLUDED.root, password = EXCLUDED.password, partition = EXCLUDED.partition"
             ).format(sql.Identifier(SHARED_SCHEMA)),
-                (collection.collection_path, collection.root, collection.password,
+                (collection.collection_path, collection.root, collection.password_ref,
                  partition_of(collection.collection_path)))
 
     def remove_collection(self, collection_path: str) -> bool:
@@ -271,7 +272,8 @@ class PostgresStore(PgEmbedNotes):
             rows = conn.execute(sql.SQL(
                 "SELECT collection_path, root, password FROM {}.collections ORDER BY collection_path"
             ).format(sql.Identifier(SHARED_SCHEMA))).fetchall()
-        return [Collection(r["collection_path"], r["root"], r["password"]) for r in rows]
+        return [Collection(r["collection_path"], r["root"], r["password"] if is_password_ref(r["password"]) else None)
+                for r in rows]
 
     def get_collection(self, collection_path: str) -> Collection | None:
         """One collection or None."""
@@ -279,7 +281,8 @@ class PostgresStore(PgEmbedNotes):
             r = conn.execute(sql.SQL(
                 "SELECT collection_path, root, password FROM {}.collections WHERE collection_path = %s"
             ).format(sql.Identifier(SHARED_SCHEMA)), (collection_path,)).fetchone()
-        return None if r is None else Collection(r["collection_path"], r["root"], r["password"])
+        return None if r is None else Collection(r["collection_path"], r["root"],
+                                                 r["password"] if is_password_ref(r["password"]) else None)
 
     # -- documents and chunks ----------------------------------------------------
     def _document_row(self, collection_path: str, file_path: str, columns: str) -> dict[str, Any] | None:

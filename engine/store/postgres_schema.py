@@ -251,8 +251,18 @@ def apply_ddl(conn: psycopg.Connection, schema: str, tables: tuple[TableSpec, ..
 
 
 def provision_shared(conn: psycopg.Connection) -> bool:
-    """Create or upgrade the shared ``chunknav`` schema (see ``apply_ddl``); True when any DDL ran."""
-    return apply_ddl(conn, SHARED_SCHEMA, SHARED_TABLES)
+    """Create or upgrade the shared ``chunknav`` schema (see ``apply_ddl``); True when any DDL ran.
+
+    Also blanks plain-text collection passwords an older version stored
+    (the index keeps only references: ``engine.passwords``)."""
+    changed = apply_ddl(conn, SHARED_SCHEMA, SHARED_TABLES)
+    from engine.passwords import LEGACY_PASSWORD_SQL
+
+    if conn.execute(sql.SQL(f"SELECT 1 FROM {{}}.collections WHERE {LEGACY_PASSWORD_SQL} LIMIT 1")
+                    .format(sql.Identifier(SHARED_SCHEMA))).fetchone():
+        conn.execute(sql.SQL(f"UPDATE {{}}.collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
+                     .format(sql.Identifier(SHARED_SCHEMA)))
+    return changed
 
 
 def provision_partition(conn: psycopg.Connection, partition: str) -> str:

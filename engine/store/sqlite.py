@@ -56,6 +56,7 @@ import numpy as np
 
 from engine.errors import IndexBusyError, StoreBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
+from engine.passwords import LEGACY_PASSWORD_SQL, is_password_ref
 from engine.store.base import as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
 from engine.store.sqlite_keyword import FTS_TOKENIZE, ensure_fts, fts_is_current, search_keyword
@@ -64,6 +65,8 @@ from engine.store.sqlite_rows import (
 )
 from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 from engine.store.sqlite_notes import SqliteEmbedNotes
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SqliteStore"]
 
@@ -195,6 +198,18 @@ class SqliteStore(SqliteEmbedNotes):
         with self._write_lock, self._init_lock():
             conn = self._conn()
             if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+                # a plain password stored by an older version: blank it (the index keeps
+                # only references, engine/passwords.py); read first: opening must not
+                # write, another process may hold the writer lock
+                if conn.execute(f"SELECT 1 FROM collections WHERE {LEGACY_PASSWORD_SQL} LIMIT 1").fetchone():
+                    try:
+                        conn.execute(f"UPDATE collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
+                        conn.commit()
+                        log.warning("blanked plain-text collection passwords in the SQLite index; set them "
+                                    "again with --password-env / --password-file")
+                    except sqlite3.OperationalError as e:  # locked: reads ignore them; next open retries
+                        conn.rollback()
+                        log.warning("plain-text collection passwords not blanked yet (%s)", e)
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' "
                                 "AND name = 'chunks_ai'").fetchone():
                     # an index made before FTS rows were added per file: its insert
@@ -324,7 +339,7 @@ class SqliteStore(SqliteEmbedNotes):
                 "INSERT INTO collections(collection_path, root, password) VALUES (?, ?, ?) "
                 "ON CONFLICT(collection_path) DO UPDATE SET root = excluded.root, "
                 "password = excluded.password",
-                (collection.collection_path, collection.root, collection.password))
+                (collection.collection_path, collection.root, collection.password_ref))
 
     def remove_collection(self, collection_path: str) -> bool:
         """Drop a collection with its documents and chunks (vectors stay, then stale).
@@ -345,14 +360,14 @@ class SqliteStore(SqliteEmbedNotes):
         with self._read() as conn:
             rows = conn.execute("SELECT collection_path, root, password FROM collections "
                                 "ORDER BY collection_path").fetchall()
-        return [Collection(*r) for r in rows]
+        return [Collection(r[0], r[1], r[2] if is_password_ref(r[2]) else None) for r in rows]
 
     def get_collection(self, collection_path: str) -> Collection | None:
         """One collection or None."""
         with self._read() as conn:
             row = conn.execute("SELECT collection_path, root, password FROM collections "
                                "WHERE collection_path = ?", (collection_path,)).fetchone()
-        return Collection(*row) if row else None
+        return Collection(row[0], row[1], row[2] if is_password_ref(row[2]) else None) if row else None
 
     # -- documents and chunks -----------------------------------------------------
     def get_document(self, collection_path: str, file_path: str) -> Document | None:
