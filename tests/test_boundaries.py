@@ -83,7 +83,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.store.postgres_schema", "engine.store.postgres_rows", "engine.store.postgres_vectors",
     "engine.embed.base", "engine.embed.local", "engine.embed.http", "engine.store.sqlite_vectors",
     "engine.embed.isolate", "engine.index_embed", "engine.store.sqlite_notes", "engine.store.postgres_notes",
-    "engine.store.sqlite_rows", "engine.service", "engine.extract.common", "engine.extract.pdf",
+    "engine.store.sqlite_rows", "engine.service", "engine.answers", "engine.store.sqlite_schema", "engine.store.postgres_keyword", "engine.extract.common", "engine.extract.pdf",
     "engine.extract.text", "engine.extract.docx", "engine.store.fts", "engine.store.sqlite_keyword",
     "explorer.retrieval",
     "engine.extract.html", "engine.extract.ocr", "engine.extract.pages", "engine.extract.reasons",
