@@ -117,6 +117,14 @@ def _open(pdf_path: str | os.PathLike[str], password: str | None):
     return open_pdf(pdf_path, password)[0]
 
 
+def _page(doc, page: int):
+    """The 1-based ``page`` of an open document. Raises ValueError outside ``1..page_count``."""
+    n = doc.page_count
+    if not 1 <= page <= n:
+        raise ValueError(f"page {page} is out of range: valid 1..{n}")
+    return doc[page - 1]
+
+
 def page_count(pdf_path: str | os.PathLike[str], password: str | None = None) -> int:
     """Number of pages of a PDF.
 
@@ -197,10 +205,7 @@ def page_size_pt(pdf_path: str | os.PathLike[str], page: int, password: str | No
     """
     doc = _open(pdf_path, password)
     try:
-        n = doc.page_count
-        if not 1 <= page <= n:
-            raise ValueError(f"page {page} is out of range: valid 1..{n}")
-        rect = doc[page - 1].rect
+        rect = _page(doc, page).rect
         return float(rect.width), float(rect.height)
     finally:
         doc.close()
@@ -215,10 +220,7 @@ def page_label(pdf_path: str | os.PathLike[str], page: int, password: str | None
     """
     doc = _open(pdf_path, password)
     try:
-        n = doc.page_count
-        if not 1 <= page <= n:
-            raise ValueError(f"page {page} is out of range: valid 1..{n}")
-        return doc[page - 1].get_label() or ""
+        return _page(doc, page).get_label() or ""
     finally:
         doc.close()
 
@@ -469,10 +471,8 @@ def render_page_info(pdf_path: str | os.PathLike[str], page: int, zoom: float = 
     zoom = min(max(float(zoom), ZOOM_MIN), ZOOM_MAX)
     doc = _open(pdf_path, password)
     try:
+        pg = _page(doc, page)
         n = doc.page_count
-        if not 1 <= page <= n:
-            raise ValueError(f"page {page} is out of range: valid 1..{n}")
-        pg = doc[page - 1]
         rects, unions = _rects_for_page(regions, page)
         if rects:
             boxes, source = rects, "rects"

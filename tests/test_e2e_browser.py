@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -41,11 +42,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(sample_index, tmp_path):
+@contextmanager
+def streamlit_server(db: str, log_path: Path, provider: str):
+    """A real ``streamlit run explorer/app.py`` on a free loopback port, with
+    the launcher's flags; yields its base URL and stops it after."""
     port = _free_port()
-    env = dict(os.environ, CHUNKNAV_DB=sample_index.db, EMBED_PROVIDER="local")
-    log = open(tmp_path / "streamlit.log", "w")
+    env = dict(os.environ, CHUNKNAV_DB=db, EMBED_PROVIDER=provider)
+    log = open(log_path, "w")
     cmd = [sys.executable, "-m", "streamlit", "run", "explorer/app.py", *streamlit_flags(),
            f"--server.port={port}", "--server.headless=true"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -56,7 +59,7 @@ def server(sample_index, tmp_path):
                 socket.create_connection(("127.0.0.1", port), 0.2).close()
                 break
             except OSError:
-                assert proc.poll() is None, (tmp_path / "streamlit.log").read_text()
+                assert proc.poll() is None, log_path.read_text()
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -66,6 +69,12 @@ def server(sample_index, tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture
+def server(sample_index, tmp_path):
+    with streamlit_server(sample_index.db, tmp_path / "streamlit.log", "local") as url:
+        yield url
 
 
 def _highlight_pixels(png: bytes) -> int:

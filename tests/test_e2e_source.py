@@ -12,22 +12,17 @@ tests/output/ (git-ignored).
 from __future__ import annotations
 
 import io
-import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from engine.cli import streamlit_flags
 from engine.config import Settings
 from tests.conftest import ALLOWED_ROOTS
 from engine.tools import Engine, call_tool
-from tests.test_e2e_browser import CHROMIUM, FLAGS, OUTPUT, REPO, _free_port
+from tests.test_e2e_browser import CHROMIUM, FLAGS, OUTPUT, REPO, streamlit_server
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM) and not Path(CHROMIUM).is_file(),
@@ -96,31 +91,8 @@ def tall_index(tmp_path):
 @pytest.fixture
 def server(tall_index, tmp_path):
     settings, root, chunk = tall_index
-    port = _free_port()
-    env = dict(os.environ, CHUNKNAV_DB=settings.db, EMBED_PROVIDER="none")
-    log = open(tmp_path / "streamlit.log", "w")
-    cmd = [sys.executable, "-m", "streamlit", "run", "explorer/app.py", *streamlit_flags(),
-           f"--server.port={port}", "--server.headless=true"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    import socket
-
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                assert proc.poll() is None, (tmp_path / "streamlit.log").read_text()
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}", root, chunk
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with streamlit_server(settings.db, tmp_path / "streamlit.log", "none") as url:
+        yield url, root, chunk
 
 
 def _wait_images(page, n: int) -> None:
