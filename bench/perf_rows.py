@@ -314,7 +314,7 @@ def hundred_files(dest: Path) -> None:
     """100 files: the corpus PDFs and text files, plus pieces of Tiny Shakespeare."""
     dest.mkdir()
     n = 0
-    for p in sorted((CORPUS / "pdf").glob("*.pdf")) + sorted((CORPUS / "text").glob("*")):
+    for p in sorted((CORPUS / "pdf").glob("*.pdf")) + sorted(q for q in (CORPUS / "text").glob("*") if q.is_file()):
         shutil.copy(p, dest / p.name)
         n += 1
     text = (CORPUS / "text" / "tinyshakespeare-input.txt").read_text("utf-8")

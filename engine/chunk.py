@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.model import RECT_GRID, Bbox, ExtractedText, Region, Window
 

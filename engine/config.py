@@ -155,7 +155,10 @@ class Settings:
             return key + ";ocr=off"
         from engine.extract.ocr import tesseract_version  # cached: one `tesseract --version`
 
-        return key + f";ocr={self.ocr},{self.ocr_languages},{self.ocr_dpi},tesseract={tesseract_version() or 'none'}"
+        # the answer is kept beside a SQLite index file (engine.extract.ocr: fingerprinted, a day at most)
+        cache = f"{self.db}.tesseract.json" if self.db and self.db != ":memory:" and not self.dsn else None
+        version = tesseract_version(cache)
+        return key + f";ocr={self.ocr},{self.ocr_languages},{self.ocr_dpi},tesseract={version or 'none'}"
 
     def validate(self) -> Settings:
         """Check ranges; raises ``SettingsError`` naming the setting and its env variable."""

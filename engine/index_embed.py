@@ -33,11 +33,8 @@ import logging
 import time
 from typing import Any, Callable
 
-import numpy as np
-
-from engine.embed.base import EmbedFailure, dimension_changed
-from engine.embed.isolate import embed_isolating
 from engine.errors import EmbedError
+from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.store.base import Store
 
 __all__ = ["embed_pass", "text_hash", "DeferredEmbedder", "GROUP_TEXTS"]
@@ -84,7 +81,8 @@ def _endpoint(embedder: Any) -> str:
     return getattr(embedder, "endpoint", None) or ""
 
 
-def _fail(summary: dict, failure: EmbedFailure, done: int, total: int) -> None:
+def _fail(summary: dict, failure: Any, done: int, total: int) -> None:
+    """Record ``failure`` (an ``engine.embed.EmbedFailure``) as the pass's ``embedError``."""
     summary["embedError"] = failure.to_fields()
     log.warning("embedding stopped after %d of %d chunks: %s", done, total, failure.message)
 
@@ -123,6 +121,8 @@ def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
     summary["reused"] = max(0, live)
     if not group:
         return  # nothing to embed: no probe, no model load
+    # engine.embed only now: an unchanged run imports no provider code (issue 15)
+    from engine.embed.base import dimension_changed
     total = int(counts.get("missing", 0)) or len(group)
     try:
         embedder.probe()  # unreachable / wrong EMBED_DIM: stop before any vector is written
@@ -161,6 +161,9 @@ def _store_vectors(store: Store, model: str, ids: list[str], rows: np.ndarray, h
 def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str, str]], batch: int,
                  summary: dict, check: Callable[[], None], run: Callable[[Callable[[], Any]], Any]) -> int:
     """One group of missing chunks -> vectors stored; returns chunks handled. Raises EmbedError."""
+    from engine.embed.base import dimension_changed
+    from engine.embed.isolate import embed_isolating
+
     ids_of: dict[str, list[str]] = {}
     text_of: dict[str, str] = {}
     for cid, text in group:

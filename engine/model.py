@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 __all__ = [
     "Bbox",
@@ -126,19 +126,29 @@ RECT_GRID = 10_000
 
 def rects_code(rects: Sequence[Bbox]) -> str:
     """Rectangles on the ``RECT_GRID`` grid -> base64 of uint16 little-endian
-    ``x, y, w, h`` grid units per rectangle (8 bytes each)."""
-    import base64
+    ``x, y, w, h`` grid units per rectangle (8 bytes each).
 
-    units = np.rint(np.array([(r.x, r.y, r.w, r.h) for r in rects], np.float64) * RECT_GRID)
-    return base64.b64encode(np.clip(units, 0, RECT_GRID).astype("<u2").tobytes()).decode("ascii")
+    Each value is rounded half to even (``round``, as ``numpy.rint``) and
+    clipped to 0..RECT_GRID; plain Python (a chunk has a few rectangles:
+    numpy's per-call overhead was most of the cost, and a reading process
+    need not import numpy).
+    """
+    import base64
+    import struct
+
+    grid = RECT_GRID
+    units = [min(max(round(v * grid), 0), grid) for r in rects for v in (r.x, r.y, r.w, r.h)]
+    return base64.b64encode(struct.pack(f"<{len(units)}H", *units)).decode("ascii")
 
 
 def rects_decode(code: str) -> tuple[Bbox, ...]:
     """Inverse of ``rects_code``: a tuple of ``Bbox`` (grid units / ``RECT_GRID``)."""
     import base64
+    import struct
 
-    units = np.frombuffer(base64.b64decode(code), "<u2").reshape(-1, 4) / RECT_GRID
-    return tuple(Bbox(*row) for row in units.tolist())
+    raw = base64.b64decode(code)
+    u = [k / RECT_GRID for k in struct.unpack(f"<{len(raw) // 2}H", raw)]
+    return tuple(Bbox(u[i], u[i + 1], u[i + 2], u[i + 3]) for i in range(0, len(u) - 3, 4))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,10 @@ from engine.secrets import register as register_secrets, register_settings
 
 __all__ = ["Engine"]
 
+#: ``engine.embed.local.LOCAL_MODEL`` (tests/test_perf.py checks they agree), named here so that
+#: ``run_index`` can defer the local provider without importing ``engine.embed``.
+_LOCAL_MODEL = "l2_supercat_256"
+
 
 class Engine:
     """The engine objects every face shares: settings, store, search, indexer.
@@ -186,6 +190,12 @@ class Engine:
 
             # auto-detection probes the server: only do it when something needs embedding
             embedder = DeferredEmbedder(self.settings.embed_model, self.embedder)
+        elif embed and self.settings.embed_provider == "local" and self.settings.embed_model in ("", _LOCAL_MODEL):
+            from engine.index_embed import DeferredEmbedder
+
+            # the local model's name is known without engine.embed: a run with nothing
+            # to embed imports no provider code at all (issue 15: lean no-op runs)
+            embedder = DeferredEmbedder(_LOCAL_MODEL, self.embedder)
         elif embed:
             try:
                 embedder = self.embedder()

@@ -21,8 +21,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import jsonschema
-
 from engine import envelopes as E
 from engine.errors import StoreUnavailableError
 from engine.search import MAX_QUERY_CHARS, SCOPE_QUALIFIERS
@@ -172,25 +170,27 @@ REGISTRY: dict[str, Tool] = {
 }
 
 
-#: One validator per tool, built once at load: ``jsonschema.validate`` would
-#: re-check the schema itself on every call (~1 ms; a built validator ~0.02 ms).
-_VALIDATORS = {}
+#: One validator per tool, built once, on the tool's first call: ``jsonschema.validate``
+#: would re-check the schema itself on every call (~1 ms; a built validator ~0.02 ms).
+#: jsonschema itself (~40-60 ms of imports) loads with the first call, so a process
+#: that never calls a tool (``chunknav index``, ``collections``) never imports it.
+_VALIDATORS: dict[str, Any] = {}
 
 
 def _validator(tool: Tool):
     v = _VALIDATORS.get(tool.name)
     if v is None or v.schema is not tool.schema:
+        import jsonschema
+
         cls = jsonschema.validators.validator_for(tool.schema)
         cls.check_schema(tool.schema)
         v = _VALIDATORS[tool.name] = cls(tool.schema)
     return v
 
 
-for _tool in REGISTRY.values():
-    _validator(_tool)
-
-
 def _validate(tool: Tool, arguments: dict[str, Any]) -> None:
+    import jsonschema
+
     try:
         error = jsonschema.exceptions.best_match(_validator(tool).iter_errors(arguments))
         if error is not None:

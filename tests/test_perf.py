@@ -8,6 +8,7 @@ pandas) nor an embedding provider.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -29,10 +30,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # -- validators -------------------------------------------------------------------------
-def test_each_tool_has_one_validator_built_at_load():
+def test_each_tool_has_one_validator_built_on_first_use():
+    engine = Engine(Settings(db=":memory:", embed_provider="none").validate())
+    call_tool(engine, "get_chunk", {"collectionPath": "A", "filePath": "x.txt", "chunkIndex": 0})
+    assert "get_chunk" in tools._VALIDATORS
+    for tool in tools.REGISTRY.values():  # every schema is a valid schema (checked when built)
+        tools._validator(tool)
     assert set(tools._VALIDATORS) == set(tools.REGISTRY)
     before = dict(tools._VALIDATORS)
-    engine = Engine(Settings(db=":memory:", embed_provider="none").validate())
     for _ in range(3):
         call_tool(engine, "get_chunk", {"collectionPath": "A", "filePath": "x.txt", "chunkIndex": 0})
     assert all(tools._VALIDATORS[k] is v for k, v in before.items())
@@ -169,6 +174,42 @@ def test_a_chunk_read_imports_no_sqlite_utils_pandas_or_provider(tmp_path):
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True)
+
+
+def test_the_deferred_local_model_name_is_the_local_model():
+    from engine import service
+    from engine.embed import LOCAL_MODEL
+
+    assert service._LOCAL_MODEL == LOCAL_MODEL
+
+
+def test_an_unchanged_index_run_imports_no_numpy_jsonschema_pymupdf_or_provider(tmp_path):
+    """The no-op ``chunknav index`` (and a get-chunk of PDF chunks) keeps heavy imports off (issue 15)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "a.txt").write_text("hello world " * 200, "utf-8")
+    (root / "b.pdf").write_bytes((REPO / "tests/corpus/pdf/tracemonkey.pdf").read_bytes())
+    db = tmp_path / "x.db"
+    env = {**os.environ, "CHUNKNAV_DB": str(db), "CHUNKNAV_ALLOWED_ROOTS": ALLOWED_ROOTS}
+    env.pop("EMBED_PROVIDER", None)  # the default provider: local
+    add = [sys.executable, "-m", "engine", "collections", "add", "A", str(root)]
+    subprocess.run(add, cwd=REPO, env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "engine", "index"], cwd=REPO, env=env, check=True,
+                   capture_output=True)  # text and vectors (the local model)
+    heavy = "('numpy', 'jsonschema', 'pymupdf', 'requests', 'sqlite_utils', 'pandas', 'wordllama', 'engine.embed')"
+    code = (
+        "import sys\n"
+        "from engine.cli import main\n"
+        "assert main(['index']) == 0\n"
+        f"bad = [m for m in {heavy} if m in sys.modules]\n"
+        "assert not bad, bad\n"
+        "assert main(['get-chunk', 'A', 'b.pdf', '3']) == 0\n"
+        f"bad = [m for m in {heavy} if m in sys.modules and m != 'jsonschema']\n"
+        "assert not bad, bad\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '"regions"' in out.stdout or '"bbox"' in out.stdout  # the PDF chunk (with rects) was read
 
 
 # -- warm first search: the embed pass appends to the matrix files -----------------------------

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.config import Settings
 from engine.embed.base import BODY_LIMIT_CHARS, PROBE_TEXT, EmbedFailure, classify, dimension_changed, redact

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import EmbedError, ErrorCode
 from engine.secrets import redact as _redact

@@ -27,8 +27,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import numpy as np
-import requests
+from engine.lazy import np  # numpy on first use (engine.lazy)
+from engine.lazy import requests  # requests on first use (engine.lazy)
 
 from engine.config import Settings
 from engine.embed.base import BaseEmbedder, EmbedFailure, classify, log_failure

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.embed.base import PROBE_TEXT, EmbedFailure, log_failure, quiet_failures
 from engine.errors import EmbedError

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.embed.base import BaseEmbedder
 

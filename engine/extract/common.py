@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.model import WordArray
 

@@ -73,14 +73,75 @@ def tessdata_dir() -> str | None:
     return found if found and Path(found).is_dir() else None
 
 
-@functools.lru_cache(maxsize=1)
-def tesseract_version() -> str | None:
+#: Seconds a ``tesseract_version`` answer saved beside the index is trusted.
+_VERSION_CACHE_MAX_AGE_S = 24 * 3600
+
+
+@functools.lru_cache(maxsize=4)
+def tesseract_version(cache_path: str | None = None) -> str | None:
     """First line of ``tesseract --version`` (``"tesseract 5.3.0"``), or
     ``"mupdf-tesseract"`` when only language data is present (MuPDF's own
     Tesseract still reads it), or None without language data. Cached: one
-    process per interpreter."""
-    if tessdata_dir() is None:
-        return None
+    process per interpreter.
+
+    Args:
+        cache_path: a JSON file (beside the index: ``<db>.tesseract.json``)
+            holding the last answer with what it depended on: the
+            ``TESSDATA_PREFIX`` value and the ``tesseract`` program found on
+            ``PATH`` (path, size, mtime, inode). While those are unchanged, the
+            language-data folder it named still exists and the answer is under
+            a day old, it is used as is: finding the language data and asking
+            the version cost two subprocesses and the PyMuPDF import (~90 ms,
+            on every index run: the version is part of the hash gate). None:
+            always ask.
+    """
+    if cache_path is None:
+        return _ask_tesseract_version()[1]
+    import json
+    import time
+
+    key = _tesseract_fingerprint()
+    try:
+        with open(cache_path, encoding="utf-8") as f:
+            saved = json.load(f)
+        if (saved.get("key") == key and 0 <= time.time() - float(saved["at"]) < _VERSION_CACHE_MAX_AGE_S
+                and (saved["tessdata"] is None or Path(saved["tessdata"]).is_dir())):
+            return saved["version"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    tessdata, version = _ask_tesseract_version()
+    try:
+        tmp = f"{cache_path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "at": time.time(), "tessdata": tessdata, "version": version}, f)
+        os.replace(tmp, cache_path)
+    except OSError:  # a read-only index folder: ask again next time
+        pass
+    return version
+
+
+def _tesseract_fingerprint() -> list[Any]:
+    """What ``tesseract_version``'s answer depends on, cheaply (no subprocess)."""
+    exe = shutil.which("tesseract")
+    stat: list[int] | None = None
+    if exe:
+        try:
+            st = os.stat(exe)
+            stat = [st.st_size, st.st_mtime_ns, st.st_ino]
+        except OSError:
+            pass
+    return [os.environ.get("TESSDATA_PREFIX"), exe, stat]
+
+
+def _ask_tesseract_version() -> tuple[str | None, str | None]:
+    """``(tessdata_dir(), version)``, asking the system (``tesseract_version`` without a cache)."""
+    data = tessdata_dir()
+    if data is None:
+        return None, None
+    return data, _version_line()
+
+
+def _version_line() -> str:
     exe = shutil.which("tesseract")
     if exe:
         try:

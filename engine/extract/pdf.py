@@ -21,7 +21,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import EncryptedError, ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
@@ -34,8 +34,7 @@ __all__ = ["open_pdf", "rotation_affine", "extract_pdf", "no_text_note", "page_r
 log = logging.getLogger(__name__)
 
 # Separator codes used while laying out a PDF: 0 page start (form feeds), 1-3 below.
-_SEPARATORS = np.array(["", WORD_SEPARATOR, LINE_SEPARATOR, BLOCK_SEPARATOR], dtype=object)
-_SEPARATOR_LENGTHS = np.array([len(x) for x in _SEPARATORS], dtype=np.int64)
+_SEPARATOR_TEXTS = ("", WORD_SEPARATOR, LINE_SEPARATOR, BLOCK_SEPARATOR)
 _FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
 
 
@@ -358,9 +357,10 @@ def _place_words(raw: list[tuple[Any, ...]], raw_counts: list[int], affine: np.n
     code[0] = 0
     crossing = np.flatnonzero(page_gap)
     code[crossing] = 0
-    sep_len = _SEPARATOR_LENGTHS[code]
+    separator_texts = np.array(_SEPARATOR_TEXTS, dtype=object)
+    sep_len = np.array([len(x) for x in _SEPARATOR_TEXTS], dtype=np.int64)[code]
     sep_len[crossing] = page_gap[crossing]
-    separators = _SEPARATORS[code]
+    separators = separator_texts[code]
     for i in crossing.tolist():
         separators[i] = PAGE_SEPARATOR * int(page_gap[i])
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Iterable, Protocol, runtime_checkable
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 

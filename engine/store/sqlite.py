@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import IndexBusyError, StoreBusyError
 from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit

@@ -25,7 +25,7 @@ import sqlite3
 import time
 from typing import Any
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 __all__ = ["SqliteEmbedNotes"]
 
