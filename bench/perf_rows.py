@@ -325,6 +325,12 @@ def hundred_files(dest: Path) -> None:
 
 
 def bench_start(args, work: Path) -> None:
+    # An installed chunknav has its bytecode compiled (pip does it); this worktree may
+    # not (PYTHONDONTWRITEBYTECODE=1 here): compile engine/ once, as an install would.
+    subprocess.run([PY, "-m", "compileall", "-q", str(REPO / "engine")], check=True,
+                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""}, stdout=subprocess.DEVNULL)
+    print(f"\n(engine/ bytecode compiled, as in an installed package; PYTHONDONTWRITEBYTECODE="
+          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
     db = str(work / "start.db")
     env = clean_env(db)
     root = work / "hundred"

@@ -6,8 +6,13 @@ asks for each outcome (``extract``), which is exactly what
 ``engine.extract.extract`` would return or raise in this process. Workers
 are forked (``multiprocessing`` "fork": no re-import of ``__main__``, a few
 milliseconds each), and only from a process running a single thread (the
-CLI); at most ``2 x workers`` outcomes are in flight, so memory stays
-bounded by a few documents.
+CLI). A PDF of at least ``SPLIT_MIN_BYTES`` is read in ``workers`` page
+ranges, one per worker (``engine.extract.pdf.extract_pdf_part``), joined here
+(``merge_pdf_parts``: the same ``ExtractedText`` as one read), so one large
+file does not leave a core idle. Tasks are handed out ahead of the indexer, at
+most ``8 x workers`` not yet collected and ``MAX_AHEAD_BYTES`` of input (a
+slow file must not stall the workers while outcomes behind it wait), so memory
+stays bounded by a few documents.
 
 Falls back to extracting in this process, cleanly: with ``workers`` 1 (the
 ``extract_workers`` setting), for runs too small to repay a pool start
@@ -38,7 +43,7 @@ from typing import Any, Iterable
 from engine.errors import ExtractError
 from engine.model import ExtractedText
 
-__all__ = ["ExtractPool", "MIN_FILES", "MIN_POOL_BYTES", "worker_count"]
+__all__ = ["ExtractPool", "MIN_FILES", "MIN_POOL_BYTES", "SPLIT_MIN_BYTES", "MAX_AHEAD_BYTES", "worker_count"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,11 @@ log = logging.getLogger(__name__)
 MIN_FILES = 3
 #: A run with fewer bytes to extract than this stays in this process (a pool starts in ~0.2 s).
 MIN_POOL_BYTES = 2_000_000
+
+#: A PDF at least this large is read in page ranges, one per worker.
+SPLIT_MIN_BYTES = 256 * 1024
+#: Input bytes handed to the workers ahead of the indexer (at least one file).
+MAX_AHEAD_BYTES = 64 * 1024 * 1024
 
 _Key = tuple[str, Any]
 
@@ -69,22 +79,41 @@ def worker_count(setting: int) -> int:
     return 1 if busy else cores
 
 
-def _extract_in_worker(path: str, password: str | None, ocr: Any = None) -> tuple[str, Any]:
+def _extract_in_worker(path: str, password: str | None, ocr: Any = None, max_pages: int = 0) -> tuple[str, Any]:
     """Runs in a worker: ("ok", ExtractedText) | ("error", ExtractError) | ("bug", text)."""
     from engine.extract import extract
 
     try:
-        return "ok", extract(Path(path), password, ocr)
+        return "ok", extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
     except ExtractError as e:
         return "error", e
     except Exception as e:  # re-run in the parent, where the indexer logs it with its traceback
         return "bug", f"{type(e).__name__}: {e}"
 
 
-def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None) -> ExtractedText:
+def _pages_kw(path: str | os.PathLike[str], max_pages: int) -> dict[str, int]:
+    """``max_pages`` for ``engine.extract.extract`` of a PDF (other formats take no page limit)."""
+    return {"max_pages": max_pages} if max_pages and str(path).lower().endswith(".pdf") else {}
+
+
+def _extract_part_in_worker(path: str, password: str | None, ocr: Any, part: int, parts: int,
+                            max_pages: int = 0) -> tuple[str, Any]:
+    """Runs in a worker: one page range of a PDF, as ``_extract_in_worker`` answers."""
+    from engine.extract.pdf import extract_pdf_part
+
+    try:
+        return "ok", extract_pdf_part(Path(path), password, ocr, part, parts, max_pages)
+    except ExtractError as e:
+        return "error", e
+    except Exception as e:
+        return "bug", f"{type(e).__name__}: {e}"
+
+
+def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None,
+                  max_pages: int = 0) -> ExtractedText:
     from engine.extract import extract
 
-    return extract(Path(path), password, ocr)
+    return extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
 
 
 class ExtractPool:
@@ -105,10 +134,13 @@ class ExtractPool:
     def __init__(self, workers: int, ocr: Any = None):
         self.workers = max(1, int(workers))
         self.ocr = ocr  # engine.extract.ocr.OcrSettings for every extraction (i11); None = off
+        self.max_pages = 0  # a PDF over this many pages raises TooLargeError (0 = unchecked)
         self._executor: ProcessPoolExecutor | None = None
         self._queue: deque[_Key] = deque()
         self._queued: set[_Key] = set()
-        self._inflight: dict[_Key, Future] = {}
+        self._sizes: dict[_Key, int] = {}
+        self._inflight: dict[_Key, list[Future]] = {}  # a split PDF: one future per page range
+        self._ahead_bytes = 0
         self._broken = False
         #: Files extracted by a worker / in this process (for tests and the bench).
         self.in_workers = 0
@@ -146,22 +178,39 @@ class ExtractPool:
                 log.warning("extraction stays in this process: worker pool did not start (%s)", e)
                 self._broken = True
                 return
-        for p, pw, _s in items:
+        for p, pw, size in items:
             key = (p, pw)
             if key not in self._queued and key not in self._inflight:
                 self._queue.append(key)
                 self._queued.add(key)
+                self._sizes[key] = size
         self._top_up()
 
+    def _parts(self, key: _Key) -> int:
+        """Page ranges to read ``key`` in: ``workers`` for a large PDF, else 1 (the whole file)."""
+        if self._sizes.get(key, 0) >= SPLIT_MIN_BYTES and key[0].lower().endswith(".pdf"):
+            return self.workers
+        return 1
+
     def _top_up(self) -> None:
-        while self._executor is not None and self._queue and len(self._inflight) < 2 * self.workers:
+        while self._executor is not None and self._queue:
+            tasks = sum(len(f) for f in self._inflight.values())
+            if self._inflight and (tasks >= 8 * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
+                return
             key = self._queue.popleft()
             self._queued.discard(key)
+            parts = self._parts(key)
             try:
-                self._inflight[key] = self._executor.submit(_extract_in_worker, *key, self.ocr)
+                if parts == 1:
+                    futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages)]
+                else:
+                    futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts, self.max_pages)
+                               for k in range(parts)]
             except (BrokenProcessPool, RuntimeError) as e:
                 self._give_up(e)
                 return
+            self._inflight[key] = futures
+            self._ahead_bytes += self._sizes.get(key, 0)
 
     def _give_up(self, e: BaseException) -> None:
         log.warning("extraction continues in this process: the worker pool failed (%s)", e)
@@ -183,20 +232,22 @@ class ExtractPool:
                 ``ExtractError`` (from the re-run in this process).
         """
         key = (str(path), password)
-        fut = self._inflight.pop(key, None)
-        if fut is None:
+        futures = self._inflight.pop(key, None)
+        if futures is None:
             if key in self._queued:  # asked before its turn: do it here, never twice
                 self._queued.discard(key)
                 self._queue.remove(key)
             self.here += 1
-            return _extract_here(path, password, self.ocr)
+            return _extract_here(path, password, self.ocr, self.max_pages)
+        self._ahead_bytes -= self._sizes.pop(key, 0)
         try:
-            kind, value = fut.result()
+            answers = [fut.result() for fut in futures]
         except BrokenProcessPool as e:
             self._give_up(e)
             raise ExtractError(f"extractor error: worker process died: {e}") from None
         finally:
             self._top_up()
+        kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
         if kind == "ok":
             self.in_workers += 1
             return value
@@ -204,7 +255,20 @@ class ExtractPool:
             self.in_workers += 1
             raise value
         self.here += 1
-        return _extract_here(path, password, self.ocr)  # "bug": raise the real exception here
+        return _extract_here(path, password, self.ocr, self.max_pages)  # "bug": raise the real exception here
+
+    def _joined(self, answers: list[tuple[str, Any]]) -> tuple[str, Any]:
+        """The page ranges' answers of one split PDF -> one answer: their merge when every
+        range was read, the error when every range failed alike, else ``("bug", ...)``
+        (the file is then read again here, whole)."""
+        from engine.extract.pdf import PdfPart, merge_pdf_parts
+
+        kinds = {k for k, _v in answers}
+        if kinds == {"ok"} and all(isinstance(v, PdfPart) for _k, v in answers):
+            return "ok", merge_pdf_parts([v for _k, v in answers], self.ocr)
+        if kinds == {"error"} and len({(type(v), v.reason) for _k, v in answers}) == 1:
+            return answers[0]
+        return "bug", "page ranges answered differently"
 
     def close(self) -> None:
         """End the workers (outcomes not asked for are dropped)."""
@@ -212,5 +276,7 @@ class ExtractPool:
         self._inflight.clear()
         self._queue.clear()
         self._queued.clear()
+        self._sizes.clear()
+        self._ahead_bytes = 0
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)

@@ -472,11 +472,12 @@ class Indexer:
 
         def admitted(f: HashedFile) -> bool:
             try:
-                return check_limits(f.path, f.size_bytes, f.suffix, self.limits) is None
+                return check_limits(f.path, f.size_bytes, f.suffix, self.limits, pdf_pages=False) is None
             except Exception:  # refused or unreadable: _extract reports it, in this process
                 return False
 
         pool = ExtractPool(worker_count(self.settings.extract_workers), self._ocr)
+        pool.max_pages = self.limits.max_pages  # checked on the document each worker opens
         if pool.workers > 1:
             firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
             pool.prefetch((str(Path(f.path)), self._password(f), f.size_bytes)
@@ -528,11 +529,13 @@ class Indexer:
         from engine.extract.limits import check_limits
 
         try:
-            check_limits(f.path, f.size_bytes, f.suffix, self.limits)
+            # a PDF's page count is checked by the extractor on the document it opens (one open)
+            check_limits(f.path, f.size_bytes, f.suffix, self.limits, pdf_pages=False)
             pool = getattr(self, "_pool", None)  # engine.extract_pool: the same outcome, maybe from a worker
             if pool is not None:
-                return pool.extract(Path(f.path), self._password(f))  # the pool carries the OCR settings
-            return extract(Path(f.path), self._password(f), self._ocr)
+                return pool.extract(Path(f.path), self._password(f))  # the pool carries OCR and max_pages
+            pages = {"max_pages": self.limits.max_pages} if f.suffix == ".pdf" and self.limits.max_pages else {}
+            return extract(Path(f.path), self._password(f), self._ocr, **pages)
         except ExtractError as e:
             return e
         except OSError as e:

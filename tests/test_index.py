@@ -182,9 +182,9 @@ def test_duplicate_content_is_extracted_once(env, monkeypatch):
     calls: list[str] = []
     real = engine.extract.extract
 
-    def spy(path, password=None, ocr=None):  # counts calls, runs the real extractor
+    def spy(path, password=None, ocr=None, **kw):  # counts calls, runs the real extractor
         calls.append(Path(path).name)
-        return real(path, password, ocr)
+        return real(path, password, ocr, **kw)
 
     monkeypatch.setattr(engine.extract, "extract", spy)
     Indexer(store, settings).run()

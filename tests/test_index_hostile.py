@@ -296,20 +296,20 @@ def test_a_file_rewritten_during_extraction_is_stored_from_the_bytes_read(tmp_pa
     real = engine.extract.extract
     calls: dict[str, int] = {}
 
-    def rewriting(path, password=None, ocr=None):
+    def rewriting(path, password=None, ocr=None, **kw):
         """Rewrite the file while it is read, then put the old bytes and mtime back."""
         name = Path(path).name
         calls[name] = calls.get(name, 0) + 1
         st = os.stat(path)
         if name == "moving.txt" and calls[name] == 1:
             target.write_bytes(b"INTERMEDIATE words nobody should keep\n" * 10)
-            out = real(path, password, ocr)
+            out = real(path, password, ocr, **kw)
             target.write_bytes(original)
             os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # size and mtime as before
             return out
         if name == "flapping.txt":  # changes on every read
             Path(path).write_bytes(b"version %d" % (calls[name] + 1))
-        return real(path, password, ocr)
+        return real(path, password, ocr, **kw)
 
     monkeypatch.setattr(engine.extract, "extract", rewriting)
     settings = _settings(tmp_path)

@@ -72,7 +72,8 @@ SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx", ".html", 
                                        *PAGE_FORMATS)
 
 
-def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = None) -> ExtractedText:
+def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = None,
+            max_pages: int = 0) -> ExtractedText:
     """Read one file into text plus word provenance.
 
     Args:
@@ -82,6 +83,10 @@ def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = N
             PDFs that open without one.
         ocr: OCR of pages without a text layer (PDF and the PyMuPDF page
             formats); None = off (the indexer passes the configured settings).
+        max_pages: refuse a PDF with more pages (``TooLargeError``, as
+            ``engine.extract.limits.check_limits``; 0 = unchecked), on the
+            document opened for reading (the indexer passes ``pdf_pages=False``
+            to ``check_limits`` and the limit here: one open per file).
 
     Returns:
         ``ExtractedText`` with ``text`` NFKC-normalised (layout rules in the
@@ -114,7 +119,7 @@ def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = N
     if not path.is_file():
         raise ExtractError(f"not a readable file: {path}")
     if suffix == ".pdf":
-        return extract_pdf(path, password, ocr)
+        return extract_pdf(path, password, ocr, max_pages=max_pages)
     if suffix == ".docx":
         return extract_docx(path)
     if suffix in (".html", ".htm"):

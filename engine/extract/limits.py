@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from engine.errors import ExtractError, TooLargeError
 
-__all__ = ["Limits", "check_limits", "check_docx", "check_pdf_pages", "human_bytes"]
+__all__ = ["Limits", "check_limits", "check_docx", "check_pdf_pages", "human_bytes", "check_page_count"]
 
 _PIECE_BYTES = 1 << 20
 
@@ -56,7 +56,8 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, limits: Limits) -> None:
+def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, limits: Limits,
+                 pdf_pages: bool = True) -> None:
     """Refuse a file over a limit before it is extracted.
 
     Args:
@@ -64,6 +65,9 @@ def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, lim
         size_bytes: its size from the walk's stat, bytes.
         suffix: lower-case suffix with the dot (``".docx"``).
         limits: the run's limits.
+        pdf_pages: check a PDF's page count here (opens it); False when the
+            extractor checks it on the document it opens anyway
+            (``engine.extract.extract(..., max_pages=)``: the same error, one open less).
 
     Raises:
         TooLargeError: over ``max_file_bytes``, a .docx part over
@@ -77,7 +81,7 @@ def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, lim
                             f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(limits.max_file_bytes)}")
     if suffix == ".docx":
         check_docx(path, limits.max_docx_part_bytes, limits.max_file_bytes)
-    elif suffix == ".pdf" and limits.max_pages:
+    elif suffix == ".pdf" and limits.max_pages and pdf_pages:
         check_pdf_pages(path, limits.max_pages)
 
 
@@ -141,5 +145,10 @@ def check_pdf_pages(path: str | os.PathLike[str], max_pages: int) -> None:
         n = doc.page_count
     finally:
         doc.close()
-    if n > max_pages:
+    check_page_count(n, max_pages)
+
+
+def check_page_count(n: int, max_pages: int) -> None:
+    """``TooLargeError`` when ``n`` pages are over ``max_pages`` (0 = unchecked)."""
+    if max_pages and n > max_pages:
         raise TooLargeError(f"too-large: {n} pages, over max_pages (CHUNKNAV_MAX_PAGES) = {max_pages}")

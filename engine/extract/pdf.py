@@ -29,7 +29,8 @@ from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
 from engine.model import ExtractedText, PageInfo, WordArray
 
-__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "no_text_note", "page_ranges", "PAGE_FILETYPES"]
+__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "extract_pdf_part", "merge_pdf_parts", "PdfPart",
+           "no_text_note", "page_ranges", "PAGE_FILETYPES"]
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ PAGE_FILETYPES: dict[str, str] = {
 
 
 def open_pdf(path: str | os.PathLike[str], password: str | None = None,
-             filetype: str | None = None) -> tuple[Any, bool]:
+             filetype: str | None = None, *, max_pages: int = 0) -> tuple[Any, bool]:
     """Open a PDF with PyMuPDF and, if needed, decrypt it (extraction and rendering share this).
 
     Args:
@@ -83,6 +84,11 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None,
             the other page formats, which have no passwords); None: from the
             suffix (``PAGE_FILETYPES``, else ``"pdf"``), so ``engine.render``
             draws EPUB / XPS / FB2 / MOBI / CBZ pages too.
+        max_pages: refuse more pages (0 = unchecked) before decrypting, with
+            ``engine.extract.limits.check_pdf_pages``'s outcome: read on this
+            document when it is not encrypted (one open instead of two), by
+            that function's own open when it is (its page count is read before
+            any password, and reading it here would reset decryption).
 
     Returns:
         ``(document, was_password_protected)``; the caller closes the document.
@@ -90,6 +96,7 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None,
     Raises:
         ExtractError: ``"corrupt: <library reason>"`` (empty, truncated, not a PDF).
         EncryptedError: ``"encrypted: password required"`` / ``"encrypted: wrong password"``.
+        TooLargeError: over ``max_pages``.
     """
     import pymupdf
 
@@ -104,6 +111,17 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None,
     # resets decryption and every later get_text() returns 0 words
     # (EXPECTED.md trap 7).
     needs_pass = bool(doc.needs_pass)
+    if max_pages:
+        from engine.extract.limits import check_page_count, check_pdf_pages
+
+        try:
+            if needs_pass:
+                check_pdf_pages(path, max_pages)
+            else:
+                check_page_count(doc.page_count, max_pages)
+        except BaseException:
+            doc.close()
+            raise
     if needs_pass:
         if doc.authenticate(""):
             return doc, True
@@ -142,7 +160,7 @@ def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
 
 
 def extract_pdf(path: Path, password: str | None = None, ocr: OcrSettings | None = None,
-                filetype: str = "pdf") -> ExtractedText:
+                filetype: str = "pdf", max_pages: int = 0) -> ExtractedText:
     """Read one PDF's words with page and box (``engine.extract.extract`` documents the result).
 
     Args:
@@ -153,19 +171,78 @@ def extract_pdf(path: Path, password: str | None = None, ocr: OcrSettings | None
             frame as native words.
         filetype: PyMuPDF's filetype (``"pdf"``, ``"epub"``, ``"xps"``, ``"fb2"``,
             ``"mobi"``, ``"cbz"``); ``ExtractedText.file_type`` is set to it.
+        max_pages: refuse a PDF with more pages (0 = unchecked), exactly as
+            ``engine.extract.limits.check_pdf_pages`` would before extraction,
+            on the document opened here instead of a second open.
+
+    Raises:
+        ExtractError / EncryptedError: as ``open_pdf``.
+        TooLargeError: over ``max_pages``.
+    """
+    ocr = ocr or OCR_OFF
+    with _gc_paused():
+        opened = _read_pdf(path, password, ocr, filetype, None, max_pages)
+        if isinstance(opened, ExtractedText):
+            return opened
+        return _finish([opened], filetype, ocr)
+
+
+def extract_pdf_part(path: Path, password: str | None, ocr: OcrSettings | None, part: int,
+                     parts: int, max_pages: int = 0) -> PdfPart | ExtractedText:
+    """Read the pages of part ``part`` of ``parts`` of one PDF (``engine.extract_pool`` splits a
+    large PDF across its workers this way; ``merge_pdf_parts`` joins them).
+
+    Part k holds pages ``[k * n // parts, (k + 1) * n // parts)`` of the n pages.
+    Every part opens the file itself (same password rules as ``extract_pdf``).
+
+    Returns:
+        A ``PdfPart`` (pickles compactly: numpy columns, one list of word
+        strings), or the whole ``ExtractedText`` when the PDF has no pages.
 
     Raises:
         ExtractError / EncryptedError: as ``open_pdf``.
     """
     with _gc_paused():
-        return _extract_pdf(path, password, ocr or OCR_OFF, filetype)
+        return _read_pdf(path, password, ocr or OCR_OFF, "pdf", (part, parts), max_pages)
 
 
-def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str = "pdf") -> ExtractedText:
+def merge_pdf_parts(parts: list[PdfPart], ocr: OcrSettings | None = None) -> ExtractedText:
+    """The ``ExtractedText`` of a PDF read in parts (all parts, in order): exactly what
+    ``extract_pdf`` gives for the whole file (tests/test_extract_pool.py checks it)."""
+    with _gc_paused():
+        return _finish(parts, "pdf", ocr or OCR_OFF)
+
+
+class PdfPart:
+    """Pages ``first .. first + len(counts) - 1`` (0-based) of one PDF, read but not laid out.
+
+    Columns of the part's PyMuPDF word tuples in page order (``corners``: x0, y0,
+    x1, y1 float64; ``strings``; ``block``, ``line`` int64), words per page
+    (``counts``), each page's affine box map (``affine``, float64 (pages, 6)),
+    ``sizes`` (label, width_pt, height_pt) per page, notes in page order and the
+    OCR bookkeeping; ``page_count`` and ``metadata`` are the document's.
+    """
+
+    __slots__ = ("page_count", "metadata", "first", "corners", "strings", "block", "line", "counts",
+                 "affine", "sizes", "notes", "unreadable", "ocr_confidence", "ocr_turned", "ocr_wanted",
+                 "ocr_missing")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+
+def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
+              part: tuple[int, int] | None, max_pages: int = 0) -> PdfPart | ExtractedText:
+    """Open the file and read its pages (all, or one part's): a ``PdfPart``, or the
+    ``ExtractedText`` of a PDF without pages. ``max_pages``: see ``extract_pdf``."""
     import pymupdf
 
     flags = pymupdf.TEXTFLAGS_WORDS
-    doc, needs_pass = open_pdf(path, password, filetype)
+    doc, needs_pass = open_pdf(path, password, filetype, max_pages=max_pages if filetype == "pdf" else 0)
     try:
         metadata = _pdf_metadata(doc, needs_pass)
         try:
@@ -175,13 +252,17 @@ def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: s
         if page_count == 0:
             return ExtractedText("", WordArray.empty(), (), filetype, ("no pages",), metadata)
         labels = _label_rules(doc)
+        if part is None:
+            first, stop = 0, page_count
+        else:
+            first, stop = part[0] * page_count // part[1], (part[0] + 1) * page_count // part[1]
 
         # Pass 1, per page: PyMuPDF's word tuples, kept whole for the vectorised
         # pass 2; one row of the page's affine box map each.
         raw_words: list[tuple[Any, ...]] = []
         extend = raw_words.extend
-        raw_counts = [0] * page_count  # words PyMuPDF gave per page
-        affine = np.zeros((page_count, 6))  # per page: ma, mb, mc, md, me, mf
+        raw_counts = [0] * (stop - first)  # words PyMuPDF gave per page
+        affine = np.zeros((stop - first, 6))  # per page: ma, mb, mc, md, me, mf
         sizes: list[tuple[str, float, float]] = []  # per page: label, width_pt, height_pt
         notes: list[str] = []
         unreadable: list[int] = []
@@ -190,7 +271,7 @@ def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: s
         ocr_wanted: list[int] = []  # pages OCR would read, when it is unavailable
         ocr_missing: str | None = None
         ocr_checked = False
-        for pno in range(page_count):
+        for pno in range(first, stop):
             number = pno + 1
             try:
                 page = doc[pno]
@@ -225,11 +306,11 @@ def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: s
             if not raw:
                 continue
             extend(raw)
-            raw_counts[pno] = len(raw)
+            raw_counts[pno - first] = len(raw)
             if ocr_done:
                 # OCR words are already in displayed points (engine.extract.ocr).
-                affine[pno] = (1.0 / width_pt if width_pt > 0 else 0.0, 0.0, 0.0,
-                               1.0 / height_pt if height_pt > 0 else 0.0, 0.0, 0.0)
+                affine[pno - first] = (1.0 / width_pt if width_pt > 0 else 0.0, 0.0, 0.0,
+                                       1.0 / height_pt if height_pt > 0 else 0.0, 0.0, 0.0)
                 continue
             # PyMuPDF unrotated points -> displayed points (rotation_matrix) ->
             # relative to the displayed page.rect -> fractions of its width /
@@ -238,13 +319,61 @@ def _extract_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: s
             sx = 1.0 / width_pt if width_pt > 0 else 0.0
             sy = 1.0 / height_pt if height_pt > 0 else 0.0
             if b == 0 and c == 0:
-                affine[pno] = (a * sx, 0.0, 0.0, d * sy, (e - rect.x0) * sx, (f - rect.y0) * sy)
+                affine[pno - first] = (a * sx, 0.0, 0.0, d * sy, (e - rect.x0) * sx, (f - rect.y0) * sy)
             else:
-                affine[pno] = (0.0, b * sy, c * sx, 0.0, (e - rect.x0) * sx, (f - rect.y0) * sy)
+                affine[pno - first] = (0.0, b * sy, c * sx, 0.0, (e - rect.x0) * sx, (f - rect.y0) * sy)
     finally:
         doc.close()
 
-    words, text, page_words = _place_words(raw_words, raw_counts, affine, page_count)
+    out = PdfPart()
+    out.page_count, out.metadata, out.first = page_count, metadata, first
+    out.corners, out.strings, out.block, out.line = _columns(raw_words)
+    out.counts, out.affine, out.sizes, out.notes, out.unreadable = raw_counts, affine, sizes, notes, unreadable
+    out.ocr_confidence, out.ocr_turned, out.ocr_wanted, out.ocr_missing = (
+        ocr_confidence, ocr_turned, ocr_wanted, ocr_missing)
+    return out
+
+
+def _columns(raw: list[tuple[Any, ...]]) -> tuple[list[Any], list[str], Any, Any]:
+    """PyMuPDF word tuples -> ([x0, y0, x1, y1] float64 arrays, word strings, block, line int64)."""
+    n = len(raw)
+    # One column at a time (cheaper than transposing with zip(*raw)).
+    corners = [np.fromiter(map(_FIELD[i], raw), np.float64, n) for i in range(4)]
+    strings = list(map(_FIELD[4], raw))
+    block = np.fromiter(map(_FIELD[5], raw), np.int64, n)
+    line = np.fromiter(map(_FIELD[6], raw), np.int64, n)
+    return corners, strings, block, line
+
+
+def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedText:
+    """Parts (in page order, covering every page) -> the document's ``ExtractedText``."""
+    head = parts[0]
+    page_count, metadata = head.page_count, head.metadata
+    if len(parts) == 1:
+        p = head
+        corners, strings, block, line = p.corners, p.strings, p.block, p.line
+        raw_counts, affine, sizes, notes = p.counts, p.affine, p.sizes, list(p.notes)
+        unreadable, ocr_wanted = p.unreadable, p.ocr_wanted
+        ocr_confidence, ocr_turned, ocr_missing = p.ocr_confidence, p.ocr_turned, p.ocr_missing
+    else:
+        corners = [np.concatenate([p.corners[i] for p in parts]) for i in range(4)]
+        strings = [w for p in parts for w in p.strings]
+        block = np.concatenate([p.block for p in parts])
+        line = np.concatenate([p.line for p in parts])
+        raw_counts = [k for p in parts for k in p.counts]
+        affine = np.concatenate([p.affine for p in parts])
+        sizes = [x for p in parts for x in p.sizes]
+        notes = [x for p in parts for x in p.notes]
+        unreadable = [x for p in parts for x in p.unreadable]
+        ocr_wanted = [x for p in parts for x in p.ocr_wanted]
+        ocr_confidence = {k: v for p in parts for k, v in p.ocr_confidence.items()}
+        ocr_turned = {k: v for p in parts for k, v in p.ocr_turned.items()}
+        ocr_missing = next((p.ocr_missing for p in parts if p.ocr_missing), None)
+    metadata = dict(metadata)
+    if len(raw_counts) != page_count:
+        raise ValueError(f"PDF parts cover {len(raw_counts)} of {page_count} pages")
+
+    words, text, page_words = _place_words(corners, strings, block, line, raw_counts, affine, page_count)
     empty_pages = sorted({i + 1 for i, k in enumerate(page_words) if not k} | set(unreadable))
     pages = tuple(PageInfo(i + 1, label, int(page_words[i]), w_pt, h_pt)
                   for i, (label, w_pt, h_pt) in enumerate(sizes))
@@ -294,14 +423,15 @@ def rotation_affine(rotation: int, width_pt: float, height_pt: float) -> tuple[f
     return (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
 
-def _place_words(raw: list[tuple[Any, ...]], raw_counts: list[int], affine: np.ndarray,
-                 page_count: int) -> tuple[WordArray, str, list[int]]:
+def _place_words(corners: list[Any], strings: list[str], block: Any, line: Any, raw_counts: list[int],
+                 affine: Any, page_count: int) -> tuple[WordArray, str, list[int]]:
     """Lay one PDF's words out as text (module docstring) with their columns.
 
     Args:
-        raw: PyMuPDF ``get_text("words")`` tuples ``(x0, y0, x1, y1, word,
-            block, line, word_no)`` of every page in page order; points in the
-            unrotated page frame.
+        corners, strings, block, line: the columns (``_columns``) of PyMuPDF
+            ``get_text("words")`` tuples ``(x0, y0, x1, y1, word, block, line,
+            word_no)`` of every page in page order; points in the unrotated
+            page frame. ``strings`` may be changed in place.
         raw_counts: tuples per page, length ``page_count`` (pages in order).
         affine: float64, shape (page_count, 6), per page ``(ma, mb, mc, md,
             me, mf)``: displayed-page fraction ``u = ma*x + mc*y + me``,
@@ -314,14 +444,9 @@ def _place_words(raw: list[tuple[Any, ...]], raw_counts: list[int], affine: np.n
         page (list of int, length ``page_count``). Words whose NFKC form is
         empty are dropped before separators are chosen.
     """
-    if not raw:
+    if not strings:
         return WordArray.empty(), "", [0] * page_count
-    n = len(raw)
-    # One column at a time (cheaper than transposing with zip(*raw)).
-    corners = [np.fromiter(map(_FIELD[i], raw), np.float64, n) for i in range(4)]  # x0, y0, x1, y1
-    strings = list(map(_FIELD[4], raw))
-    block = np.fromiter(map(_FIELD[5], raw), np.int64, n)
-    line = np.fromiter(map(_FIELD[6], raw), np.int64, n)
+    n = len(strings)
     pages = np.repeat(np.arange(1, page_count + 1, dtype=np.int32), raw_counts)
     lengths = np.fromiter(map(len, strings), np.int64, n)
     blob = "".join(strings)
