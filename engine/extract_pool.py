@@ -221,6 +221,12 @@ class ExtractPool:
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
 
+    def would_wait(self, path: str | os.PathLike[str], password: str | None = None) -> bool:
+        """True when ``extract(path, password)`` would block on a worker now (the
+        indexer commits what it holds meanwhile, so its writes overlap the reading)."""
+        futures = self._inflight.get((str(path), password))
+        return futures is not None and not all(f.done() for f in futures)
+
     def extract(self, path: str | os.PathLike[str], password: str | None = None) -> ExtractedText:
         """The file's ``ExtractedText``, as ``engine.extract.extract(path, password)`` gives it.
 

@@ -137,7 +137,9 @@ def rects_code(rects: Sequence[Bbox]) -> str:
     import struct
 
     grid = RECT_GRID
-    units = [min(max(round(v * grid), 0), grid) for r in rects for v in (r.x, r.y, r.w, r.h)]
+    units = [round(v * grid) for r in rects for v in (r.x, r.y, r.w, r.h)]
+    if units and (min(units) < 0 or max(units) > grid):
+        units = [min(max(k, 0), grid) for k in units]
     return base64.b64encode(struct.pack(f"<{len(units)}H", *units)).decode("ascii")
 
 
