@@ -24,13 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import load_settings, settings_table
-from engine.launcher import APP, STREAMLIT_CONFIG, streamlit_flags  # noqa: F401  (re-exported from engine.cli)
 from engine.runs import unchanged_of
 from engine.secrets import install_log_redaction, redact
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError, WHO_FIXES
 from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
 
 __all__ = ["main", "build_parser", "streamlit_flags"]
+
+
+def __getattr__(name: str) -> Any:
+    """``APP``, ``STREAMLIT_CONFIG``, ``streamlit_flags``: re-exported from ``engine.launcher``,
+    imported on first use (a command other than ``gui`` never needs it)."""
+    if name in ("APP", "STREAMLIT_CONFIG", "streamlit_flags"):
+        import engine.launcher
+
+        return getattr(engine.launcher, name)
+    raise AttributeError(f"module 'engine.cli' has no attribute {name!r}")
 
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[1]

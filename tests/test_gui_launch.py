@@ -54,6 +54,13 @@ def _start(db: str, port: int, log: Path, cwd: Path, **extra: str) -> subprocess
         assert proc.poll() is None, log.read_text()
         assert time.time() < deadline, log.read_text()
         time.sleep(0.2)
+    # Streamlit binds its socket a few ms before its server has started; a signal in
+    # that window makes Streamlit itself fail ('Server' object has no attribute
+    # 'servers'). Wait for its own "started" line (the launch is what is tested here).
+    while "Uvicorn server started" not in log.read_text() and "You can now view" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.time() < deadline, log.read_text()
+        time.sleep(0.05)
     return proc
 
 

@@ -43,15 +43,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Any
+
 from engine.errors import ExtractError, UnsupportedFileError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
-from engine.extract.docx import extract_docx
-from engine.extract.html import extract_html
+from engine.extract.common import PAGE_FILETYPES as PAGE_FORMATS
 from engine.extract.ocr import OcrSettings
-from engine.extract.pages import PAGE_FORMATS, extract_pages
-from engine.extract.pdf import extract_pdf, no_text_note, open_pdf, rotation_affine
-from engine.extract.text import extract_plain
 from engine.model import ExtractedText
+
+#: Names read from the reader modules on first use (PEP 562): importing the package
+#: (for ``SUPPORTED_SUFFIXES``, ``reasons``) does not import every reader (~15 ms).
+_LAZY = {"extract_docx": "docx", "extract_html": "html", "extract_pages": "pages", "extract_pdf": "pdf",
+         "no_text_note": "pdf", "open_pdf": "pdf", "rotation_affine": "pdf", "extract_plain": "text"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine.extract' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"engine.extract.{module}"), name)
 
 __all__ = [
     "open_pdf",
@@ -119,12 +131,22 @@ def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = N
     if not path.is_file():
         raise ExtractError(f"not a readable file: {path}")
     if suffix == ".pdf":
+        from engine.extract.pdf import extract_pdf
+
         return extract_pdf(path, password, ocr, max_pages=max_pages)
     if suffix == ".docx":
+        from engine.extract.docx import extract_docx
+
         return extract_docx(path)
     if suffix in (".html", ".htm"):
+        from engine.extract.html import extract_html
+
         return extract_html(path)
     if suffix in PAGE_FORMATS:
+        from engine.extract.pages import extract_pages
+
         return extract_pages(path, suffix, ocr)
+    from engine.extract.text import extract_plain
+
     return extract_plain(path, suffix[1:])
 

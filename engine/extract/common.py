@@ -15,7 +15,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.model import WordArray
 
-__all__ = ["PAGE_SEPARATOR", "BLOCK_SEPARATOR", "LINE_SEPARATOR", "WORD_SEPARATOR", "words_of"]
+__all__ = ["PAGE_SEPARATOR", "BLOCK_SEPARATOR", "LINE_SEPARATOR", "WORD_SEPARATOR", "words_of", "PAGE_FILETYPES"]
 
 PAGE_SEPARATOR = "\f"
 BLOCK_SEPARATOR = "\n\n"
@@ -23,6 +23,12 @@ LINE_SEPARATOR = "\n"
 WORD_SEPARATOR = " "
 
 _WORD_RE = re.compile(r"\S+")
+
+#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype
+#: (``engine.extract.pdf.PAGE_FILETYPES``, ``engine.extract.pages.PAGE_FORMATS``).
+PAGE_FILETYPES: dict[str, str] = {
+    ".epub": "epub", ".xps": "xps", ".oxps": "xps", ".fb2": "fb2", ".mobi": "mobi", ".cbz": "cbz",
+}
 
 
 #: Longest text (characters) whose word spans are kept. Spans without a page

@@ -25,6 +25,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import EncryptedError, ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
+from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
 from engine.model import ExtractedText, PageInfo, WordArray
@@ -65,10 +66,9 @@ def page_ranges(pages: list[int]) -> str:
 
 
 
-#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype (``engine.extract.pages``).
-PAGE_FILETYPES: dict[str, str] = {
-    ".epub": "epub", ".xps": "xps", ".oxps": "xps", ".fb2": "fb2", ".mobi": "mobi", ".cbz": "cbz",
-}
+#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype (``engine.extract.pages``);
+#: declared in ``engine.extract.common`` so the package knows its suffixes without importing readers.
+PAGE_FILETYPES: dict[str, str] = _PAGE_FILETYPES
 
 
 def open_pdf(path: str | os.PathLike[str], password: str | None = None,
