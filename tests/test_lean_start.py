@@ -67,7 +67,7 @@ def test_the_tesseract_version_is_remembered_beside_the_index(tmp_path, monkeypa
         asked.append(1)
         return str(tmp_path), "tesseract 9.9.9"
 
-    monkeypatch.setattr(ocr, "_ask_tesseract_version", ask)
+    monkeypatch.setattr(ocr, "_ask_tesseract_version", ask)  # (the real one is asked once per process)
     ocr.tesseract_version.cache_clear()
     assert ocr.tesseract_version(cache) == "tesseract 9.9.9" and len(asked) == 1
     ocr.tesseract_version.cache_clear()  # a new process

@@ -133,8 +133,10 @@ def _tesseract_fingerprint() -> list[Any]:
     return [os.environ.get("TESSDATA_PREFIX"), exe, stat]
 
 
+@functools.lru_cache(maxsize=1)
 def _ask_tesseract_version() -> tuple[str | None, str | None]:
-    """``(tessdata_dir(), version)``, asking the system (``tesseract_version`` without a cache)."""
+    """``(tessdata_dir(), version)``, asking the system once per process (every
+    index file of the process then shares the answer; the file cache is for new processes)."""
     data = tessdata_dir()
     if data is None:
         return None, None
