@@ -108,7 +108,7 @@ def pct(xs: list[float]) -> tuple[float, float]:
 
 
 def topk(scores: np.ndarray, k: int) -> np.ndarray:
-    top = np.argpartition(-scores, k)[:k]
+    top = np.argpartition(-scores, k)[:k] if k < len(scores) else np.arange(len(scores))
     return top[np.argsort(-scores[top], kind="stable")]
 
 
@@ -136,6 +136,9 @@ def main() -> None:
     ap.add_argument("--ann", action="store_true", help="also build and query HNSW indexes (slow)")
     ap.add_argument("--ann-n", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="rounds over the queries (default 5)")
+    ap.add_argument("--int8-r", type=lambda v: [int(x) for x in v.split(",")], default=[20, 50, 100, 200, 500, 1000],
+                    help="rescore depths R of the (b') int8 rows, comma-separated")
+    ap.add_argument("--only", default="", help="comma-separated method prefixes to time, e.g. \"(a),(b')\"")
     args = ap.parse_args()
     print(f"bench/vector_scan.py: n={args.n:,}, load average {os.getloadavg()}", flush=True)
     m = load(args.n)
@@ -217,6 +220,34 @@ def main() -> None:
     for r in (4000, 16000):
         methods[f"(b) 64-d prefix f32 + rescore {r}, 1 thr"] = prefix64(r)
     methods["(b) 64-d prefix f32 + rescore 16000, 2 thr"] = prefix64(16000, 2)
+    # (b') the engine's int8 scan (engine/store/int8_scan.py): global scale from the dimension,
+    # simsimd int8 dot products on 1 or 2 threads (top R kept inside each worker), float32 rescoring.
+    from engine.store import int8_scan
+
+    if int8_scan.kernel() is not None:
+        t = time.perf_counter()
+        codes = int8_scan.quantise(m, int8_scan.int8_scale(m.shape[1]))
+        q8_s = time.perf_counter() - t
+        col = np.abs(m).max(axis=0)  # per-dimension scales, for comparison
+        codes_dim = np.ascontiguousarray(np.clip(np.rint(m / col * 127), -127, 127).astype(np.int8))
+        print(f"int8 codes (global scale {int8_scan.int8_scale(m.shape[1]):.1f}) built in {q8_s:.2f} s; "
+              f"{codes.nbytes // args.n} B/vector", flush=True)
+
+        def int8(r, threads, per_dim=False):
+            def run(i):
+                if per_dim:
+                    cand = int8_scan.int8_candidates(codes_dim, qs[i] / col, r, None, threads)
+                else:
+                    cand = int8_scan.int8_candidates(codes, qs[i], r, None, threads)
+                return rescore(m, qs[i], cand)
+            return run
+
+        for r in args.int8_r:
+            methods[f"(b') int8 simsimd 2 thr + f32 rescore {r}"] = int8(r, 2)
+        methods[f"(b') int8 simsimd 1 thr + f32 rescore {args.int8_r[-1]}"] = int8(args.int8_r[-1], 1)
+        methods["(b') int8 per-dim scales, 2 thr + rescore 100"] = int8(100, 2, True)
+    else:
+        print("simsimd not importable: the (b') int8 rows are skipped")
     try:
         from usearch.index import search as us_search
         from usearch.index import MetricKind
@@ -234,6 +265,13 @@ def main() -> None:
     except ImportError:
         print("usearch not installed: its rows are skipped (pip install -r requirements-bench.txt)")
 
+    if args.only:
+        keep = tuple(x.strip() for x in args.only.split(",") if x.strip())
+        methods = {k: v for k, v in methods.items() if k.startswith(keep)}
+    # Two-thread BLAS last in each query's turn: OpenBLAS's second thread spins for a while after
+    # a call and would slow whatever runs next (the engine never follows one with an int8 scan).
+    methods["(a) f32 exact, 2 BLAS threads"] = methods.pop("(a) f32 exact, 2 BLAS threads", None)
+    methods = {k: v for k, v in methods.items() if v is not None}
     times: dict[str, list[float]] = {k: [] for k in methods}
     found: dict[str, list[np.ndarray]] = {k: [None] * len(qs) for k in methods}  # type: ignore[list-item]
     for _ in range(args.rounds):
@@ -242,6 +280,9 @@ def main() -> None:
                 t = time.perf_counter()
                 found[name][i] = fn(i)  # type: ignore[operator]
                 times[name].append(time.perf_counter() - t)
+                if "2 BLAS threads" in name:
+                    blas(1)
+                    time.sleep(0.15)  # untimed: let OpenBLAS's spinning second thread go to sleep
     blas(1)
     print(f"\n{len(qs)} question queries x {args.rounds} rounds, interleaved; load average {os.getloadavg()}")
     print(f"  {'method':48} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
