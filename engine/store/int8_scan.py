@@ -34,16 +34,21 @@ import logging
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["CLIP_SIGMAS", "int8_scale", "quantise", "kernel", "int8_candidates"]
+__all__ = ["CLIP_SIGMAS", "RESCORE", "int8_scale", "quantise", "kernel", "int8_candidates", "RowIndex",
+           "row_index", "top_entries"]
 
 log = logging.getLogger(__name__)
 
 #: Components are clipped at this many RMS (1/sqrt(dim)) of an L2-normalised vector.
 CLIP_SIGMAS = 6.0
+#: Rows rescored in float32 per query (at least 4x the hits asked for). The bench's 77 real
+#: questions at 1M need 20 for recall@10 = 1.0 (10 gives 0.97); 200 leaves a 10x margin for 0.1 ms.
+RESCORE = 200
 _BLOCK = 16_384  # rows quantised at a time (bounded temporaries)
 
 _lock = threading.Lock()
@@ -161,3 +166,64 @@ def int8_candidates(codes: np.ndarray, q: np.ndarray, r: int, dead: np.ndarray |
     rows = rows[np.isfinite(s)]  # dead rows that only filled a short part
     rows.sort()
     return rows.astype(np.int64, copy=False)
+
+
+@dataclass(frozen=True)
+class RowIndex:
+    """Entries (e.g. chunk occurrences) grouped by the matrix row that scores them.
+
+    Attributes:
+        order: int64 (m,): entry indices sorted by matrix row (stable).
+        sorted_rows: int64 (m,): ``matrix_row[order]``, ascending.
+        dead: int64 sorted matrix rows no entry points to (their vector's chunk is gone).
+        n: matrix rows this was built for.
+    """
+
+    order: np.ndarray
+    sorted_rows: np.ndarray
+    dead: np.ndarray
+    n: int
+
+
+def row_index(matrix_row: np.ndarray, n: int) -> RowIndex:
+    """The ``RowIndex`` of entries whose matrix rows are ``matrix_row`` (int64 (m,), each < n)."""
+    order = np.argsort(matrix_row, kind="stable")
+    live = np.zeros(n, bool)
+    live[matrix_row] = True
+    return RowIndex(order, matrix_row[order], np.flatnonzero(~live), n)
+
+
+def top_entries(matrix: np.ndarray, codes: np.ndarray, q: np.ndarray, index: RowIndex, limit: int,
+                r: int = RESCORE, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``limit`` entries by float32 dot product, from the int8 scan's top rows, best first.
+
+    The ``max(r, 4 * limit)`` live rows with the highest int8 dot products
+    are rescored in float32 (``matrix[rows] @ q``); every entry of those
+    rows gets its row's score; entries are ranked by score, ties by entry
+    index (as the exact scan ranks them).
+
+    Args:
+        matrix: float32 (n, dim) L2-normalised vectors; codes: their int8 codes (n, dim).
+        q: float32 (dim,) query; index: ``row_index`` of the entries over these n rows.
+        limit: most entries returned (>= 1); r: rows rescored; threads: 1 or 2 for the scan.
+
+    Returns:
+        (entry indices int64 (k,), float32 scores (k,)), descending, k <= limit.
+
+    Raises:
+        RuntimeError: simsimd is not available.
+    """
+    rows = int8_candidates(codes, q, max(r, 4 * limit), index.dead, threads)
+    s = matrix[rows] @ q
+    lo = np.searchsorted(index.sorted_rows, rows, "left")
+    cnt = np.searchsorted(index.sorted_rows, rows, "right") - lo
+    first = np.cumsum(cnt) - cnt  # where each row's entries start in the expanded list
+    pos = np.repeat(lo - first, cnt) + np.arange(int(cnt.sum()))
+    entries = index.order[pos]
+    scores = np.repeat(s, cnt)
+    o = np.argsort(entries)
+    entries, scores = entries[o], scores[o]
+    k = min(limit, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return entries[top], scores[top]
