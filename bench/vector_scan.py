@@ -139,6 +139,9 @@ def main() -> None:
     ap.add_argument("--int8-r", type=lambda v: [int(x) for x in v.split(",")], default=[20, 50, 100, 200, 500, 1000],
                     help="rescore depths R of the (b') int8 rows, comma-separated")
     ap.add_argument("--only", default="", help="comma-separated method prefixes to time, e.g. \"(a),(b')\"")
+    ap.add_argument("--store", action="store_true",
+                    help="time the engine instead: SqliteStore.search_vectors, exact vs int8 (auto), on a SQLite "
+                         "file of the n real vectors (built once under $BENCH_VECTORS/store-<n>.db)")
     args = ap.parse_args()
     print(f"bench/vector_scan.py: n={args.n:,}, load average {os.getloadavg()}", flush=True)
     m = load(args.n)
@@ -146,6 +149,8 @@ def main() -> None:
 
     e = LocalEmbedder()
     qs = np.stack([e.embed_query(q) for q in QUESTIONS]).astype(np.float32)
+    if args.store:
+        return bench_store(m, qs, args)
     blas(2)
     truth = [topk(m @ q, K) for q in qs]
 
@@ -292,6 +297,89 @@ def main() -> None:
 
     if args.ann:
         ann(m, qs, args.ann_n)
+
+
+def build_store(m: np.ndarray, path: Path) -> None:
+    """A SQLite index of len(m) chunks (4 collections) with m as their vectors, added through
+    ``add_vectors`` in 2,000-row calls (the embed pass's appends to the .f32/.i8 files), then ``save_run``."""
+    from engine.model import Collection
+    from engine.store.sqlite import SqliteStore
+
+    tmp = path.with_suffix(".building.db")
+    for p in tmp.parent.glob(tmp.name + "*"):
+        p.unlink()
+    store = SqliteStore(str(tmp))
+    for c in range(4):
+        store.add_collection(Collection(f"C{c}", str(tmp.parent)))
+    conn = store._conn()
+    conn.execute("BEGIN")
+    conn.executemany('INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, start, '
+                     '"end", chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)',
+                     ((f"C{i % 4}", f"f{i // 400}.txt", i // 4 % 100, f"{i:064x}", "h", f"w{i}")
+                      for i in range(len(m))))
+    conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text FROM chunks")
+    conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
+    conn.execute("COMMIT")
+    for s in range(0, len(m), 2000):
+        store.add_vectors(MODEL_NAME, [f"{i:064x}" for i in range(s, min(s + 2000, len(m)))], m[s:s + 2000])
+    store.save_run({})
+    store.close()
+    for p in tmp.parent.glob(tmp.name + "*"):
+        p.rename(path.parent / (path.name + p.name[len(tmp.name):]))
+
+
+MODEL_NAME = "l2_supercat_256"
+
+
+def bench_store(m: np.ndarray, qs: np.ndarray, args) -> None:
+    """SqliteStore.search_vectors (full scans, limit 10): exact float32 vs int8 (auto) vs the numpy bound."""
+    from engine.store.sqlite import SqliteStore
+    from real_vectors import CACHE
+
+    path = CACHE / f"store-{len(m)}.db"
+    if not path.exists():
+        t = time.perf_counter()
+        build_store(m, path)
+        print(f"built {path} in {time.perf_counter() - t:.0f} s", flush=True)
+    exact = SqliteStore(str(path), vector_scan="exact")
+    auto = SqliteStore(str(path))  # the default: int8 from 200,000 vectors
+    for s in (exact, auto):  # warm: matrix, codes and occurrence table mapped, thread choice tried
+        for q in qs[:4]:
+            s.search_vectors(MODEL_NAME, q, None, 10)
+    sizes = {k: Path(f"{path}.{MODEL_NAME}.{k}").stat().st_size for k in ("f32", "i8", "ids", "rowids")}
+    print("cache files, bytes per vector: " + ", ".join(f"{k} {v / len(m):.0f}" for k, v in sizes.items()))
+
+    def bound(i):
+        blas(1)
+        return topk(m @ qs[i], K)
+
+    ex_name, i8_name = "store exact f32 (engine's BLAS thread choice)", "store auto = int8 + f32 rescore (engine)"
+    methods = {ex_name: lambda i: exact.search_vectors(MODEL_NAME, qs[i], None, 10),
+               i8_name: lambda i: auto.search_vectors(MODEL_NAME, qs[i], None, 10),
+               "numpy bound f32 M @ q, 1 thread": bound}
+    times: dict[str, list[float]] = {k: [] for k in methods}
+    found: dict[str, list] = {k: [None] * len(qs) for k in methods}
+    for _ in range(args.rounds):
+        for i in range(len(qs)):
+            for name, fn in methods.items():
+                t = time.perf_counter()
+                found[name][i] = fn(i)
+                times[name].append(time.perf_counter() - t)
+                if name == ex_name:  # untimed: its 2-thread BLAS call leaves a thread spinning
+                    time.sleep(0.15)
+    agree = np.mean([len({h.chunk.chunk_id for h in a} & {h.chunk.chunk_id for h in b}) / K
+                     for a, b in zip(found[i8_name], found[ex_name])])
+    same_scores = all(abs(x.score - y.score) < 1e-6 for a, b in zip(found[i8_name], found[ex_name])
+                      for x, y in zip(a, b) if x.chunk.chunk_id == y.chunk.chunk_id)
+    print(f"\n{len(qs)} question queries x {args.rounds} rounds, interleaved; load average {os.getloadavg()}")
+    print(f"  {'method':48} {'p50 ms':>8} {'p95 ms':>8}")
+    for name in methods:
+        p50, p95 = pct(times[name])
+        print(f"  {name:48} {p50:8.2f} {p95:8.2f}")
+    print(f"  int8 store hits vs exact store hits: recall@10 {agree:.4f}; equal scores where equal ids: {same_scores}")
+    print(f"  p50 ratio int8 / exact store: {pct(times[i8_name])[0] / pct(times[ex_name])[0]:.2f}x")
+    exact.close()
+    auto.close()
 
 
 def ann(m: np.ndarray, qs: np.ndarray, n: int) -> None:
