@@ -91,9 +91,8 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
             path: file path (parent directories are created) or ``":memory:"``.
             busy_timeout_ms: how long one write waits for another process's
                 writer lock before ``StoreBusyError``.
-            vector_scan, int8_min_rows: settings ``vector_scan`` / ``vector_int8_min_rows``:
-                full scans of at least that many rows use the int8 scan ("auto"),
-                every full scan does ("int8"), or none ("exact").
+            vector_scan, int8_min_rows: settings ``vector_scan`` ("auto": full scans of
+                >= int8_min_rows rows use the int8 scan; "int8": every full scan; "exact": none).
 
         Raises:
             sqlite3.DatabaseError: the file is not a SQLite database.

@@ -14,13 +14,9 @@ instead of rebuilding it. The store bumps those counters on every write, so a
 change by this or another process is seen and the table rebuilt.
 Scoring (``top_occurrences``): dot products of L2-normalised float32
 vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
-Beside the float32 matrix, its int8 codes (``<db>.<model>.i8``, the scale
-``int8_scale(dim)`` in the JSON state; ``engine.store.int8_scan``), written
-with every append and rebuild, and regenerated from the float32 file when
-missing or short: a full scan of at least ``int8_min_rows`` rows ranks the
-rows by int8 dot products and rescores the best ``RESCORE`` in float32
-(scores returned are the float32 ones); smaller and scoped scans are
-exact float32.
+Beside it, its int8 codes (``<db>.<model>.i8``, scale in the JSON state), written with
+every append and rebuild (regenerated from the .f32 file when missing or short): a full
+scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_scan``).
 
 Must not import: ``engine.store.sqlite`` (it imports this module and hands in
 its read-connection factory), ``engine.model`` row types, ``sqlite_utils``,
@@ -547,10 +543,8 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                     int8_min_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``occ`` of the best ``limit`` and their float32 scores, best first.
 
-    ``int8_min_rows``: a full scan (no scope) of a matrix with at least this
-    many rows ranks by the int8 codes and rescores the best rows in float32
-    (``engine.store.int8_scan.top_entries``); None: always exact float32.
-    Without simsimd, or if the int8 scan fails, the scan is exact (logged).
+    ``int8_min_rows``: a full scan of a matrix with at least this many rows uses
+    ``int8_scan.top_entries`` (None: never); without simsimd or on its failure, exact (logged).
     """
     scope = scope_rows(occ, collection_paths)
     total = len(occ.chunk_rowid)
