@@ -4,7 +4,7 @@ Usage::
 
     .venv/bin/python bench/real_vectors.py 1000000      # once: ~8 CPU-minutes, cached in /tmp
     .venv/bin/pip install -r requirements-bench.txt            # usearch, hnswlib (for --ann)
-    .venv/bin/python bench/vector_scan.py [--n 1000000] [--ann] [--ann-n 200000]
+    .venv/bin/python bench/vector_scan.py [--n 1000000] [--ann] [--ann-n 200000] [--only "(a),(b')"] [--store]
 
 Vectors: ``bench/real_vectors.py`` (1000-character windows of text on this
 machine, WordLlama l2_supercat 256-d, L2-normalised). Queries: questions, not
@@ -20,10 +20,18 @@ in RAM for the scan), all in one run. Methods:
     candidates: 1-bit sign codes with Hamming distance (numpy
     ``bitwise_count``), the 64-d Matryoshka prefix in float32, and usearch's
     SIMD exact search over int8 and float16 copies;
+(b') the engine's int8 scan (``engine/store/int8_scan.py``, simsimd int8 dot
+    products on 1 or 2 threads, top R kept per half) + float32 rescoring of
+    R rows (``--int8-r``), and the same with per-dimension scales;
 (c) ANN (``--ann``, test-only dependencies): usearch HNSW and hnswlib HNSW
     (M=16, efConstruction=128), built on ``--ann-n`` vectors (default 200k:
     a 1M build takes many minutes on a busy 2-core machine; pass
     ``--ann-n 1000000`` for the full size), at several ef.
+
+``--store`` times the engine instead: ``SqliteStore.search_vectors`` with
+``vector_scan`` exact vs auto (int8) on a SQLite file of the n vectors
+(built once under ``$BENCH_VECTORS``), against the numpy bound.
+``--only "(a),(b')"`` keeps the rows whose names start so.
 
 The load average is printed; every method is timed over the same queries,
 interleaved query by query (5 rounds).
@@ -122,6 +130,11 @@ def blas(n: int) -> None:
     for c in ThreadpoolController().lib_controllers:
         if c.user_api == "blas":
             c.set_num_threads(n)
+
+
+def _two_blas(name: str) -> bool:
+    """Methods that call BLAS with 2 threads (timed last in each query's turn, then a pause)."""
+    return "2 BLAS threads" in name or name.startswith("(b) 64-d") and "2 thr" in name
 
 
 def rescore(m: np.ndarray, q: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -273,10 +286,11 @@ def main() -> None:
     if args.only:
         keep = tuple(x.strip() for x in args.only.split(",") if x.strip())
         methods = {k: v for k, v in methods.items() if k.startswith(keep)}
-    # Two-thread BLAS last in each query's turn: OpenBLAS's second thread spins for a while after
-    # a call and would slow whatever runs next (the engine never follows one with an int8 scan).
-    methods["(a) f32 exact, 2 BLAS threads"] = methods.pop("(a) f32 exact, 2 BLAS threads", None)
-    methods = {k: v for k, v in methods.items() if v is not None}
+    # Two-thread BLAS calls last in each query's turn, each followed by an untimed pause: OpenBLAS's
+    # second thread spins for a while after a call and slows whatever runs next (the engine never
+    # follows one with an int8 scan: a matrix is scanned one way or the other).
+    two = [k for k in methods if _two_blas(k)]
+    methods = {k: methods[k] for k in [k for k in methods if not _two_blas(k)] + two}
     times: dict[str, list[float]] = {k: [] for k in methods}
     found: dict[str, list[np.ndarray]] = {k: [None] * len(qs) for k in methods}  # type: ignore[list-item]
     for _ in range(args.rounds):
@@ -285,7 +299,7 @@ def main() -> None:
                 t = time.perf_counter()
                 found[name][i] = fn(i)  # type: ignore[operator]
                 times[name].append(time.perf_counter() - t)
-                if "2 BLAS threads" in name:
+                if _two_blas(name):
                     blas(1)
                     time.sleep(0.15)  # untimed: let OpenBLAS's spinning second thread go to sleep
     blas(1)
