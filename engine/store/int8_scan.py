@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 __all__ = ["CLIP_SIGMAS", "RESCORE", "int8_scale", "quantise", "kernel", "int8_candidates", "RowIndex",
            "row_index", "top_entries"]
