@@ -8,7 +8,17 @@ metadata, so ``pyproject.toml`` is the one place it is written), read when
 first asked for.
 """
 
+import os as _os
+
 __all__ = ["__version__"]
+
+# OpenBLAS (numpy's BLAS) keeps a worker thread spinning for ~2**28 cycles (~0.1 s)
+# after each call that used two threads; on two cores that thread holds the core the
+# next search, its keyword list or another process needs (measured: hybrid search at
+# 100k 1.45x of vector with 4, 1.8x with the default). Read once, when numpy first
+# loads OpenBLAS: importing the engine before numpy applies it; a value set by the
+# user wins. engine/blas.py chooses the thread counts.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def __getattr__(name: str) -> str:

@@ -30,12 +30,16 @@ import functools
 import logging
 import re
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from engine.blas import LARGE_SCAN_ROWS, ThreadChoice
 from engine.errors import EmbedError
 from engine.model import Chunk, Collection
 from engine.store.base import Store
+from engine.scan_share import ScanShare
 from engine.store.fts import MAX_TERMS
 
 __all__ = [
@@ -74,6 +78,14 @@ MAX_QUERY_CHARS = 50_000
 SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
 #: ``scope`` value meaning every collection, explicitly.
 ALL_COLLECTIONS = "*"
+
+#: How a hybrid search over a large full scan ranks its two lists, chosen by timing
+#: (``engine.blas.ThreadChoice``): 1 = one after the other on the calling thread;
+#: 2 = the keyword list on a worker thread that then helps score the vector scan's
+#: blocks (``engine.scan_share``). Faster of the two per row, the other re-timed now and then.
+_HYBRID_CHOICE = ThreadChoice()
+_POOL: ThreadPoolExecutor | None = None  # see _hybrid_pool
+_POOL_LOCK = threading.Lock()
 
 _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -303,6 +315,7 @@ class ContentChunkSearch:
         self._embedder: object | None = None
         self._loaded = False
         self._lock = threading.Lock()
+        self._hybrid_rows = 0  # rows the last hybrid search's vector scan read (0: none yet)
 
     # -- provider ------------------------------------------------------------
     def embedder(self):
@@ -497,9 +510,18 @@ class ContentChunkSearch:
         if mode == "keyword":
             return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
         depth = want if mode == "vector" else max(want, FUSION_DEPTH)
-        # hybrid ranks the two lists one after the other on this thread: with the vector
-        # scan using both cores for large collections (engine/blas.py), a keyword worker
-        # thread beside it measured slower than the sum (14.7 ms vs 12.9 ms at 100k)
+        if mode != "hybrid":
+            return [RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)], \
+                "cosine"
+        vec, kw = self._hybrid_lists(text, collections, depth, embedder)
+        return fuse(vec, kw, VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight)[:want], "rrf"
+
+    def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder) -> list:
+        """Embed ``text`` and scan: the store's ``VectorHit``s, best first.
+
+        Raises:
+            EmbedError: the provider refused, or the model's dimension changed.
+        """
         qv = embedder.embed_query(text)
         stored_dim = self.store.vector_dim(embedder.model)
         if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
@@ -507,11 +529,44 @@ class ContentChunkSearch:
 
             raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
                                                stored_dim, int(qv.shape[0])))
-        vec = [(h.chunk, h.score) for h in self.store.search_vectors(embedder.model, qv, collections, depth)]
-        if mode != "hybrid":
-            return [RankedChunk(c, s) for c, s in vec], "cosine"
-        kw = [(h.chunk, h.score) for h in self.store.search_keyword(text, collections, depth)]
-        return fuse(vec, kw, VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight)[:want], "rrf"
+        return self.store.search_vectors(embedder.model, qv, collections, depth)
+
+    def _hybrid_lists(self, text: str, collections: list[str] | None, depth: int, embedder
+                      ) -> tuple[list[tuple[Chunk, float]], list[tuple[Chunk, float]]]:
+        """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first.
+
+        When the last hybrid search of this object scanned a large matrix
+        (>= ``LARGE_SCAN_ROWS`` rows, full scan), ``_HYBRID_CHOICE`` picks
+        between ranking the lists one after the other (the scan then uses one
+        or two BLAS threads, ``engine.blas``) and ranking the keyword list on a
+        worker thread that afterwards scores blocks of the vector scan
+        (``engine.scan_share``: the same scores as a one-thread scan). The
+        lists are the same either way.
+        """
+        use = _HYBRID_CHOICE.pick() if self._hybrid_rows >= LARGE_SCAN_ROWS else 1
+        share = ScanShare(helpers=use == 2)
+        t = time.perf_counter()
+        pending = _hybrid_pool().submit(self._keyword_then_help, text, collections, depth, share) \
+            if use == 2 else None
+        try:
+            with share.active():
+                vec = [(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)]
+        except BaseException:
+            if pending is not None:
+                pending.cancel() or pending.exception()  # never leave it running unseen
+            raise
+        kw_hits = pending.result() if pending is not None else self.store.search_keyword(text, collections, depth)
+        self._hybrid_rows = share.rows
+        if share.rows >= LARGE_SCAN_ROWS and (use == 1 or share.shared):
+            _HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
+        return vec, [(h.chunk, h.score) for h in kw_hits]
+
+    def _keyword_then_help(self, text: str, collections: list[str] | None, depth: int, share: ScanShare) -> list:
+        """The keyword list (on the worker thread), then help the vector scan's blocks."""
+        try:
+            return self.store.search_keyword(text, collections, depth)
+        finally:
+            share.help()
 
     # -- reads -------------------------------------------------------------------
     def collection(self, collection_path: str) -> Collection | None:
@@ -526,3 +581,12 @@ class ContentChunkSearch:
         if chunk_index < 0 or chunk_index >= total:
             return None, total
         return self.store.get_chunk(collection_path, file_path, chunk_index), total
+
+
+def _hybrid_pool() -> ThreadPoolExecutor:
+    """The process-wide pool hybrid searches rank their keyword list on (made once, 2 threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunknav-hybrid")
+        return _POOL

@@ -18,7 +18,8 @@ vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
 Must not import: ``engine.store.sqlite`` (it imports this module and hands in
 its read-connection factory), ``engine.model`` row types, ``sqlite_utils``,
 extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy``, the
-standard library and ``engine.blas`` (BLAS threads per scan) only.
+standard library, ``engine.blas`` (BLAS threads per scan) and ``engine.scan_share`` (a
+hybrid search's shared full scan) only.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import BinaryIO, Callable, Iterable
 import numpy as np
 
 from engine.blas import scan_threads
+from engine.scan_share import full_scores
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
 
@@ -511,8 +513,10 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                     scores[a:b] = m.matrix[r:r + (b - a)] @ q
         cand = scope
     else:
-        with scan_threads(len(m.matrix), full=True):
-            all_scores = m.matrix @ q  # (n_vectors,) float32
+        all_scores = full_scores(m.matrix, q)  # a hybrid search's keyword thread helps (engine/scan_share.py)
+        if all_scores is None:
+            with scan_threads(len(m.matrix), full=True):
+                all_scores = m.matrix @ q  # (n_vectors,) float32
         scores = all_scores[occ.matrix_row]  # (occurrences,)
         if scope is not None:
             scores = scores[scope]
