@@ -74,6 +74,11 @@ log = logging.getLogger(__name__)
 
 _PAGE_SIZE = 16384
 _BUSY_TIMEOUT_MS = 30_000
+#: Bytes of the database file each connection reads through a memory map (SQLite's
+#: ``mmap_size``; capped by the library at ~2 GB): pages come from the OS page cache
+#: without a pread and a private copy per connection. hyb measured keyword search at
+#: 100k chunks ~20% faster and a 10-hit fetch 0.105 -> 0.088 ms.
+_MMAP_BYTES = 0x7FFF0000
 
 class SqliteStore(SqliteSchema, SqliteEmbedNotes):
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
@@ -121,6 +126,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
         if not self.memory:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
         conn.execute("PRAGMA foreign_keys=OFF")
         self._connections.append(conn)
         return conn
@@ -443,7 +449,12 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
         """
         with self._read() as conn:
             own = not conn.in_transaction
-            if own:
+            if own:  # warm cache: one read of the counters, no transaction (hyb: small searches)
+                chunks_gen, vectors_gen = self._gens(model)
+                m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
+                if m is not None and occ is not None and m.gen == vectors_gen and \
+                        occ.chunks_gen == chunks_gen and occ.vectors_gen == vectors_gen:
+                    return m, occ
                 conn.execute("BEGIN")
             try:
                 chunks_gen, vectors_gen = self._gens(model)
@@ -493,19 +504,18 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
         """Chunk rows for the picked occurrences; None when the chunks changed meanwhile."""
         if len(picked) == 0:
             return []
-        rowids = [int(r) for r in occ.chunk_rowid[picked]]
+        rowids = occ.chunk_rowid[picked].tolist()
         marks = ",".join("?" * len(rowids))
         with self._read() as conn:
             rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({marks})",
                                 rowids).fetchall()
-        by_rowid = {r[0]: r[1:] for r in rows}
-        hits = []
-        for i, rowid in enumerate(rowids):
-            row = by_rowid.get(rowid)
-            if row is None or id_bytes(row[3]) != m.digest(int(occ.matrix_row[picked[i]])):
-                return None
-            hits.append(VectorHit(chunk_of(row), float(scores[i])))
-        return hits
+        by_rowid = {r[0]: r for r in rows}
+        got = [by_rowid.get(rowid) for rowid in rowids]
+        # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
+        if any(r is None for r in got) or \
+                b"".join(id_bytes(r[4]) for r in got) != m.digests[occ.matrix_row[picked]].tobytes():
+            return None
+        return [VectorHit(chunk_of(r[1:]), s) for r, s in zip(got, scores.tolist())]
 
     # -- keyword search -------------------------------------------------------------------
     def search_keyword(
