@@ -14,8 +14,9 @@ __all__ = ["__version__"]
 
 # OpenBLAS (numpy's BLAS) keeps a worker thread spinning for ~2**28 cycles (~0.1 s)
 # after each call that used two threads; on two cores that thread holds the core the
-# next search, its keyword list or another process needs (measured: hybrid search at
-# 100k 1.45x of vector with 4, 1.8x with the default). Read once, when numpy first
+# next search, its keyword list or another process needs (measured at 100k chunks: a
+# hybrid search with its shared scan 1.45-1.50x of vector p50 with 4, 1.64-1.81x with
+# the default 28). Read once, when numpy first
 # loads OpenBLAS: importing the engine before numpy applies it; a value set by the
 # user wins. engine/blas.py chooses the thread counts.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
