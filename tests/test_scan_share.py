@@ -109,3 +109,21 @@ def test_a_block_failing_on_the_helper_is_scored_by_the_scanning_thread(monkeypa
     t.join(5)
     monkeypatch.undo()
     assert np.array_equal(got, m @ q)
+
+
+def test_importing_the_engine_first_stops_openblas_spinning_unless_the_user_chose(tmp_path):
+    """engine/__init__.py sets OPENBLAS_THREAD_TIMEOUT=4 before numpy loads OpenBLAS
+    (a two-thread call otherwise leaves a thread spinning ~0.1 s); a value set by the user wins."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    code = "import os, engine; print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "4"
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, env={**env, "OPENBLAS_THREAD_TIMEOUT": "20"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "20"
