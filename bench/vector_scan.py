@@ -4,7 +4,7 @@ Usage::
 
     .venv/bin/python bench/real_vectors.py 1000000      # once: ~8 CPU-minutes, cached in /tmp
     .venv/bin/pip install -r requirements-bench.txt            # usearch, hnswlib (for --ann)
-    .venv/bin/python bench/vector_scan.py [--n 1000000] [--ann] [--ann-n 200000]
+    .venv/bin/python bench/vector_scan.py [--n 1000000] [--ann] [--ann-n 200000] [--only "(a),(b')"] [--store]
 
 Vectors: ``bench/real_vectors.py`` (1000-character windows of text on this
 machine, WordLlama l2_supercat 256-d, L2-normalised). Queries: questions, not
@@ -20,10 +20,18 @@ in RAM for the scan), all in one run. Methods:
     candidates: 1-bit sign codes with Hamming distance (numpy
     ``bitwise_count``), the 64-d Matryoshka prefix in float32, and usearch's
     SIMD exact search over int8 and float16 copies;
+(b') the engine's int8 scan (``engine/store/int8_scan.py``, simsimd int8 dot
+    products on 1 or 2 threads, top R kept per half) + float32 rescoring of
+    R rows (``--int8-r``), and the same with per-dimension scales;
 (c) ANN (``--ann``, test-only dependencies): usearch HNSW and hnswlib HNSW
     (M=16, efConstruction=128), built on ``--ann-n`` vectors (default 200k:
     a 1M build takes many minutes on a busy 2-core machine; pass
     ``--ann-n 1000000`` for the full size), at several ef.
+
+``--store`` times the engine instead: ``SqliteStore.search_vectors`` with
+``vector_scan`` exact vs auto (int8) on a SQLite file of the n vectors
+(built once under ``$BENCH_VECTORS``), against the numpy bound.
+``--only "(a),(b')"`` keeps the rows whose names start so.
 
 The load average is printed; every method is timed over the same queries,
 interleaved query by query (5 rounds).
@@ -108,7 +116,7 @@ def pct(xs: list[float]) -> tuple[float, float]:
 
 
 def topk(scores: np.ndarray, k: int) -> np.ndarray:
-    top = np.argpartition(-scores, k)[:k]
+    top = np.argpartition(-scores, k)[:k] if k < len(scores) else np.arange(len(scores))
     return top[np.argsort(-scores[top], kind="stable")]
 
 
@@ -124,6 +132,11 @@ def blas(n: int) -> None:
             c.set_num_threads(n)
 
 
+def _two_blas(name: str) -> bool:
+    """Methods that call BLAS with 2 threads (timed last in each query's turn, then a pause)."""
+    return "2 BLAS threads" in name or name.startswith("(b) 64-d") and "2 thr" in name
+
+
 def rescore(m: np.ndarray, q: np.ndarray, cand: np.ndarray) -> np.ndarray:
     cand = np.sort(cand)  # forward reads of the float32 matrix
     s = m[cand] @ q
@@ -136,6 +149,12 @@ def main() -> None:
     ap.add_argument("--ann", action="store_true", help="also build and query HNSW indexes (slow)")
     ap.add_argument("--ann-n", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="rounds over the queries (default 5)")
+    ap.add_argument("--int8-r", type=lambda v: [int(x) for x in v.split(",")], default=[20, 50, 100, 200, 500, 1000],
+                    help="rescore depths R of the (b') int8 rows, comma-separated")
+    ap.add_argument("--only", default="", help="comma-separated method prefixes to time, e.g. \"(a),(b')\"")
+    ap.add_argument("--store", action="store_true",
+                    help="time the engine instead: SqliteStore.search_vectors, exact vs int8 (auto), on a SQLite "
+                         "file of the n real vectors (built once under $BENCH_VECTORS/store-<n>.db)")
     args = ap.parse_args()
     print(f"bench/vector_scan.py: n={args.n:,}, load average {os.getloadavg()}", flush=True)
     m = load(args.n)
@@ -143,6 +162,8 @@ def main() -> None:
 
     e = LocalEmbedder()
     qs = np.stack([e.embed_query(q) for q in QUESTIONS]).astype(np.float32)
+    if args.store:
+        return bench_store(m, qs, args)
     blas(2)
     truth = [topk(m @ q, K) for q in qs]
 
@@ -217,6 +238,34 @@ def main() -> None:
     for r in (4000, 16000):
         methods[f"(b) 64-d prefix f32 + rescore {r}, 1 thr"] = prefix64(r)
     methods["(b) 64-d prefix f32 + rescore 16000, 2 thr"] = prefix64(16000, 2)
+    # (b') the engine's int8 scan (engine/store/int8_scan.py): global scale from the dimension,
+    # simsimd int8 dot products on 1 or 2 threads (top R kept inside each worker), float32 rescoring.
+    from engine.store import int8_scan
+
+    if int8_scan.kernel() is not None:
+        t = time.perf_counter()
+        codes = int8_scan.quantise(m, int8_scan.int8_scale(m.shape[1]))
+        q8_s = time.perf_counter() - t
+        col = np.abs(m).max(axis=0)  # per-dimension scales, for comparison
+        codes_dim = np.ascontiguousarray(np.clip(np.rint(m / col * 127), -127, 127).astype(np.int8))
+        print(f"int8 codes (global scale {int8_scan.int8_scale(m.shape[1]):.1f}) built in {q8_s:.2f} s; "
+              f"{codes.nbytes // args.n} B/vector", flush=True)
+
+        def int8(r, threads, per_dim=False):
+            def run(i):
+                if per_dim:
+                    cand = int8_scan.int8_candidates(codes_dim, qs[i] / col, r, None, threads)
+                else:
+                    cand = int8_scan.int8_candidates(codes, qs[i], r, None, threads)
+                return rescore(m, qs[i], cand)
+            return run
+
+        for r in args.int8_r:
+            methods[f"(b') int8 simsimd 2 thr + f32 rescore {r}"] = int8(r, 2)
+        methods[f"(b') int8 simsimd 1 thr + f32 rescore {args.int8_r[-1]}"] = int8(args.int8_r[-1], 1)
+        methods["(b') int8 per-dim scales, 2 thr + rescore 100"] = int8(100, 2, True)
+    else:
+        print("simsimd not importable: the (b') int8 rows are skipped")
     try:
         from usearch.index import search as us_search
         from usearch.index import MetricKind
@@ -234,6 +283,14 @@ def main() -> None:
     except ImportError:
         print("usearch not installed: its rows are skipped (pip install -r requirements-bench.txt)")
 
+    if args.only:
+        keep = tuple(x.strip() for x in args.only.split(",") if x.strip())
+        methods = {k: v for k, v in methods.items() if k.startswith(keep)}
+    # Two-thread BLAS calls last in each query's turn, each followed by an untimed pause: OpenBLAS's
+    # second thread spins for a while after a call and slows whatever runs next (the engine never
+    # follows one with an int8 scan: a matrix is scanned one way or the other).
+    two = [k for k in methods if _two_blas(k)]
+    methods = {k: methods[k] for k in [k for k in methods if not _two_blas(k)] + two}
     times: dict[str, list[float]] = {k: [] for k in methods}
     found: dict[str, list[np.ndarray]] = {k: [None] * len(qs) for k in methods}  # type: ignore[list-item]
     for _ in range(args.rounds):
@@ -242,6 +299,9 @@ def main() -> None:
                 t = time.perf_counter()
                 found[name][i] = fn(i)  # type: ignore[operator]
                 times[name].append(time.perf_counter() - t)
+                if _two_blas(name):
+                    blas(1)
+                    time.sleep(0.15)  # untimed: let OpenBLAS's spinning second thread go to sleep
     blas(1)
     print(f"\n{len(qs)} question queries x {args.rounds} rounds, interleaved; load average {os.getloadavg()}")
     print(f"  {'method':48} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
@@ -251,6 +311,89 @@ def main() -> None:
 
     if args.ann:
         ann(m, qs, args.ann_n)
+
+
+def build_store(m: np.ndarray, path: Path) -> None:
+    """A SQLite index of len(m) chunks (4 collections) with m as their vectors, added through
+    ``add_vectors`` in 2,000-row calls (the embed pass's appends to the .f32/.i8 files), then ``save_run``."""
+    from engine.model import Collection
+    from engine.store.sqlite import SqliteStore
+
+    tmp = path.with_suffix(".building.db")
+    for p in tmp.parent.glob(tmp.name + "*"):
+        p.unlink()
+    store = SqliteStore(str(tmp))
+    for c in range(4):
+        store.add_collection(Collection(f"C{c}", str(tmp.parent)))
+    conn = store._conn()
+    conn.execute("BEGIN")
+    conn.executemany('INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, start, '
+                     '"end", chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)',
+                     ((f"C{i % 4}", f"f{i // 400}.txt", i // 4 % 100, f"{i:064x}", "h", f"w{i}")
+                      for i in range(len(m))))
+    conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text FROM chunks")
+    conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
+    conn.execute("COMMIT")
+    for s in range(0, len(m), 2000):
+        store.add_vectors(MODEL_NAME, [f"{i:064x}" for i in range(s, min(s + 2000, len(m)))], m[s:s + 2000])
+    store.save_run({})
+    store.close()
+    for p in tmp.parent.glob(tmp.name + "*"):
+        p.rename(path.parent / (path.name + p.name[len(tmp.name):]))
+
+
+MODEL_NAME = "l2_supercat_256"
+
+
+def bench_store(m: np.ndarray, qs: np.ndarray, args) -> None:
+    """SqliteStore.search_vectors (full scans, limit 10): exact float32 vs int8 (auto) vs the numpy bound."""
+    from engine.store.sqlite import SqliteStore
+    from real_vectors import CACHE
+
+    path = CACHE / f"store-{len(m)}.db"
+    if not path.exists():
+        t = time.perf_counter()
+        build_store(m, path)
+        print(f"built {path} in {time.perf_counter() - t:.0f} s", flush=True)
+    exact = SqliteStore(str(path), vector_scan="exact")
+    auto = SqliteStore(str(path))  # the default: int8 from 200,000 vectors
+    for s in (exact, auto):  # warm: matrix, codes and occurrence table mapped, thread choice tried
+        for q in qs[:4]:
+            s.search_vectors(MODEL_NAME, q, None, 10)
+    sizes = {k: Path(f"{path}.{MODEL_NAME}.{k}").stat().st_size for k in ("f32", "i8", "ids", "rowids")}
+    print("cache files, bytes per vector: " + ", ".join(f"{k} {v / len(m):.0f}" for k, v in sizes.items()))
+
+    def bound(i):
+        blas(1)
+        return topk(m @ qs[i], K)
+
+    ex_name, i8_name = "store exact f32 (engine's BLAS thread choice)", "store auto = int8 + f32 rescore (engine)"
+    methods = {ex_name: lambda i: exact.search_vectors(MODEL_NAME, qs[i], None, 10),
+               i8_name: lambda i: auto.search_vectors(MODEL_NAME, qs[i], None, 10),
+               "numpy bound f32 M @ q, 1 thread": bound}
+    times: dict[str, list[float]] = {k: [] for k in methods}
+    found: dict[str, list] = {k: [None] * len(qs) for k in methods}
+    for _ in range(args.rounds):
+        for i in range(len(qs)):
+            for name, fn in methods.items():
+                t = time.perf_counter()
+                found[name][i] = fn(i)
+                times[name].append(time.perf_counter() - t)
+                if name == ex_name:  # untimed: its 2-thread BLAS call leaves a thread spinning
+                    time.sleep(0.15)
+    agree = np.mean([len({h.chunk.chunk_id for h in a} & {h.chunk.chunk_id for h in b}) / K
+                     for a, b in zip(found[i8_name], found[ex_name])])
+    same_scores = all(abs(x.score - y.score) < 1e-6 for a, b in zip(found[i8_name], found[ex_name])
+                      for x, y in zip(a, b) if x.chunk.chunk_id == y.chunk.chunk_id)
+    print(f"\n{len(qs)} question queries x {args.rounds} rounds, interleaved; load average {os.getloadavg()}")
+    print(f"  {'method':48} {'p50 ms':>8} {'p95 ms':>8}")
+    for name in methods:
+        p50, p95 = pct(times[name])
+        print(f"  {name:48} {p50:8.2f} {p95:8.2f}")
+    print(f"  int8 store hits vs exact store hits: recall@10 {agree:.4f}; equal scores where equal ids: {same_scores}")
+    print(f"  p50 ratio int8 / exact store: {pct(times[i8_name])[0] / pct(times[ex_name])[0]:.2f}x")
+    exact.close()
+    auto.close()
 
 
 def ann(m: np.ndarray, qs: np.ndarray, n: int) -> None:

@@ -11,6 +11,12 @@ again every ``EXPLORE_EVERY`` scans (load changes), the faster one used
 otherwise. So an idle machine gets both cores for a 1M scan (56 ms instead
 of 104 ms measured here) and a loaded one keeps one thread.
 
+The int8 scan of large full searches (``engine.store.int8_scan``) splits
+its rows over one or two Python threads, not BLAS: ``int8_threads`` makes
+the same timed choice for it with a ``ThreadChoice`` of its own (idle here:
+1M rows 12 ms on two threads, 24 ms on one), and keeps BLAS pinned to one
+thread for the float32 rescoring that follows.
+
 Imports ``threadpoolctl`` lazily, on the first scan; without it (a broken
 install) scans run with BLAS's own default, logged once. Imports no other
 engine module and no face (streamlit, mcp, argparse).
@@ -25,7 +31,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-__all__ = ["scan_threads", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice"]
+__all__ = ["scan_threads", "int8_threads", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice"]
 
 log = logging.getLogger(__name__)
 
@@ -120,3 +126,27 @@ def scan_threads(rows: int, full: bool) -> Iterator[int]:
         with ctl.limit(limits=threads, user_api="blas"):
             yield threads
     _choice.record(threads, time.perf_counter() - t, rows)
+
+
+_int8_choice = ThreadChoice()
+
+
+@contextmanager
+def int8_threads(rows: int) -> Iterator[int]:
+    """Run one int8 candidate scan of ``rows`` rows with the thread count it should use.
+
+    Args:
+        rows: matrix rows the scan reads.
+
+    Yields:
+        1 or 2: the threads to split the rows over (both tried first, then the
+        one measured faster per row, the other again every ``EXPLORE_EVERY`` scans).
+    """
+    _pin()  # the float32 rescoring after the scan stays on one BLAS thread
+    if len(_int8_choice.cores) < 2:
+        yield 1
+        return
+    threads = _int8_choice.pick()
+    t = time.perf_counter()
+    yield threads
+    _int8_choice.record(threads, time.perf_counter() - t, rows)

@@ -106,6 +106,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extract_workers", "CHUNKNAV_EXTRACT_WORKERS", 0, "processes",
             "worker processes extracting files in parallel; 0 = one per core while the cores are free, "
             "1 = in the indexing process only", int),
+    # -- large vector scans (issue 15, 1M row)
+    Setting("vector_scan", "CHUNKNAV_VECTOR_SCAN", "auto", "mode",
+            "SQLite vector search: auto (int8 scan + float32 rescoring for full scans of at least "
+            "vector_int8_min_rows vectors, exact float32 otherwise), exact (always float32), or int8 "
+            "(every full scan); scoped scans are always exact", str),
+    Setting("vector_int8_min_rows", "CHUNKNAV_VECTOR_INT8_MIN_ROWS", 200_000, "vectors",
+            "vectors of one model from which vector_scan=auto uses the int8 scan for full scans", int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -141,6 +148,8 @@ class Settings:
     read_only: bool = False
     renderer: str = "pymupdf"
     extract_workers: int = 0
+    vector_scan: str = "auto"
+    vector_int8_min_rows: int = 200_000
 
     @property
     def chunk_step(self) -> int:
@@ -193,6 +202,12 @@ class Settings:
             raise SettingsError(f"renderer (CHUNKNAV_RENDERER) must be pymupdf or poppler, got {self.renderer!r}")
         if self.extract_workers < 0:
             raise SettingsError(f"extract_workers (CHUNKNAV_EXTRACT_WORKERS) must be >= 0, got {self.extract_workers}")
+        if self.vector_scan not in ("auto", "exact", "int8"):
+            raise SettingsError(f"vector_scan (CHUNKNAV_VECTOR_SCAN) must be auto, exact or int8, "
+                                f"got {self.vector_scan!r}")
+        if self.vector_int8_min_rows < 0:
+            raise SettingsError(f"vector_int8_min_rows (CHUNKNAV_VECTOR_INT8_MIN_ROWS) must be >= 0, "
+                                f"got {self.vector_int8_min_rows}")
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self

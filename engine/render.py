@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.extract import open_pdf
+from engine.extract.pdf import PAGE_FILETYPES
 from engine.model import Bbox
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "page_label",
     "clip_around",
     "highlight_runs",
+    "renders_pages",
 ]
 
 #: RGBA fill of a highlight (translucent yellow).
@@ -111,10 +113,22 @@ class RenderedPage:
                 round((b.y + b.h) * self.page_height_px) - self.clip_y_px)
 
 
+def renders_pages(file_path: str | os.PathLike[str]) -> bool:
+    """True when ``file_path`` is drawn page by page: a PDF, or a format PyMuPDF
+    lays out in pages (``engine.extract.pdf.PAGE_FILETYPES``: EPUB, XPS, OXPS,
+    FB2, MOBI, CBZ), whose chunks carry page numbers and ``Bbox`` regions of
+    that same layout. Decided by the lower-case suffix; opens nothing."""
+    suffix = Path(os.fspath(file_path)).suffix.lower()
+    return suffix == ".pdf" or suffix in PAGE_FILETYPES
+
+
 def _open(pdf_path: str | os.PathLike[str], password: str | None):
-    """Open and decrypt a PDF (``engine.extract.open_pdf``: the same rules and
-    the same EXPECTED.md trap 7 care). Raises ExtractError / EncryptedError."""
-    return open_pdf(pdf_path, password)[0]
+    """Open and decrypt a PDF, or open another paged format with the filetype
+    extraction used (``engine.extract.open_pdf``: the same rules and the same
+    EXPECTED.md trap 7 care, so pages and boxes match the stored ones).
+    Raises ExtractError / EncryptedError."""
+    filetype = PAGE_FILETYPES.get(Path(os.fspath(pdf_path)).suffix.lower())
+    return open_pdf(pdf_path, password, filetype=filetype)[0]
 
 
 def _page(doc, page: int):
@@ -212,7 +226,8 @@ def page_size_pt(pdf_path: str | os.PathLike[str], page: int, password: str | No
 
 
 def page_label(pdf_path: str | os.PathLike[str], page: int, password: str | None = None) -> str:
-    """The printed label of a 1-based page ('' when the PDF defines none).
+    """The printed label of a 1-based page ('' when the PDF defines none, and
+    for the other paged formats, which have no page labels).
 
     Raises:
         ValueError: ``page`` outside ``1..page_count``.
@@ -220,7 +235,8 @@ def page_label(pdf_path: str | os.PathLike[str], page: int, password: str | None
     """
     doc = _open(pdf_path, password)
     try:
-        return _page(doc, page).get_label() or ""
+        pg = _page(doc, page)
+        return (pg.get_label() or "") if doc.is_pdf else ""
     finally:
         doc.close()
 
@@ -447,7 +463,9 @@ def render_page_info(pdf_path: str | os.PathLike[str], page: int, zoom: float = 
         password: user password for an encrypted PDF.
         highlight_texts: used only when no region lies on ``page``: texts whose
             occurrences on the page are marked (the chunk's text, no-bbox fallback).
-        renderer: ``"pymupdf"`` (default) or ``"poppler"`` (``RENDERERS``).
+        renderer: ``"pymupdf"`` (default) or ``"poppler"`` (``RENDERERS``);
+            a file that is not a PDF (``renders_pages``) is always drawn by
+            PyMuPDF, whose layout gave its boxes (``renderer`` in the result says so).
         clip: the part of the displayed page to render (``Bbox`` 0..1, e.g. from
             ``clip_around``); None = the whole page.
 
@@ -468,6 +486,8 @@ def render_page_info(pdf_path: str | os.PathLike[str], page: int, zoom: float = 
 
     if renderer not in RENDERERS:
         raise ValueError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
+    if renderer == "poppler" and Path(os.fspath(pdf_path)).suffix.lower() != ".pdf":
+        renderer = "pymupdf"  # Poppler reads PDF only; the other paged formats are MuPDF's layout
     zoom = min(max(float(zoom), ZOOM_MIN), ZOOM_MAX)
     doc = _open(pdf_path, password)
     try:

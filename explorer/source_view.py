@@ -24,7 +24,7 @@ from engine.errors import ChunknavError
 from explorer import state, widgets
 
 __all__ = ["ZOOMS", "VIEW_WIDTH_PX", "VIEW_HEIGHT_PX", "chunk_stepper", "stale_notice",
-           "pdf_chunk_pages", "text_chunk_view"]
+           "pdf_chunk_pages", "text_chunk_view", "renders_pages"]
 
 #: Zoom levels: multiples of "page width fills the image".
 ZOOMS = [1.0, 1.5, 2.0, 3.0, 4.0]
@@ -131,6 +131,15 @@ def _page_label(path: Path, page: int, password: str | None) -> str:
         return page_label(path, page, password)
     except (ChunknavError, ValueError):
         return ""
+
+
+def renders_pages(file_path: str) -> bool:
+    """True when the Source page draws ``file_path`` page by page (PDF, EPUB,
+    XPS, FB2, MOBI, CBZ: ``engine.render.renders_pages``, by suffix); other
+    files are shown as text."""
+    from engine.render import renders_pages as paged
+
+    return paged(file_path)
 
 
 def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:

@@ -1,4 +1,5 @@
-"""Source: where a chunk came from. PDFs: every page the chunk touches, in
+"""Source: where a chunk came from. PDFs (and the other paged formats: EPUB,
+XPS, FB2, MOBI, CBZ, drawn in the layout their boxes came from): every page the chunk touches, in
 order, with its line rectangles drawn (the union outline faintly), cropped
 around the highlight so it is in view on open, zoom 1x-4x that re-renders;
 Previous/Next chunk. Text, Markdown, DOCX: the document text from just before
@@ -27,7 +28,7 @@ elif chunk is not None:
     link.page_link(widgets.page_path("chunk"), label="Chunk view", icon=":material/article:",
                    query_params={k: v for k, v in {"c": c, "f": f, "i": i, "q": state.qp_get("q")}.items() if v})
     stale = source_view.stale_notice(chunk)
-    if f.lower().endswith(".pdf"):
+    if source_view.renders_pages(f):  # PDF, EPUB, XPS, FB2, MOBI, CBZ
         source_view.pdf_chunk_pages(chunk, stale)  # with the Previous/Next chunk buttons
     else:
         source_view.chunk_stepper(chunk)

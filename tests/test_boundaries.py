@@ -93,6 +93,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.store.vector_purge",  # polish: chunknav vectors purge-stale
     "engine.freshness", "engine.render",  # i12
     "engine.blas", "engine.extract_pool",
+    "engine.store.int8_scan",  # issue 15, 1M row
     "engine.scan_share",  # hyb: a hybrid search's shared full scan
 ])
 def test_exports_exist_and_are_documented(module):

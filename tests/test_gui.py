@@ -546,3 +546,35 @@ def test_a_too_long_query_link_is_cut_with_a_notice_and_the_tool_refuses_past_it
     one = AppTest.from_function(page, default_timeout=60).run()
     refused = [e.value for e in one.error if "Invalid argument" in e.value]
     assert len(refused) == 1 and "'query'" in refused[0] and "the most is" in refused[0]
+
+
+@pytest.fixture
+def paged_index(tmp_path, monkeypatch):
+    """A collection of the other paged formats (XPS, EPUB, FB2 from tests/corpus/formats)."""
+    root = tmp_path / "books"
+    root.mkdir()
+    for name in ("test_open2.xps", "test_open2.epub", "test_open2.fb2"):
+        shutil.copy(Path(__file__).parent / "corpus" / "formats" / name, root / name)
+    settings = Settings(db=str(tmp_path / "index.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="none").validate()
+    eng = Engine(settings)
+    eng.add_collection("Books", str(root))
+    eng.run_index(["Books"])
+    yield eng
+    eng.close()
+    st.cache_resource.clear()
+
+
+@pytest.mark.parametrize("name", ["test_open2.xps", "test_open2.epub", "test_open2.fb2"])
+def test_source_draws_the_page_of_a_chunk_from_other_paged_formats(monkeypatch, paged_index, name):
+    _env(monkeypatch, paged_index.settings)
+    chunk = call_tool(paged_index, "get_chunk", {"collectionPath": "Books", "filePath": name, "chunkIndex": 0})
+    assert chunk["found"] and chunk["page"] >= 1 and chunk["regions"], chunk
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    for k, v in {"c": "Books", "f": name, "i": 0}.items():
+        at.query_params[k] = str(v)
+    at.switch_page(PAGE["source"]).run()
+    assert not at.exception, at.exception
+    last = at.session_state["_last_render"]
+    assert last["page"] == chunk["page"] and last["source"] in ("rects", "bbox") and last["boxes"] >= 1
+    assert any(f"**Page {chunk['page']}**" in m.value for m in at.markdown)
+    assert 'class="cn-span"' not in _texts(at.markdown)  # drawn as a page, not as text

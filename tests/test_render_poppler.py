@@ -119,3 +119,20 @@ def test_unknown_renderer_and_bad_file():
         render.render_page(CORPUS / "pdf" / "minimal-document.pdf", 1, renderer="cairo")
     with pytest.raises(ExtractError):
         render.render_page(CORPUS / "edge" / "empty.pdf", 1, renderer="poppler")
+
+
+@pytest.mark.parametrize("name", ["test_open2.xps", "test_open2.epub"])
+def test_other_paged_formats_are_drawn_by_pymupdf_in_the_layout_of_their_boxes(name):
+    """Poppler reads PDF only: an XPS/EPUB page asked of Poppler is drawn by PyMuPDF
+    (the layout extraction used), with the stored box of its first chunk."""
+    path = CORPUS / "formats" / name
+    assert render.renders_pages(path) and render.renders_pages(str(path).upper())
+    assert not render.renders_pages(CORPUS / "formats" / "test_open2.html")
+    extracted = extract(path)
+    chunk = chunk_text(extracted, 1000, 150)[0]
+    region = chunk.regions[0]
+    shot = render.render_page_info(path, region.page, 1.0, regions=[region], renderer="poppler")
+    assert shot.renderer == "pymupdf" and shot.source in ("rects", "bbox") and shot.boxes
+    w, h = render.page_size_pt(path, region.page)
+    assert abs(shot.page_width_px - w) <= 1 and abs(shot.page_height_px - h) <= 1  # MuPDF rounds up
+    assert render.page_label(path, region.page) == ""

@@ -5,7 +5,7 @@ Owns: ``Limits`` (from the settings ``max_file_bytes``, ``max_docx_part_bytes``,
 extractor runs. A .docx is a zip: its central directory declares each part's
 inflated size, read without inflating anything; a part over the limit (a zip
 bomb) is refused there. Headers can lie, so every part is then streamed
-through a bounded read (1 MiB pieces, counting bytes) before python-docx may
+through a bounded read (1 MiB pieces, counting bytes) before the .docx reader may
 inflate it; Python's ``zipfile`` never returns more than the declared size and
 checks the CRC at the end, so a lying part fails as ``corrupt``. Imports
 ``engine.errors`` only (``pymupdf`` lazily); never a face or a store.

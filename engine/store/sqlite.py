@@ -88,13 +88,16 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
     process-local lock.
     """
 
-    def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS):
+    def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS, vector_scan: str = "auto",
+                 int8_min_rows: int = 200_000):
         """Open or create the database.
 
         Args:
             path: file path (parent directories are created) or ``":memory:"``.
             busy_timeout_ms: how long one write waits for another process's
                 writer lock before ``StoreBusyError``.
+            vector_scan, int8_min_rows: settings ``vector_scan`` ("auto": full scans of
+                >= int8_min_rows rows use the int8 scan; "int8": every full scan; "exact": none).
 
         Raises:
             sqlite3.DatabaseError: the file is not a SQLite database.
@@ -102,6 +105,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
         self.path = str(path)
         self.memory = self.path == ":memory:"
         self._busy_timeout_ms = int(busy_timeout_ms)
+        self._int8_min_rows = {"exact": None, "int8": 0}.get(vector_scan, int(int8_min_rows))
         self._local = threading.local()
         self._write_lock = threading.RLock()  # one writer per process at a time
         self._index_thread_lock = threading.Lock()  # index_lock for ":memory:"
@@ -491,7 +495,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
                 return []
             if q.shape[0] != m.dim:
                 raise ValueError(f"query has dim {q.shape[0]}, model {model!r} has dim {m.dim}")
-            picked, scores = top_occurrences(m, occ, q, collection_paths, limit)
+            picked, scores = top_occurrences(m, occ, q, collection_paths, limit, self._int8_min_rows)
             hits = self._resolve(m, occ, picked, scores)
             if hits is not None:
                 return hits

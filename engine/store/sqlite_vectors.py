@@ -14,12 +14,15 @@ instead of rebuilding it. The store bumps those counters on every write, so a
 change by this or another process is seen and the table rebuilt.
 Scoring (``top_occurrences``): dot products of L2-normalised float32
 vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
+Beside it, its int8 codes (``<db>.<model>.i8``, scale in the JSON state), written with
+every append and rebuild (regenerated from the .f32 file when missing or short): a full
+scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_scan``).
 
 Must not import: ``engine.store.sqlite`` (it imports this module and hands in
 its read-connection factory), ``engine.model`` row types, ``sqlite_utils``,
 extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy``, the
-standard library, ``engine.blas`` (BLAS threads per scan) and ``engine.scan_share`` (a
-hybrid search's shared full scan) only.
+standard library, ``engine.blas`` (BLAS threads per scan), ``engine.store.int8_scan``
+and ``engine.scan_share`` (a hybrid search's shared full scan) only.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ from typing import BinaryIO, Callable, Iterable
 
 import numpy as np
 
-from engine.blas import scan_threads
+from engine.blas import int8_threads, scan_threads
 from engine.scan_share import full_scores
+from engine.store import int8_scan
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
 
@@ -65,6 +69,7 @@ class Matrix:
     vector_rowid: np.ndarray  # (n,) int64, ascending: vectors.rowid of each matrix row
     max_rowid: int  # highest vectors.rowid covered
     gen: int  # vectors_gen this covers
+    codes: np.ndarray | None = None  # (n, dim) int8: int8_scan.quantise(matrix), None: not available
 
     def digest(self, row: int) -> bytes:
         """The 32-byte ``id_bytes`` of matrix row ``row``'s chunk id."""
@@ -83,6 +88,7 @@ class Occurrences:
     codes: dict[str, int]  # collection_path -> code
     scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
     scope_runs: dict = field(default_factory=dict)  # id(scope rows) -> (rows, spans to score)
+    by_row: int8_scan.RowIndex | None = None  # for the int8 scan, built on its first use
 
 
 class VectorCache:
@@ -205,18 +211,24 @@ class VectorCache:
                 if not chain:
                     return
                 if fresh:
-                    for f in (p["f32"], p["ids"], p["rowids"]):
+                    for f in (p["f32"], p["ids"], p["rowids"], p["i8"]):
                         f.unlink(missing_ok=True)
-                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr:
+                else:
+                    _ensure_codes(p, state)
+                dim = int(chain[0][2].shape[1])
+                scale = int8_scan.int8_scale(dim)
+                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr, \
+                        open(p["i8"], "ab") as f8:
                     for rowids, digests, vecs in chain:
                         fm.write(vecs.tobytes())
                         fi.write(digests.tobytes())
                         fr.write(rowids.tobytes())
-                    for f in (fm, fi, fr):
+                        f8.write(int8_scan.quantise(vecs, scale).tobytes())
+                    for f in (fm, fi, fr, f8):
                         f.flush()
                         os.fsync(f.fileno())
-                state.update(rows=state["rows"] + sum(len(c[0]) for c in chain), dim=int(chain[0][2].shape[1]),
-                             max_rowid=end)
+                state.update(rows=state["rows"] + sum(len(c[0]) for c in chain), dim=dim,
+                             max_rowid=end, i8_scale=scale)
                 _write_atomic(p["json"], json.dumps(state).encode())
         except OSError as e:
             log.warning("could not append to the vector cache of %s: %s", model, e)
@@ -246,7 +258,7 @@ class VectorCache:
     def _cache_paths(self, model: str) -> dict[str, Path]:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
         base = f"{self.path}.{safe}"
-        return {k: Path(base + "." + k) for k in ("f32", "ids", "rowids", "json", "lock", "occ.npz")}
+        return {k: Path(base + "." + k) for k in ("f32", "ids", "rowids", "json", "lock", "occ.npz", "i8")}
 
     # -- matrix ---------------------------------------------------------------------
     def _load_matrix(self, model: str, vectors_gen: int) -> Matrix | None:
@@ -267,11 +279,12 @@ class VectorCache:
         if cur is None:
             dim = rows[0][3]
             cur = Matrix(dim, np.empty((0, dim), np.float32), np.empty((0, 32), np.uint8),
-                         np.empty(0, np.int64), 0, gen)
+                         np.empty(0, np.int64), 0, gen, np.empty((0, dim), np.int8))
         if rows:
             new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), cur.dim)
             digests = np.frombuffer(b"".join(id_bytes(r[1]) for r in rows), np.uint8).reshape(len(rows), 32)
             cur.matrix = np.concatenate([cur.matrix, new])
+            cur.codes = np.concatenate([cur.codes, int8_scan.quantise(new, int8_scan.int8_scale(cur.dim))])
             cur.digests = np.concatenate([cur.digests, digests])
             cur.vector_rowid = np.concatenate([cur.vector_rowid, np.fromiter((r[0] for r in rows), np.int64,
                                                                              len(rows))])
@@ -289,25 +302,32 @@ class VectorCache:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process updates the cache files at a time
             state = self._valid_state(p)
             if state is None:
-                for f in files:
+                for f in (*files, p["i8"]):
                     f.unlink(missing_ok=True)
                 state = {"format": _FORMAT, "db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+            else:
+                _ensure_codes(p, state)
             # Stream new rows into the files in blocks: never all blobs in memory at once.
             added = 0
             with self._read() as conn:
                 cur = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
                                    "AND rowid > ? ORDER BY rowid", (model, state["max_rowid"]))
-                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr:
+                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr, \
+                        open(p["i8"], "ab") as f8:
                     while rows := cur.fetchmany(_BLOCK_ROWS):
                         dim = rows[0][3]
                         if state["dim"] and dim != state["dim"]:
                             raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
-                        fm.write(b"".join(r[2] for r in rows))
+                        blob = b"".join(r[2] for r in rows)
+                        fm.write(blob)
+                        f8.write(int8_scan.quantise(np.frombuffer(blob, np.float32).reshape(len(rows), dim),
+                                                    int8_scan.int8_scale(dim)).tobytes())
                         fi.write(b"".join(id_bytes(r[1]) for r in rows))
                         fr.write(np.fromiter((r[0] for r in rows), np.int64, len(rows)).tobytes())
-                        state.update(rows=state["rows"] + len(rows), dim=dim, max_rowid=rows[-1][0])
+                        state.update(rows=state["rows"] + len(rows), dim=dim, max_rowid=rows[-1][0],
+                                     i8_scale=int8_scan.int8_scale(dim))
                         added += len(rows)
-                    for f in (fm, fi, fr):
+                    for f in (fm, fi, fr, f8):
                         f.flush()
                         os.fsync(f.fileno())
             if added:
@@ -325,7 +345,8 @@ class VectorCache:
                        np.asarray(np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim))),
                        np.asarray(np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32))),
                        np.asarray(np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,))),
-                       state["max_rowid"], gen)
+                       state["max_rowid"], gen,
+                       np.asarray(np.memmap(p["i8"], dtype=np.int8, mode="r", shape=(n, dim))))
         self.matrices[model] = m
         return m
 
@@ -424,6 +445,31 @@ class VectorCache:
             log.warning("could not write the occurrence file %s: %s", path, e)
 
 
+def _ensure_codes(p: dict[str, Path], state: dict) -> None:
+    """Make ``p["i8"]`` the int8 codes of the valid float32 file ``p["f32"]`` (caller holds the
+    model's flock): when the state has no matching scale or the file has the wrong size (a cache
+    written before the int8 file existed, an interrupted append), regenerate it from the float32
+    rows a block at a time into a temp file, ``os.replace`` it, and record the scale in the state."""
+    rows, dim = state["rows"], state["dim"]
+    scale = int8_scan.int8_scale(dim) if dim else None
+    try:
+        ok = p["i8"].stat().st_size == rows * dim and (rows == 0 or state.get("i8_scale") == scale)
+    except OSError:
+        ok = False
+    if ok:
+        return
+    f32 = np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(rows, dim)) if rows else None
+
+    def fill(f: BinaryIO) -> None:
+        for i in range(0, rows, _BLOCK_ROWS):
+            f.write(int8_scan.quantise(f32[i:i + _BLOCK_ROWS], scale).tobytes())
+
+    _replace_with(p["i8"], fill)
+    if scale is not None:
+        state["i8_scale"] = scale
+        _write_atomic(p["json"], json.dumps(state).encode())
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to a unique temp file beside ``path``, then ``os.replace`` it."""
     _replace_with(path, lambda f: f.write(data))
@@ -494,12 +540,27 @@ def _scope_runs(occ: Occurrences, scope: np.ndarray, rows: np.ndarray) -> list[t
 
 
 def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
-                    collection_paths: Iterable[str] | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices into ``occ`` of the best ``limit`` and their scores, best first."""
+                    collection_paths: Iterable[str] | None, limit: int,
+                    int8_min_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Indices into ``occ`` of the best ``limit`` and their float32 scores, best first.
+
+    ``int8_min_rows``: a full scan of a matrix with at least this many rows uses
+    ``int8_scan.top_entries`` (None: never); without simsimd or on its failure, exact (logged).
+    """
     scope = scope_rows(occ, collection_paths)
     total = len(occ.chunk_rowid)
     if scope is not None and len(scope) == 0:
         return np.empty(0, np.int64), np.empty(0, np.float32)
+    if (scope is None and int8_min_rows is not None and m.codes is not None and total
+            and len(m.matrix) >= max(int8_min_rows, 8 * max(int8_scan.RESCORE, 4 * limit))
+            and int8_scan.kernel() is not None):
+        try:
+            if occ.by_row is None or occ.by_row.n != len(m.matrix):
+                occ.by_row = int8_scan.row_index(occ.matrix_row, len(m.matrix))
+            with int8_threads(len(m.matrix)) as threads:
+                return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, threads=threads)
+        except Exception as e:  # never fail a search for the faster path
+            log.warning("int8 vector scan failed, exact float32 scan instead: %s: %s", type(e).__name__, e)
     if scope is not None and len(scope) < _SUBSET_FRACTION * total:
         # Score only the scope's rows, a block at a time (no copy of the matrix).
         rows = occ.matrix_row[scope]
