@@ -247,19 +247,26 @@ def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, f
         with its fused score and both lists' scores and 0-based ranks; ties
         keep vector order, then keyword order.
     """
-    fused: dict[tuple[str, str, int], dict] = {}
+    out = _fuse_entries(vector, keyword, vector_weight, k,
+                        lambda chunk: (chunk.collection_path, chunk.file_path, chunk.chunk_index))
+    return [RankedChunk(e["chunk"], e["score"], e.get("vector_score"), e.get("vector_rank"),
+                        e.get("keyword_score"), e.get("keyword_rank")) for e in out]
+
+
+def _fuse_entries(vector: Sequence[tuple[object, float]], keyword: Sequence[tuple[object, float]],
+                  vector_weight: float, k: int, key: Callable[[object], object]) -> list[dict]:
+    """``fuse`` over any items (chunks, or store row ids with ``key`` the identity): dicts
+    with ``chunk`` (the item), ``score`` and the lists' ``*_score`` / ``*_rank``, best first."""
+    fused: dict[object, dict] = {}
     for name, ranking, weight in (("vector", vector, vector_weight), ("keyword", keyword, 1.0 - vector_weight)):
         for rank, (chunk, score) in enumerate(ranking):
-            key = (chunk.collection_path, chunk.file_path, chunk.chunk_index)
-            entry = fused.setdefault(key, {"chunk": chunk, "score": 0.0, "order": len(fused)})
+            entry = fused.setdefault(key(chunk), {"chunk": chunk, "score": 0.0, "order": len(fused)})
             if f"{name}_rank" in entry:
                 continue  # a chunk listed twice keeps its best rank
             entry[f"{name}_rank"] = rank
             entry[f"{name}_score"] = float(score)
             entry["score"] += 2.0 * weight / (k + rank + 1)
-    out = sorted(fused.values(), key=lambda e: (-e["score"], e["order"]))
-    return [RankedChunk(e["chunk"], e["score"], e.get("vector_score"), e.get("vector_rank"),
-                        e.get("keyword_score"), e.get("keyword_rank")) for e in out]
+    return sorted(fused.values(), key=lambda e: (-e["score"], e["order"]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -513,11 +520,37 @@ class ContentChunkSearch:
         if mode != "hybrid":
             return [RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)], \
                 "cosine"
+        weight = VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight
+        if all(hasattr(self.store, a) for a in ("search_vector_refs", "search_keyword_refs", "chunks_at")):
+            ranked = self._hybrid_by_refs(text, collections, depth, embedder, weight, want)
+            if ranked is not None:
+                return ranked, "rrf"
         vec, kw = self._hybrid_lists(text, collections, depth, embedder)
-        return fuse(vec, kw, VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight)[:want], "rrf"
+        return fuse(vec, kw, weight)[:want], "rrf"
 
-    def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder) -> list:
-        """Embed ``text`` and scan: the store's ``VectorHit``s, best first.
+    def _hybrid_by_refs(self, text: str, collections: list[str] | None, depth: int, embedder,
+                        weight: float, want: int) -> list[RankedChunk] | None:
+        """Hybrid fused over the store's row ids, reading only the ``want`` fused rows (a store
+        with ``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``): the same hits,
+        order and breakdown as fusing the two lists of chunks (a chunk is one row). None when a
+        writer changed a fused row between ranking and reading (the caller ranks again with rows)."""
+        vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
+        fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, RRF_K, lambda r: r)[:want]
+        rows = self.store.chunks_at([e["chunk"] for e in fused])
+        ids = {r: c for r, c, _s in vec}
+        out = []
+        for e in fused:
+            chunk = rows.get(e["chunk"])
+            if chunk is None or chunk.chunk_id != ids.get(e["chunk"], chunk.chunk_id):
+                return None
+            out.append(RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
+                                   e.get("keyword_score"), e.get("keyword_rank")))
+        return out
+
+    def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder,
+                     refs: bool = False) -> list:
+        """Embed ``text`` and scan: the store's ``VectorHit``s, best first (``refs``: its
+        ``search_vector_refs`` tuples).
 
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
@@ -529,11 +562,13 @@ class ContentChunkSearch:
 
             raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
                                                stored_dim, int(qv.shape[0])))
-        return self.store.search_vectors(embedder.model, qv, collections, depth)
+        search = self.store.search_vector_refs if refs else self.store.search_vectors
+        return search(embedder.model, qv, collections, depth)
 
-    def _hybrid_lists(self, text: str, collections: list[str] | None, depth: int, embedder
-                      ) -> tuple[list[tuple[Chunk, float]], list[tuple[Chunk, float]]]:
-        """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first.
+    def _hybrid_lists(self, text: str, collections: list[str] | None, depth: int, embedder,
+                      refs: bool = False) -> tuple[list[tuple], list[tuple]]:
+        """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first
+        (``refs``: the stores' ``(rowid, chunk_id, score)`` and ``(rowid, score)`` instead).
 
         When the last hybrid search of this object scanned a large matrix
         (>= ``LARGE_SCAN_ROWS`` rows, full scan), ``_HYBRID_CHOICE`` picks
@@ -546,25 +581,30 @@ class ContentChunkSearch:
         use = _HYBRID_CHOICE.pick() if self._hybrid_rows >= LARGE_SCAN_ROWS else 1
         share = ScanShare(helpers=use == 2)
         t = time.perf_counter()
-        pending = _hybrid_pool().submit(self._keyword_then_help, text, collections, depth, share) \
+        keyword = self.store.search_keyword_refs if refs else self.store.search_keyword
+        pending = _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share) \
             if use == 2 else None
         try:
             with share.active():
-                vec = [(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)]
+                vec = self._vector_hits(text, collections, depth, embedder, refs)
         except BaseException:
             if pending is not None:
                 pending.cancel() or pending.exception()  # never leave it running unseen
             raise
-        kw_hits = pending.result() if pending is not None else self.store.search_keyword(text, collections, depth)
+        kw = pending.result() if pending is not None else keyword(text, collections, depth)
         self._hybrid_rows = share.rows
         if share.rows >= LARGE_SCAN_ROWS and (use == 1 or share.shared):
             _HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
-        return vec, [(h.chunk, h.score) for h in kw_hits]
+        if refs:
+            return vec, kw
+        return [(h.chunk, h.score) for h in vec], [(h.chunk, h.score) for h in kw]
 
-    def _keyword_then_help(self, text: str, collections: list[str] | None, depth: int, share: ScanShare) -> list:
+    @staticmethod
+    def _keyword_then_help(keyword: Callable, text: str, collections: list[str] | None, depth: int,
+                           share: ScanShare) -> list:
         """The keyword list (on the worker thread), then help the vector scan's blocks."""
         try:
-            return self.store.search_keyword(text, collections, depth)
+            return keyword(text, collections, depth)
         finally:
             share.help()
 

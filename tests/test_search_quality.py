@@ -180,3 +180,25 @@ def test_hybrid_with_a_shared_scan_ranks_exactly_as_one_list_after_the_other(cor
                     r.vector_rank, r.keyword_score, r.keyword_rank) for r in fuse(vec, kw)[:10]]
         assert _breakdown(shared) == _breakdown(one) == by_hand, q
         assert shared.hits and one.score_kind == shared.score_kind == "rrf"
+
+
+def test_hybrid_ranks_again_with_rows_when_a_fused_row_changed_meanwhile(corpus_engine, monkeypatch):
+    """hyb: hybrid fuses the store's row ids and reads only the fused rows; when one of them is
+    gone or holds another chunk by then (a writer in between), it ranks again reading rows,
+    with the same result as ranking with rows."""
+    search = corpus_engine.search
+    store = corpus_engine.store
+    q = load_questions()[3]["query"]
+    want = _breakdown(search.search(q, "*", 10, "hybrid"))
+    calls = []
+    real = store.chunks_at
+
+    def vanished(rowids):
+        calls.append(list(rowids))
+        rows = real(rowids)
+        rows.pop(calls[-1][0], None)
+        return rows
+
+    monkeypatch.setattr(store, "chunks_at", vanished)
+    got = search.search(q, "*", 10, "hybrid")
+    assert calls and _breakdown(got) == want

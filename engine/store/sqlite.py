@@ -49,7 +49,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -58,7 +58,7 @@ from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
 from engine.store.base import as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
-from engine.store.sqlite_keyword import search_keyword
+from engine.store.sqlite_keyword import chunk_rows, keyword_refs, search_keyword
 from engine.store.sqlite_rows import (
     CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
 )
@@ -486,6 +486,17 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
         Raises:
             ValueError: ``query`` has another dimension than the model's vectors.
         """
+        return self._vector_top(model, query, collection_paths, limit, self._resolve)
+
+    def search_vector_refs(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
+                           limit: int) -> list[tuple[int, str, float]]:
+        """``search_vectors`` without reading the chunk rows: ``(chunks rowid, chunk_id, score)``
+        best first (the same ranking; rows checked against the matrix as there). Read the
+        rows with ``chunks_at``. Raises as ``search_vectors``."""
+        return self._vector_top(model, query, collection_paths, limit, self._refs)
+
+    def _vector_top(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int,
+                    resolve: Callable[[Matrix, Occurrences, np.ndarray, np.ndarray], list | None]) -> list:
         if limit <= 0:
             return []
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
@@ -496,7 +507,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
             if q.shape[0] != m.dim:
                 raise ValueError(f"query has dim {q.shape[0]}, model {model!r} has dim {m.dim}")
             picked, scores = top_occurrences(m, occ, q, collection_paths, limit, self._int8_min_rows)
-            hits = self._resolve(m, occ, picked, scores)
+            hits = resolve(m, occ, picked, scores)
             if hits is not None:
                 return hits
             # A writer changed the chunks between our snapshot and the fetch: refresh.
@@ -521,6 +532,26 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
             return None
         return [VectorHit(chunk_of(r[1:]), s) for r, s in zip(got, scores.tolist())]
 
+    def _refs(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
+              scores: np.ndarray) -> list[tuple[int, str, float]] | None:
+        """``(rowid, chunk_id, score)`` for the picked occurrences; None when the chunks changed meanwhile."""
+        if len(picked) == 0:
+            return []
+        rowids = occ.chunk_rowid[picked].tolist()
+        marks = ",".join("?" * len(rowids))
+        with self._read() as conn:
+            ids = dict(conn.execute(f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})",
+                                    rowids).fetchall())
+        got = [ids.get(r) for r in rowids]
+        if any(c is None for c in got) or \
+                b"".join(id_bytes(c) for c in got) != m.digests[occ.matrix_row[picked]].tobytes():
+            return None
+        return list(zip(rowids, got, scores.tolist()))
+
+    def chunks_at(self, rowids: Iterable[int]) -> dict[int, Chunk]:
+        """``chunks`` rowid -> Chunk for the rowids that exist (one query); see ``search_vector_refs``."""
+        return {rid: chunk_of(row) for rid, row in chunk_rows(self._read, list(rowids)).items()}
+
     # -- keyword search -------------------------------------------------------------------
     def search_keyword(
         self, query: str, collection_paths: Iterable[str] | None, limit: int
@@ -533,6 +564,11 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
         for a query without a letter or digit or a limit <= 0.
         """
         return search_keyword(self._read, self._df_cache, query, collection_paths, limit)
+
+    def search_keyword_refs(self, query: str, collection_paths: Iterable[str] | None,
+                            limit: int) -> list[tuple[int, float]]:
+        """``search_keyword`` without reading the chunk rows: ``(chunks rowid, -bm25)`` best first."""
+        return keyword_refs(self._read, self._df_cache, query, collection_paths, limit)
 
     # -- runs and locks -----------------------------------------------------------------------
     @contextmanager
