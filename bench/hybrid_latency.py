@@ -11,7 +11,12 @@ writes them). Then asks the 116 evaluation questions through
 ``ContentChunkSearch.search`` (the local model embeds each query; scope =
 every collection, limit 10) in vector, keyword and hybrid mode, interleaved
 per question, and prints p50/p95 per mode with hybrid / vector in the same
-run. Target: hybrid p50 <= 1.5x vector p50.
+run. Target: hybrid p50 <= 1.5x vector p50. Beside the engine's own hybrid
+(its timed choice, ``engine.search._HYBRID_CHOICE``) it times the two ways
+forced: "1-by-1" (one list after the other) and "shared" (keyword thread that
+then scores blocks of the vector scan, ``engine/scan_share.py``), prints CPU
+ms per query of this process, the choice's and the BLAS threads' timings and
+the load average.
 """
 
 from __future__ import annotations
