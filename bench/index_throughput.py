@@ -1,6 +1,9 @@
 """Index throughput: bare PyMuPDF get_text("words") vs our pipeline, in one run.
 
 Usage: .venv/bin/python bench/index_throughput.py [corpus_dir]   (default tests/corpus)
+       .venv/bin/python bench/index_throughput.py --fts [corpus_dir]
+           (issue 13's row: index time with the keyword-index additions / without them,
+           wall and CPU, target <= 1.25x; runs bench/fts_index_cost.py)
 
 1. PDFs only: bare ``page.get_text("words")`` over every page of every PDF vs
    ``Indexer.run`` (extract + chunk + store into a fresh SQLite file, no
@@ -75,6 +78,13 @@ def pipeline(root: Path, work: Path, tag: str) -> tuple[Clock, dict, SqliteStore
 
 
 def main() -> None:
+    if "--fts" in sys.argv[1:]:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from fts_index_cost import main as fts_main
+
+        sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a != "--fts"]]
+        fts_main()
+        return
     corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests" / "corpus"
     work = Path(tempfile.mkdtemp(prefix="chunknav-bench-"))
     pdf_root = work / "pdfs"

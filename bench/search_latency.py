@@ -33,10 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+import engine  # noqa: E402,F401  (before numpy, as the CLI and MCP server do: engine/__init__.py)
+import numpy as np  # noqa: E402
 
 from engine.store.sqlite import SqliteStore  # noqa: E402
 

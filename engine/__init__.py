@@ -8,7 +8,18 @@ metadata, so ``pyproject.toml`` is the one place it is written), read when
 first asked for.
 """
 
+import os as _os
+
 __all__ = ["__version__"]
+
+# OpenBLAS (numpy's BLAS) keeps a worker thread spinning for ~2**28 cycles (~0.1 s)
+# after each call that used two threads; on two cores that thread holds the core the
+# next search, its keyword list or another process needs (measured at 100k chunks: a
+# hybrid search with its shared scan 1.45-1.50x of vector p50 with 4, 1.64-1.81x with
+# the default 28). Read once, when numpy first
+# loads OpenBLAS: importing the engine before numpy applies it; a value set by the
+# user wins. engine/blas.py chooses the thread counts.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def __getattr__(name: str) -> str:

@@ -95,6 +95,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.blas", "engine.extract_pool",
     "engine.lazy",  # idx: numpy and requests on first use
     "engine.store.int8_scan",  # issue 15, 1M row
+    "engine.scan_share",  # hyb: a hybrid search's shared full scan
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

@@ -120,3 +120,85 @@ def test_hybrid_beats_either_mode_alone(eval_ranks):
 def test_auto_is_hybrid_on_an_embedded_index(corpus_engine):
     env = call_tool(corpus_engine, "search_chunks", {"query": EVAL[0]["query"], "scope": "Corpus"})
     assert env["mode"] == "hybrid" and env["scoreKind"] == "rrf"
+
+
+class _Fixed:
+    """Stands in for ``engine.search._HYBRID_CHOICE``: always one way (1 = one list after
+    the other, 2 = keyword worker thread + shared scan blocks)."""
+
+    def __init__(self, use: int):
+        self.use = use
+
+    def pick(self) -> int:
+        return self.use
+
+    def record(self, *_args) -> None:
+        pass
+
+
+def _breakdown(outcome) -> list[tuple]:
+    return [(r.chunk.collection_path, r.chunk.file_path, r.chunk.chunk_index, r.score, r.vector_score,
+             r.vector_rank, r.keyword_score, r.keyword_rank) for r in outcome.hits]
+
+
+def test_hybrid_with_a_shared_scan_ranks_exactly_as_one_list_after_the_other(corpus_engine, monkeypatch):
+    """hyb: the keyword list on a worker thread that then scores blocks of the vector scan
+    gives the same hits, order, fused scores and breakdown as ranking the two lists one
+    after the other (and as fusing the store's two lists by hand, today's definition).
+    The corpus is small, so the sharing threshold is lowered and blocks are 64 rows
+    (dozens of blocks, both threads scoring them)."""
+    import engine.scan_share as scan_share
+    import engine.search as search_mod
+    from engine.search import FUSION_DEPTH, fuse
+
+    monkeypatch.setattr(search_mod, "LARGE_SCAN_ROWS", 1)
+    monkeypatch.setattr(scan_share, "MIN_ROWS", 1)
+    monkeypatch.setattr(scan_share, "_BLOCK_BYTES", 64 * 4 * 256)
+    search = corpus_engine.search
+    store = corpus_engine.store
+    emb = search.embedder()
+    shares: list = []
+    real_share = search_mod.ScanShare
+
+    def spy(*a, **k):
+        shares.append(real_share(*a, **k))
+        return shares[-1]
+
+    monkeypatch.setattr(search_mod, "ScanShare", spy)
+    questions = [q["query"] for q in load_questions()]
+    search.search(questions[0], "*", 10, "hybrid")  # records the matrix size: later searches may share
+    for q in questions:
+        monkeypatch.setattr(search_mod, "_HYBRID_CHOICE", _Fixed(1))
+        one = search.search(q, "*", 10, "hybrid")
+        monkeypatch.setattr(search_mod, "_HYBRID_CHOICE", _Fixed(2))
+        shares.clear()
+        shared = search.search(q, "*", 10, "hybrid")
+        assert shares and shares[-1].shared and shares[-1].rows > 64 * 10, "the scan was not shared"
+        vec = [(h.chunk, h.score) for h in store.search_vectors(emb.model, emb.embed_query(q), None, FUSION_DEPTH)]
+        kw = [(h.chunk, h.score) for h in store.search_keyword(q, None, FUSION_DEPTH)]
+        by_hand = [(r.chunk.collection_path, r.chunk.file_path, r.chunk.chunk_index, r.score, r.vector_score,
+                    r.vector_rank, r.keyword_score, r.keyword_rank) for r in fuse(vec, kw)[:10]]
+        assert _breakdown(shared) == _breakdown(one) == by_hand, q
+        assert shared.hits and one.score_kind == shared.score_kind == "rrf"
+
+
+def test_hybrid_ranks_again_with_rows_when_a_fused_row_changed_meanwhile(corpus_engine, monkeypatch):
+    """hyb: hybrid fuses the store's row ids and reads only the fused rows; when one of them is
+    gone or holds another chunk by then (a writer in between), it ranks again reading rows,
+    with the same result as ranking with rows."""
+    search = corpus_engine.search
+    store = corpus_engine.store
+    q = load_questions()[3]["query"]
+    want = _breakdown(search.search(q, "*", 10, "hybrid"))
+    calls = []
+    real = store.chunks_at
+
+    def vanished(rowids):
+        calls.append(list(rowids))
+        rows = real(rowids)
+        rows.pop(calls[-1][0], None)
+        return rows
+
+    monkeypatch.setattr(store, "chunks_at", vanished)
+    got = search.search(q, "*", 10, "hybrid")
+    assert calls and _breakdown(got) == want

@@ -21,7 +21,7 @@ from engine.store.fts import CJK_GLOB
 from engine.store.sqlite_rows import CHUNK_COLUMNS, chunk_of, fts_queries
 
 __all__ = ["FTS_TOKENIZE", "KEYWORD_ANY_TERMS", "KEYWORD_COMMON_SHARE", "ensure_fts", "fts_is_current",
-           "search_keyword", "selective_any"]
+           "search_keyword", "keyword_refs", "chunk_rows", "selective_any"]
 
 #: The any-term keyword pass keeps at most this many of the query's rarest terms.
 KEYWORD_ANY_TERMS = 8
@@ -92,7 +92,18 @@ def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_ca
     then match by their 3-character pieces). With both kinds of terms a
     chunk's score is the sum of its two BM25 scores.
     Returns [] for a query without a letter or digit or a limit <= 0.
+    The ranking is ``keyword_refs``; then the k rows are read (``chunk_rows``).
     """
+    best = keyword_refs(read, df_cache, query, collection_paths, limit)
+    if not best:
+        return []
+    rows = chunk_rows(read, [b[0] for b in best])
+    return [KeywordHit(chunk_of(rows[rid]), float(score)) for rid, score in best if rid in rows]
+
+
+def keyword_refs(read: Callable[[], ContextManager[sqlite3.Connection]], df_cache: dict[str, Any],
+                 query: str, collection_paths: Iterable[str] | None, limit: int) -> list[tuple[int, float]]:
+    """The ranking of ``search_keyword`` without reading the rows: ``(chunks rowid, -bm25)`` best first."""
     q = fts_queries(query)
     if q is None or limit <= 0:
         return []
@@ -104,7 +115,6 @@ def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_ca
             return []
         where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
         args = paths
-    cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
     for every, (porter, tri) in zip((True, False), q):
         if not every and porter:
             porter = selective_any(read, df_cache, porter)
@@ -127,13 +137,20 @@ def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_ca
             top = f"SELECT r.rid, r.s FROM ({ranked}) r ORDER BY r.s DESC, r.rid LIMIT ?"
         with read() as conn:
             best = conn.execute(top, [*(m for _, m in parts), *args, int(limit)]).fetchall()
-            if not best:
-                continue
-            marks = ",".join("?" * len(best))
-            rows = {r[0]: r[1:] for r in conn.execute(
-                f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", [b[0] for b in best])}
-        return [KeywordHit(chunk_of(rows[rid]), float(score)) for rid, score in best if rid in rows]
+        if best:
+            return [(rid, float(score)) for rid, score in best]
     return []
+
+
+def chunk_rows(read: Callable[[], ContextManager[sqlite3.Connection]], rowids: list[int]) -> dict[int, tuple]:
+    """``chunks`` rowid -> its row in ``CHUNK_COLUMNS`` order, for the rowids that exist (one query)."""
+    if not rowids:
+        return {}
+    cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
+    marks = ",".join("?" * len(rowids))
+    with read() as conn:
+        return {r[0]: r[1:] for r in conn.execute(
+            f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", rowids)}
 
 
 def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache: dict[str, Any],

@@ -21,8 +21,8 @@ scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_
 Must not import: ``engine.store.sqlite`` (it imports this module and hands in
 its read-connection factory), ``engine.model`` row types, ``sqlite_utils``,
 extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy``, the
-standard library, ``engine.blas`` (BLAS threads per scan) and
-``engine.store.int8_scan`` only.
+standard library, ``engine.blas`` (BLAS threads per scan), ``engine.store.int8_scan``
+and ``engine.scan_share`` (a hybrid search's shared full scan) only.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from typing import BinaryIO, Callable, Iterable
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.blas import int8_threads, scan_threads
+from engine.scan_share import full_scores
 from engine.store import int8_scan
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
@@ -573,8 +574,10 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                     scores[a:b] = m.matrix[r:r + (b - a)] @ q
         cand = scope
     else:
-        with scan_threads(len(m.matrix), full=True):
-            all_scores = m.matrix @ q  # (n_vectors,) float32
+        all_scores = full_scores(m.matrix, q)  # a hybrid search's keyword thread helps (engine/scan_share.py)
+        if all_scores is None:
+            with scan_threads(len(m.matrix), full=True):
+                all_scores = m.matrix @ q  # (n_vectors,) float32
         scores = all_scores[occ.matrix_row]  # (occurrences,)
         if scope is not None:
             scores = scores[scope]
