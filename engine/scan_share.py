@@ -29,7 +29,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-import numpy as np
+from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.blas import LARGE_SCAN_ROWS, scan_threads
 
