@@ -96,6 +96,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.lazy",  # idx: numpy and requests on first use
     "engine.store.int8_scan",  # issue 15, 1M row
     "engine.scan_share",  # hyb: a hybrid search's shared full scan
+    "engine.index_walk", "engine.index_text",  # split: engine.index by noun
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

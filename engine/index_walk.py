@@ -1,0 +1,213 @@
+"""The indexer's walk: list collection roots, classify and hash every entry, settle the rest.
+
+Owns: ``file_hash`` (the ``content_hash``), ``walk``, and ``WalkPass``, the
+part of ``engine.index.Indexer`` that walks each root (``engine.walk``),
+gives every entry that is not a supported, readable regular file its reason
+code (skipped), hashes the others into ``HashedFile``s, and settles the
+stored documents the walk did not index this time: kept and marked stale
+with the reason while the file exists, removed only when it is gone
+(ENOENT). ``WalkPass`` is a mixin of ``Indexer`` (uses its ``store``,
+``limits``, ``_add``, ``_check_cancel`` and ``_retrying``). Moved out of
+``engine.index`` unchanged; ``engine.index`` re-exports ``file_hash`` and
+``walk``. Imports ``engine.walk``, ``engine.outcome``, ``engine.paths``,
+``engine.runs``, ``engine.model`` and ``engine.extract`` (on first use);
+never a face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from engine.model import Collection, Document
+from engine.outcome import HashedFile, read_code
+from engine.paths import os_name
+from engine.runs import record
+from engine.walk import Entry, walk_entries
+
+__all__ = ["WalkPass", "file_hash", "walk"]
+
+_HASH_BLOCK_BYTES = 1 << 20
+#: Seconds between two walk/hash progress events.
+_PROGRESS_EVERY_S = 0.2
+
+
+def file_hash(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of the file's bytes (the ``content_hash``).
+
+    Opened non-blocking and checked to be a regular file first, so a FIFO put
+    in a file's place after the walk fails instead of blocking the run.
+
+    Raises:
+        OSError: the file cannot be read, or is no longer a regular file.
+    """
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "no longer a regular file", os.fspath(path))
+        while block := f.read(_HASH_BLOCK_BYTES):
+            h.update(block)
+    return h.hexdigest()
+
+
+def walk(root: str | Path) -> list[str]:
+    """POSIX ``filePath``s of the regular files under ``root``, sorted (the
+    entries ``engine.walk.walk_entries`` reports without a reason code)."""
+    return sorted(e.file_path for e in walk_entries(root) if e.code is None)
+
+
+@dataclass
+class _Scan:
+    """The walk of one collection: files to gate, and what became of the rest."""
+
+    files: list[HashedFile] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    blocked: dict[str, tuple[str, str]] = field(default_factory=dict)  # dir filePath -> (code, message)
+    stale: dict[str, tuple[str, str]] = field(default_factory=dict)  # filePath -> (code, message)
+
+
+class WalkPass:
+    """Walk, classify and hash, then settle unindexed documents (a mixin of
+    ``engine.index.Indexer``; no state of its own)."""
+
+    # -- walk and hash -------------------------------------------------------------
+    def _scan(self, targets: list[Collection], summary: dict, emit: Callable[[dict], None],
+              t0: float) -> list[HashedFile]:
+        """Walk every root, classify every entry, hash regular files; keep (stale)
+        or remove the documents the walk did not index this time."""
+        from engine.extract import SUPPORTED_SUFFIXES
+
+        files: list[HashedFile] = []
+        found = 0
+        last = 0.0
+        for coll in targets:
+            cp = coll.collection_path
+            scan = _Scan()
+            try:
+                entries = list(self._walk(coll.root, emit, t0, found))
+            except OSError as e:
+                code = "root-missing" if e.errno in (errno.ENOENT, errno.ENOTDIR) else "unreadable"
+                self._add(summary, "failed", record(cp, "", code, f"collection root {coll.root} cannot be "
+                                                    f"listed: {e.strerror or e}; its documents are kept"))
+                continue
+            found += len(entries)
+            for entry in entries:
+                summary["filesSeen"] += 1
+                self._check_cancel()
+                if entry.code is not None:
+                    if entry.is_dir:
+                        scan.blocked[entry.file_path] = (entry.code, entry.message)
+                    scan.stale[entry.file_path] = (entry.code, entry.message)
+                    self._add(summary, "skipped", record(cp, entry.file_path, entry.code, entry.message))
+                    continue
+                suffix = os.path.splitext(entry.file_path)[1].lower()
+                if suffix not in SUPPORTED_SUFFIXES:
+                    self._add(summary, "skipped", record(cp, entry.file_path, "unsupported-type",
+                                                         f"unsupported file type: {suffix or '(no suffix)'}"))
+                    scan.seen.add(entry.file_path)
+                    continue
+                mfb = self.limits.max_file_bytes
+                if mfb and entry.size_bytes > mfb:
+                    from engine.extract.limits import human_bytes
+
+                    msg = (f"too-large: {human_bytes(entry.size_bytes)} is over max_file_bytes "
+                           f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(mfb)}")
+                    scan.stale[entry.file_path] = ("too-large", msg)
+                    self._add(summary, "skipped", record(cp, entry.file_path, "too-large", msg))
+                    continue
+                try:
+                    digest = file_hash(entry.os_path)
+                except OSError as e:
+                    code = read_code(e)
+                    msg = f"cannot read: {e.strerror or e}"
+                    if code == "unreadable":
+                        scan.stale[entry.file_path] = (code, msg)
+                    self._add(summary, "skipped", record(cp, entry.file_path, code, msg))
+                    continue
+                scan.seen.add(entry.file_path)
+                scan.files.append(HashedFile(coll, entry.file_path, entry.os_path, digest, entry.size_bytes,
+                                        entry.mtime_ns, entry.ctime_ns))
+                summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
+                now = time.perf_counter()
+                if now - last >= _PROGRESS_EVERY_S:
+                    last = now
+                    emit({"phase": "hash", "done": len(files) + len(scan.files), "total": found,
+                          "file": f"{cp}/{entry.file_path}", "bytesHashed": summary["bytesHashed"],
+                          "elapsedS": round(now - t0, 3)})
+            self._settle(coll, scan, summary)
+            files.extend(scan.files)
+        return files
+
+    def _walk(self, root: str, emit: Callable[[dict], None], t0: float, before: int) -> Iterator[Entry]:
+        """``walk_entries`` with walk progress events (files found so far)."""
+        last = 0.0
+        for n, entry in enumerate(walk_entries(root), 1):
+            now = time.perf_counter()
+            if now - last >= _PROGRESS_EVERY_S:
+                last = now
+                emit({"phase": "walk", "done": before + n, "total": 0, "file": entry.file_path,
+                      "elapsedS": round(now - t0, 3)})
+                self._check_cancel()
+            yield entry
+
+    def _settle(self, coll: Collection, scan: _Scan, summary: dict) -> None:
+        """Stored documents not (re)indexed from this walk: stale with the reason
+        when the file exists but cannot be read; removed only when it is gone."""
+        cp = coll.collection_path
+        for doc in self.store.documents(cp):
+            fp = doc.file_path
+            if fp in scan.seen:
+                continue
+            why = scan.stale.get(fp) or next(
+                (v for d, v in scan.blocked.items() if fp.startswith(d + "/")), None)
+            if why is None:
+                try:  # lstat: the entry itself, no symlink followed
+                    os.lstat(os.path.join(coll.root, os_name(fp)))
+                    why = ("unreadable", "the file exists but the walk did not reach it")
+                except OSError as e:
+                    if read_code(e) == "gone":
+                        self._retrying(lambda: self.store.remove_document(cp, fp))
+                        summary["removed"] += 1
+                        summary["counts"]["removed"] += 1
+                        continue
+                    why = ("unreadable", f"cannot stat: {e.strerror or e}")
+            self._mark_stale(doc, *why)
+            if fp in scan.stale:  # the walk counted it skipped: a kept document is stale only (one class)
+                self._unskip(summary, cp, fp)
+            self._add(summary, "stale", record(cp, fp, why[0], why[1]))
+
+    @staticmethod
+    def _unskip(summary: dict, cp: str, fp: str) -> None:
+        """Take back the ``skipped`` count of ``cp``/``fp`` (it is counted ``stale`` instead)."""
+        for key in ("skippedFiles", "unsupported"):
+            kept = [e for e in summary[key] if (e["collectionPath"], e["filePath"]) != (cp, fp)]
+            if key == "skippedFiles":
+                summary["counts"]["skipped"] -= len(summary[key]) - len(kept)
+            summary[key] = kept
+
+    def _mark_stale(self, doc: Document, code: str, message: str) -> None:
+        """Keep the document, its chunks and vectors; note why its file was not read."""
+        stale = {"code": code, "reason": message}
+        if (doc.metadata or {}).get("stale", {}).get("code") == code:
+            return  # already marked: no rewrite
+        meta = {**(doc.metadata or {}), "stale": {**stale, "since": time.time()}}
+        cp, fp = doc.collection_path, doc.file_path
+        text = self.store.document_text(cp, fp) or ""
+        chunks = self.store.chunks(cp, fp)
+        self._retrying(lambda: self.store.replace_document(dataclasses.replace(doc, metadata=meta), text, chunks))
+
+    def _clear_stale(self, doc: Document) -> None:
+        meta = {k: v for k, v in (doc.metadata or {}).items() if k != "stale"}
+        cp, fp = doc.collection_path, doc.file_path
+        text = self.store.document_text(cp, fp) or ""
+        chunks = self.store.chunks(cp, fp)
+        self._retrying(lambda: self.store.replace_document(dataclasses.replace(doc, metadata=meta), text, chunks))
