@@ -22,6 +22,15 @@ fusion ``2w/(RRF_K + vector_rank + 1) + 2(1-w)/(RRF_K + keyword_rank + 1)``
 with ``w = vectorWeight`` (0.5: the classic unweighted RRF sum), ranks 0-based
 and a term absent when that list did not return the chunk. Chosen on the
 evaluation set (tests/data/eval_questions.json, see README "Retrieval").
+
+Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
+(ranking the two lists, the ``chunknav-hybrid`` keyword worker pool, fusion
+over the stores' row ids: ``_hybrid_lists``, ``_hybrid_by_refs``,
+``_keyword_then_help``, ``_fuse_entries``, ``_hybrid_pool``) lives in
+``engine.hybrid`` (``HybridRanking``, a mixin of ``ContentChunkSearch``);
+this module re-exports the moved names. Its tuning points stay here:
+``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS`` and ``ScanShare`` are read from this
+module at call time, so setting them here steers hybrid as before.
 """
 
 from __future__ import annotations
@@ -30,16 +39,16 @@ import functools
 import logging
 import re
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from engine.blas import LARGE_SCAN_ROWS, ThreadChoice
+from engine.blas import LARGE_SCAN_ROWS, ThreadChoice  # noqa: F401  (LARGE_SCAN_ROWS: read by engine.hybrid through here)
 from engine.errors import EmbedError
+from engine.hybrid import HybridRanking, _fuse_entries, _hybrid_pool  # noqa: F401  (_hybrid_pool: importable here as before)
+from engine.hybrid import _POOL_LOCK  # noqa: F401  (moved; importable here as before)
 from engine.model import Chunk, Collection
 from engine.store.base import Store
-from engine.scan_share import ScanShare
+from engine.scan_share import ScanShare  # noqa: F401  (read by engine.hybrid through here, a patch point)
 from engine.store.fts import MAX_TERMS
 
 __all__ = [
@@ -83,9 +92,7 @@ ALL_COLLECTIONS = "*"
 #: (``engine.blas.ThreadChoice``): 1 = one after the other on the calling thread;
 #: 2 = the keyword list on a worker thread that then helps score the vector scan's
 #: blocks (``engine.scan_share``). Faster of the two per row, the other re-timed now and then.
-_HYBRID_CHOICE = ThreadChoice()
-_POOL: ThreadPoolExecutor | None = None  # see _hybrid_pool
-_POOL_LOCK = threading.Lock()
+_HYBRID_CHOICE = ThreadChoice()  # read by engine.hybrid through this module (tests and benches set it here)
 
 _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -253,22 +260,6 @@ def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, f
                         e.get("keyword_score"), e.get("keyword_rank")) for e in out]
 
 
-def _fuse_entries(vector: Sequence[tuple[object, float]], keyword: Sequence[tuple[object, float]],
-                  vector_weight: float, k: int, key: Callable[[object], object]) -> list[dict]:
-    """``fuse`` over any items (chunks, or store row ids with ``key`` the identity): dicts
-    with ``chunk`` (the item), ``score`` and the lists' ``*_score`` / ``*_rank``, best first."""
-    fused: dict[object, dict] = {}
-    for name, ranking, weight in (("vector", vector, vector_weight), ("keyword", keyword, 1.0 - vector_weight)):
-        for rank, (chunk, score) in enumerate(ranking):
-            entry = fused.setdefault(key(chunk), {"chunk": chunk, "score": 0.0, "order": len(fused)})
-            if f"{name}_rank" in entry:
-                continue  # a chunk listed twice keeps its best rank
-            entry[f"{name}_rank"] = rank
-            entry[f"{name}_score"] = float(score)
-            entry["score"] += 2.0 * weight / (k + rank + 1)
-    return sorted(fused.values(), key=lambda e: (-e["score"], e["order"]))
-
-
 @functools.lru_cache(maxsize=256)
 def _terms_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     """One compiled regex per query: any term at a word start (longest first).
@@ -305,7 +296,7 @@ def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
     return out
 
 
-class ContentChunkSearch:
+class ContentChunkSearch(HybridRanking):
     """Search and read over one Store.
 
     Args:
@@ -528,25 +519,6 @@ class ContentChunkSearch:
         vec, kw = self._hybrid_lists(text, collections, depth, embedder)
         return fuse(vec, kw, weight)[:want], "rrf"
 
-    def _hybrid_by_refs(self, text: str, collections: list[str] | None, depth: int, embedder,
-                        weight: float, want: int) -> list[RankedChunk] | None:
-        """Hybrid fused over the store's row ids, reading only the ``want`` fused rows (a store
-        with ``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``): the same hits,
-        order and breakdown as fusing the two lists of chunks (a chunk is one row). None when a
-        writer changed a fused row between ranking and reading (the caller ranks again with rows)."""
-        vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
-        fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, RRF_K, lambda r: r)[:want]
-        rows = self.store.chunks_at([e["chunk"] for e in fused])
-        ids = {r: c for r, c, _s in vec}
-        out = []
-        for e in fused:
-            chunk = rows.get(e["chunk"])
-            if chunk is None or chunk.chunk_id != ids.get(e["chunk"], chunk.chunk_id):
-                return None
-            out.append(RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
-                                   e.get("keyword_score"), e.get("keyword_rank")))
-        return out
-
     def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder,
                      refs: bool = False) -> list:
         """Embed ``text`` and scan: the store's ``VectorHit``s, best first (``refs``: its
@@ -565,49 +537,6 @@ class ContentChunkSearch:
         search = self.store.search_vector_refs if refs else self.store.search_vectors
         return search(embedder.model, qv, collections, depth)
 
-    def _hybrid_lists(self, text: str, collections: list[str] | None, depth: int, embedder,
-                      refs: bool = False) -> tuple[list[tuple], list[tuple]]:
-        """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first
-        (``refs``: the stores' ``(rowid, chunk_id, score)`` and ``(rowid, score)`` instead).
-
-        When the last hybrid search of this object scanned a large matrix
-        (>= ``LARGE_SCAN_ROWS`` rows, full scan), ``_HYBRID_CHOICE`` picks
-        between ranking the lists one after the other (the scan then uses one
-        or two BLAS threads, ``engine.blas``) and ranking the keyword list on a
-        worker thread that afterwards scores blocks of the vector scan
-        (``engine.scan_share``: the same scores as a one-thread scan). The
-        lists are the same either way.
-        """
-        use = _HYBRID_CHOICE.pick() if self._hybrid_rows >= LARGE_SCAN_ROWS else 1
-        share = ScanShare(helpers=use == 2)
-        t = time.perf_counter()
-        keyword = self.store.search_keyword_refs if refs else self.store.search_keyword
-        pending = _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share) \
-            if use == 2 else None
-        try:
-            with share.active():
-                vec = self._vector_hits(text, collections, depth, embedder, refs)
-        except BaseException:
-            if pending is not None:
-                pending.cancel() or pending.exception()  # never leave it running unseen
-            raise
-        kw = pending.result() if pending is not None else keyword(text, collections, depth)
-        self._hybrid_rows = share.rows
-        if share.rows >= LARGE_SCAN_ROWS and (use == 1 or share.shared):
-            _HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
-        if refs:
-            return vec, kw
-        return [(h.chunk, h.score) for h in vec], [(h.chunk, h.score) for h in kw]
-
-    @staticmethod
-    def _keyword_then_help(keyword: Callable, text: str, collections: list[str] | None, depth: int,
-                           share: ScanShare) -> list:
-        """The keyword list (on the worker thread), then help the vector scan's blocks."""
-        try:
-            return keyword(text, collections, depth)
-        finally:
-            share.help()
-
     # -- reads -------------------------------------------------------------------
     def collection(self, collection_path: str) -> Collection | None:
         """The named collection, or None."""
@@ -621,12 +550,3 @@ class ContentChunkSearch:
         if chunk_index < 0 or chunk_index >= total:
             return None, total
         return self.store.get_chunk(collection_path, file_path, chunk_index), total
-
-
-def _hybrid_pool() -> ThreadPoolExecutor:
-    """The process-wide pool hybrid searches rank their keyword list on (made once, 2 threads)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunknav-hybrid")
-        return _POOL

@@ -1,0 +1,137 @@
+"""Hybrid ranking machinery: the two lists, the keyword worker pool, fusion over row ids.
+
+Owns: ``HybridRanking``, the part of ``engine.search.ContentChunkSearch``
+that ranks a hybrid search's vector and keyword lists (one after the other,
+or the keyword list on the ``chunknav-hybrid`` worker pool that then helps
+score the vector scan's blocks, ``engine.scan_share``; which one is timed by
+``engine.search._HYBRID_CHOICE``) and fuses them over the stores' row ids
+(``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``), reading
+only the fused rows; ``_fuse_entries``, the reciprocal-rank fusion that
+``engine.search.fuse`` and the row-id path share; ``_hybrid_pool``.
+``HybridRanking`` is a mixin of ``ContentChunkSearch`` (uses its ``store``,
+``_hybrid_rows`` and ``_vector_hits``).
+
+Moved out of ``engine.search`` unchanged, except that the moved code reads
+``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``, ``RRF_K`` and
+``RankedChunk`` from ``engine.search`` at call time (``_search()``), so they
+stay defined there and tests and benches that set them there still steer
+it; ``engine.search`` re-exports ``_fuse_entries`` and ``_hybrid_pool``.
+Imports only the standard library at load (``engine.search`` when called);
+never numpy, a store backend or a face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    from engine.scan_share import ScanShare
+    from engine.search import RankedChunk
+
+__all__ = ["HybridRanking"]
+
+_POOL: ThreadPoolExecutor | None = None  # see _hybrid_pool
+_POOL_LOCK = threading.Lock()
+
+
+def _search():
+    """``engine.search``, read at call time (its tuning points stay the ones tests and benches set)."""
+    import engine.search
+
+    return engine.search
+
+
+def _fuse_entries(vector: Sequence[tuple[object, float]], keyword: Sequence[tuple[object, float]],
+                  vector_weight: float, k: int, key: Callable[[object], object]) -> list[dict]:
+    """``fuse`` over any items (chunks, or store row ids with ``key`` the identity): dicts
+    with ``chunk`` (the item), ``score`` and the lists' ``*_score`` / ``*_rank``, best first."""
+    fused: dict[object, dict] = {}
+    for name, ranking, weight in (("vector", vector, vector_weight), ("keyword", keyword, 1.0 - vector_weight)):
+        for rank, (chunk, score) in enumerate(ranking):
+            entry = fused.setdefault(key(chunk), {"chunk": chunk, "score": 0.0, "order": len(fused)})
+            if f"{name}_rank" in entry:
+                continue  # a chunk listed twice keeps its best rank
+            entry[f"{name}_rank"] = rank
+            entry[f"{name}_score"] = float(score)
+            entry["score"] += 2.0 * weight / (k + rank + 1)
+    return sorted(fused.values(), key=lambda e: (-e["score"], e["order"]))
+
+
+class HybridRanking:
+    """Hybrid lists and row-id fusion for ``ContentChunkSearch`` (a mixin; no state of its own)."""
+
+    def _hybrid_by_refs(self, text: str, collections: list[str] | None, depth: int, embedder,
+                        weight: float, want: int) -> list[RankedChunk] | None:
+        """Hybrid fused over the store's row ids, reading only the ``want`` fused rows (a store
+        with ``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``): the same hits,
+        order and breakdown as fusing the two lists of chunks (a chunk is one row). None when a
+        writer changed a fused row between ranking and reading (the caller ranks again with rows)."""
+        search = _search()
+        vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
+        fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, search.RRF_K, lambda r: r)[:want]
+        rows = self.store.chunks_at([e["chunk"] for e in fused])
+        ids = {r: c for r, c, _s in vec}
+        out = []
+        for e in fused:
+            chunk = rows.get(e["chunk"])
+            if chunk is None or chunk.chunk_id != ids.get(e["chunk"], chunk.chunk_id):
+                return None
+            out.append(search.RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
+                                          e.get("keyword_score"), e.get("keyword_rank")))
+        return out
+
+    def _hybrid_lists(self, text: str, collections: list[str] | None, depth: int, embedder,
+                      refs: bool = False) -> tuple[list[tuple], list[tuple]]:
+        """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first
+        (``refs``: the stores' ``(rowid, chunk_id, score)`` and ``(rowid, score)`` instead).
+
+        When the last hybrid search of this object scanned a large matrix
+        (>= ``LARGE_SCAN_ROWS`` rows, full scan), ``_HYBRID_CHOICE`` picks
+        between ranking the lists one after the other (the scan then uses one
+        or two BLAS threads, ``engine.blas``) and ranking the keyword list on a
+        worker thread that afterwards scores blocks of the vector scan
+        (``engine.scan_share``: the same scores as a one-thread scan). The
+        lists are the same either way.
+        """
+        search = _search()
+        use = search._HYBRID_CHOICE.pick() if self._hybrid_rows >= search.LARGE_SCAN_ROWS else 1
+        share = search.ScanShare(helpers=use == 2)
+        t = time.perf_counter()
+        keyword = self.store.search_keyword_refs if refs else self.store.search_keyword
+        pending = _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share) \
+            if use == 2 else None
+        try:
+            with share.active():
+                vec = self._vector_hits(text, collections, depth, embedder, refs)
+        except BaseException:
+            if pending is not None:
+                pending.cancel() or pending.exception()  # never leave it running unseen
+            raise
+        kw = pending.result() if pending is not None else keyword(text, collections, depth)
+        self._hybrid_rows = share.rows
+        if share.rows >= search.LARGE_SCAN_ROWS and (use == 1 or share.shared):
+            search._HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
+        if refs:
+            return vec, kw
+        return [(h.chunk, h.score) for h in vec], [(h.chunk, h.score) for h in kw]
+
+    @staticmethod
+    def _keyword_then_help(keyword: Callable, text: str, collections: list[str] | None, depth: int,
+                           share: ScanShare) -> list:
+        """The keyword list (on the worker thread), then help the vector scan's blocks."""
+        try:
+            return keyword(text, collections, depth)
+        finally:
+            share.help()
+
+
+def _hybrid_pool() -> ThreadPoolExecutor:
+    """The process-wide pool hybrid searches rank their keyword list on (made once, 2 threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunknav-hybrid")
+        return _POOL
