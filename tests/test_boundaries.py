@@ -98,6 +98,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.scan_share",  # hyb: a hybrid search's shared full scan
     "engine.index_walk", "engine.index_text",  # split: engine.index by noun
     "engine.hybrid",  # split: engine.search by noun
+    "engine.store.sqlite_search",  # split: engine.store.sqlite by noun
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

@@ -36,6 +36,15 @@ memory-mapped for a file database (``<db>.<model>.f32``/``.rowids``/``.ids``/
 ``.json``), in RAM for ``:memory:``, and the chunk -> matrix row table persisted
 beside it (``<db>.<model>.occ.npz``, keyed by ``db_id`` and the counters); see
 ``engine.store.sqlite_vectors``.
+
+Split by noun (STYLE.md: modules under ~600 lines), as mixins of
+``SqliteStore``: the schema in ``engine.store.sqlite_schema``
+(``SqliteSchema``), the embedding notes in ``engine.store.sqlite_notes``
+(``SqliteEmbedNotes``), and the search side (the vector-cache glue
+``_prepare``, ``search_vectors`` / ``search_vector_refs``, ``search_keyword``
+/ ``search_keyword_refs``, ``chunks_at``) in ``engine.store.sqlite_search``
+(``SqliteSearch``). This module keeps connections, transactions, the rows
+of collections, documents, chunks and vectors, locks and runs.
 """
 
 from __future__ import annotations
@@ -49,22 +58,22 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterator
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import IndexBusyError, StoreBusyError
-from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
+from engine.model import Chunk, Collection, Document
 from engine.passwords import is_password_ref
 from engine.store.base import as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
-from engine.store.sqlite_keyword import chunk_rows, keyword_refs, search_keyword
 from engine.store.sqlite_rows import (
     CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
 )
-from engine.store.sqlite_vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
+from engine.store.sqlite_vectors import VectorCache
 from engine.store.sqlite_notes import SqliteEmbedNotes
 from engine.store.sqlite_schema import SqliteSchema
+from engine.store.sqlite_search import SqliteSearch
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +89,7 @@ _BUSY_TIMEOUT_MS = 30_000
 #: 100k chunks ~20% faster and a 10-hit fetch 0.105 -> 0.088 ms.
 _MMAP_BYTES = 0x7FFF0000
 
-class SqliteStore(SqliteSchema, SqliteEmbedNotes):
+class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
 
     Safe to share between threads: each thread reads through its own
@@ -442,133 +451,6 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes):
                     (model,)).fetchone()[0]
                 out[model] = {"vectors": n, "dim": dim, "stale": stale, "missing": missing}
         return out
-
-    # vector cache ---------------------------------------------------------------------
-    def _prepare(self, model: str) -> tuple[Matrix | None, Occurrences | None]:
-        """The model's matrix and occurrences, read in one snapshot with the counters.
-
-        One read transaction spans reading the counters and whatever the cache
-        rebuilds from SQL, so a rebuilt (and persisted) occurrence table is
-        exactly the one its counters name, even while another process writes.
-        """
-        with self._read() as conn:
-            own = not conn.in_transaction
-            if own:  # warm cache: one read of the counters, no transaction (hyb: small searches)
-                chunks_gen, vectors_gen = self._gens(model)
-                m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
-                if m is not None and occ is not None and m.gen == vectors_gen and \
-                        occ.chunks_gen == chunks_gen and occ.vectors_gen == vectors_gen:
-                    return m, occ
-                conn.execute("BEGIN")
-            try:
-                chunks_gen, vectors_gen = self._gens(model)
-                return self._vectors.prepare(model, chunks_gen, vectors_gen)
-            finally:
-                if own:
-                    conn.execute("COMMIT")
-
-    def search_vectors(
-        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
-    ) -> list[VectorHit]:
-        """Top ``limit`` chunks by cosine similarity to ``query``, best first.
-
-        Args:
-            model: the vectors' model name.
-            query: float32, shape (dim,), L2-normalised.
-            collection_paths: collections to search (None: all).
-            limit: most hits to return.
-
-        Returns:
-            ``VectorHit``s, score = dot product = cosine (vectors are
-            L2-normalised), descending; a chunk_id stored at several paths gives
-            one hit per path. Unknown model or no vectors: [].
-
-        Raises:
-            ValueError: ``query`` has another dimension than the model's vectors.
-        """
-        return self._vector_top(model, query, collection_paths, limit, self._resolve)
-
-    def search_vector_refs(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
-                           limit: int) -> list[tuple[int, str, float]]:
-        """``search_vectors`` without reading the chunk rows: ``(chunks rowid, chunk_id, score)``
-        best first (the same ranking; rows checked against the matrix as there). Read the
-        rows with ``chunks_at``. Raises as ``search_vectors``."""
-        return self._vector_top(model, query, collection_paths, limit, self._refs)
-
-    def _vector_top(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int,
-                    resolve: Callable[[Matrix, Occurrences, np.ndarray, np.ndarray], list | None]) -> list:
-        if limit <= 0:
-            return []
-        q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-        for _attempt in range(3):
-            m, occ = self._prepare(model)
-            if m is None or occ is None or len(occ.chunk_rowid) == 0:
-                return []
-            if q.shape[0] != m.dim:
-                raise ValueError(f"query has dim {q.shape[0]}, model {model!r} has dim {m.dim}")
-            picked, scores = top_occurrences(m, occ, q, collection_paths, limit, self._int8_min_rows)
-            hits = resolve(m, occ, picked, scores)
-            if hits is not None:
-                return hits
-            # A writer changed the chunks between our snapshot and the fetch: refresh.
-            self._vectors.forget_occurrences(model)
-        return []
-
-    def _resolve(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
-                 scores: np.ndarray) -> list[VectorHit] | None:
-        """Chunk rows for the picked occurrences; None when the chunks changed meanwhile."""
-        if len(picked) == 0:
-            return []
-        rowids = occ.chunk_rowid[picked].tolist()
-        marks = ",".join("?" * len(rowids))
-        with self._read() as conn:
-            rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({marks})",
-                                rowids).fetchall()
-        by_rowid = {r[0]: r for r in rows}
-        got = [by_rowid.get(rowid) for rowid in rowids]
-        # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
-        if any(r is None for r in got) or \
-                b"".join(id_bytes(r[4]) for r in got) != m.digests[occ.matrix_row[picked]].tobytes():
-            return None
-        return [VectorHit(chunk_of(r[1:]), s) for r, s in zip(got, scores.tolist())]
-
-    def _refs(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
-              scores: np.ndarray) -> list[tuple[int, str, float]] | None:
-        """``(rowid, chunk_id, score)`` for the picked occurrences; None when the chunks changed meanwhile."""
-        if len(picked) == 0:
-            return []
-        rowids = occ.chunk_rowid[picked].tolist()
-        marks = ",".join("?" * len(rowids))
-        with self._read() as conn:
-            ids = dict(conn.execute(f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})",
-                                    rowids).fetchall())
-        got = [ids.get(r) for r in rowids]
-        if any(c is None for c in got) or \
-                b"".join(id_bytes(c) for c in got) != m.digests[occ.matrix_row[picked]].tobytes():
-            return None
-        return list(zip(rowids, got, scores.tolist()))
-
-    def chunks_at(self, rowids: Iterable[int]) -> dict[int, Chunk]:
-        """``chunks`` rowid -> Chunk for the rowids that exist (one query); see ``search_vector_refs``."""
-        return {rid: chunk_of(row) for rid, row in chunk_rows(self._read, list(rowids)).items()}
-
-    # -- keyword search -------------------------------------------------------------------
-    def search_keyword(
-        self, query: str, collection_paths: Iterable[str] | None, limit: int
-    ) -> list[KeywordHit]:
-        """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
-
-        Latin terms match the ``porter`` index ("running" finds "runs"), CJK
-        terms the ``trigram`` index as substrings; all terms first, then any
-        term; see ``engine.store.sqlite_keyword.search_keyword``. Returns []
-        for a query without a letter or digit or a limit <= 0.
-        """
-        return search_keyword(self._read, self._df_cache, query, collection_paths, limit)
-
-    def search_keyword_refs(self, query: str, collection_paths: Iterable[str] | None,
-                            limit: int) -> list[tuple[int, float]]:
-        """``search_keyword`` without reading the chunk rows: ``(chunks rowid, -bm25)`` best first."""
-        return keyword_refs(self._read, self._df_cache, query, collection_paths, limit)
 
     # -- runs and locks -----------------------------------------------------------------------
     @contextmanager
