@@ -275,6 +275,52 @@ def test_embed_pass_appends_to_the_matrix_so_the_first_search_rebuilds_nothing(t
     other.close()
 
 
+def test_an_index_run_leaves_the_matrix_files_so_the_first_search_rebuilds_nothing(tmp_path):
+    """Through the real indexer and the local model: the embed pass stores vectors inside
+    store.batch() (vectors + their text notes in one commit); the rows still reach the matrix
+    files after that commit, so a new process's first search reads them and rewrites nothing."""
+    import shutil
+
+    from engine.embed import LOCAL_MODEL
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for p in sorted((Path(__file__).parent / "corpus" / "text").glob("*.txt"))[:6]:
+        shutil.copy(p, root / p.name)
+    db = tmp_path / "index.db"
+    eng = Engine(Settings(db=str(db), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate())
+    eng.add_collection("Docs", str(root))
+    summary = eng.run_index(["Docs"])
+    assert summary["embedded"] > 0
+    eng.close()
+    assert _cache_files(db, LOCAL_MODEL) == _matrix_from_sql(db, LOCAL_MODEL)  # written by the run
+    stamp = {k: Path(f"{db}.{LOCAL_MODEL}.{k}").stat().st_mtime_ns for k in ("f32", "json", "occ.npz")}
+    eng = Engine(Settings(db=str(db), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate())
+    env = call_tool(eng, "search_chunks", {"query": "the", "scope": "*", "mode": "vector"})
+    assert env["count"] > 0
+    eng.close()
+    assert {k: Path(f"{db}.{LOCAL_MODEL}.{k}").stat().st_mtime_ns for k in stamp} == stamp  # nothing rebuilt
+
+
+def test_vectors_of_a_rolled_back_batch_never_reach_the_matrix_files(tmp_path):
+    path = tmp_path / "x.db"
+    store = _store_with_chunks(path, 40)
+    vecs = np.eye(40, 8, dtype=np.float32) + 0.01
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"{i:064x}" for i in range(40)]
+    store.add_vectors("m", ids[:20], vecs[:20])
+    with pytest.raises(RuntimeError):
+        with store.batch():
+            store.add_vectors("m", ids[20:], vecs[20:])
+            raise RuntimeError("the batch fails after the insert")
+    with store.batch():  # a committed batch hands its rows over after the commit
+        store.add_vectors("m", ids[20:30], vecs[20:30])
+    store.save_run({})
+    assert _cache_files(path, "m") == _matrix_from_sql(path, "m")
+    assert len(Path(f"{path}.m.ids").read_bytes()) == 30 * 32
+    store.close()
+
+
 def test_appends_from_two_writers_still_match_sql(tmp_path):
     path = tmp_path / "x.db"
     n = 3000

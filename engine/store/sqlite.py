@@ -197,7 +197,8 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
         commit; Store.batch). Each write stays atomic as a savepoint; other
         writers in this process wait for the block, other processes' writers
         wait up to the busy timeout; readers are never blocked (WAL). Nested
-        blocks join the outer one.
+        blocks join the outer one. Vector rows added in the block reach the
+        matrix files (the warm first search) only after the block commits.
 
         Raises:
             Whatever the block raises, after rolling back the block's writes.
@@ -205,12 +206,17 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
         if getattr(self._local, "batch", False):
             yield
             return
+        after_commit: list[Callable[[], None]] = []  # vector rows for the matrix files (add_vectors)
         with self._write():
             self._local.batch = True
+            self._local.after_commit = after_commit
             try:
                 yield
             finally:
                 self._local.batch = False
+                self._local.after_commit = None
+        for handover in after_commit:  # only once the batch committed: a rollback drops them
+            handover()
 
     def _meta_get(self, key: str) -> str | None:
         with self._read() as conn:
@@ -396,7 +402,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             return 0
         dim = int(arr.shape[1])
         now = time.time()
-        committed = not self.memory and not getattr(self._local, "batch", False)
+        committed = not self.memory  # rows for the matrix files: handed over after the (batch's) commit
         fresh = None
         with self._write() as conn:
             row = conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
@@ -421,9 +427,18 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             for i, cid in enumerate(chunk_ids):
                 first.setdefault(cid, i)
             order = [first[cid] for _rid, cid in rows]
-            self._vectors.appended(model, prev, np.fromiter((r[0] for r in rows), np.int64, len(rows)),
-                                   [cid for _rid, cid in rows], arr[order], gen)
-            self._warm_models.add(model)
+            rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            ids, new_rows = [cid for _rid, cid in rows], arr[order]
+
+            def handover() -> None:
+                self._vectors.appended(model, prev, rowids, ids, new_rows, gen)
+                self._warm_models.add(model)
+
+            pending = getattr(self._local, "after_commit", None) if getattr(self._local, "batch", False) else None
+            if pending is not None:
+                pending.append(handover)  # inside batch(): after the batch commits
+            else:
+                handover()
         return added
 
     def has_vectors(self, model: str) -> bool:
