@@ -58,7 +58,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
