@@ -40,7 +40,7 @@ from typing import Any, Callable
 from engine.config import Settings
 from engine.errors import RunCancelled, StoreBusyError
 from engine.index_text import BATCH_SECONDS, SUMMARY_CHARS, TextPass  # noqa: F401  (BATCH_SECONDS: importable here as before)
-from engine.index_text import _gc_paused, _password_key  # noqa: F401  (moved; importable here as before)
+from engine.index_text import _password_key  # noqa: F401  (moved; importable here as before)
 from engine.index_walk import WalkPass, file_hash, walk
 from engine.index_walk import _HASH_BLOCK_BYTES, _PROGRESS_EVERY_S, _Scan  # noqa: F401  (moved; as above)
 from engine.model import Collection

@@ -18,19 +18,17 @@ and ``BATCH_SECONDS``. Imports ``engine.extract`` (on first use),
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
 from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
+from engine.extract.common import gc_paused
 from engine.extract.reasons import reason_code
 from engine.index_walk import file_hash
 from engine.model import Document, ExtractedText
@@ -238,7 +236,7 @@ class TextPass:
                            page_count=len(ex.pages), metadata=meta)
             return Prepared(f, "empty", None, reason, doc)
         labels = {p.number: p.label for p in ex.pages if p.label}
-        with _gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
+        with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
             windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
         text = ex.text
         doc = Document(**base, file_type=ex.file_type, status="indexed",
@@ -256,7 +254,7 @@ class TextPass:
             StoreBusyError: the writer lock stayed busy for ``lock_wait_s``.
         """
         def write() -> None:
-            with self.store.batch(), _gc_paused():  # chunk rows are acyclic: no collector passes
+            with self.store.batch(), gc_paused():  # chunk rows are acyclic: no collector passes
                 for p in group:
                     self._store_one(p)
 
@@ -285,15 +283,3 @@ class TextPass:
         self.store.replace_document(p.document, p.text, p.chunks)  # type: ignore[arg-type]
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a block that makes many acyclic objects
-    (chunking, chunk rows: its passes were up to ~5% of an index run); re-enabled only
-    if it was enabled on entry (as ``engine.extract.pdf`` does around a PDF's words)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

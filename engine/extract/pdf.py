@@ -10,13 +10,10 @@ and "no text layer" notes. Imports ``engine.model``, ``engine.errors`` and
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import re
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -24,7 +21,7 @@ from typing import Any
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import EncryptedError, ExtractError
-from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
+from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR, gc_paused
 from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
@@ -180,7 +177,7 @@ def extract_pdf(path: Path, password: str | None = None, ocr: OcrSettings | None
         TooLargeError: over ``max_pages``.
     """
     ocr = ocr or OCR_OFF
-    with _gc_paused():
+    with gc_paused():
         opened = _read_pdf(path, password, ocr, filetype, None, max_pages)
         if isinstance(opened, ExtractedText):
             return opened
@@ -202,14 +199,14 @@ def extract_pdf_part(path: Path, password: str | None, ocr: OcrSettings | None, 
     Raises:
         ExtractError / EncryptedError: as ``open_pdf``.
     """
-    with _gc_paused():
+    with gc_paused():
         return _read_pdf(path, password, ocr or OCR_OFF, "pdf", (part, parts), max_pages)
 
 
 def merge_pdf_parts(parts: list[PdfPart], ocr: OcrSettings | None = None) -> ExtractedText:
     """The ``ExtractedText`` of a PDF read in parts (all parts, in order): exactly what
     ``extract_pdf`` gives for the whole file (tests/test_extract_pool.py checks it)."""
-    with _gc_paused():
+    with gc_paused():
         return _finish(parts, "pdf", ocr or OCR_OFF)
 
 
@@ -554,24 +551,5 @@ def _decode_hex(m: re.Match[str]) -> str:
     if raw.startswith((b"\xfe\xff", b"\xff\xfe")):
         return raw.decode("utf-16", "replace")
     return raw.decode("latin-1")
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while reading one PDF's words.
-
-    PyMuPDF's word tuples of every page are kept until the columns are built
-    in one pass; the collector's passes over that growing list cost ~3% of
-    the bare ``get_text`` time (measured on the shared corpus). Nothing built
-    here forms a cycle, so nothing is left for it. The collector is
-    re-enabled only if it was enabled on entry.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
