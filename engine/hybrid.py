@@ -4,20 +4,20 @@ Owns: ``HybridRanking``, the part of ``engine.search.ContentChunkSearch``
 that ranks a hybrid search's vector and keyword lists (one after the other,
 or the keyword list on the ``chunknav-hybrid`` worker pool that then helps
 score the vector scan's blocks, ``engine.scan_share``; which one is timed by
-``engine.search._HYBRID_CHOICE``) and fuses them over the stores' row ids
+``_HYBRID_CHOICE``) and fuses them over the stores' row ids
 (``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``), reading
 only the fused rows; ``_fuse_entries``, the reciprocal-rank fusion that
 ``engine.search.fuse`` and the row-id path share; ``_hybrid_pool``.
 ``HybridRanking`` is a mixin of ``ContentChunkSearch`` (uses its ``store``,
 ``_hybrid_rows`` and ``_vector_hits``).
 
-Moved out of ``engine.search`` unchanged, except that the moved code reads
-``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``, ``RRF_K`` and
-``RankedChunk`` from ``engine.search`` at call time (``_search()``), so they
-stay defined there and tests and benches that set them there still steer
-it; ``engine.search`` re-exports ``_fuse_entries`` and ``_hybrid_pool``.
-Imports only the standard library at load (``engine.search`` when called);
-never numpy, a store backend or a face (streamlit, mcp, argparse).
+Moved out of ``engine.search`` (which re-exports ``_fuse_entries`` and
+``_hybrid_pool``). Its tuning points are this module's: ``_HYBRID_CHOICE``,
+and ``LARGE_SCAN_ROWS`` / ``ScanShare`` as imported here (tests and benches
+set them on this module). ``RRF_K`` and ``RankedChunk`` are ``engine.search``'s,
+imported when called (that module imports this one). Imports
+``engine.blas`` and ``engine.scan_share`` (numpy only on first use,
+``engine.lazy``); never a store backend or a face (streamlit, mcp, argparse).
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from engine.blas import LARGE_SCAN_ROWS, ThreadChoice
+from engine.scan_share import ScanShare
+
 if TYPE_CHECKING:
-    from engine.scan_share import ScanShare
     from engine.search import RankedChunk
 
 __all__ = ["HybridRanking"]
@@ -37,11 +39,11 @@ _POOL: ThreadPoolExecutor | None = None  # see _hybrid_pool
 _POOL_LOCK = threading.Lock()
 
 
-def _search():
-    """``engine.search``, read at call time (its tuning points stay the ones tests and benches set)."""
-    import engine.search
-
-    return engine.search
+#: How a hybrid search over a large full scan ranks its two lists, chosen by timing
+#: (``engine.blas.ThreadChoice``): 1 = one after the other on the calling thread;
+#: 2 = the keyword list on a worker thread that then helps score the vector scan's
+#: blocks (``engine.scan_share``). Faster of the two per row, the other re-timed now and then.
+_HYBRID_CHOICE = ThreadChoice()
 
 
 def _fuse_entries(vector: Sequence[tuple[object, float]], keyword: Sequence[tuple[object, float]],
@@ -69,9 +71,10 @@ class HybridRanking:
         with ``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``): the same hits,
         order and breakdown as fusing the two lists of chunks (a chunk is one row). None when a
         writer changed a fused row between ranking and reading (the caller ranks again with rows)."""
-        search = _search()
+        from engine.search import RRF_K, RankedChunk
+
         vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
-        fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, search.RRF_K, lambda r: r)[:want]
+        fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, RRF_K, lambda r: r)[:want]
         rows = self.store.chunks_at([e["chunk"] for e in fused])
         ids = {r: c for r, c, _s in vec}
         out = []
@@ -79,7 +82,7 @@ class HybridRanking:
             chunk = rows.get(e["chunk"])
             if chunk is None or chunk.chunk_id != ids.get(e["chunk"], chunk.chunk_id):
                 return None
-            out.append(search.RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
+            out.append(RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
                                           e.get("keyword_score"), e.get("keyword_rank")))
         return out
 
@@ -96,9 +99,8 @@ class HybridRanking:
         (``engine.scan_share``: the same scores as a one-thread scan). The
         lists are the same either way.
         """
-        search = _search()
-        use = search._HYBRID_CHOICE.pick() if self._hybrid_rows >= search.LARGE_SCAN_ROWS else 1
-        share = search.ScanShare(helpers=use == 2)
+        use = _HYBRID_CHOICE.pick() if self._hybrid_rows >= LARGE_SCAN_ROWS else 1
+        share = ScanShare(helpers=use == 2)
         t = time.perf_counter()
         keyword = self.store.search_keyword_refs if refs else self.store.search_keyword
         pending = _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share) \
@@ -112,8 +114,8 @@ class HybridRanking:
             raise
         kw = pending.result() if pending is not None else keyword(text, collections, depth)
         self._hybrid_rows = share.rows
-        if share.rows >= search.LARGE_SCAN_ROWS and (use == 1 or share.shared):
-            search._HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
+        if share.rows >= LARGE_SCAN_ROWS and (use == 1 or share.shared):
+            _HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
         if refs:
             return vec, kw
         return [(h.chunk, h.score) for h in vec], [(h.chunk, h.score) for h in kw]

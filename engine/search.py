@@ -28,9 +28,8 @@ Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
 over the stores' row ids: ``_hybrid_lists``, ``_hybrid_by_refs``,
 ``_keyword_then_help``, ``_fuse_entries``, ``_hybrid_pool``) lives in
 ``engine.hybrid`` (``HybridRanking``, a mixin of ``ContentChunkSearch``);
-this module re-exports the moved names. Its tuning points stay here:
-``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS`` and ``ScanShare`` are read from this
-module at call time, so setting them here steers hybrid as before.
+this module re-exports the moved names. Its tuning points
+(``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``) are that module's.
 """
 
 from __future__ import annotations
@@ -42,13 +41,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from engine.blas import LARGE_SCAN_ROWS, ThreadChoice  # noqa: F401  (LARGE_SCAN_ROWS: read by engine.hybrid through here)
 from engine.errors import EmbedError
 from engine.hybrid import HybridRanking, _fuse_entries, _hybrid_pool  # noqa: F401  (_hybrid_pool: importable here as before)
 from engine.hybrid import _POOL_LOCK  # noqa: F401  (moved; importable here as before)
 from engine.model import Chunk, Collection
 from engine.store.base import Store
-from engine.scan_share import ScanShare  # noqa: F401  (read by engine.hybrid through here, a patch point)
 from engine.store.fts import MAX_TERMS
 
 __all__ = [
@@ -88,11 +85,6 @@ SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
 #: ``scope`` value meaning every collection, explicitly.
 ALL_COLLECTIONS = "*"
 
-#: How a hybrid search over a large full scan ranks its two lists, chosen by timing
-#: (``engine.blas.ThreadChoice``): 1 = one after the other on the calling thread;
-#: 2 = the keyword list on a worker thread that then helps score the vector scan's
-#: blocks (``engine.scan_share``). Faster of the two per row, the other re-timed now and then.
-_HYBRID_CHOICE = ThreadChoice()  # read by engine.hybrid through this module (tests and benches set it here)
 
 _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
 _WORD = re.compile(r"\w+", re.UNICODE)

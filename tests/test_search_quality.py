@@ -123,7 +123,7 @@ def test_auto_is_hybrid_on_an_embedded_index(corpus_engine):
 
 
 class _Fixed:
-    """Stands in for ``engine.search._HYBRID_CHOICE``: always one way (1 = one list after
+    """Stands in for ``engine.hybrid._HYBRID_CHOICE``: always one way (1 = one list after
     the other, 2 = keyword worker thread + shared scan blocks)."""
 
     def __init__(self, use: int):
@@ -147,8 +147,8 @@ def test_hybrid_with_a_shared_scan_ranks_exactly_as_one_list_after_the_other(cor
     after the other (and as fusing the store's two lists by hand, today's definition).
     The corpus is small, so the sharing threshold is lowered and blocks are 64 rows
     (dozens of blocks, both threads scoring them)."""
+    import engine.hybrid as search_mod  # the hybrid tuning points (_HYBRID_CHOICE, LARGE_SCAN_ROWS, ScanShare)
     import engine.scan_share as scan_share
-    import engine.search as search_mod
     from engine.search import FUSION_DEPTH, fuse
 
     monkeypatch.setattr(search_mod, "LARGE_SCAN_ROWS", 1)
