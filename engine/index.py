@@ -26,7 +26,8 @@ settling of unindexed documents live in ``engine.index_walk`` (``WalkPass``,
 ``engine.index_text`` (``TextPass``, ``SUMMARY_CHARS``, ``BATCH_SECONDS``),
 the embedding pass in ``engine.index_embed``. ``Indexer`` combines them; this
 module keeps the run itself (``Indexer.run``, targets, retries, the run
-record) and ``repair_orphans``, and re-exports the moved names.
+record) and ``repair_orphans``, and re-exports the public moved names
+(``walk``, ``file_hash``, ``SUMMARY_CHARS``).
 """
 
 from __future__ import annotations
@@ -39,10 +40,8 @@ from typing import Any, Callable
 
 from engine.config import Settings
 from engine.errors import RunCancelled, StoreBusyError
-from engine.index_text import BATCH_SECONDS, SUMMARY_CHARS, TextPass  # noqa: F401  (BATCH_SECONDS: importable here as before)
-from engine.index_text import _password_key  # noqa: F401  (moved; importable here as before)
+from engine.index_text import SUMMARY_CHARS, TextPass
 from engine.index_walk import WalkPass, file_hash, walk
-from engine.index_walk import _HASH_BLOCK_BYTES, _PROGRESS_EVERY_S, _Scan  # noqa: F401  (moved; as above)
 from engine.model import Collection
 from engine.outcome import Prepared
 from engine.paths import document_path, resolve_inside

@@ -28,7 +28,7 @@ Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
 over the stores' row ids: ``_hybrid_lists``, ``_hybrid_by_refs``,
 ``_keyword_then_help``, ``_fuse_entries``, ``_hybrid_pool``) lives in
 ``engine.hybrid`` (``HybridRanking``, a mixin of ``ContentChunkSearch``);
-this module re-exports the moved names. Its tuning points
+``fuse`` here is ``_fuse_entries`` over chunks. Its tuning points
 (``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``) are that module's.
 """
 
@@ -42,8 +42,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from engine.errors import EmbedError
-from engine.hybrid import HybridRanking, _fuse_entries, _hybrid_pool  # noqa: F401  (_hybrid_pool: importable here as before)
-from engine.hybrid import _POOL_LOCK  # noqa: F401  (moved; importable here as before)
+from engine.hybrid import HybridRanking, _fuse_entries
 from engine.model import Chunk, Collection
 from engine.store.base import Store
 from engine.store.fts import MAX_TERMS
