@@ -38,10 +38,13 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from engine.errors import ExtractError
 from engine.model import ExtractedText
+
+if TYPE_CHECKING:
+    from engine.index_rows import ReadyText
 
 __all__ = ["ExtractPool", "MIN_FILES", "MIN_POOL_BYTES", "SPLIT_MIN_BYTES", "MAX_AHEAD_BYTES", "worker_count"]
 
@@ -83,16 +86,30 @@ def worker_count(setting: int) -> int:
     return 1 if busy else cores
 
 
-def _extract_in_worker(path: str, password: str | None, ocr: Any = None, max_pages: int = 0) -> tuple[str, Any]:
-    """Runs in a worker: ("ok", ExtractedText) | ("error", ExtractError) | ("bug", text)."""
+def _extract_in_worker(path: str, password: str | None, ocr: Any = None, max_pages: int = 0,
+                       rows: tuple[str, int, int] | None = None) -> tuple[str, Any]:
+    """Runs in a worker: ("ok", ExtractedText or ReadyText) | ("error", ExtractError) | ("bug", text).
+
+    ``rows``: ``(content_hash, size, overlap)``: also chunk the text and build its
+    chunk rows here (``engine.index_rows.ready_text``), so the indexer only writes;
+    if that raises, the plain ``ExtractedText`` goes back and the indexer chunks it
+    (and meets the same exception where it reports it)."""
     from engine.extract import extract
 
     try:
-        return "ok", extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
+        ex = extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
     except ExtractError as e:
         return "error", e
     except Exception as e:  # re-run in the parent, where the indexer logs it with its traceback
         return "bug", f"{type(e).__name__}: {e}"
+    if rows is None:
+        return "ok", ex
+    try:
+        from engine.index_rows import ready_text
+
+        return "ok", ready_text(ex, *rows)
+    except Exception:
+        return "ok", ex
 
 
 def _pages_kw(path: str | os.PathLike[str], max_pages: int) -> dict[str, int]:
@@ -139,6 +156,10 @@ class ExtractPool:
         self.workers = max(1, int(workers))
         self.ocr = ocr  # engine.extract.ocr.OcrSettings for every extraction (i11); None = off
         self.max_pages = 0  # a PDF over this many pages raises TooLargeError (0 = unchecked)
+        #: (chunk size, overlap): a file named with its content hash comes back as
+        #: ``engine.index_rows.ReadyText`` (chunk rows built in the worker); None: ExtractedText.
+        self.chunking: tuple[int, int] | None = None
+        self._hashes: dict[_Key, str] = {}
         self._executor: ProcessPoolExecutor | None = None
         self._queue: deque[_Key] = deque()
         self._queued: set[_Key] = set()
@@ -156,14 +177,20 @@ class ExtractPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def prefetch(self, files: Iterable[tuple[str | os.PathLike[str], str | None, int]]) -> None:
-        """Name the files that will be asked for, in order: ``(path, password, size_bytes)``.
+    def prefetch(self, files: Iterable[tuple]) -> None:
+        """Name the files that will be asked for, in order: ``(path, password, size_bytes)``,
+        or ``(path, password, size_bytes, content_hash)``: with ``chunking`` set, such a
+        file is also chunked into rows in the worker (``extract`` gives a ``ReadyText``).
 
         Starts the workers when there is enough to do (``MIN_FILES``,
         ``MIN_POOL_BYTES``) and ``workers`` > 1; otherwise every ``extract``
         runs in this process.
         """
-        items = [(str(p), pw, int(size)) for p, pw, size in files]
+        items = []
+        for p, pw, size, *rest in files:
+            items.append((str(p), pw, int(size)))
+            if rest and rest[0]:
+                self._hashes[(str(p), pw)] = str(rest[0])
         if self.workers < 2 or self._broken or len(items) < MIN_FILES \
                 or sum(s for _p, _pw, s in items) < MIN_POOL_BYTES:
             return
@@ -211,7 +238,9 @@ class ExtractPool:
             parts = self._parts(key)
             try:
                 if parts == 1:
-                    futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages)]
+                    h = self._hashes.get(key)
+                    rows = (h, *self.chunking) if h and self.chunking else None
+                    futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
                 else:
                     futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts, self.max_pages)
                                for k in range(parts)]
@@ -236,8 +265,11 @@ class ExtractPool:
         futures = self._inflight.get((str(path), password))
         return futures is not None and not all(f.done() for f in futures)
 
-    def extract(self, path: str | os.PathLike[str], password: str | None = None) -> ExtractedText:
-        """The file's ``ExtractedText``, as ``engine.extract.extract(path, password)`` gives it.
+    def extract(self, path: str | os.PathLike[str], password: str | None = None,
+                content_hash: str | None = None) -> ExtractedText | ReadyText:
+        """The file's ``ExtractedText``, as ``engine.extract.extract(path, password)`` gives it;
+        a ``ReadyText`` (the same, chunked into rows) when it was named with this
+        ``content_hash`` and ``chunking`` is set, and a worker read it whole.
 
         Raises:
             ExtractError: the file cannot be extracted (the same error, reason
@@ -256,6 +288,7 @@ class ExtractPool:
             return _extract_here(path, password, self.ocr, self.max_pages)
         self._ahead_bytes -= self._ahead_weight(key)
         self._sizes.pop(key, None)
+        self._hashes.pop(key, None)
         try:
             answers = [fut.result() for fut in futures]
         except BrokenProcessPool as e:
@@ -264,6 +297,8 @@ class ExtractPool:
         finally:
             self._top_up()
         kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
+        if kind == "ok" and getattr(value, "content_hash", content_hash) != content_hash:
+            kind = "bug"  # rows built for other bytes (never asked so by the indexer): read again here
         if kind == "ok":
             self.in_workers += 1
             return value
@@ -293,6 +328,7 @@ class ExtractPool:
         self._queue.clear()
         self._queued.clear()
         self._sizes.clear()
+        self._hashes.clear()
         self._ahead_bytes = 0
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)

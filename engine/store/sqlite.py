@@ -97,6 +97,10 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     process-local lock.
     """
 
+    #: ``replace_document`` takes ``engine.index_rows.RowChunks`` as they are (INSERT
+    #: parameters built ahead, in an extract worker): the indexer then builds rows, not ``Chunk``s.
+    takes_chunk_rows = True
+
     def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS, vector_scan: str = "auto",
                  int8_min_rows: int = 200_000):
         """Open or create the database.
@@ -308,8 +312,12 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             ValueError: a chunk belongs to another key than ``document``.
         """
         key = (document.collection_path, document.file_path)
+        ready = getattr(chunks, "sqlite_params", None)  # engine.index_rows.RowChunks: rows built ahead
 
         def rows() -> Iterator[tuple]:  # one pass, no list: a huge file's chunks stream in
+            if ready is not None:
+                yield from ready(key)
+                return
             for c in chunks:
                 if (c.collection_path, c.file_path) != key:
                     raise ValueError(f"chunk {c.chunk_index} of {c.file_path!r} given for {key[1]!r}")
@@ -330,7 +338,8 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
                 conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
                              "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
-                if any(is_cjk(c.chunk_text) for c in chunks):
+                if (chunks.has_cjk() if ready is not None  # type: ignore[attr-defined]
+                        else any(is_cjk(c.chunk_text) for c in chunks)):
                     conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
                                  "FROM chunks WHERE collection_path = ? AND file_path = ? "
                                  "AND chunk_text GLOB ?", (*key, CJK_GLOB))
