@@ -7,12 +7,22 @@ asks for each outcome (``extract``), which is exactly what
 are forked (``multiprocessing`` "fork": no re-import of ``__main__``, a few
 milliseconds each), and only from a process running a single thread (the
 CLI). A PDF of at least ``SPLIT_MIN_BYTES`` is read in ``workers`` page
-ranges, one per worker (``engine.extract.pdf.extract_pdf_part``), joined here
-(``merge_pdf_parts``: the same ``ExtractedText`` as one read), so one large
-file does not leave a core idle. Tasks are handed out ahead of the indexer, at
-most ``8 x workers`` not yet collected and ``MAX_AHEAD_BYTES`` of input (a
-slow file must not stall the workers while outcomes behind it wait), so memory
-stays bounded by a few documents.
+ranges, one per worker (``engine.extract.pdf.extract_pdf_part``), so one large
+file does not leave a core idle; the ranges are joined (``merge_pdf_parts``:
+the same ``ExtractedText`` as one read) here, or, with ``chunking`` set, in the
+worker that reads the last range (ranges pickled to a temp dir,
+``_extract_part_in_worker``).
+
+With ``chunking`` set (the indexer does, for a store that takes ready rows:
+``engine.index_rows``), a file named with its content hash comes back chunked:
+a ``ReadyText`` whose chunk rows (chunk ids, JSON of boxes and regions) were
+built in the worker, so the indexer's process only writes the store.
+
+Tasks are handed out ahead of the indexer, at most ``AHEAD_TASKS x workers``
+not yet collected and ``MAX_AHEAD_BYTES`` of input (a slow file must not stall
+the workers while outcomes behind it wait), so memory stays bounded by a few
+documents; within what is handed out at once, page ranges go first, the largest
+PDF first (its join is not left to end the run on one core), the rest in order.
 
 Falls back to extracting in this process, cleanly: with ``workers`` 1 (the
 ``extract_workers`` setting), for runs too small to repay a pool start
@@ -24,15 +34,20 @@ caller sees the real exception). A worker that dies (a crash inside the
 PDF library) gives that file ``ExtractError("extractor error: ...")`` and the
 pool is not used again in the run.
 
-Imports ``engine.extract`` (in the workers and for the fallback) and
-``engine.errors``; no store, no embedder, no face (streamlit, mcp, argparse).
+Imports ``engine.extract`` (in the workers and for the fallback),
+``engine.index_rows`` (in the workers, with ``chunking``) and ``engine.errors``;
+no store connection, no embedder, no face (streamlit, mcp, argparse).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
+import pickle
+import shutil
+import tempfile
 import threading
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -57,6 +72,8 @@ MIN_POOL_BYTES = 2_000_000
 
 #: A PDF at least this large is read in page ranges, one per worker.
 SPLIT_MIN_BYTES = 256 * 1024
+#: Tasks handed to the workers ahead of the indexer, per worker (with ``MAX_AHEAD_BYTES``).
+AHEAD_TASKS = 32
 #: Input bytes handed to the workers ahead of the indexer (at least one file).
 MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: A file that is not a PDF counts this many times its size against ``MAX_AHEAD_BYTES``:
@@ -118,16 +135,77 @@ def _pages_kw(path: str | os.PathLike[str], max_pages: int) -> dict[str, int]:
 
 
 def _extract_part_in_worker(path: str, password: str | None, ocr: Any, part: int, parts: int,
-                            max_pages: int = 0) -> tuple[str, Any]:
-    """Runs in a worker: one page range of a PDF, as ``_extract_in_worker`` answers."""
+                            max_pages: int = 0, join: tuple[str, tuple[str, int, int]] | None = None
+                            ) -> tuple[str, Any]:
+    """Runs in a worker: one page range of a PDF, as ``_extract_in_worker`` answers.
+
+    ``join``: ``(stem, (content_hash, size, overlap))``: the ranges are joined in a
+    worker, not in the indexer's process. Each range is pickled to
+    ``<stem>-<part>.pickle`` (written, then renamed); the worker that finds every
+    range's file there after writing its own, and wins ``<stem>.claim`` (created
+    exclusively: at most one), joins them (``merge_pdf_parts``), builds the chunk
+    rows (``ready_text``) and answers ``("joined", ReadyText)`` (``ExtractedText``
+    when the rows raise; ``("bug", text)`` when the ranges cannot be joined); the
+    others answer ``("spilled", file)``. At least one range sees all files: the one
+    renamed last. A range that cannot be written is answered as usual."""
     from engine.extract.pdf import extract_pdf_part
 
     try:
-        return "ok", extract_pdf_part(Path(path), password, ocr, part, parts, max_pages)
+        value = extract_pdf_part(Path(path), password, ocr, part, parts, max_pages)
     except ExtractError as e:
         return "error", e
     except Exception as e:
         return "bug", f"{type(e).__name__}: {e}"
+    if join is None:
+        return "ok", value
+    stem, rows = join
+    names = [f"{stem}-{k}.pickle" for k in range(parts)]
+    try:
+        with open(names[part] + ".tmp", "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.rename(names[part] + ".tmp", names[part])
+    except Exception:  # no room, say: send it the usual way
+        with contextlib.suppress(OSError):
+            os.unlink(names[part] + ".tmp")
+        return "ok", value
+    try:
+        if not all(os.path.exists(n) for n in names):
+            return "spilled", names[part]
+        os.close(os.open(stem + ".claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:  # FileExistsError: another range joins them
+        return "spilled", names[part]
+    return _join_spilled(names, part, value, ocr, rows)
+
+
+def _join_spilled(names: list[str], part: int, value: Any, ocr: Any, rows: tuple[str, int, int]) -> tuple[str, Any]:
+    """The spilled ranges of one PDF (``value`` is range ``part``'s, in memory) joined and
+    chunked into rows, as ``_extract_part_in_worker`` answers; the files are removed."""
+    from engine.extract.pdf import merge_pdf_parts
+    from engine.index_rows import ready_text
+
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(names[part])
+        ex = merge_pdf_parts([value if k == part else _unspill(n) for k, n in enumerate(names)], ocr)
+    except Exception as e:
+        for n in names:
+            with contextlib.suppress(OSError):
+                os.unlink(n)
+        return "bug", f"{type(e).__name__}: {e}"
+    try:
+        return "joined", ready_text(ex, *rows)
+    except Exception:
+        return "joined", ex
+
+
+def _unspill(spill: str) -> Any:
+    """The ``PdfPart`` pickled into ``spill`` (the file is removed)."""
+    try:
+        with open(spill, "rb") as fh:
+            return pickle.load(fh)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(spill)
 
 
 def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None,
@@ -160,6 +238,8 @@ class ExtractPool:
         #: ``engine.index_rows.ReadyText`` (chunk rows built in the worker); None: ExtractedText.
         self.chunking: tuple[int, int] | None = None
         self._hashes: dict[_Key, str] = {}
+        self._spill_dir: str | None = None  # a split PDF's ranges, with chunking set (_extract_part_in_worker)
+        self._spills = 0
         self._executor: ProcessPoolExecutor | None = None
         self._queue: deque[_Key] = deque()
         self._queued: set[_Key] = set()
@@ -229,12 +309,22 @@ class ExtractPool:
         return 1
 
     def _top_up(self) -> None:
+        batch: list[_Key] = []
+        tasks = sum(len(f) for f in self._inflight.values())
+        ahead = self._ahead_bytes
         while self._executor is not None and self._queue:
-            tasks = sum(len(f) for f in self._inflight.values())
-            if self._inflight and (tasks >= 8 * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
-                return
+            if (self._inflight or batch) and (tasks >= AHEAD_TASKS * self.workers or ahead >= MAX_AHEAD_BYTES):
+                break
             key = self._queue.popleft()
             self._queued.discard(key)
+            batch.append(key)
+            tasks += self._parts(key)
+            ahead += self._ahead_weight(key)
+        # Page ranges first, the largest PDF first: their join (in a worker) and the rows of the
+        # largest files are done while the whole files behind them keep both cores busy, instead
+        # of one join ending the run on one core. The rest go in the order they will be asked.
+        batch.sort(key=lambda k: (0, -self._sizes.get(k, 0)) if self._parts(k) > 1 else (1, 0))
+        for key in batch:
             parts = self._parts(key)
             try:
                 if parts == 1:
@@ -242,13 +332,29 @@ class ExtractPool:
                     rows = (h, *self.chunking) if h and self.chunking else None
                     futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
                 else:
-                    futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts, self.max_pages)
+                    join = self._join_for(key)
+                    futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
+                                                     self.max_pages, join)
                                for k in range(parts)]
             except (BrokenProcessPool, RuntimeError) as e:
                 self._give_up(e)
                 return
             self._inflight[key] = futures
             self._ahead_bytes += self._ahead_weight(key)
+
+    def _join_for(self, key: _Key) -> tuple[str, tuple[str, int, int]] | None:
+        """``join`` for the ranges of ``key`` (joined and chunked in a worker), or None
+        (no chunking asked, or no temp dir: joined here)."""
+        h = self._hashes.get(key)
+        if not (self.chunking and h):
+            return None
+        if self._spill_dir is None:
+            try:
+                self._spill_dir = tempfile.mkdtemp(prefix="chunknav-ranges-")
+            except OSError:
+                return None
+        self._spills += 1
+        return os.path.join(self._spill_dir, str(self._spills)), (h, *self.chunking)
 
     def _give_up(self, e: BaseException) -> None:
         log.warning("extraction continues in this process: the worker pool failed (%s)", e)
@@ -314,12 +420,26 @@ class ExtractPool:
         (the file is then read again here, whole)."""
         from engine.extract.pdf import PdfPart, merge_pdf_parts
 
+        joined = [a for a in answers if a[0] == "joined"]
+        if joined:  # a worker joined the spilled ranges (and removed their files)
+            return "ok", joined[0][1]
+        if any(k == "bug" for k, _v in answers):
+            self._drop_spills(answers)
+            return "bug", "page ranges answered differently"
+        answers = [("ok", _unspill(v)) if k == "spilled" else (k, v) for k, v in answers]
         kinds = {k for k, _v in answers}
         if kinds == {"ok"} and all(isinstance(v, PdfPart) for _k, v in answers):
             return "ok", merge_pdf_parts([v for _k, v in answers], self.ocr)
         if kinds == {"error"} and len({(type(v), v.reason) for _k, v in answers}) == 1:
             return answers[0]
         return "bug", "page ranges answered differently"
+
+    @staticmethod
+    def _drop_spills(answers: list[tuple[str, Any]]) -> None:
+        for kind, v in answers:
+            if kind == "spilled":
+                with contextlib.suppress(OSError):
+                    os.unlink(v)
 
     def close(self) -> None:
         """End the workers (outcomes not asked for are dropped)."""
@@ -332,3 +452,6 @@ class ExtractPool:
         self._ahead_bytes = 0
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
+        spill_dir, self._spill_dir = self._spill_dir, None
+        if spill_dir is not None:
+            shutil.rmtree(spill_dir, ignore_errors=True)
