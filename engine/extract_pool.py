@@ -73,7 +73,7 @@ MIN_POOL_BYTES = 2_000_000
 #: A PDF at least this large is read in page ranges, one per worker.
 SPLIT_MIN_BYTES = 256 * 1024
 #: Tasks handed to the workers ahead of the indexer, per worker (with ``MAX_AHEAD_BYTES``).
-AHEAD_TASKS = 32
+AHEAD_TASKS = 8
 #: Input bytes handed to the workers ahead of the indexer (at least one file).
 MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: A file that is not a PDF counts this many times its size against ``MAX_AHEAD_BYTES``:
