@@ -208,6 +208,25 @@ def _unspill(spill: str) -> Any:
             os.unlink(spill)
 
 
+def _preload(paths: Iterable[str]) -> None:
+    """Import here, once, what every worker needs (numpy, the chunker and row builder; PyMuPDF
+    and the PDF reader when a PDF is among ``paths``) before the workers are forked: they
+    share it, instead of each importing it again (~130 ms of CPU per worker for PyMuPDF and
+    numpy, measured on this machine). Import errors are left to the workers, which report them."""
+    try:
+        from engine.lazy import np
+
+        np.ndarray  # noqa: B018 (the lazy module imports numpy on its first attribute)
+        import engine.index_rows  # noqa: F401
+
+        if any(str(p).lower().endswith(".pdf") for p in paths):
+            import pymupdf  # noqa: F401
+
+            import engine.extract.pdf  # noqa: F401
+    except Exception:  # the workers meet the same error and report it per file
+        log.debug("preloading the readers failed", exc_info=True)
+
+
 def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None,
                   max_pages: int = 0) -> ExtractedText:
     from engine.extract import extract
@@ -282,6 +301,7 @@ class ExtractPool:
             log.debug("extraction stays in this process: %d threads running", threading.active_count())
             return
         if self._executor is None:
+            _preload(p for p, _pw, _s in items)
             try:
                 ctx = multiprocessing.get_context("fork")
                 self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
