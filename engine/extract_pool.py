@@ -21,8 +21,10 @@ built in the worker, so the indexer's process only writes the store.
 Tasks are handed out ahead of the indexer, at most ``AHEAD_TASKS x workers``
 not yet collected and ``MAX_AHEAD_BYTES`` of input (a slow file must not stall
 the workers while outcomes behind it wait), so memory stays bounded by a few
-documents; within what is handed out at once, page ranges go first, the largest
-PDF first (its join is not left to end the run on one core), the rest in order.
+documents; in the order they will be asked, except that a PDF to read in page
+ranges among the next ``AHEAD_TASKS x workers`` is handed out before its turn
+(its join is then not left to end the run on one core) while enough files in
+their turn are already handed out (``_next_key``).
 
 Falls back to extracting in this process, cleanly: with ``workers`` 1 (the
 ``extract_workers`` setting), for runs too small to repay a pool start
@@ -257,6 +259,7 @@ class ExtractPool:
         #: ``engine.index_rows.ReadyText`` (chunk rows built in the worker); None: ExtractedText.
         self.chunking: tuple[int, int] | None = None
         self._hashes: dict[_Key, str] = {}
+        self._early: set[_Key] = set()  # handed out before their turn (_next_key)
         self._spill_dir: str | None = None  # a split PDF's ranges, with chunking set (_extract_part_in_worker)
         self._spills = 0
         self._executor: ProcessPoolExecutor | None = None
@@ -329,22 +332,13 @@ class ExtractPool:
         return 1
 
     def _top_up(self) -> None:
-        batch: list[_Key] = []
-        tasks = sum(len(f) for f in self._inflight.values())
-        ahead = self._ahead_bytes
         while self._executor is not None and self._queue:
-            if (self._inflight or batch) and (tasks >= AHEAD_TASKS * self.workers or ahead >= MAX_AHEAD_BYTES):
-                break
-            key = self._queue.popleft()
+            tasks = sum(len(f) for f in self._inflight.values())
+            if self._inflight and (tasks >= AHEAD_TASKS * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
+                return
+            key = self._next_key()
+            self._queue.remove(key)
             self._queued.discard(key)
-            batch.append(key)
-            tasks += self._parts(key)
-            ahead += self._ahead_weight(key)
-        # Page ranges first, the largest PDF first: their join (in a worker) and the rows of the
-        # largest files are done while the whole files behind them keep both cores busy, instead
-        # of one join ending the run on one core. The rest go in the order they will be asked.
-        batch.sort(key=lambda k: (0, -self._sizes.get(k, 0)) if self._parts(k) > 1 else (1, 0))
-        for key in batch:
             parts = self._parts(key)
             try:
                 if parts == 1:
@@ -361,6 +355,25 @@ class ExtractPool:
                 return
             self._inflight[key] = futures
             self._ahead_bytes += self._ahead_weight(key)
+
+    def _next_key(self) -> _Key:
+        """The next file to hand out: the queue's first, or a PDF to read in page ranges
+        among the next ``AHEAD_TASKS x workers`` (handed out before its turn, so its join and
+        rows are done while the files before it keep both cores busy, instead of ending the
+        run on one core), while at least ``workers`` files handed out in their turn are
+        still to be collected (the indexer's next file is always among them)."""
+        head = self._queue[0]
+        if self._parts(head) > 1:
+            return head
+        early = sum(1 for k in self._inflight if k in self._early)
+        if len(self._inflight) - early < self.workers:
+            return head
+        for i in range(1, min(len(self._queue), AHEAD_TASKS * self.workers)):
+            key = self._queue[i]
+            if self._parts(key) > 1:
+                self._early.add(key)
+                return key
+        return head
 
     def _join_for(self, key: _Key) -> tuple[str, tuple[str, int, int]] | None:
         """``join`` for the ranges of ``key`` (joined and chunked in a worker), or None
@@ -415,6 +428,7 @@ class ExtractPool:
         self._ahead_bytes -= self._ahead_weight(key)
         self._sizes.pop(key, None)
         self._hashes.pop(key, None)
+        self._early.discard(key)
         try:
             answers = [fut.result() for fut in futures]
         except BrokenProcessPool as e:
@@ -469,6 +483,7 @@ class ExtractPool:
         self._queued.clear()
         self._sizes.clear()
         self._hashes.clear()
+        self._early.clear()
         self._ahead_bytes = 0
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
