@@ -30,7 +30,7 @@ from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
 from engine.extract.common import gc_paused
 from engine.extract.reasons import reason_code
-from engine.index_rows import ReadyText, RowChunks, ready_text
+from engine.index_rows import ReadyText, RowChunks, WindowChunks
 from engine.index_walk import file_hash
 from engine.model import Document, ExtractedText
 from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
@@ -246,17 +246,16 @@ class TextPass:
                            page_count=len(ex.pages), metadata=meta)
             return Prepared(f, "empty", None, reason, doc)
         text = ex.text
-        size, overlap = self.settings.chunk_size, self.settings.chunk_overlap
-        if ready is None and self._takes_rows():  # read here (or joined from page ranges): rows built here
-            ready = ready_text(ex, f.content_hash, size, overlap)
-        if ready is not None:
+        if ready is not None:  # rows built by a worker
             chunks: Any = RowChunks(f, text, ready.rows)
-        else:  # a store without row input: Chunk values made on demand
+        else:  # read here (or joined from page ranges): Chunk values made on demand
             labels = {p.number: p.label for p in ex.pages if p.label}
             with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
-                windows = chunk_text(ex, size, overlap)
+                windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
             ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
             chunks = LazyChunks(f, text, windows, labels, ocr_pages)
+            if self._takes_rows():  # the SQLite store: INSERT parameters as each chunk is made
+                chunks = WindowChunks(chunks, (cp, f.file_path), text)
         doc = Document(**base, file_type=ex.file_type, status="indexed",
                        reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
                        chunk_count=len(chunks), text_length=len(text),
