@@ -6,9 +6,11 @@ per chunk), ``ready_text`` (``ExtractedText`` -> ``ReadyText``: chunking
 (``engine.chunk.chunk_text``), chunk ids, page labels, OCR metadata and the
 SQLite row JSON (``engine.store.sqlite_rows.chunk_params``), what a worker of
 ``engine.extract_pool`` does after reading a file, so the indexer's process
-only writes) and ``RowChunks`` (the ``Sequence[Chunk]`` the indexer hands to
-``replace_document``: the SQLite store takes its INSERT parameters as they
-are; any other reader gets ``Chunk`` values decoded from the same rows).
+only writes), ``RowChunks`` (the ``Sequence[Chunk]`` the indexer hands to
+``replace_document`` for rows made in a worker: the SQLite store takes its
+INSERT parameters as they are; any other reader gets ``Chunk`` values decoded
+from the same rows) and ``WindowChunks`` (the same fast path for a file read
+in the indexer's process: parameters made chunk by chunk, no list held).
 
 The rows are made by the very functions the in-process path uses (``chunk_text``,
 ``LazyChunks``, ``chunk_params``), so a file indexed from a worker stores
