@@ -1,0 +1,114 @@
+"""A PDF page's words as numpy columns, without a Python tuple per word.
+
+Owns: ``page_words`` (PyMuPDF ``TextPage`` -> ``PageWords``) and ``tuple_words`` (PyMuPDF
+word tuples, e.g. of an OCR'd page -> ``PageWords``), the one shape the PDF reader
+(``engine.extract.pdf``) collects per page. ``page_words`` uses the compiled walker
+``engine.extract._pdfwords`` (built by setup.py against the MuPDF PyMuPDF ships; it
+reads the text page exactly as ``TextPage.extractWORDS`` does, checked word for word
+on every corpus page by tests/test_pdfwords.py) when it is built for the MuPDF
+PyMuPDF has loaded, else PyMuPDF's ``extractWORDS`` (same words). ``PDFWORDS``: which
+one runs. Imports ``pymupdf`` and numpy lazily; no engine module.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+from engine.lazy import np  # numpy on first use (engine.lazy)
+
+__all__ = ["PageWords", "page_words", "tuple_words", "walker", "PDFWORDS"]
+
+_FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
+
+
+class PageWords(NamedTuple):
+    """One page's words, PyMuPDF's word order (block, line, word).
+
+    Attributes:
+        corners: float64, shape (n, 4): x0, y0, x1, y1 in unrotated page points.
+        block, line: int64, shape (n,): PyMuPDF's block and line numbers.
+        lengths: int64, shape (n,): characters per word (>= 1).
+        codes: uint32, shape (lengths.sum(),): the words' code points, concatenated.
+    """
+
+    corners: Any
+    block: Any
+    line: Any
+    lengths: Any
+    codes: Any
+
+    def __len__(self) -> int:  # type: ignore[override]
+        return len(self.block)
+
+
+#: Which reader ``page_words`` uses: "compiled" (engine.extract._pdfwords) or "pymupdf" (extractWORDS);
+#: set on the first call.
+PDFWORDS: str | None = None
+_walk: Any = None  # (page_words C function, context address) or False
+
+
+def walker() -> Any:
+    """The compiled walker and PyMuPDF's MuPDF context address, or None when the extension
+    is not built, or built for another MuPDF version than PyMuPDF's, or PyMuPDF's globals
+    that change word boxes (``TOOLS.unset_quad_corrections`` / ``set_small_glyph_heights``)
+    are not read as expected."""
+    global _walk, PDFWORDS
+    if _walk is None:
+        _walk = False
+        try:
+            import pymupdf  # loads the libmupdf the extension links by soname
+            from pymupdf import mupdf
+
+            from engine.extract import _pdfwords
+
+            if _pdfwords.mupdf_version() == pymupdf.mupdf_version:
+                _walk = (_pdfwords.page_words, mupdf.internal_context_get)
+        except Exception:  # not built, other MuPDF, other PyMuPDF internals
+            _walk = False
+        PDFWORDS = "compiled" if _walk else "pymupdf"
+    return _walk or None
+
+
+def page_words(page: Any, flags: int) -> PageWords:
+    """The words of ``page`` (a PyMuPDF page) on a text page made with ``flags``.
+
+    Same words, boxes, block and line numbers as ``page.get_text("words", flags=flags)``.
+
+    Raises:
+        Whatever PyMuPDF raises for a damaged page (the text page is made by PyMuPDF;
+        if the compiled walk hits a MuPDF error, PyMuPDF's own ``get_text`` is asked,
+        so the error text is PyMuPDF's).
+    """
+    import pymupdf
+
+    walk = walker()
+    if walk is None:
+        return tuple_words(page.get_text("words", flags=flags))
+    tp = page.get_textpage(flags=flags)
+    try:
+        fn, context = walk
+        records, codes = fn(tp.this.m_internal_value(), int(context().this),
+                            int(bool(pymupdf.TOOLS.unset_quad_corrections())),
+                            int(bool(pymupdf.TOOLS.set_small_glyph_heights())))
+    except RuntimeError:
+        return tuple_words(page.get_text("words", flags=flags))
+    finally:
+        del tp
+    r = np.frombuffer(records, np.float32).reshape(-1, 7)
+    ints = r.view(np.int32)
+    return PageWords(r[:, :4].astype(np.float64), ints[:, 4].astype(np.int64), ints[:, 5].astype(np.int64),
+                     ints[:, 6].astype(np.int64), np.frombuffer(codes, np.uint32))
+
+
+def tuple_words(raw: list[tuple[Any, ...]]) -> PageWords:
+    """PyMuPDF word tuples ``(x0, y0, x1, y1, word, block, line, word_no)`` -> ``PageWords``."""
+    n = len(raw)
+    corners = np.empty((n, 4))
+    for i in range(4):  # one column at a time (cheaper than transposing with zip(*raw))
+        corners[:, i] = np.fromiter(map(_FIELD[i], raw), np.float64, n)
+    strings = list(map(_FIELD[4], raw))
+    return PageWords(corners, np.fromiter(map(_FIELD[5], raw), np.int64, n),
+                     np.fromiter(map(_FIELD[6], raw), np.int64, n),
+                     np.fromiter(map(len, strings), np.int64, n),
+                     np.frombuffer("".join(strings).encode("utf-32-le", "surrogatepass"), np.uint32))
