@@ -1,0 +1,101 @@
+"""The compiled PDF word walker (engine/extract/_pdfwords.c) reads every corpus page exactly
+as PyMuPDF's ``get_text("words")``, and the reader gives the same ``ExtractedText`` with it
+as without it (issue 15, cpu)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+
+from engine.errors import ExtractError
+from engine.extract import pdfwords
+from engine.extract.pdf import extract_pdf
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+PDFS = sorted(p for p in CORPUS.rglob("*.pdf"))
+FLAGS = pymupdf.TEXTFLAGS_WORDS
+
+needs_walker = pytest.mark.skipif(pdfwords.walker() is None, reason=(
+    "engine.extract._pdfwords is not built for this PyMuPDF (setup.py builds it: `pip install -e .`)"))
+
+
+def _columns(w: pdfwords.PageWords) -> tuple:
+    return (w.corners.tobytes(), w.block.tobytes(), w.line.tobytes(), w.lengths.tobytes(), w.codes.tobytes())
+
+
+def _open(path: Path):
+    try:
+        doc = pymupdf.open(path)
+    except Exception:
+        return None
+    if doc.needs_pass:
+        doc.close()
+        return None
+    return doc
+
+
+@needs_walker
+@pytest.mark.parametrize("path", PDFS, ids=lambda p: p.name)
+def test_compiled_words_equal_pymupdf_words_on_every_page(path):
+    doc = _open(path)
+    if doc is None:
+        pytest.skip("not readable without a password")
+    with doc:
+        for page in doc:
+            raw = page.get_text("words", flags=FLAGS)
+            got = pdfwords.page_words(page, FLAGS)
+            assert _columns(got) == _columns(pdfwords.tuple_words(raw)), page.number
+            # and the strings decode to exactly PyMuPDF's words
+            ends = np.cumsum(got.lengths).tolist()
+            text = got.codes.tobytes().decode("utf-32-le")
+            assert [text[a - n:a] for a, n in zip(ends, got.lengths.tolist())] == [w[4] for w in raw]
+
+
+@needs_walker
+@pytest.mark.parametrize("setting", ["set_small_glyph_heights", "unset_quad_corrections"])
+def test_compiled_words_follow_pymupdf_box_settings(setting):
+    """PyMuPDF's global glyph-box switches change the boxes of both readers alike."""
+    toggle = getattr(pymupdf.TOOLS, setting)
+    toggle(True)
+    try:
+        for path in PDFS[:12]:
+            doc = _open(path)
+            if doc is None:
+                continue
+            with doc:
+                for page in doc:
+                    raw = page.get_text("words", flags=FLAGS)
+                    assert _columns(pdfwords.page_words(page, FLAGS)) == _columns(pdfwords.tuple_words(raw))
+    finally:
+        toggle(False)
+
+
+def _outcome(path: Path):
+    try:
+        x = extract_pdf(path)
+    except ExtractError as e:
+        return (type(e).__name__, e.reason)
+    w = x.words
+    return (x.text, w.starts.tobytes(), w.ends.tobytes(), w.pages.tobytes(), np.asarray(w.boxes).tobytes(),
+            x.pages, x.file_type, x.notes, x.metadata)
+
+
+@needs_walker
+def test_reader_gives_the_same_text_with_and_without_the_compiled_walker(monkeypatch):
+    with_walker = {p.name: _outcome(p) for p in PDFS}
+    monkeypatch.setattr(pdfwords, "_walk", False)  # as when the extension is not built
+    assert pdfwords.walker() is None
+    without = {p.name: _outcome(p) for p in PDFS}
+    assert with_walker == without
+
+
+def test_tuple_words_columns():
+    raw = [(1.0, 2.0, 3.0, 4.0, "ab", 0, 0, 0), (5.5, 6.0, 7.0, 8.0, "ﬂé", 1, 2, 0)]
+    w = pdfwords.tuple_words(raw)
+    assert len(w) == 2
+    assert w.corners.tolist() == [[1.0, 2.0, 3.0, 4.0], [5.5, 6.0, 7.0, 8.0]]
+    assert w.block.tolist() == [0, 1] and w.line.tolist() == [0, 2] and w.lengths.tolist() == [2, 2]
+    assert w.codes.tobytes().decode("utf-32-le") == "abﬂé"
