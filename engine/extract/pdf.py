@@ -452,22 +452,30 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
         # Rare: NFKC the words holding a non-ASCII character or a form feed;
         # drop those that become empty.
         code_end = np.cumsum(lengths)
-        code_start = (code_end - lengths).tolist()
-        code_end = code_end.tolist()
+        odd_words = np.searchsorted(code_end, odd, side="right")  # ascending, with repeats
+        odd_words = odd_words[np.concatenate(([True], odd_words[1:] != odd_words[:-1]))]
+        odd_end = code_end[odd_words].tolist()
+        odd_start = (code_end[odd_words] - lengths[odd_words]).tolist()
+        odd_words = odd_words.tolist()
         blob = codes.tobytes().decode("utf-32-le", "surrogatepass")
-        changed: dict[int, str] = {}
-        for i in np.unique(np.searchsorted(code_end, odd, side="right")).tolist():
-            w = blob[code_start[i]:code_end[i]]
-            s = _normal_word(w)
+        originals = [blob[a:b] for a, b in zip(odd_start, odd_end)]
+        # One NFKC call for all of them: NUL (a starter nothing composes with, never
+        # inside a word) between words keeps normalisation from crossing them.
+        normal = unicodedata.normalize("NFKC", "\0".join(originals)).split("\0")
+        if len(normal) != len(originals):  # cannot happen; normalise one by one
+            normal = [unicodedata.normalize("NFKC", w) for w in originals]
+        changed: dict[int, tuple[str, int, int]] = {}  # word -> (its NFKC form, code span)
+        for i, w, s, a, b in zip(odd_words, originals, normal, odd_start, odd_end):
+            s = _clean_word(s)
             if s != w:
-                changed[i] = s
+                changed[i] = (s, a, b)
         if changed:
             segments, at = [], 0
             lengths = lengths.copy()
-            for i, s in changed.items():  # ascending
-                segments.append(codes[at:code_start[i]])
+            for i, (s, a, b) in changed.items():  # ascending
+                segments.append(codes[at:a])
                 segments.append(np.frombuffer(s.encode("utf-32-le", "surrogatepass"), np.uint32))
-                at = code_end[i]
+                at = b
                 lengths[i] = len(s)
             segments.append(codes[at:])
             codes = np.concatenate(segments)
@@ -497,9 +505,14 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
     # (space by default; "\n" / "\n\n" / form feeds where the code says).
     ends = np.cumsum(sep_len + lengths)
     starts = ends - lengths
-    out = np.full(int(ends[-1]) + int(page_count - pages[-1]), ord(WORD_SEPARATOR), np.uint32)
-    word_start = np.cumsum(lengths) - lengths
-    out[np.arange(len(codes)) + np.repeat(starts - word_start, lengths)] = codes
+    total = int(ends[-1]) + int(page_count - pages[-1])
+    out = np.full(total, ord(WORD_SEPARATOR), np.uint32)
+    # inside a word: +1 at its start, -1 at its end (a separator of >= 1 character
+    # lies between any two words), summed along the text
+    mark = np.zeros(total + 1, np.int8)
+    mark[starts] = 1
+    mark[ends] = -1
+    out[np.cumsum(mark[:total], dtype=np.int8).view(bool)] = codes
     newline = ord(LINE_SEPARATOR)
     out[starts[code >= 2] - 1] = newline
     out[starts[code == 3] - 2] = newline
@@ -517,19 +530,20 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
     u1 = ma * px1 + mc * py1 + me
     v0 = mb * px0 + md * py0 + mf
     v1 = mb * px1 + md * py1 + mf
-    lo_u = np.clip(np.minimum(u0, u1), 0.0, 1.0)
-    hi_u = np.clip(np.maximum(u0, u1), 0.0, 1.0)
-    lo_v = np.clip(np.minimum(v0, v1), 0.0, 1.0)
-    hi_v = np.clip(np.maximum(v0, v1), 0.0, 1.0)
-    boxes = np.column_stack((lo_u, lo_v, hi_u - lo_u, hi_v - lo_v))
+    boxes = np.empty((n, 4))
+    lo_u, lo_v, w, h = boxes.T
+    np.clip(np.minimum(u0, u1, out=lo_u), 0.0, 1.0, out=lo_u)
+    np.clip(np.minimum(v0, v1, out=lo_v), 0.0, 1.0, out=lo_v)
+    np.subtract(np.clip(np.maximum(u0, u1, out=u0), 0.0, 1.0, out=u0), lo_u, out=w)
+    np.subtract(np.clip(np.maximum(v0, v1, out=v0), 0.0, 1.0, out=v0), lo_v, out=h)
     page_words = np.bincount(pages, minlength=page_count + 1)[1:].tolist()
     return WordArray(starts, ends, pages, boxes), text, page_words
 
 
-def _normal_word(word: str) -> str:
-    """NFKC (``"ﬂag"`` -> ``"flag"``), outer whitespace stripped, a form feed
+def _clean_word(nfkc: str) -> str:
+    """A word after NFKC (``"ﬂag"`` -> ``"flag"``): outer whitespace stripped, a form feed
     inside made a space (it is the page separator); may return ""."""
-    return unicodedata.normalize("NFKC", word).strip().replace("\f", " ")
+    return nfkc.strip().replace("\f", " ")
 
 
 def _label_rules(doc: Any) -> list[Any]:

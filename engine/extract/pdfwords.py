@@ -12,6 +12,7 @@ one runs. Imports ``pymupdf`` and numpy lazily; no engine module.
 
 from __future__ import annotations
 
+import threading
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -45,7 +46,8 @@ class PageWords(NamedTuple):
 #: Which reader ``page_words`` uses: "compiled" (engine.extract._pdfwords) or "pymupdf" (extractWORDS);
 #: set on the first call.
 PDFWORDS: str | None = None
-_walk: Any = None  # (page_words C function, context address) or False
+_walk: Any = None  # (page_words C function, context getter) or False
+_context = threading.local()  # .address: this thread's MuPDF context (PyMuPDF keeps one per thread)
 
 
 def walker() -> Any:
@@ -88,7 +90,10 @@ def page_words(page: Any, flags: int) -> PageWords:
     tp = page.get_textpage(flags=flags)
     try:
         fn, context = walk
-        records, codes = fn(tp.this.m_internal_value(), int(context().this),
+        address = getattr(_context, "address", None)
+        if address is None:  # asking PyMuPDF costs ~20 us: once per thread
+            address = _context.address = int(context().this)
+        records, codes = fn(tp.this.m_internal_value(), address,
                             int(bool(pymupdf.TOOLS.unset_quad_corrections())),
                             int(bool(pymupdf.TOOLS.set_small_glyph_heights())))
     except RuntimeError:
