@@ -99,3 +99,24 @@ def test_tuple_words_columns():
     assert w.corners.tolist() == [[1.0, 2.0, 3.0, 4.0], [5.5, 6.0, 7.0, 8.0]]
     assert w.block.tolist() == [0, 1] and w.line.tolist() == [0, 2] and w.lengths.tolist() == [2, 2]
     assert w.codes.tobytes().decode("utf-32-le") == "abﬂé"
+
+
+def test_chunker_rect_codes_and_objects_equal_the_plain_ones():
+    """engine.chunk builds boxes, regions and windows without the dataclass __init__ and
+    carries each region's rects_code on its ``Rects``: both equal the plain computation."""
+    from engine.chunk import chunk_text
+    from engine.model import Bbox, Rects, Region, Window, rects_code
+
+    seen = 0
+    for path in sorted((CORPUS / "pdf").glob("*.pdf")):
+        for w in chunk_text(extract_pdf(path), 1000, 150):
+            if not w.regions:
+                continue
+            plain = Window(w.chunk_index, w.start, w.end, w.page, Bbox(w.bbox.x, w.bbox.y, w.bbox.w, w.bbox.h),
+                           tuple(Region(r.page, Bbox(r.bbox.x, r.bbox.y, r.bbox.w, r.bbox.h),
+                                        tuple(Bbox(b.x, b.y, b.w, b.h) for b in r.rects)) for r in w.regions))
+            assert w == plain and hash(w) == hash(plain) and repr(w) == repr(plain)
+            for r in w.regions:
+                assert isinstance(r.rects, Rects) and r.rects.code == rects_code(tuple(r.rects))
+                seen += 1
+    assert seen > 500
