@@ -144,14 +144,14 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     r_hi = np.ceil(np.maximum.reduceat(seg_max[seg], rect_at, axis=0) * RECT_GRID - 1e-6)
     r_hi = np.maximum(r_hi, r_lo)
     r_units = np.column_stack((r_lo, r_hi - r_lo))  # whole grid units, 0..RECT_GRID
-    r_box = (r_units / RECT_GRID).tolist()
+    r_box = (r_units / RECT_GRID).T.tolist()  # x, y, w, h columns
     # rects_code of each window's rectangles, made here from the grid units at once
     r_code = np.clip(r_units, 0, RECT_GRID).astype("<u2")
     r_page = pair_page[rect_at].tolist()
     r_bounds = np.searchsorted(win_of[rect_at], np.arange(len(hit) + 1)).tolist()
 
     out = list(spans)
-    boxes_of = [_bbox(*r) for r in r_box]
+    boxes_of = list(map(_bbox, *r_box))
     b64 = base64.b64encode
     for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
         win = spans[i]

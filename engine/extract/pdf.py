@@ -525,7 +525,7 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
 
     # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
     px0, py0, px1, py1 = corners.T
-    ma, mb, mc, md, me, mf = affine[pages - 1].T
+    ma, mb, mc, md, me, mf = np.take(np.ascontiguousarray(affine.T), pages - 1, axis=1)  # each page's row, per word
     u0 = ma * px0 + mc * py0 + me
     u1 = ma * px1 + mc * py1 + me
     v0 = mb * px0 + md * py0 + mf
