@@ -120,3 +120,14 @@ def test_chunker_rect_codes_and_objects_equal_the_plain_ones():
                 assert isinstance(r.rects, Rects) and r.rects.code == rects_code(tuple(r.rects))
                 seen += 1
     assert seen > 500
+
+
+def test_build_requirement_pins_the_runtime_pymupdf():
+    """The extension is compiled against the PyMuPDF pyproject asks for: it must be the one
+    requirements.txt installs (else the walker is built for another MuPDF and never used)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    build = re.search(r"PyMuPDF==([\w.]+)", (root / "pyproject.toml").read_text()).group(1)
+    runtime = re.search(r"(?im)^PyMuPDF==([\w.]+)", (root / "requirements.txt").read_text()).group(1)
+    assert build == runtime
