@@ -57,7 +57,8 @@ def windows(text: str, size: int, overlap: int) -> list[Window]:
     """
     n = window_count(len(text), size, overlap)
     step = size - overlap
-    return [Window(i, i * step, min(i * step + size, len(text))) for i in range(n)]
+    length = len(text)
+    return [_window(i, i * step, min(i * step + size, length), None, None, ()) for i in range(n)]
 
 
 def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window]:
@@ -247,9 +248,10 @@ def _line_breaks(text: str, starts: np.ndarray, ends: np.ndarray, boxes: np.ndar
         code_points = np.frombuffer(text.encode("ascii"), np.uint8)
     else:
         code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    breaks_at = np.flatnonzero((code_points == 10) | (code_points == 12))
-    before = np.searchsorted(breaks_at, starts)  # line/page breaks before each word
-    text_break = before[1:] != np.searchsorted(breaks_at, ends[:-1])
+    # breaks_before[k]: line/page breaks in text[:k]
+    breaks_before = np.zeros(len(code_points) + 1, np.int64)
+    np.cumsum((code_points == 10) | (code_points == 12), out=breaks_before[1:])
+    text_break = breaks_before[starts[1:]] != breaks_before[ends[:-1]]
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     y_overlap = (y0[1:] < y1[:-1]) & (y0[:-1] < y1[1:])
