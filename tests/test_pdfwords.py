@@ -131,3 +131,17 @@ def test_build_requirement_pins_the_runtime_pymupdf():
     build = re.search(r"PyMuPDF==([\w.]+)", (root / "pyproject.toml").read_text()).group(1)
     runtime = re.search(r"(?im)^PyMuPDF==([\w.]+)", (root / "requirements.txt").read_text()).group(1)
     assert build == runtime
+
+
+def test_reader_in_another_thread_equals_the_main_thread():
+    """PyMuPDF keeps a MuPDF context per thread (the explorer indexes in a thread): the walker
+    asks for the calling thread's, and reads the same words there."""
+    import threading
+
+    paths = sorted((CORPUS / "pdf").glob("*.pdf"))[:8]
+    here = [_outcome(p) for p in paths]
+    there: list = []
+    t = threading.Thread(target=lambda: there.extend(_outcome(p) for p in paths))
+    t.start()
+    t.join()
+    assert there == here
