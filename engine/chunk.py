@@ -186,8 +186,9 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
 
 _new = object.__new__
 _set_x, _set_y, _set_w, _set_h = (Bbox.__dict__[k].__set__ for k in ("x", "y", "w", "h"))
-_set_region = tuple(Region.__dict__[k].__set__ for k in ("page", "bbox", "rects"))
-_set_window = tuple(Window.__dict__[k].__set__ for k in ("chunk_index", "start", "end", "page", "bbox", "regions"))
+_set_rpage, _set_rbox, _set_rects = (Region.__dict__[k].__set__ for k in ("page", "bbox", "rects"))
+_set_index, _set_start, _set_end, _set_page, _set_bbox, _set_regions = (
+    Window.__dict__[k].__set__ for k in ("chunk_index", "start", "end", "page", "bbox", "regions"))
 
 
 def _bbox(x: float, y: float, w: float, h: float) -> Bbox:
@@ -204,8 +205,9 @@ def _bbox(x: float, y: float, w: float, h: float) -> Bbox:
 def _region(page: int, bbox: Bbox, rects: tuple[Bbox, ...]) -> Region:
     """``Region(page, bbox, rects)``, made as ``_bbox`` makes boxes."""
     r = _new(Region)
-    for put, v in zip(_set_region, (page, bbox, rects)):
-        put(r, v)
+    _set_rpage(r, page)
+    _set_rbox(r, bbox)
+    _set_rects(r, rects)
     return r
 
 
@@ -213,8 +215,12 @@ def _window(chunk_index: int, start: int, end: int, page: int | None, bbox: Bbox
             regions: tuple[Region, ...]) -> Window:
     """``Window(...)`` with every field, made as ``_bbox`` makes boxes."""
     w = _new(Window)
-    for put, v in zip(_set_window, (chunk_index, start, end, page, bbox, regions)):
-        put(w, v)
+    _set_index(w, chunk_index)
+    _set_start(w, start)
+    _set_end(w, end)
+    _set_page(w, page)
+    _set_bbox(w, bbox)
+    _set_regions(w, regions)
     return w
 
 
