@@ -24,7 +24,7 @@ from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATO
 from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
-from engine.extract.pdfwords import PageWords, page_words, tuple_words
+from engine.extract.pdfwords import CompiledWords, PageWords, join_pages, read_page, tuple_words
 from engine.model import ExtractedText, PageInfo, WordArray
 
 __all__ = ["open_pdf", "rotation_affine", "extract_pdf", "extract_pdf_part", "merge_pdf_parts", "PdfPart",
@@ -256,7 +256,7 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
 
         # Pass 1, per page: the page's word columns (engine.extract.pdfwords), kept
         # for the vectorised pass 2; one row of the page's affine box map each.
-        pieces: list[PageWords] = []
+        pieces: list[PageWords | CompiledWords] = []
         raw_counts = [0] * (stop - first)  # words PyMuPDF gave per page
         affine = np.zeros((stop - first, 6))  # per page: ma, mb, mc, md, me, mf
         sizes: list[tuple[str, float, float]] = []  # per page: label, width_pt, height_pt
@@ -271,7 +271,7 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
             number = pno + 1
             try:
                 page = doc[pno]
-                raw = page_words(page, flags)
+                raw = read_page(page, flags)
                 rect = page.rect
                 a, b, c, d, e, f = rotation_affine(page.rotation, rect.width, rect.height)
                 label = _page_label(page, labels) if labels else ""
@@ -331,15 +331,10 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
     return out
 
 
-def _join(pieces: list[PageWords]) -> tuple[Any, Any, Any, Any, Any]:
-    """Pages' ``PageWords`` -> (corners (n, 4), codes, lengths, block, line) of all of them."""
-    if not pieces:
-        return (np.empty((0, 4)), np.empty(0, np.uint32), np.empty(0, np.int64), np.empty(0, np.int64),
-                np.empty(0, np.int64))
-    if len(pieces) == 1:
-        p = pieces[0]
-        return p.corners, p.codes, p.lengths, p.block, p.line
-    return tuple(np.concatenate([p[i] for p in pieces]) for i in (0, 4, 3, 1, 2))  # type: ignore[return-value]
+def _join(pieces: list[PageWords | CompiledWords]) -> tuple[Any, Any, Any, Any, Any]:
+    """Pages' words -> (corners (n, 4), codes, lengths, block, line) of all of them."""
+    p = join_pages(pieces)
+    return p.corners, p.codes, p.lengths, p.block, p.line
 
 
 def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedText:

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-__all__ = ["PageWords", "page_words", "tuple_words", "walker", "PDFWORDS"]
+__all__ = ["PageWords", "CompiledWords", "read_page", "page_words", "tuple_words", "join_pages", "walker",
+           "PDFWORDS"]
 
 _FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
 
@@ -41,6 +42,42 @@ class PageWords(NamedTuple):
 
     def __len__(self) -> int:  # type: ignore[override]
         return len(self.block)
+
+
+class CompiledWords(NamedTuple):
+    """One page's words as the compiled walker returns them (``engine/extract/_pdfwords.c``):
+    ``records``, n packed records of x0, y0, x1, y1 (float32) and block, line, nchars
+    (int32); ``codes``, the code points (uint32). Turned into columns by ``join_pages``,
+    once per document instead of once per page."""
+
+    records: bytes
+    codes: bytes
+
+    def __len__(self) -> int:  # type: ignore[override]
+        return len(self.records) // _RECORD_BYTES
+
+
+_RECORD_BYTES = 28  # 4 float32 + 3 int32
+
+
+def _columns(records: bytes, codes: bytes) -> PageWords:
+    r = np.frombuffer(records, np.float32).reshape(-1, 7)
+    ints = r.view(np.int32)
+    return PageWords(r[:, :4].astype(np.float64), ints[:, 4].astype(np.int64), ints[:, 5].astype(np.int64),
+                     ints[:, 6].astype(np.int64), np.frombuffer(codes, np.uint32))
+
+
+def join_pages(pieces: list[PageWords | CompiledWords]) -> PageWords:
+    """Pages' words (in page order) -> one ``PageWords`` of all of them."""
+    if pieces and all(type(p) is CompiledWords for p in pieces):
+        return _columns(b"".join(p.records for p in pieces), b"".join(p.codes for p in pieces))
+    cols = [_columns(*p) if type(p) is CompiledWords else p for p in pieces]
+    if not cols:
+        return PageWords(np.empty((0, 4)), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
+                         np.empty(0, np.uint32))
+    if len(cols) == 1:
+        return cols[0]
+    return PageWords(*(np.concatenate([c[i] for c in cols]) for i in range(5)))
 
 
 #: Which reader ``page_words`` uses: "compiled" (engine.extract._pdfwords) or "pymupdf" (extractWORDS);
@@ -73,9 +110,17 @@ def walker() -> Any:
 
 
 def page_words(page: Any, flags: int) -> PageWords:
-    """The words of ``page`` (a PyMuPDF page) on a text page made with ``flags``.
+    """The words of ``page`` (a PyMuPDF page) on a text page made with ``flags``, as columns.
 
     Same words, boxes, block and line numbers as ``page.get_text("words", flags=flags)``.
+    Raises as ``read_page``.
+    """
+    return join_pages([read_page(page, flags)])
+
+
+def read_page(page: Any, flags: int) -> PageWords | CompiledWords:
+    """``page_words`` without the conversion to columns (``join_pages`` does it for a
+    whole document): ``CompiledWords`` from the compiled walker, else ``PageWords``.
 
     Raises:
         Whatever PyMuPDF raises for a damaged page (the text page is made by PyMuPDF;
@@ -100,10 +145,7 @@ def page_words(page: Any, flags: int) -> PageWords:
         return tuple_words(page.get_text("words", flags=flags))
     finally:
         del tp
-    r = np.frombuffer(records, np.float32).reshape(-1, 7)
-    ints = r.view(np.int32)
-    return PageWords(r[:, :4].astype(np.float64), ints[:, 4].astype(np.int64), ints[:, 5].astype(np.int64),
-                     ints[:, 6].astype(np.int64), np.frombuffer(codes, np.uint32))
+    return CompiledWords(records, codes)
 
 
 def tuple_words(raw: list[tuple[Any, ...]]) -> PageWords:
