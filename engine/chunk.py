@@ -254,10 +254,14 @@ def _line_breaks(text: str, starts: np.ndarray, ends: np.ndarray, boxes: np.ndar
         code_points = np.frombuffer(text.encode("ascii"), np.uint8)
     else:
         code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    # breaks_before[k]: line/page breaks in text[:k]
-    breaks_before = np.zeros(len(code_points) + 1, np.int64)
-    np.cumsum((code_points == 10) | (code_points == 12), out=breaks_before[1:])
-    text_break = breaks_before[starts[1:]] != breaks_before[ends[:-1]]
+    gap = starts[1:] - ends[:-1]  # characters between two words
+    if gap.min() >= 1 and gap.max() <= 2:  # usual (PDF layout): its first and last character say it
+        first, last = code_points[ends[:-1]], code_points[starts[1:] - 1]
+        text_break = (first == 10) | (first == 12) | (last == 10) | (last == 12)
+    else:  # breaks_before[k]: line/page breaks in text[:k]
+        breaks_before = np.zeros(len(code_points) + 1, np.int64)
+        np.cumsum((code_points == 10) | (code_points == 12), out=breaks_before[1:])
+        text_break = breaks_before[starts[1:]] != breaks_before[ends[:-1]]
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     y_overlap = (y0[1:] < y1[:-1]) & (y0[:-1] < y1[1:])

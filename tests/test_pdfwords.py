@@ -145,3 +145,33 @@ def test_reader_in_another_thread_equals_the_main_thread():
     t.start()
     t.join()
     assert there == here
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_line_breaks_equal_the_search_over_every_break(seed):
+    """engine.chunk._line_breaks (first/last character of short gaps, else a running count)
+    == the plain rule: a new line where the text between two words holds "\\n" or "\\f",
+    or their boxes do not overlap."""
+    from engine.chunk import _line_breaks
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    seps = [" ", "\n", "\n\n", "\f", " \n", "\n ", "\f\f\f", "  ", "é"] if seed % 2 else [" ", "\n", "\n\n", "\f"]
+    parts, starts, ends, at = [], [], [], 0
+    for i in range(n):
+        word = "w" * int(rng.integers(1, 6)) + ("ü" if rng.random() < 0.1 else "")
+        sep = seps[int(rng.integers(len(seps)))] if i else ""
+        parts += [sep, word]
+        at += len(sep)
+        starts.append(at)
+        at += len(word)
+        ends.append(at)
+    text = "".join(parts)
+    boxes = rng.random((n, 4)) * [1, 1, 0.2, 0.05]
+    starts, ends = np.array(starts), np.array(ends)
+    brk = np.flatnonzero([c in "\n\f" for c in text])
+    text_break = np.searchsorted(brk, starts[1:]) != np.searchsorted(brk, ends[:-1])
+    x0, y0, x1, y1 = boxes[:, 0], boxes[:, 1], boxes[:, 0] + boxes[:, 2], boxes[:, 1] + boxes[:, 3]
+    overlap = ((y0[1:] < y1[:-1]) & (y0[:-1] < y1[1:])) | ((x0[1:] < x1[:-1]) & (x0[:-1] < x1[1:]))
+    want = np.flatnonzero(text_break | ~overlap) + 1
+    assert _line_breaks(text, starts, ends, boxes).tolist() == want.tolist()
