@@ -442,6 +442,7 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
     if not n:
         return WordArray.empty(), "", [0] * page_count
     pages = np.repeat(np.arange(1, page_count + 1, dtype=np.int32), raw_counts)
+    per_page = raw_counts  # words per page, while none is dropped
     odd = np.flatnonzero((codes > 127) | (codes == ord(PAGE_SEPARATOR)))
     if len(odd):
         # Rare: NFKC the words holding a non-ASCII character or a form feed;
@@ -479,6 +480,7 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
                 if not keep.any():
                     return WordArray.empty(), "", [0] * page_count
                 pages, block, line, lengths, corners = pages[keep], block[keep], line[keep], lengths[keep], corners[keep]
+                per_page = np.bincount(pages, minlength=page_count + 1)[1:]
                 n = len(lengths)
 
     # Separator before each word: "\f" per page boundary crossed (page 1's
@@ -520,7 +522,7 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
 
     # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
     px0, py0, px1, py1 = corners.T
-    ma, mb, mc, md, me, mf = np.take(np.ascontiguousarray(affine.T), pages - 1, axis=1)  # each page's row, per word
+    ma, mb, mc, md, me, mf = (np.repeat(col, per_page) for col in affine.T)  # each word's page's row
     u0 = ma * px0 + mc * py0 + me
     u1 = ma * px1 + mc * py1 + me
     v0 = mb * px0 + md * py0 + mf
@@ -531,7 +533,7 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
     np.clip(np.minimum(v0, v1, out=lo_v), 0.0, 1.0, out=lo_v)
     np.subtract(np.clip(np.maximum(u0, u1, out=u0), 0.0, 1.0, out=u0), lo_u, out=w)
     np.subtract(np.clip(np.maximum(v0, v1, out=v0), 0.0, 1.0, out=v0), lo_v, out=h)
-    page_words = np.bincount(pages, minlength=page_count + 1)[1:].tolist()
+    page_words = [int(k) for k in per_page]
     return WordArray(starts, ends, pages, boxes), text, page_words
 
 
