@@ -175,3 +175,19 @@ def test_line_breaks_equal_the_search_over_every_break(seed):
     overlap = ((y0[1:] < y1[:-1]) & (y0[:-1] < y1[1:])) | ((x0[1:] < x1[:-1]) & (x0[:-1] < x1[1:]))
     want = np.flatnonzero(text_break | ~overlap) + 1
     assert _line_breaks(text, starts, ends, boxes).tolist() == want.tolist()
+
+
+@needs_walker
+def test_join_pages_mixes_compiled_and_tuple_pages():
+    """An OCR'd page (tuples) between text pages (compiled buffers) joins in page order."""
+    doc = _open(CORPUS / "pdf" / "pdflatex-4-pages.pdf")
+    with doc:
+        pages = list(doc)[:3]
+        raw = [pdfwords.read_page(p, FLAGS) for p in pages]
+        assert all(type(r) is pdfwords.CompiledWords for r in raw)
+        mixed = [raw[0], pdfwords.tuple_words(pages[1].get_text("words", flags=FLAGS)), raw[2]]
+        want = [pdfwords.page_words(p, FLAGS) for p in pages]
+    got = pdfwords.join_pages(mixed)
+    for i in range(5):
+        assert np.concatenate([w[i] for w in want]).tobytes() == got[i].tobytes()
+    assert len(pdfwords.join_pages([])) == 0
