@@ -122,6 +122,19 @@ def test_chunker_rect_codes_and_objects_equal_the_plain_ones():
     assert seen > 500
 
 
+def test_the_walker_is_built_where_a_compiler_and_mupdf_headers_are():
+    """Where the install could build the extension (a C compiler on PATH and the MuPDF headers
+    the PyMuPDF wheel ships), it was built and is used: a skipped build must not pass silently
+    and leave every PDF on the slower reader. Elsewhere the fallback is the documented path."""
+    import shutil
+
+    here = Path(pymupdf.__file__).parent
+    if not (shutil.which("cc") or shutil.which("gcc")) or not (here / "mupdf-devel" / "include").is_dir():
+        pytest.skip("no C compiler or no MuPDF headers here: the extractWORDS fallback is the reader")
+    assert pdfwords.walker() is not None, "engine.extract._pdfwords is not built: run `make setup` again"
+    assert pdfwords.PDFWORDS == "compiled"
+
+
 def test_build_requirement_pins_the_runtime_pymupdf():
     """The extension is compiled against the PyMuPDF pyproject asks for: it must be the one
     requirements.txt installs (else the walker is built for another MuPDF and never used)."""
