@@ -24,7 +24,7 @@ from typing import Any, Callable
 from engine import envelopes as E
 from engine.errors import StoreUnavailableError
 from engine.search import MAX_QUERY_CHARS, SCOPE_QUALIFIERS
-from engine.secrets import public_dsn, redact_obj
+from engine.secrets import json_may_change, public_dsn, redact_obj
 from engine.service import Engine
 
 __all__ = [
@@ -219,10 +219,13 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     _check_lengths(tool, arguments)
     _validate(tool, arguments)
     try:
-        envelope = normalise(tool.fn(engine, **_integers(tool, arguments)))
+        text = to_json(tool.fn(engine, **_integers(tool, arguments)))
     except StoreUnavailableError as e:
-        envelope = normalise(_unavailable(name, arguments, str(e)))
-    return redact_obj(envelope)  # engine.secrets: no configured secret leaves through any face
+        text = to_json(_unavailable(name, arguments, str(e)))
+    envelope = json.loads(text)  # normalise(), with the text kept for the redaction check
+    # engine.secrets: no configured secret leaves through any face; the walk over every
+    # string is skipped when the serialised text shows none of them can change
+    return redact_obj(envelope) if json_may_change(text) else envelope
 
 
 def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
