@@ -525,3 +525,49 @@ def test_purge_stale_vectors_deletes_only_vectors_without_a_chunk(store):
     store.add_vectors("m", ids, v[:3])
     hits = store.search_vectors("m", v[0], None, 5)
     assert [h.chunk.chunk_id for h in hits].count(ids[0]) == 1 and hits[0].chunk.chunk_id == ids[0]
+
+
+_WRITER = """
+import sys
+from engine.model import Collection
+from engine.store.sqlite import SqliteStore
+s = SqliteStore(sys.argv[1])
+s.add_collection(Collection(sys.argv[2], "/tmp"))
+s.close()
+"""
+
+
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_sqlite_reads_remembered_while_nothing_changed_see_every_change(tmp_path, where):
+    """collections / get_collection / vector_dim / has_vectors / the counters are read again after
+    any commit: this store's own (same or another thread), a rolled-back one, another store
+    object's and another process's; and never remembered inside a transaction."""
+    path = ":memory:" if where == "memory" else str(tmp_path / "index.db")
+    s = SqliteStore(path)
+    assert s.collections() == [] and s.vector_dim("m") is None and not s.has_vectors("m")
+    s.add_collection(Collection("A", "/a"))
+    assert [c.collection_path for c in s.collections()] == ["A"] and s.get_collection("A").root == "/a"
+    gens = s._gens("m")
+    a = _put(s, "A", "a.txt", "ha", ["a0 ", "a1"])
+    assert s._gens("m")[0] > gens[0]
+    s.add_vectors("m", [c.chunk_id for c in a], _unit(np.random.default_rng(1), 2, 8))
+    assert s.vector_dim("m") == 8 and s.has_vectors("m") and s._gens("m")[1] > gens[1]
+    t = threading.Thread(target=lambda: s.add_collection(Collection("B", "/b")))
+    t.start()
+    t.join()
+    assert [c.collection_path for c in s.collections()] == ["A", "B"]
+    with pytest.raises(RuntimeError):
+        with s._write() as conn:
+            conn.execute("INSERT INTO collections(collection_path, root) VALUES ('C', '/c')")
+            with s._read() as r:  # inside the transaction: read, not remembered
+                assert "C" in [c.collection_path for c in s.collections()]
+            raise RuntimeError("roll back")
+    assert [c.collection_path for c in s.collections()] == ["A", "B"] and s.get_collection("C") is None
+    if where == "file":
+        other = SqliteStore(path)
+        other.add_collection(Collection("D", "/d"))
+        other.close()
+        assert s.get_collection("D") is not None
+        subprocess.run([sys.executable, "-c", _WRITER, path, "E"], cwd=REPO, check=True, timeout=60)
+        assert [c.collection_path for c in s.collections()] == ["A", "B", "D", "E"]
+    s.close()
