@@ -33,6 +33,15 @@ _DATA_VERSION = "(SELECT data_version FROM pragma_data_version())"
 _MOVED = object()
 
 
+def _same_ids(chunk_ids: list[str], digests: np.ndarray) -> bool:
+    """True when each chunk id names its digest row (``id_bytes``): the joined hex text
+    first (the chunk ids are lower-case sha256 hex, ``engine.chunk.chunk_id``), else id by id."""
+    blob = digests.tobytes()
+    if "".join(chunk_ids) == blob.hex() and all(len(c) == 64 for c in chunk_ids):
+        return True
+    return b"".join(id_bytes(c) for c in chunk_ids) == blob
+
+
 class SqliteSearch:
     """Vector and keyword search for ``SqliteStore`` (a mixin; no state of its own)."""
 
@@ -170,8 +179,7 @@ class SqliteSearch:
         by_rowid = {r[0]: r for r in rows}
         got = [by_rowid.get(rowid) for rowid in rowids]
         # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
-        if any(r is None for r in got) or \
-                b"".join(id_bytes(r[4]) for r in got) != m.digests[occ.matrix_row[picked]].tobytes():
+        if any(r is None for r in got) or not _same_ids([r[4] for r in got], m.digests[occ.matrix_row[picked]]):
             return None
         return [VectorHit(chunk_of(r[1:-1]), s) for r, s in zip(got, scores.tolist())]
 
@@ -190,8 +198,7 @@ class SqliteSearch:
                 return _MOVED
         ids = {r[0]: r[1] for r in rows}
         got = [ids.get(r) for r in rowids]
-        if any(c is None for c in got) or \
-                b"".join(id_bytes(c) for c in got) != m.digests[occ.matrix_row[picked]].tobytes():
+        if any(c is None for c in got) or not _same_ids(got, m.digests[occ.matrix_row[picked]]):
             return None
         return list(zip(rowids, got, scores.tolist()))
 
