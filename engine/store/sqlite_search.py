@@ -27,10 +27,20 @@ from engine.store.sqlite_vectors import Matrix, Occurrences, id_bytes, top_occur
 
 __all__ = ["SqliteSearch"]
 
-#: The snapshot's ``PRAGMA data_version`` as a column of the hit fetch (one statement, one snapshot).
-_DATA_VERSION = "(SELECT data_version FROM pragma_data_version())"
-#: A hit fetch's answer when the database moved past the token the cache was trusted at.
+#: The counters (chunks_gen, vectors_gen:<model>) as two columns of the statement they are put
+#: in (the hit fetch: one statement, one snapshot); parameters "chunks_gen", "vectors_gen:<model>".
+_GENS = "(SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE key = ?)"
+#: A hit fetch's answer when the counters no longer name the cached matrix and occurrences.
 _MOVED = object()
+
+
+def _gens_match(m: Matrix | None, occ: Occurrences | None, values) -> bool:
+    """True when the counters read (``(chunks_gen, vectors_gen)`` as stored, None = 0) are the
+    ones ``m`` and ``occ`` were built for (``_prepare``'s own check)."""
+    if m is None or occ is None or values is None:
+        return False
+    chunks_gen, vectors_gen = (int(v) if v is not None else 0 for v in values)
+    return m.gen == vectors_gen and occ.chunks_gen == chunks_gen and occ.vectors_gen == vectors_gen
 
 
 def _same_ids(chunk_ids: list[str], digests: np.ndarray) -> bool:
@@ -98,26 +108,28 @@ class SqliteSearch:
         return self._vector_top(model, query, collection_paths, limit, self._refs)
 
     def _vector_top(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int,
-                    resolve: Callable[[Matrix, Occurrences, np.ndarray, np.ndarray, tuple | None], object]) -> list:
+                    resolve: Callable[[Matrix, Occurrences, np.ndarray, np.ndarray, str | None], object]) -> list:
         if limit <= 0:
             return []
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-        for _attempt in range(4):
-            m, occ, token = self._prepare_trusted(model)
+        for attempt in range(4):
+            # first the cached matrix as it is, its counters checked by the hit fetch itself;
+            # after a miss (or without a cache) checked first, as _prepare does
+            m, occ, check = self._prepare_trusted(model) if attempt == 0 else (*self._prepare(model), None)
             if m is None or occ is None or len(occ.chunk_rowid) == 0:
-                if self._still(token):
+                if self._counters_match(m, occ, check):
                     return []
                 continue
             if q.shape[0] != m.dim:
-                if self._still(token):
+                if self._counters_match(m, occ, check):
                     raise ValueError(f"query has dim {q.shape[0]}, model {model!r} has dim {m.dim}")
                 continue
             picked, scores = top_occurrences(m, occ, q, collection_paths, limit, self._int8_min_rows)
-            if len(picked) == 0:  # no fetch to check the snapshot with
-                hits = [] if self._still(token) else _MOVED
+            if len(picked) == 0:  # no fetch to check the counters with
+                hits = [] if self._counters_match(m, occ, check) else _MOVED
             else:
-                hits = resolve(m, occ, picked, scores, token)
-            if hits is _MOVED:  # something was committed since the cache was last checked: check, scan again
+                hits = resolve(m, occ, picked, scores, check)
+            if hits is _MOVED:  # the index changed since the cache was built: check, scan again
                 continue
             if hits is not None:
                 return hits  # type: ignore[return-value]
@@ -125,66 +137,55 @@ class SqliteSearch:
             self._vectors.forget_occurrences(model)
         return []
 
-    def _prepare_trusted(self, model: str) -> tuple[Matrix | None, Occurrences | None, tuple | None]:
-        """``_prepare`` without its counter check when this connection checked them last at a
-        snapshot token (``SqliteStore._unchanged``) and the cached matrix matched: ``(m, occ,
-        token)``; the hit fetch then reads the snapshot's ``data_version`` in its own statement
-        and the search starts again if the token moved (``_MOVED``). A scan of 4k rows costs
-        ~0.2 ms; the check's statement ~25 us with caches cold after a scan. Else ``_prepare``
-        and the token it checked at (None inside a transaction: no fetch check, as before)."""
+    def _prepare_trusted(self, model: str) -> tuple[Matrix | None, Occurrences | None, str | None]:
+        """The model's cached matrix and occurrences as they are, with ``model`` as the third
+        value: the hit fetch reads the counters in its own statement (``_GENS``) and the
+        search scans again when they no longer match (``_MOVED``), so an unchanged index
+        costs the fetch alone (a separate counter read was ~25 us with caches cold after a
+        4k-row scan of ~0.2 ms). No cache yet, or inside a transaction: ``_prepare`` and None."""
         with self._read() as conn:
-            key = id(conn)
             if not conn.in_transaction:
-                memo = self._memo.get(key)
-                gens = memo[1].get(("gens", model)) if memo is not None else None
-                if gens is not None:
-                    m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
-                    if m is not None and occ is not None and m.gen == gens[1] and \
-                            occ.chunks_gen == gens[0] and occ.vectors_gen == gens[1]:
-                        return m, occ, memo[0]
-            m, occ = self._prepare(model)
-            memo = None if conn.in_transaction else self._memo.get(key)
-            return m, occ, (memo[0] if memo is not None else None)
+                m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
+                if m is not None and occ is not None:
+                    return m, occ, model
+        return (*self._prepare(model), None)
 
-    def _still(self, token: tuple | None) -> bool:
-        """True when ``token`` is None or the snapshot has not moved past it (one
-        ``PRAGMA data_version``: the answers without a hit fetch); else forgets as ``_moved``."""
-        if token is None:
+    def _counters_match(self, m: Matrix | None, occ: Occurrences | None, check: str | None) -> bool:
+        """True when nothing is to be checked (``check`` None) or the counters of model
+        ``check`` still name ``m`` and ``occ`` (one read: the answers without a hit fetch)."""
+        if check is None:
             return True
         with self._read() as conn:
-            return not self._moved(conn, conn.execute(f"SELECT {_DATA_VERSION}").fetchall(), token)
-
-    def _moved(self, conn, rows: list, token: tuple | None) -> bool:
-        """True when ``token`` is given and the fetch's snapshot (its last column:
-        ``data_version``) or this connection's own writes moved past it; forgets the
-        connection's remembered reads then."""
-        if token is None or (rows and (rows[0][-1], conn.total_changes) == token):
-            return False
-        self._memo.pop(id(conn), None)
-        return True
+            row = conn.execute(f"SELECT {_GENS}", ("chunks_gen", f"vectors_gen:{check}")).fetchone()
+        return _gens_match(m, occ, row)
 
     def _resolve(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
-                 scores: np.ndarray, token: tuple | None = None) -> list[VectorHit] | None | object:
+                 scores: np.ndarray, check: str | None = None) -> list[VectorHit] | None | object:
         """Chunk rows for the picked occurrences; None when the chunks changed meanwhile,
-        ``_MOVED`` when the snapshot moved past ``token`` (``_prepare_trusted``)."""
+        ``_MOVED`` when the counters of model ``check`` no longer name ``m``/``occ``."""
         if len(picked) == 0:
             return []
         rowids = occ.chunk_rowid[picked].tolist()
         marks = ",".join("?" * len(rowids))
         with self._read() as conn:
-            rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS}, {_DATA_VERSION} FROM chunks "
-                                f"WHERE rowid IN ({marks})", rowids).fetchall()
-            if self._moved(conn, rows, token):
-                return _MOVED
+            if check is None:
+                rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({marks})",
+                                    rowids).fetchall()
+            else:
+                rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS}, {_GENS} FROM chunks WHERE rowid IN ({marks})",
+                                    ["chunks_gen", f"vectors_gen:{check}", *rowids]).fetchall()
+                if not rows or not _gens_match(m, occ, rows[0][-2:]):
+                    return _MOVED
+                rows = [r[:-2] for r in rows]
         by_rowid = {r[0]: r for r in rows}
         got = [by_rowid.get(rowid) for rowid in rowids]
         # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
         if any(r is None for r in got) or not _same_ids([r[4] for r in got], m.digests[occ.matrix_row[picked]]):
             return None
-        return [VectorHit(chunk_of(r[1:-1]), s) for r, s in zip(got, scores.tolist())]
+        return [VectorHit(chunk_of(r[1:]), s) for r, s in zip(got, scores.tolist())]
 
     def _refs(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
-              scores: np.ndarray, token: tuple | None = None) -> list[tuple[int, str, float]] | None | object:
+              scores: np.ndarray, check: str | None = None) -> list[tuple[int, str, float]] | None | object:
         """``(rowid, chunk_id, score)`` for the picked occurrences; None when the chunks changed
         meanwhile, ``_MOVED`` as ``_resolve``."""
         if len(picked) == 0:
@@ -192,10 +193,14 @@ class SqliteSearch:
         rowids = occ.chunk_rowid[picked].tolist()
         marks = ",".join("?" * len(rowids))
         with self._read() as conn:
-            rows = conn.execute(f"SELECT rowid, chunk_id, {_DATA_VERSION} FROM chunks WHERE rowid IN ({marks})",
-                                rowids).fetchall()
-            if self._moved(conn, rows, token):
-                return _MOVED
+            if check is None:
+                rows = conn.execute(f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})",
+                                    rowids).fetchall()
+            else:
+                rows = conn.execute(f"SELECT rowid, chunk_id, {_GENS} FROM chunks WHERE rowid IN ({marks})",
+                                    ["chunks_gen", f"vectors_gen:{check}", *rowids]).fetchall()
+                if not rows or not _gens_match(m, occ, rows[0][-2:]):
+                    return _MOVED
         ids = {r[0]: r[1] for r in rows}
         got = [ids.get(r) for r in rowids]
         if any(c is None for c in got) or not _same_ids(got, m.digests[occ.matrix_row[picked]]):
