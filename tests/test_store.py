@@ -595,3 +595,15 @@ def test_sqlite_vector_search_of_an_unchanged_index_is_one_statement(tmp_path):
     s._conn().set_trace_callback(None)
     s.close()
     writer.close()
+
+
+def test_chunk_rows_built_through_the_slots_equal_the_dataclass_init():
+    from engine.store import sqlite_rows as R
+
+    assert R._SETTERS is not None  # the fast path is the one taken
+    for c in _chunks("A", "f.txt", "h", ["one ", "two"]) + [Chunk("B", "g", 0, "i", "h", 0, 1, "x")]:
+        row = R.chunk_params(c)
+        built = R.chunk_of(row)
+        assert built == c and repr(built) == repr(c) and type(built) is Chunk
+        with pytest.raises(AttributeError):
+            built.page = 9  # still frozen

@@ -176,13 +176,12 @@ class SqliteSearch:
                                     ["chunks_gen", f"vectors_gen:{check}", *rowids]).fetchall()
                 if not rows or not _gens_match(m, occ, rows[0][-2:]):
                     return _MOVED
-                rows = [r[:-2] for r in rows]
         by_rowid = {r[0]: r for r in rows}
         got = [by_rowid.get(rowid) for rowid in rowids]
         # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
         if any(r is None for r in got) or not _same_ids([r[4] for r in got], m.digests[occ.matrix_row[picked]]):
             return None
-        return [VectorHit(chunk_of(r[1:]), s) for r, s in zip(got, scores.tolist())]
+        return [VectorHit(chunk_of(r[1:15]), s) for r, s in zip(got, scores.tolist())]  # 14 CHUNK_COLUMNS
 
     def _refs(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
               scores: np.ndarray, check: str | None = None) -> list[tuple[int, str, float]] | None | object:
