@@ -47,7 +47,7 @@ def _same_ids(chunk_ids: list[str], digests: np.ndarray) -> bool:
     """True when each chunk id names its digest row (``id_bytes``): the joined hex text
     first (the chunk ids are lower-case sha256 hex, ``engine.chunk.chunk_id``), else id by id."""
     blob = digests.tobytes()
-    if "".join(chunk_ids) == blob.hex() and all(len(c) == 64 for c in chunk_ids):
+    if "".join(chunk_ids) == blob.hex() and set(map(len, chunk_ids)) == {64}:
         return True
     return b"".join(id_bytes(c) for c in chunk_ids) == blob
 
