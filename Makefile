@@ -17,7 +17,7 @@ export CHUNKNAV_DB := $(DB)
 # The runtime: the pinned closure of requirements.txt, nothing resolved at install time.
 setup-run: $(STAMP_RUN)
 
-$(STAMP_RUN): requirements.lock pyproject.toml setup.py
+$(STAMP_RUN): requirements.lock pyproject.toml setup.py engine/extract/_pdfwords.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements.lock

@@ -7,11 +7,12 @@ searching the text. Imports only ``engine.model`` (and numpy); no face, no PyMuP
 
 from __future__ import annotations
 
+import base64
 import hashlib
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.model import RECT_GRID, Bbox, ExtractedText, Region, Window
+from engine.model import RECT_GRID, Bbox, ExtractedText, Rects, Region, Window
 
 __all__ = ["windows", "chunk_text", "chunk_id", "window_count"]
 
@@ -56,7 +57,8 @@ def windows(text: str, size: int, overlap: int) -> list[Window]:
     """
     n = window_count(len(text), size, overlap)
     step = size - overlap
-    return [Window(i, i * step, min(i * step + size, len(text))) for i in range(n)]
+    length = len(text)
+    return [_window(i, i * step, min(i * step + size, length), None, None, ()) for i in range(n)]
 
 
 def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window]:
@@ -109,8 +111,8 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     # window is a run of whole segments and a segment lies on one page.
     page_change = np.flatnonzero(pages[1:] != pages[:-1]) + 1
     line_change = _line_breaks(extracted.text, starts, ends, boxes)
-    cuts = np.unique(np.concatenate((lo, hi, page_change, line_change, [0])))
-    cuts = cuts[cuts < n]
+    cuts = np.sort(np.concatenate((lo, hi, page_change, line_change, [0])))
+    cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1])) & (cuts < n)]  # unique, ascending
     # Corner unions per segment: x0, y0 (min) and x1 = x + w, y1 = y + h (max),
     # fractions of the displayed page.
     seg_min = np.minimum.reduceat(boxes[:, :2], cuts, axis=0)
@@ -142,24 +144,30 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     r_lo = np.floor(np.minimum.reduceat(seg_min[seg], rect_at, axis=0) * RECT_GRID + 1e-6)
     r_hi = np.ceil(np.maximum.reduceat(seg_max[seg], rect_at, axis=0) * RECT_GRID - 1e-6)
     r_hi = np.maximum(r_hi, r_lo)
-    r_box = (np.column_stack((r_lo, r_hi - r_lo)) / RECT_GRID).tolist()
+    r_units = np.column_stack((r_lo, r_hi - r_lo))  # whole grid units, 0..RECT_GRID
+    r_box = (r_units / RECT_GRID).T.tolist()  # x, y, w, h columns
+    # rects_code of each window's rectangles, made here from the grid units at once
+    r_code = np.clip(r_units, 0, RECT_GRID).astype("<u2")
     r_page = pair_page[rect_at].tolist()
     r_bounds = np.searchsorted(win_of[rect_at], np.arange(len(hit) + 1)).tolist()
 
     out = list(spans)
+    boxes_of = list(map(_bbox, *r_box))
+    b64 = base64.b64encode
     for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
         win = spans[i]
         a, b = g_bounds[k], g_bounds[k + 1]
         ra, rb = r_bounds[k], r_bounds[k + 1]
         if b - a == 1:  # one page: the usual case
             (x0, y0), (x1, y1) = g_min[a], g_max[a]
-            bbox = Bbox(x0, y0, x1 - x0, y1 - y0)
-            rects = tuple(Bbox(*r) for r in r_box[ra:rb])
-            out[i] = Window(win.chunk_index, win.start, win.end, page, bbox, (Region(page, bbox, rects),))
+            bbox = _bbox(x0, y0, x1 - x0, y1 - y0)
+            rects = Rects(boxes_of[ra:rb])
+            rects.code = b64(r_code[ra:rb].tobytes()).decode("ascii")
+            out[i] = _window(win.chunk_index, win.start, win.end, page, bbox, (_region(page, bbox, rects),))
             continue
-        by_page: dict[int, list[Bbox]] = {}
+        by_page: dict[int, list[int]] = {}  # page -> its rectangles, in text order
         for r in range(ra, rb):
-            by_page.setdefault(r_page[r], []).append(Bbox(*r_box[r]))
+            by_page.setdefault(r_page[r], []).append(r)
         acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], pages in order of appearance
         for g in range(a, b):
             (x0, y0), (x1, y1) = g_min[g], g_max[g]
@@ -169,11 +177,59 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
             else:  # the window comes back to a page (words not in page order)
                 acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
         order = [page] + [p for p in acc if p != page]
-        regions = tuple(Region(p, Bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
-                               tuple(by_page.get(p, ())))
+        regions = tuple(_region(p, _bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
+                                _rects(boxes_of, r_code, by_page.get(p, ())))
                         for p in order)
-        out[i] = Window(win.chunk_index, win.start, win.end, page, regions[0].bbox, regions)
+        out[i] = _window(win.chunk_index, win.start, win.end, page, regions[0].bbox, regions)
     return out
+
+
+_new = object.__new__
+_set_x, _set_y, _set_w, _set_h = (Bbox.__dict__[k].__set__ for k in ("x", "y", "w", "h"))
+_set_rpage, _set_rbox, _set_rects = (Region.__dict__[k].__set__ for k in ("page", "bbox", "rects"))
+_set_index, _set_start, _set_end, _set_page, _set_bbox, _set_regions = (
+    Window.__dict__[k].__set__ for k in ("chunk_index", "start", "end", "page", "bbox", "regions"))
+
+
+def _bbox(x: float, y: float, w: float, h: float) -> Bbox:
+    """``Bbox(x, y, w, h)`` without the frozen dataclass ``__init__`` (half its cost; the
+    same object: slots set directly). The chunker makes tens of thousands."""
+    b = _new(Bbox)
+    _set_x(b, x)
+    _set_y(b, y)
+    _set_w(b, w)
+    _set_h(b, h)
+    return b
+
+
+def _region(page: int, bbox: Bbox, rects: tuple[Bbox, ...]) -> Region:
+    """``Region(page, bbox, rects)``, made as ``_bbox`` makes boxes."""
+    r = _new(Region)
+    _set_rpage(r, page)
+    _set_rbox(r, bbox)
+    _set_rects(r, rects)
+    return r
+
+
+def _window(chunk_index: int, start: int, end: int, page: int | None, bbox: Bbox | None,
+            regions: tuple[Region, ...]) -> Window:
+    """``Window(...)`` with every field, made as ``_bbox`` makes boxes."""
+    w = _new(Window)
+    _set_index(w, chunk_index)
+    _set_start(w, start)
+    _set_end(w, end)
+    _set_page(w, page)
+    _set_bbox(w, bbox)
+    _set_regions(w, regions)
+    return w
+
+
+def _rects(boxes_of: list[Bbox], codes: np.ndarray, at: list[int] | tuple[()]) -> Rects:
+    """Rectangles ``at`` (indices into ``boxes_of`` / rows of ``codes``, uint16 grid units) as
+    ``Rects`` carrying their ``rects_code``."""
+    rects = Rects(boxes_of[r] for r in at)
+    rects.code = base64.b64encode(codes[list(at)].tobytes()).decode("ascii")
+    return rects
 
 
 def _line_breaks(text: str, starts: np.ndarray, ends: np.ndarray, boxes: np.ndarray) -> np.ndarray:
@@ -194,10 +250,18 @@ def _line_breaks(text: str, starts: np.ndarray, ends: np.ndarray, boxes: np.ndar
     n = len(starts)
     if n < 2:
         return np.empty(0, np.int64)
-    code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    breaks_at = np.flatnonzero((code_points == 10) | (code_points == 12))
-    before = np.searchsorted(breaks_at, starts)  # line/page breaks before each word
-    text_break = before[1:] != np.searchsorted(breaks_at, ends[:-1])
+    if text.isascii():  # one byte a character (isascii is O(1) for str)
+        code_points = np.frombuffer(text.encode("ascii"), np.uint8)
+    else:
+        code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    gap = starts[1:] - ends[:-1]  # characters between two words
+    if gap.min() >= 1 and gap.max() <= 2:  # usual (PDF layout): its first and last character say it
+        first, last = code_points[ends[:-1]], code_points[starts[1:] - 1]
+        text_break = (first == 10) | (first == 12) | (last == 10) | (last == 12)
+    else:  # breaks_before[k]: line/page breaks in text[:k]
+        breaks_before = np.zeros(len(code_points) + 1, np.int64)
+        np.cumsum((code_points == 10) | (code_points == 12), out=breaks_before[1:])
+        text_break = breaks_before[starts[1:]] != breaks_before[ends[:-1]]
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     y_overlap = (y0[1:] < y1[:-1]) & (y0[:-1] < y1[1:])

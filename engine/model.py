@@ -25,6 +25,7 @@ __all__ = [
     "Bbox",
     "Region",
     "RECT_GRID",
+    "Rects",
     "rects_code",
     "rects_decode",
     "Word",
@@ -124,6 +125,15 @@ class Region:
 RECT_GRID = 10_000
 
 
+class Rects(tuple):
+    """A tuple of ``Bbox`` (a ``Region``'s ``rects``; equal to, and used as, a plain tuple)
+    that may carry ``code``: its ``rects_code``, set by whoever made the rectangles from
+    grid units (``engine.chunk``) so the store need not quantise them again. Without
+    ``code``, ``rects_code`` computes it."""
+
+    code: str
+
+
 def rects_code(rects: Sequence[Bbox]) -> str:
     """Rectangles on the ``RECT_GRID`` grid -> base64 of uint16 little-endian
     ``x, y, w, h`` grid units per rectangle (8 bytes each).
@@ -133,6 +143,9 @@ def rects_code(rects: Sequence[Bbox]) -> str:
     numpy's per-call overhead was most of the cost, and a reading process
     need not import numpy).
     """
+    code = getattr(rects, "code", None)
+    if code is not None:
+        return code
     import base64
     import struct
 

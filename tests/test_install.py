@@ -64,7 +64,7 @@ def installed(tmp_path_factory):
     root = tmp_path_factory.mktemp("install")
     src = root / "src"
     src.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", ".streamlit")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", ".streamlit", "*.so")
     for name in SOURCE:
         p = REPO / name
         (shutil.copytree(p, src / name, ignore=ignore) if p.is_dir() else shutil.copy2(p, src / name))
@@ -96,6 +96,8 @@ def test_wheel_contents(installed):
         if path.is_file():
             assert f"explorer/_assets/{path.relative_to(REPO / 'assets').as_posix()}" in names, path
     assert "explorer/_config/streamlit_config.toml" in names
+    if list((REPO / "engine" / "extract").glob("_pdfwords*.so")):  # built here, so the wheel builds it too
+        assert [n for n in names if n.startswith("engine/extract/_pdfwords") and n.endswith(".so")]
     assert not [n for n in names if n.startswith(("tests/", "bench/", "pages/", "assets/"))]
     meta = zipfile.ZipFile(wheel).read(f"chunknav-{VERSION}.dist-info/METADATA").decode()
     assert "Provides-Extra: postgres" in meta and "Provides-Extra: dev" in meta

@@ -14,7 +14,6 @@ import logging
 import os
 import re
 import unicodedata
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATO
 from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
+from engine.extract.pdfwords import CompiledWords, PageWords, join_pages, read_page, tuple_words
 from engine.model import ExtractedText, PageInfo, WordArray
 
 __all__ = ["open_pdf", "rotation_affine", "extract_pdf", "extract_pdf_part", "merge_pdf_parts", "PdfPart",
@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 
 # Separator codes used while laying out a PDF: 0 page start (form feeds), 1-3 below.
 _SEPARATOR_TEXTS = ("", WORD_SEPARATOR, LINE_SEPARATOR, BLOCK_SEPARATOR)
-_FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
 
 
 def no_text_note(pages: list[int]) -> str:
@@ -213,14 +212,15 @@ def merge_pdf_parts(parts: list[PdfPart], ocr: OcrSettings | None = None) -> Ext
 class PdfPart:
     """Pages ``first .. first + len(counts) - 1`` (0-based) of one PDF, read but not laid out.
 
-    Columns of the part's PyMuPDF word tuples in page order (``corners``: x0, y0,
-    x1, y1 float64; ``strings``; ``block``, ``line`` int64), words per page
+    Columns of the part's PyMuPDF words in page order (``corners``: float64 (n, 4),
+    x0, y0, x1, y1; ``codes``: uint32, the words' code points concatenated;
+    ``lengths``, ``block``, ``line``: int64 (n,); ``engine.extract.pdfwords``), words per page
     (``counts``), each page's affine box map (``affine``, float64 (pages, 6)),
     ``sizes`` (label, width_pt, height_pt) per page, notes in page order and the
     OCR bookkeeping; ``page_count`` and ``metadata`` are the document's.
     """
 
-    __slots__ = ("page_count", "metadata", "first", "corners", "strings", "block", "line", "counts",
+    __slots__ = ("page_count", "metadata", "first", "corners", "codes", "lengths", "block", "line", "counts",
                  "affine", "sizes", "notes", "unreadable", "ocr_confidence", "ocr_turned", "ocr_wanted",
                  "ocr_missing")
 
@@ -254,10 +254,9 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
         else:
             first, stop = part[0] * page_count // part[1], (part[0] + 1) * page_count // part[1]
 
-        # Pass 1, per page: PyMuPDF's word tuples, kept whole for the vectorised
-        # pass 2; one row of the page's affine box map each.
-        raw_words: list[tuple[Any, ...]] = []
-        extend = raw_words.extend
+        # Pass 1, per page: the page's word columns (engine.extract.pdfwords), kept
+        # for the vectorised pass 2; one row of the page's affine box map each.
+        pieces: list[PageWords | CompiledWords] = []
         raw_counts = [0] * (stop - first)  # words PyMuPDF gave per page
         affine = np.zeros((stop - first, 6))  # per page: ma, mb, mc, md, me, mf
         sizes: list[tuple[str, float, float]] = []  # per page: label, width_pt, height_pt
@@ -272,7 +271,7 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
             number = pno + 1
             try:
                 page = doc[pno]
-                raw = page.get_text("words", flags=flags)
+                raw = read_page(page, flags)
                 rect = page.rect
                 a, b, c, d, e, f = rotation_affine(page.rotation, rect.width, rect.height)
                 label = _page_label(page, labels) if labels else ""
@@ -293,16 +292,17 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
                     ocr_wanted.append(number)
                 else:
                     try:
-                        raw, ocr_confidence[number], turn = ocr_page(page, ocr, flags)
+                        ocr_raw, ocr_confidence[number], turn = ocr_page(page, ocr, flags)
+                        raw = tuple_words(ocr_raw)
                         ocr_done = True
                         if turn:
                             ocr_turned[number] = turn
                     except Exception as exc:  # MuPDF/Tesseract failed on this page: note it
                         log.debug("%s: OCR of page %d failed: %s", path, number, exc)
                         notes.append(f"OCR of page {number} failed: {exc}")
-            if not raw:
+            if not len(raw):
                 continue
-            extend(raw)
+            pieces.append(raw)
             raw_counts[pno - first] = len(raw)
             if ocr_done:
                 # OCR words are already in displayed points (engine.extract.ocr).
@@ -324,22 +324,17 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
 
     out = PdfPart()
     out.page_count, out.metadata, out.first = page_count, metadata, first
-    out.corners, out.strings, out.block, out.line = _columns(raw_words)
+    out.corners, out.codes, out.lengths, out.block, out.line = _join(pieces)
     out.counts, out.affine, out.sizes, out.notes, out.unreadable = raw_counts, affine, sizes, notes, unreadable
     out.ocr_confidence, out.ocr_turned, out.ocr_wanted, out.ocr_missing = (
         ocr_confidence, ocr_turned, ocr_wanted, ocr_missing)
     return out
 
 
-def _columns(raw: list[tuple[Any, ...]]) -> tuple[list[Any], list[str], Any, Any]:
-    """PyMuPDF word tuples -> ([x0, y0, x1, y1] float64 arrays, word strings, block, line int64)."""
-    n = len(raw)
-    # One column at a time (cheaper than transposing with zip(*raw)).
-    corners = [np.fromiter(map(_FIELD[i], raw), np.float64, n) for i in range(4)]
-    strings = list(map(_FIELD[4], raw))
-    block = np.fromiter(map(_FIELD[5], raw), np.int64, n)
-    line = np.fromiter(map(_FIELD[6], raw), np.int64, n)
-    return corners, strings, block, line
+def _join(pieces: list[PageWords | CompiledWords]) -> tuple[Any, Any, Any, Any, Any]:
+    """Pages' words -> (corners (n, 4), codes, lengths, block, line) of all of them."""
+    p = join_pages(pieces)
+    return p.corners, p.codes, p.lengths, p.block, p.line
 
 
 def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedText:
@@ -348,13 +343,14 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
     page_count, metadata = head.page_count, head.metadata
     if len(parts) == 1:
         p = head
-        corners, strings, block, line = p.corners, p.strings, p.block, p.line
+        corners, codes, lengths, block, line = p.corners, p.codes, p.lengths, p.block, p.line
         raw_counts, affine, sizes, notes = p.counts, p.affine, p.sizes, list(p.notes)
         unreadable, ocr_wanted = p.unreadable, p.ocr_wanted
         ocr_confidence, ocr_turned, ocr_missing = p.ocr_confidence, p.ocr_turned, p.ocr_missing
     else:
-        corners = [np.concatenate([p.corners[i] for p in parts]) for i in range(4)]
-        strings = [w for p in parts for w in p.strings]
+        corners = np.concatenate([p.corners for p in parts])
+        codes = np.concatenate([p.codes for p in parts])
+        lengths = np.concatenate([p.lengths for p in parts])
         block = np.concatenate([p.block for p in parts])
         line = np.concatenate([p.line for p in parts])
         raw_counts = [k for p in parts for k in p.counts]
@@ -370,9 +366,9 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
     if len(raw_counts) != page_count:
         raise ValueError(f"PDF parts cover {len(raw_counts)} of {page_count} pages")
 
-    words, text, page_words = _place_words(corners, strings, block, line, raw_counts, affine, page_count)
-    empty_pages = sorted({i + 1 for i, k in enumerate(page_words) if not k} | set(unreadable))
-    pages = tuple(PageInfo(i + 1, label, int(page_words[i]), w_pt, h_pt)
+    words, text, kept = _place_words(corners, codes, lengths, block, line, raw_counts, affine, page_count)
+    empty_pages = sorted({i + 1 for i, k in enumerate(kept) if not k} | set(unreadable))
+    pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt)
                   for i, (label, w_pt, h_pt) in enumerate(sizes))
     if empty_pages:
         notes.append(no_text_note(empty_pages))
@@ -420,16 +416,17 @@ def rotation_affine(rotation: int, width_pt: float, height_pt: float) -> tuple[f
     return (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
 
-def _place_words(corners: list[Any], strings: list[str], block: Any, line: Any, raw_counts: list[int],
+def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, raw_counts: list[int],
                  affine: Any, page_count: int) -> tuple[WordArray, str, list[int]]:
     """Lay one PDF's words out as text (module docstring) with their columns.
 
     Args:
-        corners, strings, block, line: the columns (``_columns``) of PyMuPDF
-            ``get_text("words")`` tuples ``(x0, y0, x1, y1, word, block, line,
-            word_no)`` of every page in page order; points in the unrotated
-            page frame. ``strings`` may be changed in place.
-        raw_counts: tuples per page, length ``page_count`` (pages in order).
+        corners, codes, lengths, block, line: the columns (``engine.extract.pdfwords``,
+            ``_join``) of PyMuPDF's words ``(x0, y0, x1, y1, word, block, line)`` of
+            every page in page order; corners float64 (n, 4) in points of the
+            unrotated page frame; codes uint32, the words' code points concatenated;
+            lengths int64, code points per word.
+        raw_counts: words per page, length ``page_count`` (pages in order).
         affine: float64, shape (page_count, 6), per page ``(ma, mb, mc, md,
             me, mf)``: displayed-page fraction ``u = ma*x + mc*y + me``,
             ``v = mb*x + md*y + mf`` of an unrotated point (x, y).
@@ -441,35 +438,54 @@ def _place_words(corners: list[Any], strings: list[str], block: Any, line: Any, 
         page (list of int, length ``page_count``). Words whose NFKC form is
         empty are dropped before separators are chosen.
     """
-    if not strings:
+    n = len(lengths)
+    if not n:
         return WordArray.empty(), "", [0] * page_count
-    n = len(strings)
     pages = np.repeat(np.arange(1, page_count + 1, dtype=np.int32), raw_counts)
-    lengths = np.fromiter(map(len, strings), np.int64, n)
-    blob = "".join(strings)
-    if not blob.isascii() or PAGE_SEPARATOR in blob:
-        # Rare: NFKC the words holding a non-ASCII character or a form feed
-        # (found on the code points of the joined words); drop those that
-        # become empty.
-        code_points = np.frombuffer(blob.encode("utf-32-le", "surrogatepass"), np.uint32)
-        odd = np.flatnonzero((code_points > 127) | (code_points == ord(PAGE_SEPARATOR)))
-        keep = np.ones(n, bool)
-        for i in np.unique(np.searchsorted(np.cumsum(lengths), odd, side="right")).tolist():
-            s = _normal_word(strings[i])
-            strings[i] = s
-            lengths[i] = len(s)
-            keep[i] = bool(s)
-        if not keep.all():
-            strings = [s for s in strings if s]
-            if not strings:
-                return WordArray.empty(), "", [0] * page_count
-            n = len(strings)
-            pages, block, line, lengths = pages[keep], block[keep], line[keep], lengths[keep]
-            corners = [col[keep] for col in corners]
+    per_page = raw_counts  # words per page, while none is dropped
+    odd = np.flatnonzero((codes > 127) | (codes == ord(PAGE_SEPARATOR)))
+    if len(odd):
+        # Rare: NFKC the words holding a non-ASCII character or a form feed;
+        # drop those that become empty.
+        code_end = np.cumsum(lengths)
+        odd_words = np.searchsorted(code_end, odd, side="right")  # ascending, with repeats
+        odd_words = odd_words[np.concatenate(([True], odd_words[1:] != odd_words[:-1]))]
+        odd_end = code_end[odd_words].tolist()
+        odd_start = (code_end[odd_words] - lengths[odd_words]).tolist()
+        odd_words = odd_words.tolist()
+        blob = codes.tobytes().decode("utf-32-le", "surrogatepass")
+        originals = [blob[a:b] for a, b in zip(odd_start, odd_end)]
+        # One NFKC call for all of them: NUL (a starter nothing composes with, never
+        # inside a word) between words keeps normalisation from crossing them.
+        normal = unicodedata.normalize("NFKC", "\0".join(originals)).split("\0")
+        if len(normal) != len(originals):  # cannot happen; normalise one by one
+            normal = [unicodedata.normalize("NFKC", w) for w in originals]
+        changed: dict[int, tuple[str, int, int]] = {}  # word -> (its NFKC form, code span)
+        for i, w, s, a, b in zip(odd_words, originals, normal, odd_start, odd_end):
+            s = _clean_word(s)
+            if s != w:
+                changed[i] = (s, a, b)
+        if changed:
+            segments, at = [], 0
+            lengths = lengths.copy()
+            for i, (s, a, b) in changed.items():  # ascending
+                segments.append(codes[at:a])
+                segments.append(np.frombuffer(s.encode("utf-32-le", "surrogatepass"), np.uint32))
+                at = b
+                lengths[i] = len(s)
+            segments.append(codes[at:])
+            codes = np.concatenate(segments)
+            keep = lengths > 0
+            if not keep.all():
+                if not keep.any():
+                    return WordArray.empty(), "", [0] * page_count
+                pages, block, line, lengths, corners = pages[keep], block[keep], line[keep], lengths[keep], corners[keep]
+                per_page = np.bincount(pages, minlength=page_count + 1)[1:]
+                n = len(lengths)
 
     # Separator before each word: "\f" per page boundary crossed (page 1's
     # first word: none), else "\n\n" on a new block, "\n" on a new line, " ".
-    code = np.ones(n, np.int8)  # index into _SEPARATORS
+    code = np.ones(n, np.int8)  # index into _SEPARATOR_TEXTS
     new_line = line[1:] != line[:-1]
     code[1:][new_line] = 2
     code[1:][block[1:] != block[:-1]] = 3
@@ -479,40 +495,52 @@ def _place_words(corners: list[Any], strings: list[str], block: Any, line: Any, 
     code[0] = 0
     crossing = np.flatnonzero(page_gap)
     code[crossing] = 0
-    separator_texts = np.array(_SEPARATOR_TEXTS, dtype=object)
     sep_len = np.array([len(x) for x in _SEPARATOR_TEXTS], dtype=np.int64)[code]
     sep_len[crossing] = page_gap[crossing]
-    separators = separator_texts[code]
-    for i in crossing.tolist():
-        separators[i] = PAGE_SEPARATOR * int(page_gap[i])
 
+    # The text as code points: words at their offsets, separators around them
+    # (space by default; "\n" / "\n\n" / form feeds where the code says).
     ends = np.cumsum(sep_len + lengths)
     starts = ends - lengths
-    parts = [PAGE_SEPARATOR * int(page_count - pages[-1])] * (2 * n + 1)  # last: trailing form feeds
-    parts[0:-1:2] = separators.tolist()
-    parts[1::2] = strings
-    text = "".join(parts)
+    total = int(ends[-1]) + int(page_count - pages[-1])
+    out = np.full(total, ord(WORD_SEPARATOR), np.uint32)
+    # inside a word: +1 at its start, -1 at its end (a separator of >= 1 character
+    # lies between any two words), summed along the text
+    mark = np.zeros(total + 1, np.int8)
+    mark[starts] = 1
+    mark[ends] = -1
+    out[np.cumsum(mark[:total], dtype=np.int8).view(bool)] = codes
+    newline = ord(LINE_SEPARATOR)
+    out[starts[code >= 2] - 1] = newline
+    out[starts[code == 3] - 2] = newline
+    if len(crossing):
+        gaps = page_gap[crossing].astype(np.int64)
+        first = np.repeat(starts[crossing] - gaps, gaps)
+        out[first + np.arange(len(first)) - np.repeat(np.cumsum(gaps) - gaps, gaps)] = ord(PAGE_SEPARATOR)
+    out[int(ends[-1]):] = ord(PAGE_SEPARATOR)
+    text = out.tobytes().decode("utf-32-le", "surrogatepass")
 
     # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
-    px0, py0, px1, py1 = corners
-    ma, mb, mc, md, me, mf = affine[pages - 1].T
+    px0, py0, px1, py1 = corners.T
+    ma, mb, mc, md, me, mf = (np.repeat(col, per_page) for col in affine.T)  # each word's page's row
     u0 = ma * px0 + mc * py0 + me
     u1 = ma * px1 + mc * py1 + me
     v0 = mb * px0 + md * py0 + mf
     v1 = mb * px1 + md * py1 + mf
-    lo_u = np.clip(np.minimum(u0, u1), 0.0, 1.0)
-    hi_u = np.clip(np.maximum(u0, u1), 0.0, 1.0)
-    lo_v = np.clip(np.minimum(v0, v1), 0.0, 1.0)
-    hi_v = np.clip(np.maximum(v0, v1), 0.0, 1.0)
-    boxes = np.column_stack((lo_u, lo_v, hi_u - lo_u, hi_v - lo_v))
-    page_words = np.bincount(pages, minlength=page_count + 1)[1:].tolist()
+    boxes = np.empty((n, 4))
+    lo_u, lo_v, w, h = boxes.T
+    np.clip(np.minimum(u0, u1, out=lo_u), 0.0, 1.0, out=lo_u)
+    np.clip(np.minimum(v0, v1, out=lo_v), 0.0, 1.0, out=lo_v)
+    np.subtract(np.clip(np.maximum(u0, u1, out=u0), 0.0, 1.0, out=u0), lo_u, out=w)
+    np.subtract(np.clip(np.maximum(v0, v1, out=v0), 0.0, 1.0, out=v0), lo_v, out=h)
+    page_words = [int(k) for k in per_page]
     return WordArray(starts, ends, pages, boxes), text, page_words
 
 
-def _normal_word(word: str) -> str:
-    """NFKC (``"ﬂag"`` -> ``"flag"``), outer whitespace stripped, a form feed
+def _clean_word(nfkc: str) -> str:
+    """A word after NFKC (``"ﬂag"`` -> ``"flag"``): outer whitespace stripped, a form feed
     inside made a space (it is the page separator); may return ""."""
-    return unicodedata.normalize("NFKC", word).strip().replace("\f", " ")
+    return nfkc.strip().replace("\f", " ")
 
 
 def _label_rules(doc: Any) -> list[Any]:

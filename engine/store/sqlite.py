@@ -362,10 +362,14 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
         """
         key = (document.collection_path, document.file_path)
 
+        cjk = [False]  # any chunk text holding CJK, seen in the same pass (chunks may be made lazily)
+
         def rows() -> Iterator[tuple]:  # one pass, no list: a huge file's chunks stream in
             for c in chunks:
                 if (c.collection_path, c.file_path) != key:
                     raise ValueError(f"chunk {c.chunk_index} of {c.file_path!r} given for {key[1]!r}")
+                if not cjk[0] and is_cjk(c.chunk_text):
+                    cjk[0] = True
                 yield chunk_params(c)
 
         d = document
@@ -383,7 +387,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
                 conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
                              "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
-                if any(is_cjk(c.chunk_text) for c in chunks):
+                if cjk[0]:
                     conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
                                  "FROM chunks WHERE collection_path = ? AND file_path = ? "
                                  "AND chunk_text GLOB ?", (*key, CJK_GLOB))

@@ -91,11 +91,12 @@ def bbox_json(b: Bbox) -> str:
 
 def chunk_params(c: Chunk) -> tuple:
     """``Chunk`` -> INSERT parameters in ``CHUNK_COLUMNS`` order."""
+    bbox = bbox_json(c.bbox) if c.bbox is not None else None
     return (
         c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start, c.end,
         c.chunk_text, c.page, c.page_label,
-        bbox_json(c.bbox) if c.bbox is not None else None,
-        "[" + ",".join(f'{{"page":{r.page},"bbox":{bbox_json(r.bbox)}'
+        bbox,
+        "[" + ",".join(f'{{"page":{r.page},"bbox":{bbox if r.bbox is c.bbox else bbox_json(r.bbox)}'
                        + (f',"r":"{rects_code(r.rects)}"' if r.rects else "") + "}" for r in c.regions) + "]"
         if c.regions else None,
         to_json(c.metadata) if c.metadata else None,

@@ -1,0 +1,193 @@
+/* engine.extract._pdfwords: the words of a PyMuPDF text page as two flat buffers.
+
+Owns: one function, ``page_words(stext_page_address, context_address,
+skip_quad_corrections, small_glyph_heights)``, that walks a MuPDF
+``fz_stext_page`` exactly as PyMuPDF 1.26's ``TextPage.extractWORDS()`` does
+(same word delimiters, right-to-left splits, zero-width-joiner rule, MediaBox
+clip and ``JM_char_quad`` box corrections; src/extra.i of PyMuPDF) and returns
+``(records, code_points)``: ``records`` is n packed little-endian records
+``x0, y0, x1, y1`` (float32, what extractWORDS' Python floats hold),
+``block, line, nchars`` (int32), ``code_points`` the words' characters
+(uint32, concatenated; what extractWORDS' strings decode to). No Python object
+per word: ~4x cheaper than extractWORDS on the test corpus. The GIL is released
+while walking. MuPDF errors raise RuntimeError (the caller falls back to
+PyMuPDF). ``mupdf_version()``: the MuPDF headers this was compiled against
+(``engine.extract.pdfwords`` uses it only when it equals PyMuPDF's).
+Built by setup.py (optional); links the libmupdf PyMuPDF ships, found loaded by its soname. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mupdf/fitz.h"
+
+typedef struct { float x0, y0, x1, y1; int32_t block, line, nchars; } word_t;
+
+typedef struct {
+    word_t *words; uint32_t *codes;
+    size_t n, cap, ncodes, capcodes;
+    uint32_t *word; size_t wlen, wcap;
+    int oom;
+} acc_t;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return -1;
+    *p = q; *cap = c; return 0;
+}
+
+/* JM_char_quad of PyMuPDF's extra.i, line by line. */
+static fz_quad char_quad(fz_context *ctx, fz_stext_line *line, fz_stext_char *ch, int skip, int small) {
+    if (skip) return ch->quad;
+    if (line->wmode) return ch->quad;
+    fz_font *font = ch->font;
+    float asc = fz_font_ascender(ctx, font);
+    float dsc = fz_font_descender(ctx, font);
+    float c, s, fsize = ch->size;
+    float asc_dsc = asc - dsc + FLT_EPSILON;
+    if (asc_dsc >= 1 && small == 0) return ch->quad;
+    if (asc < 1e-3) { dsc = -0.1f; asc = 0.9f; asc_dsc = 1.0f; }
+    if (small || asc_dsc < 1) { dsc = dsc / asc_dsc; asc = asc / asc_dsc; }
+    asc_dsc = asc - dsc;
+    asc = asc * fsize / asc_dsc;
+    dsc = dsc * fsize / asc_dsc;
+    fz_matrix trm1, trm2, xlate1, xlate2;
+    fz_quad quad;
+    c = line->dir.x; s = line->dir.y;
+    trm1 = fz_make_matrix(c, -s, s, c, 0, 0);
+    trm2 = fz_make_matrix(c, s, -s, c, 0, 0);
+    if (c == -1) { trm1.d = 1; trm2.d = 1; }
+    xlate1 = fz_make_matrix(1, 0, 0, 1, -ch->origin.x, -ch->origin.y);
+    xlate2 = fz_make_matrix(1, 0, 0, 1, ch->origin.x, ch->origin.y);
+    quad = fz_transform_quad(ch->quad, xlate1);
+    quad = fz_transform_quad(quad, trm1);
+    if (c == 1 && quad.ul.y > 0) {
+        quad.ul.y = asc; quad.ur.y = asc; quad.ll.y = dsc; quad.lr.y = dsc;
+    } else {
+        quad.ul.y = -asc; quad.ur.y = -asc; quad.ll.y = -dsc; quad.lr.y = -dsc;
+    }
+    if (quad.ll.x < 0) { quad.ll.x = 0; quad.ul.x = 0; }
+    float cwidth = quad.lr.x - quad.ll.x;
+    if (cwidth < FLT_EPSILON) {
+        int glyph = fz_encode_character(ctx, font, ch->c);
+        if (glyph) {
+            float fwidth = fz_advance_glyph(ctx, font, glyph, line->wmode);
+            quad.lr.x = quad.ll.x + fwidth * fsize;
+            quad.ur.x = quad.lr.x;
+        }
+    }
+    quad = fz_transform_quad(quad, trm2);
+    quad = fz_transform_quad(quad, xlate2);
+    return quad;
+}
+
+static fz_rect char_bbox(fz_context *ctx, fz_stext_line *line, fz_stext_char *ch, int skip, int small) {
+    fz_rect r = fz_rect_from_quad(char_quad(ctx, line, ch, skip, small));
+    if (!line->wmode) return r;
+    if (r.y1 < r.y0 + ch->size) r.y0 = r.y1 - ch->size;
+    return r;
+}
+
+static int overlap(fz_rect a, fz_rect b) {
+    return !(a.x0 >= b.x1 || a.y0 >= b.y1 || a.x1 <= b.x0 || a.y1 <= b.y0);
+}
+
+static void append_word(acc_t *a, fz_rect *w, int block_n, int line_n) {
+    if (grow((void **)&a->words, &a->cap, a->n + 1, sizeof(word_t))) { a->oom = 1; return; }
+    word_t *r = a->words + a->n;
+    r->x0 = w->x0; r->y0 = w->y0; r->x1 = w->x1; r->y1 = w->y1;
+    r->block = block_n; r->line = line_n; r->nchars = (int32_t)a->wlen;
+    if (grow((void **)&a->codes, &a->capcodes, a->ncodes + a->wlen, sizeof(uint32_t))) { a->oom = 1; return; }
+    memcpy(a->codes + a->ncodes, a->word, a->wlen * sizeof(uint32_t));
+    a->ncodes += a->wlen;
+    a->n++;
+    *w = fz_empty_rect;
+}
+
+static uint32_t decoded(int c) {  /* what JM_append_rune + raw-unicode-escape "replace" give */
+    if (c >= 0xd800 && c <= 0xdfff) return 0xfffd;
+    if ((unsigned)c > 0x10ffff) return 0xfffd;
+    return (uint32_t)c;
+}
+
+/* _as_words of PyMuPDF's extra.i: blocks (recursing into structure blocks) -> words. */
+static int blocks(fz_context *ctx, fz_stext_block *block, fz_rect tp_rect, acc_t *a, int block_n, int skip, int small) {
+    int infinite = fz_is_infinite_rect(tp_rect);
+    for (; block && !a->oom; block = block->next) {
+        if (block->type == FZ_STEXT_BLOCK_STRUCT) {
+            if (block->u.s.down)
+                block_n = blocks(ctx, block->u.s.down->first_block, tp_rect, a, block_n, skip, small);
+            continue;
+        }
+        if (block->type != FZ_STEXT_BLOCK_TEXT) continue;
+        block_n++;
+        fz_rect wbbox = fz_empty_rect;
+        int line_n = -1;
+        for (fz_stext_line *line = block->u.t.first_line; line; line = line->next) {
+            line_n++;
+            a->wlen = 0;
+            int last_rtl = 0;
+            for (fz_stext_char *ch = line->first_char; ch; ch = ch->next) {
+                fz_rect cb = char_bbox(ctx, line, ch, skip, small);
+                if (!overlap(tp_rect, cb) && !infinite) continue;
+                if (a->wlen == 0 && ch->c == 0x200d) continue;
+                int c = ch->c;
+                int delim = c <= 32 || c == 160 || (0x202a <= c && c <= 0x202e);
+                int rtl = !(c < 0x590 || c > 0x900);
+                if (delim || rtl != last_rtl) {
+                    if (a->wlen == 0 && delim) continue;
+                    if (!fz_is_empty_rect(wbbox)) append_word(a, &wbbox, block_n, line_n);
+                    a->wlen = 0;
+                    if (delim) continue;
+                }
+                if (grow((void **)&a->word, &a->wcap, a->wlen + 1, sizeof(uint32_t))) { a->oom = 1; return block_n; }
+                a->word[a->wlen++] = decoded(c);
+                last_rtl = rtl;
+                wbbox = fz_union_rect(wbbox, cb);
+            }
+            if (a->wlen && !fz_is_empty_rect(wbbox)) append_word(a, &wbbox, block_n, line_n);
+            a->wlen = 0;
+        }
+    }
+    return block_n;
+}
+
+static PyObject *page_words(PyObject *self, PyObject *args) {
+    unsigned long long page_addr, ctx_addr;
+    int skip, small;
+    if (!PyArg_ParseTuple(args, "KKii", &page_addr, &ctx_addr, &skip, &small)) return NULL;
+    fz_stext_page *page = (fz_stext_page *)(uintptr_t)page_addr;
+    fz_context *ctx = (fz_context *)(uintptr_t)ctx_addr;
+    acc_t a; memset(&a, 0, sizeof a);
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    fz_try(ctx)
+        blocks(ctx, page->first_block, page->mediabox, &a, -1, skip, small);
+    fz_catch(ctx)
+        failed = 1;
+    Py_END_ALLOW_THREADS
+    PyObject *out = NULL;
+    if (failed) PyErr_SetString(PyExc_RuntimeError, "MuPDF error while reading words");
+    else if (a.oom) PyErr_NoMemory();
+    else {
+        out = Py_BuildValue("(y#y#)", a.words ? (const char *)a.words : "", (Py_ssize_t)(a.n * sizeof(word_t)),
+                            a.codes ? (const char *)a.codes : "", (Py_ssize_t)(a.ncodes * sizeof(uint32_t)));
+    }
+    free(a.words); free(a.codes); free(a.word);
+    return out;
+}
+
+static PyObject *version(PyObject *self, PyObject *args) { return PyUnicode_FromString(FZ_VERSION); }
+
+static PyMethodDef methods[] = {
+    {"page_words", page_words, METH_VARARGS, "words of a text page as (records, code points) bytes"},
+    {"mupdf_version", version, METH_NOARGS, "MuPDF version compiled against"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_pdfwords", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__pdfwords(void) { return PyModule_Create(&mod); }
