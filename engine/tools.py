@@ -24,7 +24,7 @@ from typing import Any, Callable
 from engine import envelopes as E
 from engine.errors import StoreUnavailableError
 from engine.search import MAX_QUERY_CHARS, SCOPE_QUALIFIERS
-from engine.secrets import public_dsn, redact_obj
+from engine.secrets import json_may_change, public_dsn, redact_obj
 from engine.service import Engine
 
 __all__ = [
@@ -188,7 +188,93 @@ def _validator(tool: Tool):
     return v
 
 
+#: Schema keywords the accept-only check (``_plainly_valid``) understands; a property
+#: using any other keyword is always left to jsonschema.
+_PLAIN_KEYWORDS = frozenset({"type", "minLength", "maxLength", "minimum", "maximum", "enum", "items",
+                             "minItems", "maxItems", "default", "description"})
+_PLAIN_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array"})
+_PLAIN: dict[str, tuple[dict[str, Any], dict[str, Any], tuple[str, ...]] | None] = {}
+
+
+def _plain_check(spec: Any) -> Callable[[Any], bool] | None:
+    """An accept-only checker of one property schema: ``ok(value)`` True only when
+    jsonschema (Draft 2020-12) would accept ``value``; False means "ask jsonschema"
+    (exact types only: a ``str`` subclass, a float for ``integer``, NaN... go there).
+    None when the schema uses a keyword outside ``_PLAIN_KEYWORDS``."""
+    if not isinstance(spec, dict) or set(spec) - _PLAIN_KEYWORDS:
+        return None
+    kinds = spec.get("type")
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds or ())
+    if not kinds or kinds - _PLAIN_TYPES:
+        return None
+    items = _plain_check(spec["items"]) if "items" in spec else None
+    if "items" in spec and items is None:
+        return None
+    lo_len, hi_len = spec.get("minLength", 0), spec.get("maxLength")
+    lo, hi = spec.get("minimum"), spec.get("maximum")
+    lo_items, hi_items = spec.get("minItems", 0), spec.get("maxItems")
+    enum = spec.get("enum")
+    if enum is not None and not all(type(e) is str for e in enum):
+        return None
+    numbers = kinds & {"integer", "number"}
+
+    def number_ok(v: int | float) -> bool:
+        return (lo is None or lo <= v) and (hi is None or v <= hi)
+
+    def ok(v: Any) -> bool:
+        t = type(v)
+        if t is str:
+            return "string" in kinds and lo_len <= len(v) and (hi_len is None or len(v) <= hi_len) and (
+                enum is None or v in enum)
+        if enum is not None:
+            return False
+        if t is int:
+            return bool(numbers) and number_ok(v)
+        if t is float:
+            return "number" in kinds and v == v and number_ok(v)
+        if t is bool:
+            return "boolean" in kinds
+        if v is None:
+            return "null" in kinds
+        if t is list:
+            return "array" in kinds and lo_items <= len(v) and (hi_items is None or len(v) <= hi_items) and (
+                items is None or all(items(x) for x in v))
+        return False
+
+    return ok
+
+
+def _plainly_valid(tool: Tool, arguments: dict[str, Any]) -> bool:
+    """True when ``arguments`` certainly fit the tool's schema, checked without jsonschema
+    (~0.1 ms a call, more with caches cold after a vector scan): an object schema with
+    ``properties``, ``required`` and ``additionalProperties: false`` whose properties use
+    only ``_PLAIN_KEYWORDS``. False sends the call to jsonschema, which alone words errors."""
+    plain = _PLAIN.get(tool.name, False)
+    if plain is False or (plain is not None and plain[0] is not tool.schema):
+        plain = None
+        schema = tool.schema
+        if set(schema) <= {"type", "properties", "required", "additionalProperties"} and \
+                schema.get("type") == "object" and schema.get("additionalProperties") is False:
+            checks = {name: _plain_check(spec) for name, spec in schema.get("properties", {}).items()}
+            if all(c is not None for c in checks.values()):
+                plain = (schema, checks, tuple(schema.get("required", ())))
+        _PLAIN[tool.name] = plain
+    if plain is None:
+        return False
+    _schema_of, checks, required = plain
+    for name in required:
+        if name not in arguments:
+            return False
+    for name, value in arguments.items():
+        check = checks.get(name) if type(name) is str else None
+        if check is None or not check(value):
+            return False
+    return True
+
+
 def _validate(tool: Tool, arguments: dict[str, Any]) -> None:
+    if _plainly_valid(tool, arguments):
+        return
     import jsonschema
 
     try:
@@ -219,10 +305,13 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     _check_lengths(tool, arguments)
     _validate(tool, arguments)
     try:
-        envelope = normalise(tool.fn(engine, **_integers(tool, arguments)))
+        text = to_json(tool.fn(engine, **_integers(tool, arguments)))
     except StoreUnavailableError as e:
-        envelope = normalise(_unavailable(name, arguments, str(e)))
-    return redact_obj(envelope)  # engine.secrets: no configured secret leaves through any face
+        text = to_json(_unavailable(name, arguments, str(e)))
+    envelope = json.loads(text)  # normalise(), with the text kept for the redaction check
+    # engine.secrets: no configured secret leaves through any face; the walk over every
+    # string is skipped when the serialised text shows none of them can change
+    return redact_obj(envelope) if json_may_change(text) else envelope
 
 
 def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:

@@ -270,3 +270,86 @@ def test_secrets_are_found_anywhere_in_long_text(form):
     text = f + filler + f + filler[:777] + "+" + f
     out = S.redact(text)
     assert f not in out and out.count(S.MARK) == 3
+
+
+# ------------------------------------------------------------------ the envelope check (call_tool)
+_PIECES = ["plain words ", "Bearer ", "bearer abcdefghijklmnop1234 ", "BASIC ", "basic concept ", "Basic YWxpY2U6cHc= ",
+           "sk-", "sk-abcdefghijklmnopqrstuvwxyz ", "%", "+", "\\", '"', "\n", "\t", "\x0c", "\x01", "\\u0073",
+           "İ", "ſ", "\u212a", "Σ", "é", "日本", "50% + 3 ", KEY, "/", "%73", "u0073k-live"]
+
+
+_CLEAN = ["plain words ", "apples and pears ", "é", "日本", "Σ ", "/", "ΣΑΣ", "İstanbul "]
+
+
+def _random_envelope(rng) -> dict:
+    def text() -> str:
+        return "".join(rng.choice(_PIECES) if rng.random() < 0.08 else rng.choice(_CLEAN)
+                       for _ in range(rng.randint(0, 4)))
+
+    def forms_of_key() -> str:
+        return rng.choice(list(forms(KEY).values()))
+
+    hit = {text() or "k": text(), "snippet": text() + (forms_of_key() if rng.random() < 0.1 else ""),
+           "score": rng.choice([0.5, 1e20, -3, 7]), "bbox": {"x": 0.1, "w": None}, "list": [text(), [text()], True]}
+    return {"searched": True, "query": text(), "hits": [hit, dict(hit, snippet=text())]}
+
+
+def test_the_envelope_check_never_lets_a_string_that_would_change_through():
+    """``json_may_change(to_json(env))`` False => ``redact_obj(env) == env``, over random
+    envelopes of every trigger, escape and case-folding character, with a secret
+    registered (the full check) and, in a fresh interpreter, with none (the generic one)."""
+    import random
+
+    from engine.tools import to_json
+
+    S.register(KEY)
+    rng = random.Random(15)
+    skipped = 0
+    for _ in range(3000):
+        env = _random_envelope(rng)
+        if not S.json_may_change(to_json(env)):
+            skipped += 1
+            assert S.redact_obj(env) == env
+        if not S.json_may_change(to_json(env, indent=2)):
+            assert S.redact_obj(env) == env
+    assert skipped > 100  # the check does skip clean envelopes
+    for f in forms(KEY).values():
+        env = {"hits": [{"snippet": f"see {f} here"}]}
+        assert S.json_may_change(to_json(env)) and S.redact_obj(env) != env
+    code = (
+        "import random, sys\n"
+        "sys.path.insert(0, '.')\n"
+        "from engine import secrets as S\n"
+        "from engine.tools import to_json\n"
+        "from tests.test_secrets import _random_envelope\n"
+        "rng = random.Random(16); skipped = 0\n"
+        "for _ in range(3000):\n"
+        "    env = _random_envelope(rng)\n"
+        "    if not S.json_may_change(to_json(env)):\n"
+        "        skipped += 1\n"
+        "        assert S.redact_obj(env) == env, env\n"
+        "assert S.known_count() == 0 and skipped > 300, skipped\n"
+        "assert not S.json_may_change(to_json({'hits': [{'snippet': 'a 50% + 3 line'}]}))\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_call_tool_envelopes_are_redacted_with_and_without_the_walk(tmp_path):
+    """A search envelope carrying a registered secret comes back redacted; a clean one
+    comes back equal to the walked one."""
+    from engine.config import Settings
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text(f"the token is {KEY} here\n\nand plain prose about apples and pears\n")
+    S.register(KEY)
+    engine = Engine(Settings(db=str(tmp_path / "i.db"), embed_provider="none").validate())
+    engine.add_collection("C", str(root), allow_any_root=True)
+    engine.run_index()
+    leaky = call_tool(engine, "search_chunks", {"query": "token", "scope": "C", "mode": "keyword"})
+    assert leaky["count"] == 1 and KEY not in json.dumps(leaky) and S.MARK in leaky["hits"][0]["snippet"]
+    clean = call_tool(engine, "search_chunks", {"query": "apples", "scope": "C", "mode": "keyword", "limit": 5})
+    assert clean == S.redact_obj(clean)
+    engine.close()

@@ -525,3 +525,85 @@ def test_purge_stale_vectors_deletes_only_vectors_without_a_chunk(store):
     store.add_vectors("m", ids, v[:3])
     hits = store.search_vectors("m", v[0], None, 5)
     assert [h.chunk.chunk_id for h in hits].count(ids[0]) == 1 and hits[0].chunk.chunk_id == ids[0]
+
+
+_WRITER = """
+import sys
+from engine.model import Collection
+from engine.store.sqlite import SqliteStore
+s = SqliteStore(sys.argv[1])
+s.add_collection(Collection(sys.argv[2], "/tmp"))
+s.close()
+"""
+
+
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_sqlite_reads_remembered_while_nothing_changed_see_every_change(tmp_path, where):
+    """collections / get_collection / vector_dim / has_vectors / the counters are read again after
+    any commit: this store's own (same or another thread), a rolled-back one, another store
+    object's and another process's; and never remembered inside a transaction."""
+    path = ":memory:" if where == "memory" else str(tmp_path / "index.db")
+    s = SqliteStore(path)
+    assert s.collections() == [] and s.vector_dim("m") is None and not s.has_vectors("m")
+    s.add_collection(Collection("A", "/a"))
+    assert [c.collection_path for c in s.collections()] == ["A"] and s.get_collection("A").root == "/a"
+    gens = s._gens("m")
+    a = _put(s, "A", "a.txt", "ha", ["a0 ", "a1"])
+    assert s._gens("m")[0] > gens[0]
+    s.add_vectors("m", [c.chunk_id for c in a], _unit(np.random.default_rng(1), 2, 8))
+    assert s.vector_dim("m") == 8 and s.has_vectors("m") and s._gens("m")[1] > gens[1]
+    t = threading.Thread(target=lambda: s.add_collection(Collection("B", "/b")))
+    t.start()
+    t.join()
+    assert [c.collection_path for c in s.collections()] == ["A", "B"]
+    with pytest.raises(RuntimeError):
+        with s._write() as conn:
+            conn.execute("INSERT INTO collections(collection_path, root) VALUES ('C', '/c')")
+            with s._read() as r:  # inside the transaction: read, not remembered
+                assert "C" in [c.collection_path for c in s.collections()]
+            raise RuntimeError("roll back")
+    assert [c.collection_path for c in s.collections()] == ["A", "B"] and s.get_collection("C") is None
+    if where == "file":
+        other = SqliteStore(path)
+        other.add_collection(Collection("D", "/d"))
+        other.close()
+        assert s.get_collection("D") is not None
+        subprocess.run([sys.executable, "-c", _WRITER, path, "E"], cwd=REPO, check=True, timeout=60)
+        assert [c.collection_path for c in s.collections()] == ["A", "B", "D", "E"]
+    s.close()
+
+
+def test_sqlite_vector_search_of_an_unchanged_index_is_one_statement(tmp_path):
+    """Warm and unchanged: the hit fetch alone (it reads the counters in the same statement);
+    after a commit by another connection the search checks the counters again and finds the new rows."""
+    path = str(tmp_path / "index.db")
+    s, writer = SqliteStore(path), SqliteStore(path)
+    rng = np.random.default_rng(3)
+    a = _put(writer, "A", "a.txt", "ha", ["a0 ", "a1 ", "a2"])
+    v = _unit(rng, 3, 8)
+    writer.add_vectors("m", [c.chunk_id for c in a], v)
+    assert len(s.search_vectors("m", v[0], None, 2)) == 2
+    seen: list[str] = []
+    s._conn().set_trace_callback(seen.append)
+    hits = s.search_vectors("m", v[1], ["A"], 2)
+    assert hits[0].chunk.chunk_index == 1 and len(seen) == 1 and "FROM meta" in seen[0], seen
+    b = _put(writer, "A", "b.txt", "hb", ["b0"])
+    writer.add_vectors("m", [b[0].chunk_id], v[1:2] * -1 + 0)  # a new best hit for -v[1]
+    seen.clear()
+    hits = s.search_vectors("m", -v[1], ["A"], 1)
+    assert hits[0].chunk.file_path == "b.txt" and len(seen) > 1
+    s._conn().set_trace_callback(None)
+    s.close()
+    writer.close()
+
+
+def test_chunk_rows_built_through_the_slots_equal_the_dataclass_init():
+    from engine.store import sqlite_rows as R
+
+    assert R._SETTERS is not None  # the fast path is the one taken
+    for c in _chunks("A", "f.txt", "h", ["one ", "two"]) + [Chunk("B", "g", 0, "i", "h", 0, 1, "x")]:
+        row = R.chunk_params(c)
+        built = R.chunk_of(row)
+        assert built == c and repr(built) == repr(c) and type(built) is Chunk
+        with pytest.raises(AttributeError):
+            built.page = 9  # still frozen

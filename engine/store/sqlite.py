@@ -89,6 +89,34 @@ _BUSY_TIMEOUT_MS = 30_000
 #: 100k chunks ~20% faster and a 10-hit fetch 0.105 -> 0.088 ms.
 _MMAP_BYTES = 0x7FFF0000
 
+class _Reading:
+    """``SqliteStore._read()``: the thread's connection for the ``with`` block (a class, not a
+    generator: a search enters it several times, ~1 us less each); ``:memory:``'s shared
+    connection is held under the store's write lock."""
+
+    __slots__ = ("_store", "_locked")
+
+    def __init__(self, store: "SqliteStore"):
+        self._store = store
+        self._locked = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        shared = store._shared
+        if shared is None:
+            return store._conn()
+        store._write_lock.acquire()
+        self._locked = True
+        if store._shared is None:  # closed meanwhile: as the generator did, the thread's own connection
+            return store._conn()
+        return store._shared
+
+    def __exit__(self, *exc: object) -> None:
+        if self._locked:
+            self._locked = False
+            self._store._write_lock.release()
+
+
 class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
 
@@ -123,6 +151,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
         self._write_lock = threading.RLock()  # one writer per process at a time
         self._index_thread_lock = threading.Lock()  # index_lock for ":memory:"
         self._connections: list[sqlite3.Connection] = []
+        self._memo: dict[int, tuple[tuple[int, int], dict[tuple, Any]]] = {}  # id(conn) -> (token, reads)
         self._shared: sqlite3.Connection | None = None
         if not self.memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -156,14 +185,9 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             conn = self._local.conn = self._connect()
         return conn
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """A connection for reading; ``:memory:`` serialises on the write lock."""
-        if self._shared is not None:
-            with self._write_lock:
-                yield self._shared
-        else:
-            yield self._conn()
+    def _read(self) -> "_Reading":
+        """A connection for reading (a context manager); ``:memory:`` serialises on the write lock."""
+        return _Reading(self)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -235,10 +259,36 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
 
     def _gens(self, model: str) -> tuple[int, int]:
         """(chunks_gen, vectors_gen of model) as one snapshot."""
-        with self._read() as conn:
+        def read(conn: sqlite3.Connection) -> tuple[int, int]:
             rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)",
                                      ("chunks_gen", f"vectors_gen:{model}")).fetchall())
-        return int(rows.get("chunks_gen", 0)), int(rows.get(f"vectors_gen:{model}", 0))
+            return int(rows.get("chunks_gen", 0)), int(rows.get(f"vectors_gen:{model}", 0))
+
+        return self._unchanged(("gens", model), read)
+
+    # -- reads remembered while nothing changed (call_tool: search, get_chunk) ----------
+    def _unchanged(self, key: tuple, read: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``read(conn)``, or what it returned last time on this connection when nothing
+        can have changed since: the connection's ``PRAGMA data_version`` (it moves when
+        any other connection, of this process or another, commits) and its own
+        ``total_changes`` (its own writes, rolled back ones too) are both the same. One
+        ~2 us statement instead of the read (collections, vector dim, counters: ~40-60 us
+        each with caches cold after a vector scan). Inside a transaction: always read.
+        Values must be immutable (they are shared by the calls of this connection).
+        """
+        with self._read() as conn:
+            if conn.in_transaction:
+                return read(conn)
+            token = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+            memo = self._memo.get(id(conn))
+            if memo is None or memo[0] != token:
+                memo = self._memo[id(conn)] = (token, {})
+            values = memo[1]
+            if key not in values:
+                values[key] = read(conn)
+                if token[1] != conn.total_changes:  # read() wrote (it never should): keep nothing
+                    values.pop(key)
+            return values[key]
 
     # -- collections -----------------------------------------------------------
     def add_collection(self, collection: Collection) -> None:
@@ -266,17 +316,20 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
 
     def collections(self) -> list[Collection]:
         """All collections, sorted by ``collection_path``."""
-        with self._read() as conn:
-            rows = conn.execute("SELECT collection_path, root, password FROM collections "
-                                "ORDER BY collection_path").fetchall()
-        return [Collection(r[0], r[1], r[2] if is_password_ref(r[2]) else None) for r in rows]
+        return list(self._collections_by_path().values())
 
     def get_collection(self, collection_path: str) -> Collection | None:
         """One collection or None."""
-        with self._read() as conn:
-            row = conn.execute("SELECT collection_path, root, password FROM collections "
-                               "WHERE collection_path = ?", (collection_path,)).fetchone()
-        return Collection(row[0], row[1], row[2] if is_password_ref(row[2]) else None) if row else None
+        return self._collections_by_path().get(collection_path)
+
+    def _collections_by_path(self) -> dict[str, Collection]:
+        """``collection_path -> Collection`` sorted by path (read again only after a change: ``_unchanged``)."""
+        def read(conn: sqlite3.Connection) -> dict[str, Collection]:
+            rows = conn.execute("SELECT collection_path, root, password FROM collections "
+                                "ORDER BY collection_path").fetchall()
+            return {r[0]: Collection(r[0], r[1], r[2] if is_password_ref(r[2]) else None) for r in rows}
+
+        return self._unchanged(("collections",), read)
 
     # -- documents and chunks -----------------------------------------------------
     def get_document(self, collection_path: str, file_path: str) -> Document | None:
@@ -456,8 +509,8 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
 
     def has_vectors(self, model: str) -> bool:
         """True when at least one vector is stored for ``model`` (one indexed lookup)."""
-        with self._read() as conn:
-            return conn.execute("SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None
+        return self._unchanged(("has_vectors", model), lambda conn: conn.execute(
+            "SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None)
 
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model ``{"vectors", "dim", "stale", "missing"}``.
@@ -553,6 +606,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
                 except sqlite3.Error:
                     pass
             self._connections.clear()
+            self._memo.clear()
             self._local = threading.local()
             self._shared = None
             self._vectors.clear()

@@ -59,9 +59,11 @@ class SqliteEmbedNotes:
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
-        with self._read() as conn:  # type: ignore[attr-defined]
+        def read(conn) -> int | None:
             row = conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
-        return None if row is None else int(row[0])
+            return None if row is None else int(row[0])
+
+        return self._unchanged(("dim", model), read)  # type: ignore[attr-defined]
 
     def vectors_by_text(self, model: str, text_hashes: list[str]) -> dict[str, tuple[np.ndarray, int | None]]:
         """Stored vectors of ``model`` for window texts, by the text's sha256.

@@ -42,16 +42,44 @@ def document_of(row: sqlite3.Row | tuple) -> Document:
                     json.loads(meta) if meta else {})
 
 
+def _slot_setters() -> tuple | None:
+    """The slot setters of ``Chunk``'s fields in ``CHUNK_COLUMNS`` order, when ``Chunk`` is the
+    plain frozen, slotted dataclass this module knows (no ``__post_init__``); else None."""
+    import dataclasses
+
+    names = tuple(f.name for f in dataclasses.fields(Chunk))
+    if names != _CHUNK_FIELDS or hasattr(Chunk, "__post_init__"):
+        return None
+    try:
+        return tuple(Chunk.__dict__[n].__set__ for n in names)
+    except (KeyError, AttributeError):
+        return None
+
+
+_CHUNK_FIELDS = ("collection_path", "file_path", "chunk_index", "chunk_id", "content_hash", "start", "end",
+                 "chunk_text", "page", "page_label", "bbox", "regions", "metadata", "last_modified")
+_SETTERS = _slot_setters()
+
+
 def chunk_of(row: sqlite3.Row | tuple) -> Chunk:
-    """One ``chunks`` row in ``CHUNK_COLUMNS`` order -> ``Chunk`` (bbox/regions JSON parsed)."""
+    """One ``chunks`` row in ``CHUNK_COLUMNS`` order -> ``Chunk`` (bbox/regions JSON parsed).
+
+    Built through the slots directly (the same object the dataclass ``__init__``
+    makes: a frozen dataclass's init sets each of its 14 fields with
+    ``object.__setattr__``; this halves the ~1.45 us per hit of a search's fetch).
+    """
     (cp, fp, idx, cid, ch, start, end, text, page, label, bbox, regions, meta, mtime) = row
-    return Chunk(
-        cp, fp, idx, cid, ch, start, end, text, page, label,
-        Bbox.from_dict(json.loads(bbox)) if bbox else None,
-        tuple(Region.from_dict(r) for r in json.loads(regions)) if regions else (),
-        json.loads(meta) if meta else {},
-        mtime or 0.0,
-    )
+    box = Bbox.from_dict(json.loads(bbox)) if bbox else None
+    parts = tuple(Region.from_dict(r) for r in json.loads(regions)) if regions else ()
+    metadata = json.loads(meta) if meta else {}
+    s = _SETTERS
+    if s is None:
+        return Chunk(cp, fp, idx, cid, ch, start, end, text, page, label, box, parts, metadata, mtime or 0.0)
+    c = object.__new__(Chunk)
+    s[0](c, cp), s[1](c, fp), s[2](c, idx), s[3](c, cid), s[4](c, ch), s[5](c, start), s[6](c, end)
+    s[7](c, text), s[8](c, page), s[9](c, label), s[10](c, box), s[11](c, parts), s[12](c, metadata)
+    s[13](c, mtime or 0.0)
+    return c
 
 
 def bbox_json(b: Bbox) -> str:

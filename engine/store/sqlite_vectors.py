@@ -89,6 +89,7 @@ class Occurrences:
     scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
     scope_runs: dict = field(default_factory=dict)  # id(scope rows) -> (rows, spans to score)
     by_row: int8_scan.RowIndex | None = None  # for the int8 scan, built on its first use
+    identity_rows: int | None = None  # n when matrix_row == arange(n) (checked once: full scans skip the gather)
 
 
 class VectorCache:
@@ -578,7 +579,11 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
         if all_scores is None:
             with scan_threads(len(m.matrix), full=True):
                 all_scores = m.matrix @ q  # (n_vectors,) float32
-        scores = all_scores[occ.matrix_row]  # (occurrences,)
+        n = len(all_scores)
+        if occ.identity_rows is None:  # one chunk per matrix row, in order: the scores need no gather
+            occ.identity_rows = n if len(occ.matrix_row) == n and bool(
+                np.array_equal(occ.matrix_row, np.arange(n, dtype=occ.matrix_row.dtype))) else -1
+        scores = all_scores if occ.identity_rows == n else all_scores[occ.matrix_row]  # (occurrences,)
         if scope is not None:
             scores = scores[scope]
             cand = scope
