@@ -7,12 +7,24 @@ asks for each outcome (``extract``), which is exactly what
 are forked (``multiprocessing`` "fork": no re-import of ``__main__``, a few
 milliseconds each), and only from a process running a single thread (the
 CLI). A PDF of at least ``SPLIT_MIN_BYTES`` is read in ``workers`` page
-ranges, one per worker (``engine.extract.pdf.extract_pdf_part``), joined here
-(``merge_pdf_parts``: the same ``ExtractedText`` as one read), so one large
-file does not leave a core idle. Tasks are handed out ahead of the indexer, at
-most ``8 x workers`` not yet collected and ``MAX_AHEAD_BYTES`` of input (a
-slow file must not stall the workers while outcomes behind it wait), so memory
-stays bounded by a few documents.
+ranges, one per worker (``engine.extract.pdf.extract_pdf_part``), so one large
+file does not leave a core idle; the ranges are joined (``merge_pdf_parts``:
+the same ``ExtractedText`` as one read) here, or, with ``chunking`` set, in the
+worker that reads the last range (ranges pickled to a temp dir,
+``_extract_part_in_worker``).
+
+With ``chunking`` set (the indexer does, for a store that takes ready rows:
+``engine.index_rows``), a file named with its content hash comes back chunked:
+a ``ReadyText`` whose chunk rows (chunk ids, JSON of boxes and regions) were
+built in the worker, so the indexer's process only writes the store.
+
+Tasks are handed out ahead of the indexer, at most ``AHEAD_TASKS x workers``
+not yet collected and ``MAX_AHEAD_BYTES`` of input (a slow file must not stall
+the workers while outcomes behind it wait), so memory stays bounded by a few
+documents; in the order they will be asked, except that a PDF to read in page
+ranges among the next ``AHEAD_TASKS x workers`` is handed out before its turn
+(its join is then not left to end the run on one core) while enough files in
+their turn are already handed out (``_next_key``).
 
 Falls back to extracting in this process, cleanly: with ``workers`` 1 (the
 ``extract_workers`` setting), for runs too small to repay a pool start
@@ -24,24 +36,32 @@ caller sees the real exception). A worker that dies (a crash inside the
 PDF library) gives that file ``ExtractError("extractor error: ...")`` and the
 pool is not used again in the run.
 
-Imports ``engine.extract`` (in the workers and for the fallback) and
-``engine.errors``; no store, no embedder, no face (streamlit, mcp, argparse).
+Imports ``engine.extract`` (in the workers and for the fallback),
+``engine.index_rows`` (in the workers, with ``chunking``) and ``engine.errors``;
+no store connection, no embedder, no face (streamlit, mcp, argparse).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
+import pickle
+import shutil
+import tempfile
 import threading
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from engine.errors import ExtractError
 from engine.model import ExtractedText
+
+if TYPE_CHECKING:
+    from engine.index_rows import ReadyText
 
 __all__ = ["ExtractPool", "MIN_FILES", "MIN_POOL_BYTES", "SPLIT_MIN_BYTES", "MAX_AHEAD_BYTES", "worker_count"]
 
@@ -54,6 +74,8 @@ MIN_POOL_BYTES = 2_000_000
 
 #: A PDF at least this large is read in page ranges, one per worker.
 SPLIT_MIN_BYTES = 256 * 1024
+#: Tasks handed to the workers ahead of the indexer, per worker (with ``MAX_AHEAD_BYTES``).
+AHEAD_TASKS = 8
 #: Input bytes handed to the workers ahead of the indexer (at least one file).
 MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: A file that is not a PDF counts this many times its size against ``MAX_AHEAD_BYTES``:
@@ -83,16 +105,30 @@ def worker_count(setting: int) -> int:
     return 1 if busy else cores
 
 
-def _extract_in_worker(path: str, password: str | None, ocr: Any = None, max_pages: int = 0) -> tuple[str, Any]:
-    """Runs in a worker: ("ok", ExtractedText) | ("error", ExtractError) | ("bug", text)."""
+def _extract_in_worker(path: str, password: str | None, ocr: Any = None, max_pages: int = 0,
+                       rows: tuple[str, int, int] | None = None) -> tuple[str, Any]:
+    """Runs in a worker: ("ok", ExtractedText or ReadyText) | ("error", ExtractError) | ("bug", text).
+
+    ``rows``: ``(content_hash, size, overlap)``: also chunk the text and build its
+    chunk rows here (``engine.index_rows.ready_text``), so the indexer only writes;
+    if that raises, the plain ``ExtractedText`` goes back and the indexer chunks it
+    (and meets the same exception where it reports it)."""
     from engine.extract import extract
 
     try:
-        return "ok", extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
+        ex = extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
     except ExtractError as e:
         return "error", e
     except Exception as e:  # re-run in the parent, where the indexer logs it with its traceback
         return "bug", f"{type(e).__name__}: {e}"
+    if rows is None:
+        return "ok", ex
+    try:
+        from engine.index_rows import ready_text
+
+        return "ok", ready_text(ex, *rows)
+    except Exception:
+        return "ok", ex
 
 
 def _pages_kw(path: str | os.PathLike[str], max_pages: int) -> dict[str, int]:
@@ -101,16 +137,96 @@ def _pages_kw(path: str | os.PathLike[str], max_pages: int) -> dict[str, int]:
 
 
 def _extract_part_in_worker(path: str, password: str | None, ocr: Any, part: int, parts: int,
-                            max_pages: int = 0) -> tuple[str, Any]:
-    """Runs in a worker: one page range of a PDF, as ``_extract_in_worker`` answers."""
+                            max_pages: int = 0, join: tuple[str, tuple[str, int, int]] | None = None
+                            ) -> tuple[str, Any]:
+    """Runs in a worker: one page range of a PDF, as ``_extract_in_worker`` answers.
+
+    ``join``: ``(stem, (content_hash, size, overlap))``: the ranges are joined in a
+    worker, not in the indexer's process. Each range is pickled to
+    ``<stem>-<part>.pickle`` (written, then renamed); the worker that finds every
+    range's file there after writing its own, and wins ``<stem>.claim`` (created
+    exclusively: at most one), joins them (``merge_pdf_parts``), builds the chunk
+    rows (``ready_text``) and answers ``("joined", ReadyText)`` (``ExtractedText``
+    when the rows raise; ``("bug", text)`` when the ranges cannot be joined); the
+    others answer ``("spilled", file)``. At least one range sees all files: the one
+    renamed last. A range that cannot be written is answered as usual."""
     from engine.extract.pdf import extract_pdf_part
 
     try:
-        return "ok", extract_pdf_part(Path(path), password, ocr, part, parts, max_pages)
+        value = extract_pdf_part(Path(path), password, ocr, part, parts, max_pages)
     except ExtractError as e:
         return "error", e
     except Exception as e:
         return "bug", f"{type(e).__name__}: {e}"
+    if join is None:
+        return "ok", value
+    stem, rows = join
+    names = [f"{stem}-{k}.pickle" for k in range(parts)]
+    try:
+        with open(names[part] + ".tmp", "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.rename(names[part] + ".tmp", names[part])
+    except Exception:  # no room, say: send it the usual way
+        with contextlib.suppress(OSError):
+            os.unlink(names[part] + ".tmp")
+        return "ok", value
+    try:
+        if not all(os.path.exists(n) for n in names):
+            return "spilled", names[part]
+        os.close(os.open(stem + ".claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:  # FileExistsError: another range joins them
+        return "spilled", names[part]
+    return _join_spilled(names, part, value, ocr, rows)
+
+
+def _join_spilled(names: list[str], part: int, value: Any, ocr: Any, rows: tuple[str, int, int]) -> tuple[str, Any]:
+    """The spilled ranges of one PDF (``value`` is range ``part``'s, in memory) joined and
+    chunked into rows, as ``_extract_part_in_worker`` answers; the files are removed."""
+    from engine.extract.pdf import merge_pdf_parts
+    from engine.index_rows import ready_text
+
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(names[part])
+        ex = merge_pdf_parts([value if k == part else _unspill(n) for k, n in enumerate(names)], ocr)
+    except Exception as e:
+        for n in names:
+            with contextlib.suppress(OSError):
+                os.unlink(n)
+        return "bug", f"{type(e).__name__}: {e}"
+    try:
+        return "joined", ready_text(ex, *rows)
+    except Exception:
+        return "joined", ex
+
+
+def _unspill(spill: str) -> Any:
+    """The ``PdfPart`` pickled into ``spill`` (the file is removed)."""
+    try:
+        with open(spill, "rb") as fh:
+            return pickle.load(fh)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(spill)
+
+
+def _preload(paths: Iterable[str]) -> None:
+    """Import here, once, what every worker needs (numpy, the chunker and row builder; PyMuPDF
+    and the PDF reader when a PDF is among ``paths``) before the workers are forked: they
+    share it, instead of each importing it again (~130 ms of CPU per worker for PyMuPDF and
+    numpy, measured on this machine). Import errors are left to the workers, which report them."""
+    try:
+        from engine.lazy import np
+
+        np.ndarray  # noqa: B018 (the lazy module imports numpy on its first attribute)
+        import engine.index_rows  # noqa: F401
+
+        if any(str(p).lower().endswith(".pdf") for p in paths):
+            import pymupdf  # noqa: F401
+
+            import engine.extract.pdf  # noqa: F401
+    except Exception:  # the workers meet the same error and report it per file
+        log.debug("preloading the readers failed", exc_info=True)
 
 
 def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None,
@@ -139,6 +255,13 @@ class ExtractPool:
         self.workers = max(1, int(workers))
         self.ocr = ocr  # engine.extract.ocr.OcrSettings for every extraction (i11); None = off
         self.max_pages = 0  # a PDF over this many pages raises TooLargeError (0 = unchecked)
+        #: (chunk size, overlap): a file named with its content hash comes back as
+        #: ``engine.index_rows.ReadyText`` (chunk rows built in the worker); None: ExtractedText.
+        self.chunking: tuple[int, int] | None = None
+        self._hashes: dict[_Key, str] = {}
+        self._early: set[_Key] = set()  # handed out before their turn (_next_key)
+        self._spill_dir: str | None = None  # a split PDF's ranges, with chunking set (_extract_part_in_worker)
+        self._spills = 0
         self._executor: ProcessPoolExecutor | None = None
         self._queue: deque[_Key] = deque()
         self._queued: set[_Key] = set()
@@ -156,14 +279,20 @@ class ExtractPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def prefetch(self, files: Iterable[tuple[str | os.PathLike[str], str | None, int]]) -> None:
-        """Name the files that will be asked for, in order: ``(path, password, size_bytes)``.
+    def prefetch(self, files: Iterable[tuple]) -> None:
+        """Name the files that will be asked for, in order: ``(path, password, size_bytes)``,
+        or ``(path, password, size_bytes, content_hash)``: with ``chunking`` set, such a
+        file is also chunked into rows in the worker (``extract`` gives a ``ReadyText``).
 
         Starts the workers when there is enough to do (``MIN_FILES``,
         ``MIN_POOL_BYTES``) and ``workers`` > 1; otherwise every ``extract``
         runs in this process.
         """
-        items = [(str(p), pw, int(size)) for p, pw, size in files]
+        items = []
+        for p, pw, size, *rest in files:
+            items.append((str(p), pw, int(size)))
+            if rest and rest[0]:
+                self._hashes[(str(p), pw)] = str(rest[0])
         if self.workers < 2 or self._broken or len(items) < MIN_FILES \
                 or sum(s for _p, _pw, s in items) < MIN_POOL_BYTES:
             return
@@ -175,6 +304,7 @@ class ExtractPool:
             log.debug("extraction stays in this process: %d threads running", threading.active_count())
             return
         if self._executor is None:
+            _preload(p for p, _pw, _s in items)
             try:
                 ctx = multiprocessing.get_context("fork")
                 self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
@@ -204,22 +334,60 @@ class ExtractPool:
     def _top_up(self) -> None:
         while self._executor is not None and self._queue:
             tasks = sum(len(f) for f in self._inflight.values())
-            if self._inflight and (tasks >= 8 * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
+            if self._inflight and (tasks >= AHEAD_TASKS * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
                 return
-            key = self._queue.popleft()
+            key = self._next_key()
+            self._queue.remove(key)
             self._queued.discard(key)
             parts = self._parts(key)
             try:
                 if parts == 1:
-                    futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages)]
+                    h = self._hashes.get(key)
+                    rows = (h, *self.chunking) if h and self.chunking else None
+                    futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
                 else:
-                    futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts, self.max_pages)
+                    join = self._join_for(key)
+                    futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
+                                                     self.max_pages, join)
                                for k in range(parts)]
             except (BrokenProcessPool, RuntimeError) as e:
                 self._give_up(e)
                 return
             self._inflight[key] = futures
             self._ahead_bytes += self._ahead_weight(key)
+
+    def _next_key(self) -> _Key:
+        """The next file to hand out: the queue's first, or a PDF to read in page ranges
+        among the next ``AHEAD_TASKS x workers`` (handed out before its turn, so its join and
+        rows are done while the files before it keep both cores busy, instead of ending the
+        run on one core), while at least ``workers`` files handed out in their turn are
+        still to be collected (the indexer's next file is always among them)."""
+        head = self._queue[0]
+        if self._parts(head) > 1:
+            return head
+        early = sum(1 for k in self._inflight if k in self._early)
+        if len(self._inflight) - early < self.workers:
+            return head
+        for i in range(1, min(len(self._queue), AHEAD_TASKS * self.workers)):
+            key = self._queue[i]
+            if self._parts(key) > 1:
+                self._early.add(key)
+                return key
+        return head
+
+    def _join_for(self, key: _Key) -> tuple[str, tuple[str, int, int]] | None:
+        """``join`` for the ranges of ``key`` (joined and chunked in a worker), or None
+        (no chunking asked, or no temp dir: joined here)."""
+        h = self._hashes.get(key)
+        if not (self.chunking and h):
+            return None
+        if self._spill_dir is None:
+            try:
+                self._spill_dir = tempfile.mkdtemp(prefix="chunknav-ranges-")
+            except OSError:
+                return None
+        self._spills += 1
+        return os.path.join(self._spill_dir, str(self._spills)), (h, *self.chunking)
 
     def _give_up(self, e: BaseException) -> None:
         log.warning("extraction continues in this process: the worker pool failed (%s)", e)
@@ -236,8 +404,11 @@ class ExtractPool:
         futures = self._inflight.get((str(path), password))
         return futures is not None and not all(f.done() for f in futures)
 
-    def extract(self, path: str | os.PathLike[str], password: str | None = None) -> ExtractedText:
-        """The file's ``ExtractedText``, as ``engine.extract.extract(path, password)`` gives it.
+    def extract(self, path: str | os.PathLike[str], password: str | None = None,
+                content_hash: str | None = None) -> ExtractedText | ReadyText:
+        """The file's ``ExtractedText``, as ``engine.extract.extract(path, password)`` gives it;
+        a ``ReadyText`` (the same, chunked into rows) when it was named with this
+        ``content_hash`` and ``chunking`` is set, and a worker read it whole.
 
         Raises:
             ExtractError: the file cannot be extracted (the same error, reason
@@ -256,6 +427,8 @@ class ExtractPool:
             return _extract_here(path, password, self.ocr, self.max_pages)
         self._ahead_bytes -= self._ahead_weight(key)
         self._sizes.pop(key, None)
+        self._hashes.pop(key, None)
+        self._early.discard(key)
         try:
             answers = [fut.result() for fut in futures]
         except BrokenProcessPool as e:
@@ -264,6 +437,8 @@ class ExtractPool:
         finally:
             self._top_up()
         kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
+        if kind == "ok" and getattr(value, "content_hash", content_hash) != content_hash:
+            kind = "bug"  # rows built for other bytes (never asked so by the indexer): read again here
         if kind == "ok":
             self.in_workers += 1
             return value
@@ -279,12 +454,26 @@ class ExtractPool:
         (the file is then read again here, whole)."""
         from engine.extract.pdf import PdfPart, merge_pdf_parts
 
+        joined = [a for a in answers if a[0] == "joined"]
+        if joined:  # a worker joined the spilled ranges (and removed their files)
+            return "ok", joined[0][1]
+        if any(k == "bug" for k, _v in answers):
+            self._drop_spills(answers)
+            return "bug", "page ranges answered differently"
+        answers = [("ok", _unspill(v)) if k == "spilled" else (k, v) for k, v in answers]
         kinds = {k for k, _v in answers}
         if kinds == {"ok"} and all(isinstance(v, PdfPart) for _k, v in answers):
             return "ok", merge_pdf_parts([v for _k, v in answers], self.ocr)
         if kinds == {"error"} and len({(type(v), v.reason) for _k, v in answers}) == 1:
             return answers[0]
         return "bug", "page ranges answered differently"
+
+    @staticmethod
+    def _drop_spills(answers: list[tuple[str, Any]]) -> None:
+        for kind, v in answers:
+            if kind == "spilled":
+                with contextlib.suppress(OSError):
+                    os.unlink(v)
 
     def close(self) -> None:
         """End the workers (outcomes not asked for are dropped)."""
@@ -293,6 +482,11 @@ class ExtractPool:
         self._queue.clear()
         self._queued.clear()
         self._sizes.clear()
+        self._hashes.clear()
+        self._early.clear()
         self._ahead_bytes = 0
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
+        spill_dir, self._spill_dir = self._spill_dir, None
+        if spill_dir is not None:
+            shutil.rmtree(spill_dir, ignore_errors=True)

@@ -30,6 +30,7 @@ from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
 from engine.extract.common import gc_paused
 from engine.extract.reasons import reason_code
+from engine.index_rows import ReadyText, RowChunks, WindowChunks
 from engine.index_walk import file_hash
 from engine.model import Document, ExtractedText
 from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
@@ -139,9 +140,11 @@ class TextPass:
 
         pool = ExtractPool(worker_count(self.settings.extract_workers), self._ocr)
         pool.max_pages = self.limits.max_pages  # checked on the document each worker opens
+        if self._takes_rows():  # workers chunk and build the rows too: this process only writes
+            pool.chunking = (self.settings.chunk_size, self.settings.chunk_overlap)
         if pool.workers > 1:
             firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
-            pool.prefetch((str(Path(f.path)), self._password(f), f.size_bytes)
+            pool.prefetch((str(Path(f.path)), self._password(f), f.size_bytes, f.content_hash)
                           for f in todo if id(f) in firsts and admitted(f))
         return pool
 
@@ -185,7 +188,7 @@ class TextPass:
         return Prepared(f, "skipped", "changed-during-read",
                         "the file changed while it was read (size, mtime or hash moved); the next run retries")
 
-    def _extract(self, f: HashedFile) -> ExtractedText | ExtractError:
+    def _extract(self, f: HashedFile) -> ExtractedText | ReadyText | ExtractError:
         from engine.extract import extract
         from engine.extract.limits import check_limits
 
@@ -194,7 +197,8 @@ class TextPass:
             check_limits(f.path, f.size_bytes, f.suffix, self.limits, pdf_pages=False)
             pool = getattr(self, "_pool", None)  # engine.extract_pool: the same outcome, maybe from a worker
             if pool is not None:
-                return pool.extract(Path(f.path), self._password(f))  # the pool carries OCR and max_pages
+                # the pool carries OCR, max_pages and the chunk settings
+                return pool.extract(Path(f.path), self._password(f), f.content_hash)
             pages = {"max_pages": self.limits.max_pages} if f.suffix == ".pdf" and self.limits.max_pages else {}
             return extract(Path(f.path), self._password(f), self._ocr, **pages)
         except ExtractError as e:
@@ -205,7 +209,13 @@ class TextPass:
             log.exception("extracting %s failed", f.path)
             return ExtractError(f"extractor error: {type(e).__name__}: {e}")
 
-    def _prepared(self, f: HashedFile, outcome: ExtractedText | ExtractError) -> Prepared:
+    def _prepared(self, f: HashedFile, outcome: ExtractedText | ReadyText | ExtractError) -> Prepared:
+        ready = None
+        if isinstance(outcome, ReadyText):  # chunk rows built by an extract worker
+            ready, outcome = outcome, outcome.extracted
+            if (ready.content_hash, ready.size, ready.overlap) != (
+                    f.content_hash, self.settings.chunk_size, self.settings.chunk_overlap):
+                raise ValueError(f"chunk rows of {f.file_path!r} were built for other bytes or settings")
         cp = f.collection.collection_path
         base = dict(collection_path=cp, file_path=f.file_path, content_hash=f.content_hash,
                     settings_key=self.settings.settings_key, size_bytes=f.size_bytes,
@@ -235,16 +245,26 @@ class TextPass:
             doc = Document(**base, file_type=ex.file_type, status="empty", reason=reason,
                            page_count=len(ex.pages), metadata=meta)
             return Prepared(f, "empty", None, reason, doc)
-        labels = {p.number: p.label for p in ex.pages if p.label}
-        with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
-            windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
         text = ex.text
+        if ready is not None:  # rows built by a worker
+            chunks: Any = RowChunks(f, text, ready.rows)
+        else:  # read here (or joined from page ranges): Chunk values made on demand
+            labels = {p.number: p.label for p in ex.pages if p.label}
+            with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
+                windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
+            ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
+            chunks = LazyChunks(f, text, windows, labels, ocr_pages)
+            if self._takes_rows():  # the SQLite store: INSERT parameters as each chunk is made
+                chunks = WindowChunks(chunks, (cp, f.file_path), text)
         doc = Document(**base, file_type=ex.file_type, status="indexed",
                        reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
-                       chunk_count=len(windows), text_length=len(text),
+                       chunk_count=len(chunks), text_length=len(text),
                        summary=text[:SUMMARY_CHARS], metadata=meta)
-        ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
-        return Prepared(f, "indexed", None, doc.reason, doc, text, LazyChunks(f, text, windows, labels, ocr_pages))
+        return Prepared(f, "indexed", None, doc.reason, doc, text, chunks)
+
+    def _takes_rows(self) -> bool:
+        """True when the store takes ready chunk rows (``engine.index_rows``; the SQLite store)."""
+        return bool(getattr(self.store, "takes_chunk_rows", False))
 
     def commit(self, group: list[Prepared], summary: dict) -> None:
         """Write a group of outcomes in one store batch (retried while the writer

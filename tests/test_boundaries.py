@@ -99,6 +99,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.index_walk", "engine.index_text",  # split: engine.index by noun
     "engine.hybrid",  # split: engine.search by noun
     "engine.store.sqlite_search",  # split: engine.store.sqlite by noun
+    "engine.index_rows",  # par: chunk rows built in the extract workers
     "engine.extract.pdfwords",  # cpu: PDF words without a tuple per word
 ])
 def test_exports_exist_and_are_documented(module):

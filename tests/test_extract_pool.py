@@ -105,24 +105,35 @@ def test_small_runs_and_threaded_processes_stay_in_process():
 
 
 def _chunks(db: Path) -> list[tuple]:
+    """Every stored column of every chunk (in rowid order: the order they were written) and
+    document (all but ``indexed_at``, a clock reading), and the FTS rows."""
+    from engine.store.sqlite_rows import CHUNK_COLUMNS, DOC_COLUMNS
+
     s = SqliteStore(str(db))
     with s._read() as conn:
-        rows = conn.execute("SELECT file_path, chunk_index, chunk_id, start, \"end\", page, bbox, regions "
-                            "FROM chunks ORDER BY file_path, chunk_index").fetchall()
-        docs = conn.execute("SELECT file_path, status, reason, page_count, chunk_count FROM documents "
+        rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks ORDER BY rowid").fetchall()
+        docs = conn.execute(f"SELECT {DOC_COLUMNS.replace('indexed_at, ', '')}, text FROM documents "
                             "ORDER BY file_path").fetchall()
+        fts = conn.execute("SELECT rowid, chunk_text FROM chunks_fts ORDER BY rowid").fetchall()
     s.close()
-    return rows + docs
+    return rows + docs + fts
 
 
 _INDEX_CHILD = r"""
-import sys
+import os, sys
 import engine.extract_pool as P
 _close = P.ExtractPool.close
 def close(self):  # report how many files came from workers
     print("in_workers", self.in_workers)
     _close(self)
 P.ExtractPool.close = close
+_join = P._join_spilled
+def join(*a):  # in a worker: note each PDF whose page ranges it joined
+    out = _join(*a)
+    with open(sys.argv[1] + ".joined", "a") as fh:
+        fh.write(out[0] + " " + type(out[1]).__name__ + "\n")
+    return out
+P._join_spilled = join
 from engine.config import Settings
 from engine.index import Indexer
 from engine.model import Collection
@@ -150,7 +161,12 @@ def test_index_with_workers_stores_what_one_process_stores(tmp_path):
         dbs.append(db)
     assert used[1] == 0 and used[2] >= len(list(root.glob("*.pdf"))) - 1  # the duplicate is extracted once
     a, b = (_chunks(d) for d in dbs)
-    assert a and a == b
+    assert a and a == b  # byte-identical rows, written in the same order
+    # the large PDFs were read in page ranges, joined and chunked into rows in a worker
+    joined = (tmp_path / "w2.db.joined").read_text().split("\n")[:-1]
+    assert len(joined) >= 2 and set(joined) == {"joined ReadyText"}
+    assert not (tmp_path / "w1.db.joined").exists()
+    assert any(r[-2] and '"ocr":true' in r[-2] for r in a if len(r) == 15)  # an OCR'd page's chunks crossed too
 
 
 def test_the_setting_is_validated():
@@ -161,3 +177,50 @@ def test_the_setting_is_validated():
     assert Settings().extract_workers == 0
     with pytest.raises(SettingsError, match="CHUNKNAV_EXTRACT_WORKERS"):
         Settings(extract_workers=-1).validate()
+
+
+_CRASH_CHILD = r"""
+import json, os, sys
+import engine.extract_pool as P
+_whole = P._extract_in_worker
+def whole(path, *a):  # the PDF library dying on one file (a segfault, say)
+    if path.endswith(sys.argv[3]):
+        os._exit(139)
+    return _whole(path, *a)
+whole.__qualname__ = whole.__name__ = "_extract_in_worker"
+whole.__module__ = P.__name__
+P._extract_in_worker = whole
+from engine.config import Settings
+from engine.index import Indexer
+from engine.model import Collection
+from engine.store.sqlite import SqliteStore
+s = SqliteStore(sys.argv[1])
+s.add_collection(Collection("C", sys.argv[2]))
+r = Indexer(s, Settings(db=sys.argv[1], embed_provider="none", extract_workers=2).validate()).run()
+print(json.dumps({"status": r["status"], "failed": r["failed"], "indexed": r["indexed"]}))
+s.close()
+"""
+
+
+def test_a_worker_that_dies_fails_its_file_and_the_run_goes_on(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    pdfs = sorted((CORPUS / "pdf").glob("*.pdf"))
+    for p in pdfs:
+        shutil.copy(p, root / p.name)
+    victim = "annotations.pdf"  # read whole (small), early in the order
+    db = tmp_path / "crash.db"
+    out = subprocess.run([sys.executable, "-c", _CRASH_CHILD, str(db), str(root), victim], cwd=REPO,
+                         check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    assert r["status"] == "finished"
+    failed = {f["filePath"]: f for f in r["failed"]}
+    assert victim in failed and failed[victim]["code"] == "extractor-error"
+    assert "worker process died" in failed[victim]["reason"]
+    assert all(f["code"] == "extractor-error" and "worker process died" in f["reason"] for f in r["failed"])
+    assert r["indexed"] + len(failed) == len(pdfs) and r["indexed"] > 0  # the rest: read here
+    s = SqliteStore(str(db))
+    assert s.get_document("C", victim).status == "failed"
+    assert all(s.get_document("C", p.name).chunk_count > 0 for p in pdfs if p.name not in failed
+               and s.get_document("C", p.name).status == "indexed")
+    s.close()

@@ -125,6 +125,10 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     process-local lock.
     """
 
+    #: ``replace_document`` takes ``engine.index_rows.RowChunks`` as they are (INSERT
+    #: parameters built ahead, in an extract worker): the indexer then builds rows, not ``Chunk``s.
+    takes_chunk_rows = True
+
     def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS, vector_scan: str = "auto",
                  int8_min_rows: int = 200_000):
         """Open or create the database.
@@ -361,10 +365,15 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             ValueError: a chunk belongs to another key than ``document``.
         """
         key = (document.collection_path, document.file_path)
+        ready = getattr(chunks, "sqlite_params", None)  # engine.index_rows.RowChunks: rows built ahead
 
         cjk = [False]  # any chunk text holding CJK, seen in the same pass (chunks may be made lazily)
 
         def rows() -> Iterator[tuple]:  # one pass, no list: a huge file's chunks stream in
+            if ready is not None:
+                cjk[0] = chunks.has_cjk()  # type: ignore[attr-defined]
+                yield from ready(key)
+                return
             for c in chunks:
                 if (c.collection_path, c.file_path) != key:
                     raise ValueError(f"chunk {c.chunk_index} of {c.file_path!r} given for {key[1]!r}")
