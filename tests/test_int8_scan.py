@@ -296,7 +296,7 @@ def test_memory_store_int8_scan_matches_exact(tmp_path):
 
 
 def test_settings_choose_the_scan_and_a_bad_value_is_refused(tmp_path):
-    for name, kw, want in (("a", {}, 200_000), ("b", {"vector_scan": "exact"}, None),
+    for name, kw, want in (("a", {}, 65_536), ("b", {"vector_scan": "exact"}, None),
                            ("c", {"vector_scan": "int8"}, 0), ("d", {"vector_int8_min_rows": 5}, 5)):
         store = open_store(Settings(db=str(tmp_path / f"{name}.db"), **kw).validate())
         assert store._int8_min_rows == want
