@@ -64,8 +64,8 @@ def int8_scale(dim: int) -> float:
 
 
 def share_rows(dim: int, r: int) -> int:
-    """Rows per block of a shared int8 scan: ~2 MB of ``dim``-wide codes, at least ``8 * r``."""
-    return max(8 * r, _SHARE_BYTES // max(1, dim))
+    """Rows per block of a shared int8 scan: ~2 MB of ``dim``-wide codes, at least ``2 * r``."""
+    return max(2 * r, _SHARE_BYTES // max(1, dim))
 
 
 def quantise(rows: np.ndarray, scale: float) -> np.ndarray:
