@@ -8,7 +8,9 @@ the matrix has at least ``MIN_ROWS`` rows, scores the matrix in blocks of
 ``block_rows(dim)`` consecutive rows (``np.matmul`` on views, one BLAS thread
 each) taken from a shared counter by the scanning thread and by any helper
 that called ``share.help()``. Without an active share (or for a small
-matrix) it returns None and the store scans as before.
+matrix) it returns None and the store scans as before. The int8 scan
+(``engine.store.int8_scan``) asks ``block_runner(rows)`` instead and hands
+its own blocks (each keeping its best rows) to ``ScanShare.run``.
 
 Why: on two cores a two-thread BLAS scan beside a keyword thread oversubscribes
 the cores, and one-thread scan + keyword thread leaves a core idle once the
