@@ -111,7 +111,7 @@ SETTINGS: tuple[Setting, ...] = (
             "SQLite vector search: auto (int8 scan + float32 rescoring for full scans of at least "
             "vector_int8_min_rows vectors, exact float32 otherwise), exact (always float32), or int8 "
             "(every full scan); scoped scans are always exact", str),
-    Setting("vector_int8_min_rows", "CHUNKNAV_VECTOR_INT8_MIN_ROWS", 65_536, "vectors",
+    Setting("vector_int8_min_rows", "CHUNKNAV_VECTOR_INT8_MIN_ROWS", 200_000, "vectors",
             "vectors of one model from which vector_scan=auto uses the int8 scan for full scans", int),
 )
 
@@ -149,7 +149,7 @@ class Settings:
     renderer: str = "pymupdf"
     extract_workers: int = 0
     vector_scan: str = "auto"
-    vector_int8_min_rows: int = 65_536
+    vector_int8_min_rows: int = 200_000
 
     @property
     def chunk_step(self) -> int:

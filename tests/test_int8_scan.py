@@ -2,7 +2,7 @@
 
 Real parts: the real local WordLlama model on windows of the test corpus
 text, real SQLite files, the real int8 files; the int8 path is forced with
-``vector_scan="int8"`` (the threshold of ``auto`` is 65,536 vectors). That the
+``vector_scan="int8"`` (the threshold of ``auto`` is 200k vectors). That the
 int8 codes are what a search reads is shown by overwriting them (same size,
 so the files still look valid): the int8 search then changes, the exact and
 scoped ones do not. No timings here (bench/vector_scan.py measures them).
@@ -99,7 +99,7 @@ def test_int8_search_of_real_vectors_finds_the_exact_top_10_with_float32_scores(
             s.close()
         exact = SqliteStore(str(db), vector_scan="exact")
         fast = SqliteStore(str(db), vector_scan="int8")
-        auto = SqliteStore(str(db))  # ~4,000 vectors: under the 65,536 threshold, exact
+        auto = SqliteStore(str(db))  # ~4,000 vectors: under the 200k threshold, exact
         changed = 0
         for q in qs[:5]:
             want = _ids(exact.search_vectors(model, q, None, 10))
@@ -296,7 +296,7 @@ def test_memory_store_int8_scan_matches_exact(tmp_path):
 
 
 def test_settings_choose_the_scan_and_a_bad_value_is_refused(tmp_path):
-    for name, kw, want in (("a", {}, 65_536), ("b", {"vector_scan": "exact"}, None),
+    for name, kw, want in (("a", {}, 200_000), ("b", {"vector_scan": "exact"}, None),
                            ("c", {"vector_scan": "int8"}, 0), ("d", {"vector_int8_min_rows": 5}, 5)):
         store = open_store(Settings(db=str(tmp_path / f"{name}.db"), **kw).validate())
         assert store._int8_min_rows == want

@@ -28,4 +28,4 @@ def open_store(settings) -> Store:
     wait_s = max(0.5, min(30.0, float(getattr(settings, "lock_wait_s", 120.0)) / 4))
     return SqliteStore(settings.db, busy_timeout_ms=int(wait_s * 1000),
                        vector_scan=getattr(settings, "vector_scan", "auto"),
-                       int8_min_rows=getattr(settings, "vector_int8_min_rows", 65_536))
+                       int8_min_rows=getattr(settings, "vector_int8_min_rows", 200_000))

@@ -130,7 +130,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     takes_chunk_rows = True
 
     def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS, vector_scan: str = "auto",
-                 int8_min_rows: int = 65_536):
+                 int8_min_rows: int = 200_000):
         """Open or create the database.
 
         Args:
