@@ -32,9 +32,19 @@ Falls back to extracting in this process, cleanly: with ``workers`` 1 (the
 with other threads running (the explorer runs the indexer in a thread), when
 the pool cannot start, for a file asked out of order, and for a file on which the
 worker raised something other than ``ExtractError`` (re-run here, so the
-caller sees the real exception). A worker that dies (a crash inside the
-PDF library) gives that file ``ExtractError("extractor error: ...")`` and the
-pool is not used again in the run.
+caller sees the real exception).
+
+A worker that dies (a crash inside the PDF library, a kill by the kernel)
+breaks the whole ``ProcessPoolExecutor``: every file in flight loses its
+answer. Those files are then read again in a fresh pool, one at a time
+(``_crashed``): the one that kills its worker alone gets
+``ExtractError("extractor error: worker process died (killed by signal
+SIGSEGV) ...")``, the others their usual outcome. A file is read again at
+most once; a file alone in flight when its worker dies is not read again;
+after ``MAX_RESTARTS`` pool restarts in one run, the files in flight at a
+crash fail without a retry (the pool still restarts). A file that broke a
+pool is never read in this process (it would kill the indexer); if no new
+pool can start, such files fail and the others are read here.
 
 Imports ``engine.extract`` (in the workers and for the fallback),
 ``engine.index_rows`` (in the workers, with ``chunking``) and ``engine.errors``;
@@ -49,10 +59,11 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 import tempfile
 import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -82,6 +93,9 @@ MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: its extracted text with per-character provenance, waiting in this process, is about
 #: ten times its bytes (16 text files of 1.1 MB ahead held ~190 MB), a PDF's far less.
 TEXT_AHEAD_WEIGHT = 8
+#: Pools started again after a worker died, per run, with the files in flight read again one
+#: at a time; after this many, the files in flight at a crash fail without a second read.
+MAX_RESTARTS = 32
 
 _Key = tuple[str, Any]
 
@@ -229,6 +243,24 @@ def _preload(paths: Iterable[str]) -> None:
         log.debug("preloading the readers failed", exc_info=True)
 
 
+def _how_they_died(procs: list[Any]) -> str:
+    """``"killed by signal SIGSEGV"`` / ``"exit code 139"`` for the workers of a broken
+    pool that ended on their own (the pool terminates the others: SIGTERM), or
+    ``"cause unknown"``."""
+    codes = [p.exitcode for p in procs if getattr(p, "exitcode", None) not in (None, 0)]
+    own = [c for c in codes if c != -signal.SIGTERM] or codes
+    said = []
+    for c in dict.fromkeys(own):
+        if c < 0:
+            try:
+                said.append(f"killed by signal {signal.Signals(-c).name}")
+            except ValueError:
+                said.append(f"killed by signal {-c}")
+        else:
+            said.append(f"exit code {c}")
+    return ", ".join(said) or "cause unknown"
+
+
 def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None,
                   max_pages: int = 0) -> ExtractedText:
     from engine.extract import extract
@@ -269,6 +301,11 @@ class ExtractPool:
         self._inflight: dict[_Key, list[Future]] = {}  # a split PDF: one future per page range
         self._ahead_bytes = 0
         self._broken = False
+        self._order: dict[_Key, int] = {}  # the order the files will be asked (prefetch)
+        self._suspects: set[_Key] = set()  # in flight when a worker died: read again, alone (_crashed)
+        self._failed: dict[_Key, ExtractError] = {}  # killed its worker: the answer to give
+        self._restarts = 0
+        self._seq = 0
         #: Files extracted by a worker / in this process (for tests and the bench).
         self.in_workers = 0
         self.here = 0
@@ -318,6 +355,8 @@ class ExtractPool:
                 self._queue.append(key)
                 self._queued.add(key)
                 self._sizes[key] = size
+                self._seq += 1
+                self._order.setdefault(key, self._seq)
         self._top_up()
 
     def _ahead_weight(self, key: _Key) -> int:
@@ -337,24 +376,106 @@ class ExtractPool:
             if self._inflight and (tasks >= AHEAD_TASKS * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
                 return
             key = self._next_key()
+            running = self._running() if self._suspects else set()
+            if running and (key in self._suspects or running & self._suspects):
+                return  # a file read again after a crash runs alone (_crashed)
             self._queue.remove(key)
             self._queued.discard(key)
-            parts = self._parts(key)
-            try:
-                if parts == 1:
-                    h = self._hashes.get(key)
-                    rows = (h, *self.chunking) if h and self.chunking else None
-                    futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
-                else:
-                    join = self._join_for(key)
-                    futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
-                                                     self.max_pages, join)
-                               for k in range(parts)]
-            except (BrokenProcessPool, RuntimeError) as e:
-                self._give_up(e)
+            if not self._submit(key):
                 return
-            self._inflight[key] = futures
-            self._ahead_bytes += self._ahead_weight(key)
+
+    def _submit(self, key: _Key) -> bool:
+        """Hand ``key`` (taken off the queue) to the workers; False when the pool broke
+        meanwhile (``key`` is queued again, the pool restarted: ``_crashed``) or failed."""
+        parts = self._parts(key)
+        try:
+            if parts == 1:
+                h = self._hashes.get(key)
+                rows = (h, *self.chunking) if h and self.chunking else None
+                futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
+            else:
+                join = self._join_for(key)
+                futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
+                                                 self.max_pages, join)
+                           for k in range(parts)]
+        except BrokenProcessPool:  # a worker died before this file was handed out
+            self._requeue([key])
+            self._crashed()
+            return False
+        except RuntimeError as e:
+            self._give_up(e)
+            return False
+        self._inflight[key] = futures
+        self._ahead_bytes += self._ahead_weight(key)
+        return True
+
+    def _running(self) -> set[_Key]:
+        """Files with a task not finished in a worker."""
+        return {k for k, fs in self._inflight.items() if not all(f.done() for f in fs)}
+
+    def _requeue(self, keys: Iterable[_Key]) -> None:
+        """Put ``keys`` back in the queue, at their place in the order they will be asked."""
+        back = [k for k in keys if k not in self._queued]
+        if back:
+            self._queue = deque(sorted([*self._queue, *back], key=lambda k: self._order.get(k, 0)))
+            self._queued.update(back)
+
+    def _crashed(self) -> None:
+        """A worker died and the pool broke: blame, restart, and hand the files again.
+
+        The files whose tasks were not finished (their futures hold
+        ``BrokenProcessPool``) are the ones in flight. One alone (or one already
+        read again: a suspect), or any after ``MAX_RESTARTS`` restarts, fails with
+        the crash named; the others become suspects, queued again at their place,
+        each to be handed out alone (``_top_up``, ``_alone``). A fresh pool is
+        started; if it cannot start, ``_give_up``."""
+        executor, self._executor = self._executor, None
+        procs = list((getattr(executor, "_processes", None) or {}).values())
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)  # the broken pool's thread ends, every future set
+        how = _how_they_died(procs)
+        hit = sorted((k for k, fs in self._inflight.items()
+                      if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)
+                             for f in fs)), key=lambda k: self._order.get(k, 0))
+        self._restarts += 1
+        retry = []
+        for k in hit:
+            self._inflight.pop(k)
+            self._ahead_bytes -= self._ahead_weight(k)
+            if len(hit) == 1 or k in self._suspects:
+                self._suspects.discard(k)
+                self._failed[k] = ExtractError(f"extractor error: worker process died ({how}) while reading "
+                                               "this file alone")
+            elif self._restarts > MAX_RESTARTS:
+                self._failed[k] = ExtractError(
+                    f"extractor error: worker process died ({how}) with {len(hit)} files in flight, this one "
+                    f"among them; not read again: more than {MAX_RESTARTS} worker crashes in this run")
+            else:
+                self._suspects.add(k)
+                retry.append(k)
+        log.warning("an extraction worker died (%s) with %d files in flight: %d read again one at a time",
+                    how, len(hit), len(retry))
+        self._requeue(retry)
+        try:
+            self._executor = ProcessPoolExecutor(max_workers=self.workers,
+                                                 mp_context=multiprocessing.get_context("fork"))
+        except (OSError, ValueError, RuntimeError) as e:
+            self._give_up(e)
+
+    def _alone(self, key: _Key) -> None:
+        """Hand out the suspect ``key`` (queued, asked now) alone: wait until no task is
+        running (a crash meanwhile is handled: ``_crashed``), then submit it."""
+        while self._executor is not None and key in self._queued:
+            running = [f for k in self._running() for f in self._inflight[k]]
+            if running:
+                wait(running, return_when=FIRST_EXCEPTION)
+                if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)
+                       for f in running):
+                    self._crashed()
+                continue
+            self._queue.remove(key)
+            self._queued.discard(key)
+            self._submit(key)
 
     def _next_key(self) -> _Key:
         """The next file to hand out: the queue's first, or a PDF to read in page ranges
@@ -363,7 +484,7 @@ class ExtractPool:
         run on one core), while at least ``workers`` files handed out in their turn are
         still to be collected (the indexer's next file is always among them)."""
         head = self._queue[0]
-        if self._parts(head) > 1:
+        if self._parts(head) > 1 or self._suspects:
             return head
         early = sum(1 for k in self._inflight if k in self._early)
         if len(self._inflight) - early < self.workers:
@@ -394,6 +515,10 @@ class ExtractPool:
         self._broken = True
         self._queue.clear()
         self._queued.clear()
+        for k in self._suspects:  # in flight when a worker died: never read in this process
+            self._failed[k] = ExtractError("extractor error: worker process died with this file in flight; "
+                                           f"not read again: the worker pool could not start again ({e})")
+        self._suspects.clear()
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
@@ -418,24 +543,28 @@ class ExtractPool:
                 ``ExtractError`` (from the re-run in this process).
         """
         key = (str(path), password)
-        futures = self._inflight.pop(key, None)
+        if key in self._suspects and key in self._queued and key not in self._inflight:
+            self._alone(key)  # in flight when a worker died: read again alone, never here
+        if key in self._failed:  # it killed its worker
+            self._forget(key)
+            self.in_workers += 1
+            raise self._failed.pop(key)
+        futures = self._inflight.get(key)
         if futures is None:
             if key in self._queued:  # asked before its turn: do it here, never twice
                 self._queued.discard(key)
                 self._queue.remove(key)
             self.here += 1
             return _extract_here(path, password, self.ocr, self.max_pages)
-        self._ahead_bytes -= self._ahead_weight(key)
-        self._sizes.pop(key, None)
-        self._hashes.pop(key, None)
-        self._early.discard(key)
         try:
             answers = [fut.result() for fut in futures]
-        except BrokenProcessPool as e:
-            self._give_up(e)
-            raise ExtractError(f"extractor error: worker process died: {e}") from None
-        finally:
-            self._top_up()
+        except BrokenProcessPool:  # a worker died: this file fails only if it killed it
+            self._crashed()
+            return self.extract(path, password, content_hash)  # at most twice: a suspect, then failed
+        self._inflight.pop(key)
+        self._ahead_bytes -= self._ahead_weight(key)
+        self._forget(key)
+        self._top_up()
         kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
         if kind == "ok" and getattr(value, "content_hash", content_hash) != content_hash:
             kind = "bug"  # rows built for other bytes (never asked so by the indexer): read again here
@@ -447,6 +576,14 @@ class ExtractPool:
             raise value
         self.here += 1
         return _extract_here(path, password, self.ocr, self.max_pages)  # "bug": raise the real exception here
+
+    def _forget(self, key: _Key) -> None:
+        """Drop what the pool kept about ``key`` (asked now)."""
+        self._sizes.pop(key, None)
+        self._hashes.pop(key, None)
+        self._early.discard(key)
+        self._suspects.discard(key)
+        self._order.pop(key, None)
 
     def _joined(self, answers: list[tuple[str, Any]]) -> tuple[str, Any]:
         """The page ranges' answers of one split PDF -> one answer: their merge when every
@@ -484,6 +621,9 @@ class ExtractPool:
         self._sizes.clear()
         self._hashes.clear()
         self._early.clear()
+        self._suspects.clear()
+        self._failed.clear()
+        self._order.clear()
         self._ahead_bytes = 0
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
