@@ -548,8 +548,12 @@ class ExtractPool:
         if key in self._failed:  # it killed its worker
             self._forget(key)
             self.in_workers += 1
+            self._top_up()
             raise self._failed.pop(key)
         futures = self._inflight.get(key)
+        if futures is None and self._queue and self._queue[0] == key and self._executor is not None:
+            self._top_up()  # its turn, held back while a file read again after a crash ran alone
+            futures = self._inflight.get(key)
         if futures is None:
             if key in self._queued:  # asked before its turn: do it here, never twice
                 self._queued.discard(key)
