@@ -95,7 +95,7 @@ MAX_AHEAD_BYTES = 64 * 1024 * 1024
 TEXT_AHEAD_WEIGHT = 8
 #: Pools started again after a worker died, per run, with the files in flight read again one
 #: at a time; after this many, the files in flight at a crash fail without a second read.
-MAX_RESTARTS = 32
+MAX_RESTARTS = 100
 
 _Key = tuple[str, Any]
 
@@ -415,10 +415,15 @@ class ExtractPool:
 
     def _requeue(self, keys: Iterable[_Key]) -> None:
         """Put ``keys`` back in the queue, at their place in the order they will be asked."""
-        back = [k for k in keys if k not in self._queued]
-        if back:
-            self._queue = deque(sorted([*self._queue, *back], key=lambda k: self._order.get(k, 0)))
-            self._queued.update(back)
+        order = self._order.get
+        back = sorted((k for k in keys if k not in self._queued), key=lambda k: order(k, 0))
+        if not back:
+            return
+        head = []  # only the queue's first files can come before them: a crash costs no pass over the queue
+        while self._queue and order(self._queue[0], 0) < order(back[-1], 0):
+            head.append(self._queue.popleft())
+        self._queue.extendleft(reversed(sorted(head + back, key=lambda k: order(k, 0))))
+        self._queued.update(back)
 
     def _crashed(self) -> None:
         """A worker died and the pool broke: blame, restart, and hand the files again.

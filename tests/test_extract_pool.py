@@ -218,7 +218,8 @@ def test_a_worker_that_dies_fails_its_file_and_the_run_goes_on(tmp_path):
     assert victim in failed and failed[victim]["code"] == "extractor-error"
     assert "worker process died" in failed[victim]["reason"]
     assert all(f["code"] == "extractor-error" and "worker process died" in f["reason"] for f in r["failed"])
-    assert r["indexed"] + len(failed) == len(pdfs) and r["indexed"] > 0  # the rest: read here
+    assert list(failed) == [victim] and "exit code 139" in failed[victim]["reason"]  # only the file that killed it
+    assert r["indexed"] + len(failed) == len(pdfs) and r["indexed"] > 0
     s = SqliteStore(str(db))
     assert s.get_document("C", victim).status == "failed"
     assert all(s.get_document("C", p.name).chunk_count > 0 for p in pdfs if p.name not in failed
@@ -255,6 +256,7 @@ def close(self):
     counts.update(here=self.here, in_workers=self.in_workers, restarts=self._restarts)
     _close(self)
 P.ExtractPool.close = close
+P.MAX_RESTARTS = int(sys.argv[4]) if len(sys.argv) > 4 else P.MAX_RESTARTS
 from engine.config import Settings
 from engine.index import Indexer
 from engine.model import Collection
@@ -267,7 +269,8 @@ s.close()
 """
 
 
-def _signal_run(tmp_path: Path, name: str, victims: dict[str, str], with_victims: bool) -> tuple[dict, list]:
+def _signal_run(tmp_path: Path, name: str, victims: dict[str, str], with_victims: bool,
+                *extra: str) -> tuple[dict, list]:
     """Index the corpus PDFs and texts (the victims only ``with_victims``) with 2 workers in a
     fresh interpreter where a worker reading a victim dies by a real signal; the summary and
     every stored row but the victims'."""
@@ -278,7 +281,7 @@ def _signal_run(tmp_path: Path, name: str, victims: dict[str, str], with_victims
             shutil.copy2(p, root / p.name)  # with its mtime: stored as the document's last_modified
     db = tmp_path / f"{name}.db"
     spec = ",".join(f"{k}:{v}" for k, v in victims.items())
-    out = subprocess.run([sys.executable, "-c", _SIGNAL_CHILD, str(db), str(root), spec], cwd=REPO,
+    out = subprocess.run([sys.executable, "-c", _SIGNAL_CHILD, str(db), str(root), spec, *extra], cwd=REPO,
                          check=True, capture_output=True, text=True).stdout
     rows = [r for r in _chunks(db) if not any(v in r for v in victims)]
     return json.loads(out), rows
@@ -309,3 +312,18 @@ def test_two_files_that_kill_workers_and_a_split_pdf_range_fail_alone(tmp_path):
     reasons = {f["filePath"]: f["reason"] for f in r["failed"]}
     assert "SIGKILL" in reasons["cython.pdf"] and "SIGSEGV" in reasons["test-3820.pdf"]
     assert r["restarts"] <= 2 * len(victims)  # each file read again at most once
+
+
+def test_a_storm_of_crashes_ends_in_linear_restarts(tmp_path):
+    pdfs = sorted((CORPUS / "pdf").glob("*.pdf"))
+    victims = {p.name: "segv" for p in pdfs[::2]}  # every other PDF kills its worker
+    r, _rows = _signal_run(tmp_path, "storm", victims, True)
+    assert r["status"] == "finished"
+    assert sorted(f["filePath"] for f in r["failed"]) == sorted(victims)
+    assert r["restarts"] <= 2 * len(victims) and r["here"] == 0
+    # past MAX_RESTARTS the files in flight at a crash fail without a second read: still every file ends
+    r, _rows = _signal_run(tmp_path, "capped", victims, True, "2")
+    assert r["status"] == "finished" and set(victims) <= {f["filePath"] for f in r["failed"]}
+    assert all("worker process died" in f["reason"] for f in r["failed"])
+    assert r["indexed"] + len(r["failed"]) == len(pdfs) + len(list((CORPUS / "text").glob("*.txt")))
+    assert r["restarts"] <= 2 + len(victims) and r["here"] == 0
