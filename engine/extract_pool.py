@@ -42,11 +42,11 @@ answer. Those files are then read again in a fresh pool, one at a time
 SIGSEGV) ...")``, the others their usual outcome. A file is read again at
 most once; a file alone in flight when its worker dies is not read again;
 after ``MAX_RESTARTS`` pool restarts in one run, the files in flight at a
-crash fail without a retry (the pool still restarts). A file that broke a
-pool is never read in this process (it would kill the indexer); if no new
-pool can start, such files fail and the others are read here.
+crash fail without a retry (the pool still restarts): ``engine.extract_crash``.
+A file that broke a pool is never read in this process (it would kill the
+indexer); if no new pool can start, such files fail and the others are read here.
 
-Imports ``engine.extract`` (in the workers and for the fallback),
+Imports ``engine.extract`` (in the workers and for the fallback), ``engine.extract_crash``,
 ``engine.index_rows`` (in the workers, with ``chunking``) and ``engine.errors``;
 no store connection, no embedder, no face (streamlit, mcp, argparse).
 """
@@ -59,16 +59,16 @@ import multiprocessing
 import os
 import pickle
 import shutil
-import signal
 import tempfile
 import threading
 from collections import deque
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from engine.errors import ExtractError
+from engine.extract_crash import CrashRecovery
 from engine.model import ExtractedText
 
 if TYPE_CHECKING:
@@ -93,9 +93,6 @@ MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: its extracted text with per-character provenance, waiting in this process, is about
 #: ten times its bytes (16 text files of 1.1 MB ahead held ~190 MB), a PDF's far less.
 TEXT_AHEAD_WEIGHT = 8
-#: Pools started again after a worker died, per run, with the files in flight read again one
-#: at a time; after this many, the files in flight at a crash fail without a second read.
-MAX_RESTARTS = 100
 
 _Key = tuple[str, Any]
 
@@ -243,24 +240,6 @@ def _preload(paths: Iterable[str]) -> None:
         log.debug("preloading the readers failed", exc_info=True)
 
 
-def _how_they_died(procs: list[Any]) -> str:
-    """``"killed by signal SIGSEGV"`` / ``"exit code 139"`` for the workers of a broken
-    pool that ended on their own (the pool terminates the others: SIGTERM), or
-    ``"cause unknown"``."""
-    codes = [p.exitcode for p in procs if getattr(p, "exitcode", None) not in (None, 0)]
-    own = [c for c in codes if c != -signal.SIGTERM] or codes
-    said = []
-    for c in dict.fromkeys(own):
-        if c < 0:
-            try:
-                said.append(f"killed by signal {signal.Signals(-c).name}")
-            except ValueError:
-                said.append(f"killed by signal {-c}")
-        else:
-            said.append(f"exit code {c}")
-    return ", ".join(said) or "cause unknown"
-
-
 def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None,
                   max_pages: int = 0) -> ExtractedText:
     from engine.extract import extract
@@ -268,7 +247,7 @@ def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any =
     return extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
 
 
-class ExtractPool:
+class ExtractPool(CrashRecovery):
     """Outcomes of ``engine.extract.extract`` computed ahead in worker processes.
 
     Use as a context manager (``close`` ends the workers)::
@@ -409,79 +388,6 @@ class ExtractPool:
         self._ahead_bytes += self._ahead_weight(key)
         return True
 
-    def _running(self) -> set[_Key]:
-        """Files with a task not finished in a worker."""
-        return {k for k, fs in self._inflight.items() if not all(f.done() for f in fs)}
-
-    def _requeue(self, keys: Iterable[_Key]) -> None:
-        """Put ``keys`` back in the queue, at their place in the order they will be asked."""
-        order = self._order.get
-        back = sorted((k for k in keys if k not in self._queued), key=lambda k: order(k, 0))
-        if not back:
-            return
-        head = []  # only the queue's first files can come before them: a crash costs no pass over the queue
-        while self._queue and order(self._queue[0], 0) < order(back[-1], 0):
-            head.append(self._queue.popleft())
-        self._queue.extendleft(reversed(sorted(head + back, key=lambda k: order(k, 0))))
-        self._queued.update(back)
-
-    def _crashed(self) -> None:
-        """A worker died and the pool broke: blame, restart, and hand the files again.
-
-        The files whose tasks were not finished (their futures hold
-        ``BrokenProcessPool``) are the ones in flight. One alone (or one already
-        read again: a suspect), or any after ``MAX_RESTARTS`` restarts, fails with
-        the crash named; the others become suspects, queued again at their place,
-        each to be handed out alone (``_top_up``, ``_alone``). A fresh pool is
-        started; if it cannot start, ``_give_up``."""
-        executor, self._executor = self._executor, None
-        procs = list((getattr(executor, "_processes", None) or {}).values())
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)  # the broken pool's thread ends, every future set
-        how = _how_they_died(procs)
-        hit = sorted((k for k, fs in self._inflight.items()
-                      if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)
-                             for f in fs)), key=lambda k: self._order.get(k, 0))
-        self._restarts += 1
-        retry = []
-        for k in hit:
-            self._inflight.pop(k)
-            self._ahead_bytes -= self._ahead_weight(k)
-            if len(hit) == 1 or k in self._suspects:
-                self._suspects.discard(k)
-                self._failed[k] = ExtractError(f"extractor error: worker process died ({how}) while reading "
-                                               "this file alone")
-            elif self._restarts > MAX_RESTARTS:
-                self._failed[k] = ExtractError(
-                    f"extractor error: worker process died ({how}) with {len(hit)} files in flight, this one "
-                    f"among them; not read again: more than {MAX_RESTARTS} worker crashes in this run")
-            else:
-                self._suspects.add(k)
-                retry.append(k)
-        log.warning("an extraction worker died (%s) with %d files in flight: %d read again one at a time",
-                    how, len(hit), len(retry))
-        self._requeue(retry)
-        try:
-            self._executor = ProcessPoolExecutor(max_workers=self.workers,
-                                                 mp_context=multiprocessing.get_context("fork"))
-        except (OSError, ValueError, RuntimeError) as e:
-            self._give_up(e)
-
-    def _alone(self, key: _Key) -> None:
-        """Hand out the suspect ``key`` (queued, asked now) alone: wait until no task is
-        running (a crash meanwhile is handled: ``_crashed``), then submit it."""
-        while self._executor is not None and key in self._queued:
-            running = [f for k in self._running() for f in self._inflight[k]]
-            if running:
-                wait(running, return_when=FIRST_EXCEPTION)
-                if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)
-                       for f in running):
-                    self._crashed()
-                continue
-            self._queue.remove(key)
-            self._queued.discard(key)
-            self._submit(key)
-
     def _next_key(self) -> _Key:
         """The next file to hand out: the queue's first, or a PDF to read in page ranges
         among the next ``AHEAD_TASKS x workers`` (handed out before its turn, so its join and
@@ -542,8 +448,10 @@ class ExtractPool:
 
         Raises:
             ExtractError: the file cannot be extracted (the same error, reason
-                and subclass as in this process; a worker that died:
-                ``ExtractError("extractor error: worker process died: ...")``).
+                and subclass as in this process; the file whose worker died
+                when it was read alone: ``ExtractError("extractor error: worker
+                process died (killed by signal SIGSEGV) while reading this file alone")``;
+                the other files in flight then are read again, alone).
             Exception: whatever ``engine.extract.extract`` raises beyond
                 ``ExtractError`` (from the re-run in this process).
         """

@@ -256,7 +256,8 @@ def close(self):
     counts.update(here=self.here, in_workers=self.in_workers, restarts=self._restarts)
     _close(self)
 P.ExtractPool.close = close
-P.MAX_RESTARTS = int(sys.argv[4]) if len(sys.argv) > 4 else P.MAX_RESTARTS
+import engine.extract_crash as C
+C.MAX_RESTARTS = int(sys.argv[4]) if len(sys.argv) > 4 else C.MAX_RESTARTS
 from engine.config import Settings
 from engine.index import Indexer
 from engine.model import Collection
