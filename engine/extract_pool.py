@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from engine.errors import ExtractError
-from engine.extract_crash import CrashRecovery
+from engine.extract_crash import MAX_RESTARTS, CrashRecovery
 from engine.model import ExtractedText
 
 if TYPE_CHECKING:
@@ -377,9 +377,12 @@ class ExtractPool(CrashRecovery):
                 futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
                                                  self.max_pages, join)
                            for k in range(parts)]
-        except BrokenProcessPool:  # a worker died before this file was handed out
+        except BrokenProcessPool as e:  # a worker died before this file was handed out
             self._requeue([key])
-            self._crashed()
+            if self._restarts > 2 * MAX_RESTARTS:  # pools that break with nothing in flight: stop
+                self._give_up(e)
+            else:
+                self._crashed()
             return False
         except RuntimeError as e:
             self._give_up(e)
@@ -437,8 +440,11 @@ class ExtractPool(CrashRecovery):
     def would_wait(self, path: str | os.PathLike[str], password: str | None = None) -> bool:
         """True when ``extract(path, password)`` would block on a worker now (the
         indexer commits what it holds meanwhile, so its writes overlap the reading)."""
-        futures = self._inflight.get((str(path), password))
-        return futures is not None and not all(f.done() for f in futures)
+        key = (str(path), password)
+        futures = self._inflight.get(key)
+        if futures is None:  # read again alone after a crash: waits for the running tasks
+            return key in self._suspects and key in self._queued
+        return not all(f.done() for f in futures)
 
     def extract(self, path: str | os.PathLike[str], password: str | None = None,
                 content_hash: str | None = None) -> ExtractedText | ReadyText:
