@@ -181,10 +181,46 @@ static PyObject *page_words(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* fill_text(out, codes, lengths, kinds, seplen): the PDF layout's text as code points
+ * (engine/extract/pdf.py _place_words). Word i is preceded by seplen[i] characters of its
+ * separator kind (0: form feeds, 1: space, 2 and 3: newlines) and then its lengths[i] code
+ * points, taken in order from codes; form feeds fill the rest of out.
+ * out: writable uint32; codes: uint32; lengths, seplen: int64; kinds: int8 (C-contiguous). */
+static PyObject *fill_text(PyObject *self, PyObject *args) {
+    Py_buffer out, codes, lengths, kinds, seplen;
+    if (!PyArg_ParseTuple(args, "w*y*y*y*y*", &out, &codes, &lengths, &kinds, &seplen)) return NULL;
+    PyObject *res = NULL;
+    Py_ssize_t total = out.len / 4, ncodes = codes.len / 4, n = lengths.len / 8, pos = 0, at = 0, i, j;
+    uint32_t *o = (uint32_t *)out.buf;
+    const uint32_t *c = (const uint32_t *)codes.buf;
+    const int64_t *len = (const int64_t *)lengths.buf, *sl = (const int64_t *)seplen.buf;
+    const int8_t *k = (const int8_t *)kinds.buf;
+    int bad = (kinds.len != n || seplen.len / 8 != n);
+    for (i = 0; i < n && !bad; i++) {
+        int64_t s = sl[i], L = len[i];
+        if (s < 0 || L < 0 || s > total - pos || L > total - pos - s || L > ncodes - at) { bad = 1; break; }
+        uint32_t fill = k[i] == 0 ? 12 : (k[i] == 1 ? 32 : 10);
+        for (j = 0; j < s; j++) o[pos + j] = fill;
+        pos += s;
+        memcpy(o + pos, c + at, (size_t)L * 4);
+        pos += L; at += L;
+    }
+    if (!bad && at != ncodes) bad = 1;
+    if (bad) PyErr_SetString(PyExc_ValueError, "fill_text: columns do not fit the text");
+    else {
+        for (; pos < total; pos++) o[pos] = 12;
+        res = Py_None; Py_INCREF(res);
+    }
+    PyBuffer_Release(&out); PyBuffer_Release(&codes); PyBuffer_Release(&lengths);
+    PyBuffer_Release(&kinds); PyBuffer_Release(&seplen);
+    return res;
+}
+
 static PyObject *version(PyObject *self, PyObject *args) { return PyUnicode_FromString(FZ_VERSION); }
 
 static PyMethodDef methods[] = {
     {"page_words", page_words, METH_VARARGS, "words of a text page as (records, code points) bytes"},
+    {"fill_text", fill_text, METH_VARARGS, "the PDF layout's text code points (pdf.py _place_words)"},
     {"mupdf_version", version, METH_NOARGS, "MuPDF version compiled against"},
     {NULL, NULL, 0, NULL}};
 
