@@ -204,3 +204,41 @@ def test_join_pages_mixes_compiled_and_tuple_pages():
     for i in range(5):
         assert np.concatenate([w[i] for w in want]).tobytes() == got[i].tobytes()
     assert len(pdfwords.join_pages([])) == 0
+
+
+@needs_walker
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_text_fill_equals_the_numpy_layout(monkeypatch, seed):
+    """``_pdfwords.fill_text`` writes the code points the numpy path of ``_place_words`` does:
+    random words over pages with empty pages between (several form feeds), blocks, lines."""
+    from engine.extract import pdf
+
+    rng = np.random.default_rng(seed)
+    page_count = 9
+    raw_counts = [int(k) for k in rng.integers(0, 40, page_count)]
+    raw_counts[int(rng.integers(page_count))] = 0
+    n = sum(raw_counts)
+    lengths = rng.integers(1, 8, n).astype(np.int64)
+    codes = rng.integers(33, 127, int(lengths.sum())).astype(np.uint32)
+    block = np.cumsum(rng.random(n) < 0.1).astype(np.int64)
+    line = np.cumsum(rng.random(n) < 0.3).astype(np.int64)
+    corners = rng.random((n, 4)) * 500
+    affine = np.tile([1 / 600, 0.0, 0.0, 1 / 800, 0.0, 0.0], (page_count, 1))
+    args = (corners, codes, lengths, block, line, raw_counts, affine, page_count)
+    assert pdfwords.text_filler() is not None
+    compiled = pdf._place_words(*args)
+    monkeypatch.setattr(pdfwords, "_walk", False)
+    assert pdfwords.text_filler() is None
+    plain = pdf._place_words(*args)
+    assert compiled[1] == plain[1] and compiled[2] == plain[2] and "\f\f" in plain[1]
+    assert compiled[0].starts.tolist() == plain[0].starts.tolist()
+
+
+@needs_walker
+def test_compiled_text_fill_rejects_columns_that_do_not_fit():
+    from engine.extract import _pdfwords
+
+    out = np.empty(3, np.uint32)
+    with pytest.raises(ValueError):
+        _pdfwords.fill_text(out, np.arange(5, dtype=np.uint32), np.array([5], np.int64),
+                            np.zeros(1, np.int8), np.zeros(1, np.int64))
