@@ -24,7 +24,8 @@ from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATO
 from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
-from engine.extract.pdfwords import CompiledWords, PageWords, join_pages, read_page, text_filler, tuple_words
+from engine.extract.pdfwords import (CompiledWords, PageWords, box_filler, join_pages, read_page, text_filler,
+                                     tuple_words)
 from engine.model import ExtractedText, PageInfo, WordArray
 
 __all__ = ["open_pdf", "rotation_affine", "extract_pdf", "extract_pdf_part", "merge_pdf_parts", "PdfPart",
@@ -527,6 +528,12 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
     text = out.tobytes().decode("utf-32-le", "surrogatepass")
 
     # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
+    fill_boxes = box_filler()
+    if fill_boxes is not None:  # the same numbers in one C pass (engine.extract._pdfwords)
+        boxes = np.empty((n, 4))
+        fill_boxes(boxes, np.ascontiguousarray(corners, np.float64), np.ascontiguousarray(affine, np.float64),
+                   np.ascontiguousarray(per_page, np.int64))
+        return WordArray(starts, ends, pages, boxes), text, [int(k) for k in per_page]
     px0, py0, px1, py1 = corners.T
     ma, mb, mc, md, me, mf = (np.repeat(col, per_page) for col in affine.T)  # each word's page's row
     u0 = ma * px0 + mc * py0 + me
