@@ -248,7 +248,9 @@ class TextPass:
         text = ex.text
         if ready is not None:  # rows built by a worker
             chunks: Any = RowChunks(f, text, ready.rows)
-        elif self._takes_rows() and not ex.metadata.get("ocrPages"):  # the SQLite store: rows made here
+        elif self._takes_rows() and ex.file_type == "pdf" and not ex.metadata.get("ocrPages"):
+            # the SQLite store: a PDF's rows made here without a Bbox/Region per line (smaller
+            # than its windows); other files stream their rows from the windows below
             chunks = RowChunks(f, text, chunk_rows(ex, f.content_hash, self.settings.chunk_size,
                                                    self.settings.chunk_overlap))
         else:  # read here (or joined from page ranges): Chunk values made on demand
