@@ -95,6 +95,8 @@ class TextPass:
             todo.append(f)
             key = self._cache_key(f)
             remaining[key] = remaining.get(key, 0) + 1
+        if not todo:  # nothing to read: no pool, and the pool's modules stay unimported
+            return
         cache: dict[tuple, ExtractedText | ExtractError] = {}
         total = len(files)
         done = summary["unchanged"]
