@@ -14,7 +14,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.model import RECT_GRID, Bbox, ExtractedText, Rects, Region, Window
 
-__all__ = ["windows", "chunk_text", "chunk_id", "window_count"]
+__all__ = ["windows", "chunk_text", "chunk_plain", "chunk_id", "window_count"]
 
 
 def _check(size: int, overlap: int) -> None:
@@ -61,32 +61,15 @@ def windows(text: str, size: int, overlap: int) -> list[Window]:
     return [_window(i, i * step, min(i * step + size, length), None, None, ()) for i in range(n)]
 
 
-def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window]:
-    """Windows of ``extracted.text`` with their provenance.
-
-    Args:
-        extracted: text plus word spans (``start`` ascending, non-overlapping),
-            read as the ``WordArray`` columns; words without a page or box are
-            ignored here.
-        size, overlap: characters, as in ``windows``.
-
-    Returns:
-        ``windows(...)`` where each window with PDF words also carries:
-        ``page`` = page of the first word that starts inside the window (else
-        of the first word reaching into it); ``bbox`` = union of the boxes of
-        all words overlapping the window on that page (overlap included);
-        ``regions`` = ``(page, bbox)`` first, then one ``Region`` per further
-        page the window reaches, in text order. Windows over text without
-        pages (txt, md, docx) keep page/bbox None and regions ().
-
-    Raises:
-        ValueError: size/overlap out of range.
-    """
+def _plan(extracted: ExtractedText, size: int, overlap: int) -> tuple[list[Window], tuple | None]:
+    """``chunk_text``'s vectorised part: the plain windows and, when some hold located
+    words, ``(hit, first_page, g_min, g_max, g_page, g_bounds, r_box, r_code, r_page,
+    r_bounds)`` (lists and arrays, see the comments), else None."""
     spans = windows(extracted.text, size, overlap)
     words = extracted.words
     located = (words.pages > 0) & ~np.isnan(words.boxes[:, 0])
     if not spans or not located.any():
-        return spans
+        return spans, None
     if located.all():
         starts, ends, pages, boxes = words.starts, words.ends, words.pages, words.boxes
     else:
@@ -103,7 +86,7 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     first_in = np.searchsorted(starts, win_start, side="left")
     hit = np.flatnonzero(lo < hi)  # windows holding at least one word
     if not len(hit):
-        return spans
+        return spans, None
     lo, hi, first_in = lo[hit], hi[hit], first_in[hit]
     first_page = np.where(first_in < hi, pages[np.minimum(first_in, n - 1)], pages[lo])
 
@@ -151,6 +134,34 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     r_page = pair_page[rect_at].tolist()
     r_bounds = np.searchsorted(win_of[rect_at], np.arange(len(hit) + 1)).tolist()
 
+    return spans, (hit, first_page, g_min, g_max, g_page, g_bounds, r_box, r_code, r_page, r_bounds)
+
+
+def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window]:
+    """Windows of ``extracted.text`` with their provenance.
+
+    Args:
+        extracted: text plus word spans (``start`` ascending, non-overlapping),
+            read as the ``WordArray`` columns; words without a page or box are
+            ignored here.
+        size, overlap: characters, as in ``windows``.
+
+    Returns:
+        ``windows(...)`` where each window with PDF words also carries:
+        ``page`` = page of the first word that starts inside the window (else
+        of the first word reaching into it); ``bbox`` = union of the boxes of
+        all words overlapping the window on that page (overlap included);
+        ``regions`` = ``(page, bbox)`` first, then one ``Region`` per further
+        page the window reaches, in text order. Windows over text without
+        pages (txt, md, docx) keep page/bbox None and regions ().
+
+    Raises:
+        ValueError: size/overlap out of range.
+    """
+    spans, plan = _plan(extracted, size, overlap)
+    if plan is None:
+        return spans
+    hit, first_page, g_min, g_max, g_page, g_bounds, r_box, r_code, r_page, r_bounds = plan
     out = list(spans)
     boxes_of = list(map(_bbox, *r_box))
     b64 = base64.b64encode
@@ -181,6 +192,56 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
                                 _rects(boxes_of, r_code, by_page.get(p, ())))
                         for p in order)
         out[i] = _window(win.chunk_index, win.start, win.end, page, regions[0].bbox, regions)
+    return out
+
+
+
+def chunk_plain(extracted: ExtractedText, size: int, overlap: int) -> list[tuple]:
+    """``chunk_text`` as plain tuples, with no ``Bbox`` / ``Region`` / ``Window`` object (the
+    SQLite row builder, ``engine.index_rows``, needs only their numbers and codes).
+
+    Returns:
+        One ``(chunk_index, start, end, page, bbox, regions)`` per window, in
+        order, with the values of ``chunk_text``'s window: ``bbox`` an
+        ``(x, y, w, h)`` float tuple or None, ``regions`` a tuple of
+        ``(page, (x, y, w, h), rects_code)`` (``rects_code`` "" for no
+        rectangle), () for a window without located words.
+
+    Raises:
+        ValueError: size/overlap out of range.
+    """
+    spans, plan = _plan(extracted, size, overlap)
+    out = [(w.chunk_index, w.start, w.end, None, None, ()) for w in spans]
+    if plan is None:
+        return out
+    hit, first_page, g_min, g_max, g_page, g_bounds, r_box, r_code, r_page, r_bounds = plan
+    b64 = base64.b64encode
+    for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
+        win = spans[i]
+        a, b = g_bounds[k], g_bounds[k + 1]
+        ra, rb = r_bounds[k], r_bounds[k + 1]
+        if b - a == 1:  # one page: the usual case
+            (x0, y0), (x1, y1) = g_min[a], g_max[a]
+            bbox = (x0, y0, x1 - x0, y1 - y0)
+            code = b64(r_code[ra:rb].tobytes()).decode("ascii") if rb > ra else ""
+            out[i] = (win.chunk_index, win.start, win.end, page, bbox, ((page, bbox, code),))
+            continue
+        by_page: dict[int, list[int]] = {}  # page -> its rectangles, in text order
+        for r in range(ra, rb):
+            by_page.setdefault(r_page[r], []).append(r)
+        acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], as chunk_text
+        for g in range(a, b):
+            (x0, y0), (x1, y1) = g_min[g], g_max[g]
+            prev = acc.get(g_page[g])
+            if prev is None:
+                acc[g_page[g]] = [x0, y0, x1, y1]
+            else:
+                acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
+        order = [page] + [p for p in acc if p != page]
+        regions = tuple((p, (acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
+                         b64(r_code[by_page[p]].tobytes()).decode("ascii") if by_page.get(p) else "")
+                        for p in order)
+        out[i] = (win.chunk_index, win.start, win.end, page, regions[0][1], regions)
     return out
 
 

@@ -32,11 +32,21 @@ Falls back to extracting in this process, cleanly: with ``workers`` 1 (the
 with other threads running (the explorer runs the indexer in a thread), when
 the pool cannot start, for a file asked out of order, and for a file on which the
 worker raised something other than ``ExtractError`` (re-run here, so the
-caller sees the real exception). A worker that dies (a crash inside the
-PDF library) gives that file ``ExtractError("extractor error: ...")`` and the
-pool is not used again in the run.
+caller sees the real exception).
 
-Imports ``engine.extract`` (in the workers and for the fallback),
+A worker that dies (a crash inside the PDF library, a kill by the kernel)
+breaks the whole ``ProcessPoolExecutor``: every file in flight loses its
+answer. Those files are then read again in a fresh pool, one at a time
+(``_crashed``): the one that kills its worker alone gets
+``ExtractError("extractor error: worker process died (killed by signal
+SIGSEGV) ...")``, the others their usual outcome. A file is read again at
+most once; a file alone in flight when its worker dies is not read again;
+after ``MAX_RESTARTS`` pool restarts in one run, the files in flight at a
+crash fail without a retry (the pool still restarts): ``engine.extract_crash``.
+A file that broke a pool is never read in this process (it would kill the
+indexer); if no new pool can start, such files fail and the others are read here.
+
+Imports ``engine.extract`` (in the workers and for the fallback), ``engine.extract_crash``,
 ``engine.index_rows`` (in the workers, with ``chunking``) and ``engine.errors``;
 no store connection, no embedder, no face (streamlit, mcp, argparse).
 """
@@ -58,6 +68,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from engine.errors import ExtractError
+from engine.extract_crash import MAX_RESTARTS, CrashRecovery
 from engine.model import ExtractedText
 
 if TYPE_CHECKING:
@@ -236,7 +247,7 @@ def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any =
     return extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
 
 
-class ExtractPool:
+class ExtractPool(CrashRecovery):
     """Outcomes of ``engine.extract.extract`` computed ahead in worker processes.
 
     Use as a context manager (``close`` ends the workers)::
@@ -269,6 +280,11 @@ class ExtractPool:
         self._inflight: dict[_Key, list[Future]] = {}  # a split PDF: one future per page range
         self._ahead_bytes = 0
         self._broken = False
+        self._order: dict[_Key, int] = {}  # the order the files will be asked (prefetch)
+        self._suspects: set[_Key] = set()  # in flight when a worker died: read again, alone (_crashed)
+        self._failed: dict[_Key, ExtractError] = {}  # killed its worker: the answer to give
+        self._restarts = 0
+        self._seq = 0
         #: Files extracted by a worker / in this process (for tests and the bench).
         self.in_workers = 0
         self.here = 0
@@ -318,6 +334,8 @@ class ExtractPool:
                 self._queue.append(key)
                 self._queued.add(key)
                 self._sizes[key] = size
+                self._seq += 1
+                self._order.setdefault(key, self._seq)
         self._top_up()
 
     def _ahead_weight(self, key: _Key) -> int:
@@ -337,24 +355,41 @@ class ExtractPool:
             if self._inflight and (tasks >= AHEAD_TASKS * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
                 return
             key = self._next_key()
+            running = self._running() if self._suspects else set()
+            if running and (key in self._suspects or running & self._suspects):
+                return  # a file read again after a crash runs alone (_crashed)
             self._queue.remove(key)
             self._queued.discard(key)
-            parts = self._parts(key)
-            try:
-                if parts == 1:
-                    h = self._hashes.get(key)
-                    rows = (h, *self.chunking) if h and self.chunking else None
-                    futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
-                else:
-                    join = self._join_for(key)
-                    futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
-                                                     self.max_pages, join)
-                               for k in range(parts)]
-            except (BrokenProcessPool, RuntimeError) as e:
-                self._give_up(e)
+            if not self._submit(key):
                 return
-            self._inflight[key] = futures
-            self._ahead_bytes += self._ahead_weight(key)
+
+    def _submit(self, key: _Key) -> bool:
+        """Hand ``key`` (taken off the queue) to the workers; False when the pool broke
+        meanwhile (``key`` is queued again, the pool restarted: ``_crashed``) or failed."""
+        parts = self._parts(key)
+        try:
+            if parts == 1:
+                h = self._hashes.get(key)
+                rows = (h, *self.chunking) if h and self.chunking else None
+                futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
+            else:
+                join = self._join_for(key)
+                futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
+                                                 self.max_pages, join)
+                           for k in range(parts)]
+        except BrokenProcessPool as e:  # a worker died before this file was handed out
+            self._requeue([key])
+            if self._restarts > 2 * MAX_RESTARTS:  # pools that break with nothing in flight: stop
+                self._give_up(e)
+            else:
+                self._crashed()
+            return False
+        except RuntimeError as e:
+            self._give_up(e)
+            return False
+        self._inflight[key] = futures
+        self._ahead_bytes += self._ahead_weight(key)
+        return True
 
     def _next_key(self) -> _Key:
         """The next file to hand out: the queue's first, or a PDF to read in page ranges
@@ -363,7 +398,7 @@ class ExtractPool:
         run on one core), while at least ``workers`` files handed out in their turn are
         still to be collected (the indexer's next file is always among them)."""
         head = self._queue[0]
-        if self._parts(head) > 1:
+        if self._parts(head) > 1 or self._suspects:
             return head
         early = sum(1 for k in self._inflight if k in self._early)
         if len(self._inflight) - early < self.workers:
@@ -394,6 +429,10 @@ class ExtractPool:
         self._broken = True
         self._queue.clear()
         self._queued.clear()
+        for k in self._suspects:  # in flight when a worker died: never read in this process
+            self._failed[k] = ExtractError("extractor error: worker process died with this file in flight; "
+                                           f"not read again: the worker pool could not start again ({e})")
+        self._suspects.clear()
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
@@ -401,8 +440,11 @@ class ExtractPool:
     def would_wait(self, path: str | os.PathLike[str], password: str | None = None) -> bool:
         """True when ``extract(path, password)`` would block on a worker now (the
         indexer commits what it holds meanwhile, so its writes overlap the reading)."""
-        futures = self._inflight.get((str(path), password))
-        return futures is not None and not all(f.done() for f in futures)
+        key = (str(path), password)
+        futures = self._inflight.get(key)
+        if futures is None:  # read again alone after a crash: waits for the running tasks
+            return key in self._suspects and key in self._queued
+        return not all(f.done() for f in futures)
 
     def extract(self, path: str | os.PathLike[str], password: str | None = None,
                 content_hash: str | None = None) -> ExtractedText | ReadyText:
@@ -412,30 +454,40 @@ class ExtractPool:
 
         Raises:
             ExtractError: the file cannot be extracted (the same error, reason
-                and subclass as in this process; a worker that died:
-                ``ExtractError("extractor error: worker process died: ...")``).
+                and subclass as in this process; the file whose worker died
+                when it was read alone: ``ExtractError("extractor error: worker
+                process died (killed by signal SIGSEGV) while reading this file alone")``;
+                the other files in flight then are read again, alone).
             Exception: whatever ``engine.extract.extract`` raises beyond
                 ``ExtractError`` (from the re-run in this process).
         """
         key = (str(path), password)
-        futures = self._inflight.pop(key, None)
+        if key in self._suspects and key in self._queued and key not in self._inflight:
+            self._alone(key)  # in flight when a worker died: read again alone, never here
+        if key in self._failed:  # it killed its worker
+            self._forget(key)
+            self.in_workers += 1
+            self._top_up()
+            raise self._failed.pop(key)
+        futures = self._inflight.get(key)
+        if futures is None and self._queue and self._queue[0] == key and self._executor is not None:
+            self._top_up()  # its turn, held back while a file read again after a crash ran alone
+            futures = self._inflight.get(key)
         if futures is None:
             if key in self._queued:  # asked before its turn: do it here, never twice
                 self._queued.discard(key)
                 self._queue.remove(key)
             self.here += 1
             return _extract_here(path, password, self.ocr, self.max_pages)
-        self._ahead_bytes -= self._ahead_weight(key)
-        self._sizes.pop(key, None)
-        self._hashes.pop(key, None)
-        self._early.discard(key)
         try:
             answers = [fut.result() for fut in futures]
-        except BrokenProcessPool as e:
-            self._give_up(e)
-            raise ExtractError(f"extractor error: worker process died: {e}") from None
-        finally:
-            self._top_up()
+        except BrokenProcessPool:  # a worker died: this file fails only if it killed it
+            self._crashed()
+            return self.extract(path, password, content_hash)  # at most twice: a suspect, then failed
+        self._inflight.pop(key)
+        self._ahead_bytes -= self._ahead_weight(key)
+        self._forget(key)
+        self._top_up()
         kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
         if kind == "ok" and getattr(value, "content_hash", content_hash) != content_hash:
             kind = "bug"  # rows built for other bytes (never asked so by the indexer): read again here
@@ -447,6 +499,14 @@ class ExtractPool:
             raise value
         self.here += 1
         return _extract_here(path, password, self.ocr, self.max_pages)  # "bug": raise the real exception here
+
+    def _forget(self, key: _Key) -> None:
+        """Drop what the pool kept about ``key`` (asked now)."""
+        self._sizes.pop(key, None)
+        self._hashes.pop(key, None)
+        self._early.discard(key)
+        self._suspects.discard(key)
+        self._order.pop(key, None)
 
     def _joined(self, answers: list[tuple[str, Any]]) -> tuple[str, Any]:
         """The page ranges' answers of one split PDF -> one answer: their merge when every
@@ -484,6 +544,9 @@ class ExtractPool:
         self._sizes.clear()
         self._hashes.clear()
         self._early.clear()
+        self._suspects.clear()
+        self._failed.clear()
+        self._order.clear()
         self._ahead_bytes = 0
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)

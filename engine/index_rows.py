@@ -30,14 +30,14 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from engine.chunk import chunk_text
+from engine.chunk import chunk_id, chunk_plain, chunk_text
 from engine.extract.common import gc_paused
 from engine.model import Chunk, Collection, ExtractedText, WordArray
 from engine.outcome import HashedFile, LazyChunks
 from engine.store.fts import is_cjk
-from engine.store.sqlite_rows import chunk_of, chunk_params
+from engine.store.sqlite_rows import box_json, chunk_of, chunk_params
 
-__all__ = ["ReadyText", "ready_text", "RowChunks", "WindowChunks", "wants_rows"]
+__all__ = ["ReadyText", "ready_text", "chunk_rows", "RowChunks", "WindowChunks", "wants_rows"]
 
 #: A chunk row: (chunk_index, chunk_id, start, end, page, page_label, bbox JSON,
 #: regions JSON, metadata JSON), the ``CHUNK_COLUMNS`` a file's chunks differ in.
@@ -89,16 +89,45 @@ def ready_text(ex: ExtractedText, content_hash: str, size: int, overlap: int) ->
     Raises:
         ValueError: size/overlap out of range (``engine.chunk``).
     """
-    rows: tuple[Row, ...] = ()
-    if wants_rows(ex):
-        labels = {p.number: p.label for p in ex.pages if p.label}
-        ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
-        f = HashedFile(_NOWHERE, "", "", content_hash, 0, 0)
-        with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
-            windows = chunk_text(ex, size, overlap)
-            rows = tuple(_row(chunk_params(c)) for c in LazyChunks(f, ex.text, windows, labels, ocr_pages))
+    rows = chunk_rows(ex, content_hash, size, overlap) if wants_rows(ex) else ()
     bare = dataclasses.replace(ex, words=WordArray.empty()) if len(ex.words) else ex
     return ReadyText(bare, content_hash, size, overlap, rows)
+
+
+def chunk_rows(ex: ExtractedText, content_hash: str, size: int, overlap: int) -> tuple[Row, ...]:
+    """The chunk ``Row``s of ``ex`` (``ready_text``'s rows; the indexer's process calls it for
+    the SQLite store too): windows of ``size``/``overlap`` characters, chunk ids made from
+    ``content_hash``. Without OCR'd pages no ``Chunk``/``Region``/``Bbox`` object is made
+    (``engine.chunk.chunk_plain``); with them, from ``LazyChunks`` (their metadata names the pages).
+
+    Raises:
+        ValueError: size/overlap out of range (``engine.chunk``).
+    """
+    labels = {p.number: p.label for p in ex.pages if p.label}
+    ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
+    with gc_paused():  # thousands of acyclic tuples: nothing for the collector
+        if ocr_pages:  # chunk metadata names the OCR'd pages: from the Chunk values
+            f = HashedFile(_NOWHERE, "", "", content_hash, 0, 0)
+            windows = chunk_text(ex, size, overlap)
+            return tuple(_row(chunk_params(c)) for c in LazyChunks(f, ex.text, windows, labels, ocr_pages))
+        return _plain_rows(ex.text, chunk_plain(ex, size, overlap), content_hash, labels)
+
+
+def _plain_rows(text: str, plain: list[tuple], content_hash: str, labels: dict[int, str]) -> tuple[Row, ...]:
+    """``chunk_plain`` windows -> ``Row``s, byte-identical to ``_row(chunk_params(c))`` of the
+    ``LazyChunks`` chunk of each window without OCR'd pages (no ``Chunk``, ``Region`` or
+    ``Bbox`` made: tests/test_index_rows.py compares both)."""
+    rows = []
+    for index, start, end, page, box, regions in plain:
+        if box is None:
+            rows.append((index, chunk_id(content_hash, text[start:end]), start, end, None, None, None, None, None))
+            continue
+        bj = box_json(*box)
+        parts = ",".join(f'{{"page":{p},"bbox":{bj if b is box else box_json(*b)}'
+                         + (f',"r":"{code}"' if code else "") + "}" for p, b, code in regions)
+        rows.append((index, chunk_id(content_hash, text[start:end]), start, end, page, labels.get(page),
+                     bj, "[" + parts + "]", None))
+    return tuple(rows)
 
 
 def _row(p: tuple) -> Row:

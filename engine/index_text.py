@@ -30,7 +30,7 @@ from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
 from engine.extract.common import gc_paused
 from engine.extract.reasons import reason_code
-from engine.index_rows import ReadyText, RowChunks, WindowChunks
+from engine.index_rows import ReadyText, RowChunks, WindowChunks, chunk_rows
 from engine.index_walk import file_hash
 from engine.model import Document, ExtractedText
 from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
@@ -250,6 +250,11 @@ class TextPass:
         text = ex.text
         if ready is not None:  # rows built by a worker
             chunks: Any = RowChunks(f, text, ready.rows)
+        elif self._takes_rows() and ex.file_type == "pdf" and not ex.metadata.get("ocrPages"):
+            # the SQLite store: a PDF's rows made here without a Bbox/Region per line (smaller
+            # than its windows); other files stream their rows from the windows below
+            chunks = RowChunks(f, text, chunk_rows(ex, f.content_hash, self.settings.chunk_size,
+                                                   self.settings.chunk_overlap))
         else:  # read here (or joined from page ranges): Chunk values made on demand
             labels = {p.number: p.label for p in ex.pages if p.label}
             with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector

@@ -93,6 +93,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.store.vector_purge",  # polish: chunknav vectors purge-stale
     "engine.freshness", "engine.render",  # i12
     "engine.blas", "engine.extract_pool",
+    "engine.extract_crash",  # crash: a worker that dies fails only its file
     "engine.lazy",  # idx: numpy and requests on first use
     "engine.store.int8_scan",  # issue 15, 1M row
     "engine.scan_share",  # hyb: a hybrid search's shared full scan

@@ -218,9 +218,113 @@ def test_a_worker_that_dies_fails_its_file_and_the_run_goes_on(tmp_path):
     assert victim in failed and failed[victim]["code"] == "extractor-error"
     assert "worker process died" in failed[victim]["reason"]
     assert all(f["code"] == "extractor-error" and "worker process died" in f["reason"] for f in r["failed"])
-    assert r["indexed"] + len(failed) == len(pdfs) and r["indexed"] > 0  # the rest: read here
+    assert list(failed) == [victim] and "exit code 139" in failed[victim]["reason"]  # only the file that killed it
+    assert r["indexed"] + len(failed) == len(pdfs) and r["indexed"] > 0
     s = SqliteStore(str(db))
     assert s.get_document("C", victim).status == "failed"
     assert all(s.get_document("C", p.name).chunk_count > 0 for p in pdfs if p.name not in failed
                and s.get_document("C", p.name).status == "indexed")
     s.close()
+
+
+_SIGNAL_CHILD = r"""
+import ctypes, json, os, signal, sys
+import engine.extract_pool as P
+# victims: name:how[:part] -- how: segv (a real segfault in native code, as MuPDF's) or kill
+# (SIGKILL, as the kernel's OOM killer); part: the page range of a split PDF that dies
+victims = dict((v.split(":")[0], v.split(":")[1:]) for v in sys.argv[3].split(",") if v)
+def die(path, part=None):
+    how = victims.get(os.path.basename(path))
+    if how and (len(how) == 1 or int(how[1]) == part):
+        if how[0] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        ctypes.string_at(0)  # reads address 0: SIGSEGV
+_whole, _part = P._extract_in_worker, P._extract_part_in_worker
+def whole(path, *a):
+    die(path)
+    return _whole(path, *a)
+def part(path, password, ocr, k, *a):
+    die(path, k)
+    return _part(path, password, ocr, k, *a)
+for f, name in ((whole, "_extract_in_worker"), (part, "_extract_part_in_worker")):
+    f.__qualname__ = f.__name__ = name
+    f.__module__ = P.__name__
+    setattr(P, name, f)
+_close = P.ExtractPool.close
+counts = {}
+def close(self):
+    counts.update(here=self.here, in_workers=self.in_workers, restarts=self._restarts)
+    _close(self)
+P.ExtractPool.close = close
+import engine.extract_crash as C
+C.MAX_RESTARTS = int(sys.argv[4]) if len(sys.argv) > 4 else C.MAX_RESTARTS
+from engine.config import Settings
+from engine.index import Indexer
+from engine.model import Collection
+from engine.store.sqlite import SqliteStore
+s = SqliteStore(sys.argv[1])
+s.add_collection(Collection("C", sys.argv[2]))
+r = Indexer(s, Settings(db=sys.argv[1], embed_provider="none", extract_workers=2).validate()).run()
+print(json.dumps({"status": r["status"], "failed": r["failed"], "indexed": r["indexed"], **counts}))
+s.close()
+"""
+
+
+def _signal_run(tmp_path: Path, name: str, victims: dict[str, str], with_victims: bool,
+                *extra: str) -> tuple[dict, list]:
+    """Index the corpus PDFs and texts (the victims only ``with_victims``) with 2 workers in a
+    fresh interpreter where a worker reading a victim dies by a real signal; the summary and
+    every stored row but the victims'."""
+    root = tmp_path / f"root-{name}"
+    root.mkdir()
+    for p in sorted((CORPUS / "pdf").glob("*.pdf")) + sorted((CORPUS / "text").glob("*.txt")):
+        if with_victims or p.name not in victims:
+            shutil.copy2(p, root / p.name)  # with its mtime: stored as the document's last_modified
+    db = tmp_path / f"{name}.db"
+    spec = ",".join(f"{k}:{v}" for k, v in victims.items())
+    out = subprocess.run([sys.executable, "-c", _SIGNAL_CHILD, str(db), str(root), spec, *extra], cwd=REPO,
+                         check=True, capture_output=True, text=True).stdout
+    rows = [r for r in _chunks(db) if not any(v in r for v in victims)]
+    return json.loads(out), rows
+
+
+def _check_only_victims_fail(tmp_path: Path, victims: dict[str, str]) -> dict:
+    healthy, want = _signal_run(tmp_path, "healthy", victims, False)
+    r, got = _signal_run(tmp_path, "crash", victims, True)
+    assert healthy["failed"] == [] and healthy["restarts"] == 0
+    assert r["status"] == "finished"
+    assert sorted(f["filePath"] for f in r["failed"]) == sorted(victims)  # only the files that killed a worker
+    assert all(f["code"] == "extractor-error" and "worker process died" in f["reason"] for f in r["failed"])
+    assert r["indexed"] == healthy["indexed"] > 20
+    assert r["here"] == 0 and r["in_workers"] == healthy["in_workers"] + len(victims)  # none read in the indexer
+    assert want and got == want  # the others: the same rows, in the same order, as without the victims
+    return r
+
+
+def test_a_worker_killed_by_a_signal_fails_only_its_file(tmp_path):
+    r = _check_only_victims_fail(tmp_path, {"annotations.pdf": "segv"})
+    assert "killed by signal SIGSEGV" in r["failed"][0]["reason"]
+    assert r["restarts"] == 2  # the crash among the files in flight, then the victim alone
+
+
+def test_two_files_that_kill_workers_and_a_split_pdf_range_fail_alone(tmp_path):
+    victims = {"annotations.pdf": "segv", "cython.pdf": "kill", "test-3820.pdf": "segv:1"}
+    r = _check_only_victims_fail(tmp_path, victims)
+    reasons = {f["filePath"]: f["reason"] for f in r["failed"]}
+    assert "SIGKILL" in reasons["cython.pdf"] and "SIGSEGV" in reasons["test-3820.pdf"]
+    assert r["restarts"] <= 2 * len(victims)  # each file read again at most once
+
+
+def test_a_storm_of_crashes_ends_in_linear_restarts(tmp_path):
+    pdfs = sorted((CORPUS / "pdf").glob("*.pdf"))
+    victims = {p.name: "segv" for p in pdfs[::2]}  # every other PDF kills its worker
+    r, _rows = _signal_run(tmp_path, "storm", victims, True)
+    assert r["status"] == "finished"
+    assert sorted(f["filePath"] for f in r["failed"]) == sorted(victims)
+    assert r["restarts"] <= 2 * len(victims) and r["here"] == 0
+    # past MAX_RESTARTS the files in flight at a crash fail without a second read: still every file ends
+    r, _rows = _signal_run(tmp_path, "capped", victims, True, "2")
+    assert r["status"] == "finished" and set(victims) <= {f["filePath"] for f in r["failed"]}
+    assert all("worker process died" in f["reason"] for f in r["failed"])
+    assert r["indexed"] + len(r["failed"]) == len(pdfs) + len(list((CORPUS / "text").glob("*.txt")))
+    assert r["restarts"] <= 2 + len(victims) and r["here"] == 0

@@ -108,3 +108,30 @@ def test_spilled_ranges_without_a_joiner_are_joined_here(tmp_path):
     answers, _stem = _parts(tmp_path, path, [0])
     kind, _value = pool._joined([answers[0], ("error", ValueError("x"))])
     assert kind == "bug"  # ranges answered differently: read again, whole
+
+
+@pytest.mark.parametrize("size, overlap", [(1000, 150), (180, 60), (6000, 0)])
+def test_plain_rows_equal_the_rows_of_chunk_objects_on_every_corpus_pdf(size, overlap):
+    """``chunk_rows`` (no Chunk/Region/Bbox objects) == ``chunk_params`` of the ``LazyChunks``
+    chunks, on every corpus PDF, with windows that reach over pages (asserted) and labels."""
+    from engine.chunk import chunk_plain, chunk_text
+    from engine.index_rows import _row, chunk_rows
+
+    multi = labelled = 0
+    for path in sorted((CORPUS / "pdf").glob("*.pdf")):
+        try:
+            ex = extract(path)
+        except Exception:  # password-only files
+            continue
+        if ex.metadata.get("ocrPages"):
+            continue
+        f = _file(path)
+        labels = {p.number: p.label for p in ex.pages if p.label}
+        windows = chunk_text(ex, size, overlap)
+        want = tuple(_row(chunk_params(c)) for c in LazyChunks(f, ex.text, windows, labels))
+        assert chunk_rows(ex, H, size, overlap) == want, path.name
+        multi += sum(len(w.regions) > 1 for w in windows)
+        labelled += bool(labels)
+        plain = chunk_plain(ex, size, overlap)
+        assert [(w.chunk_index, w.start, w.end, w.page) for w in windows] == [p[:4] for p in plain]
+    assert multi > 0 and labelled > 0

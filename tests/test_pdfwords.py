@@ -204,3 +204,52 @@ def test_join_pages_mixes_compiled_and_tuple_pages():
     for i in range(5):
         assert np.concatenate([w[i] for w in want]).tobytes() == got[i].tobytes()
     assert len(pdfwords.join_pages([])) == 0
+
+
+@needs_walker
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_text_fill_equals_the_numpy_layout(monkeypatch, seed):
+    """``_pdfwords.fill_text`` / ``fill_boxes`` write the code points and boxes the numpy path of
+    ``_place_words`` does: random words over pages with empty pages between (several form
+    feeds), blocks, lines, every rotation, corners past the page edges."""
+    from engine.extract import pdf
+
+    rng = np.random.default_rng(seed)
+    page_count = 9
+    raw_counts = [int(k) for k in rng.integers(0, 40, page_count)]
+    raw_counts[int(rng.integers(page_count))] = 0
+    n = sum(raw_counts)
+    lengths = rng.integers(1, 8, n).astype(np.int64)
+    codes = rng.integers(33, 127, int(lengths.sum())).astype(np.uint32)
+    block = np.cumsum(rng.random(n) < 0.1).astype(np.int64)
+    line = np.cumsum(rng.random(n) < 0.3).astype(np.int64)
+    corners = rng.random((n, 4)) * 800 - 100  # past the page edges: clamped
+    corners[rng.random((n, 4)) < 0.05] = 0.0
+    affine = np.zeros((page_count, 6))
+    for i in range(page_count):  # every rotation, as _read_pdf makes the rows
+        w, h = 600.0, 800.0
+        a, b, c, d, e, f = pdf.rotation_affine(90 * (i % 4), w, h)
+        affine[i] = (a / w, 0, 0, d / h, e / w, f / h) if b == 0 else (0, b / h, c / w, 0, e / w, f / h)
+    args = (corners, codes, lengths, block, line, raw_counts, affine, page_count)
+    assert pdfwords.text_filler() is not None and pdfwords.box_filler() is not None
+    compiled = pdf._place_words(*args)
+    monkeypatch.setattr(pdfwords, "_walk", False)
+    assert pdfwords.text_filler() is None and pdfwords.box_filler() is None
+    plain = pdf._place_words(*args)
+    assert compiled[1] == plain[1] and compiled[2] == plain[2] and "\f\f" in plain[1]
+    assert compiled[0].starts.tolist() == plain[0].starts.tolist()
+    boxes = plain[0].boxes
+    assert compiled[0].boxes.tobytes() == boxes.tobytes()  # bit for bit
+    assert (boxes == 0).any() and (boxes[:, 0] + boxes[:, 2] == 1).any()  # clamped at both edges
+
+
+@needs_walker
+def test_compiled_text_fill_rejects_columns_that_do_not_fit():
+    from engine.extract import _pdfwords
+
+    out = np.empty(3, np.uint32)
+    with pytest.raises(ValueError):
+        _pdfwords.fill_text(out, np.arange(5, dtype=np.uint32), np.array([5], np.int64),
+                            np.zeros(1, np.int8), np.zeros(1, np.int64))
+    with pytest.raises(ValueError):  # per-page counts past the words
+        _pdfwords.fill_boxes(np.empty((2, 4)), np.zeros((2, 4)), np.zeros((1, 6)), np.array([3], np.int64))

@@ -17,6 +17,7 @@ Built by setup.py (optional); links the libmupdf PyMuPDF ships, found loaded by 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,10 +182,92 @@ static PyObject *page_words(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* fill_text(out, codes, lengths, kinds, seplen): the PDF layout's text as code points
+ * (engine/extract/pdf.py _place_words). Word i is preceded by seplen[i] characters of its
+ * separator kind (0: form feeds, 1: space, 2 and 3: newlines) and then its lengths[i] code
+ * points, taken in order from codes; form feeds fill the rest of out.
+ * out: writable uint32; codes: uint32; lengths, seplen: int64; kinds: int8 (C-contiguous). */
+static PyObject *fill_text(PyObject *self, PyObject *args) {
+    Py_buffer out, codes, lengths, kinds, seplen;
+    if (!PyArg_ParseTuple(args, "w*y*y*y*y*", &out, &codes, &lengths, &kinds, &seplen)) return NULL;
+    PyObject *res = NULL;
+    Py_ssize_t total = out.len / 4, ncodes = codes.len / 4, n = lengths.len / 8, pos = 0, at = 0, i, j;
+    uint32_t *o = (uint32_t *)out.buf;
+    const uint32_t *c = (const uint32_t *)codes.buf;
+    const int64_t *len = (const int64_t *)lengths.buf, *sl = (const int64_t *)seplen.buf;
+    const int8_t *k = (const int8_t *)kinds.buf;
+    int bad = (kinds.len != n || seplen.len / 8 != n);
+    for (i = 0; i < n && !bad; i++) {
+        int64_t s = sl[i], L = len[i];
+        if (s < 0 || L < 0 || s > total - pos || L > total - pos - s || L > ncodes - at) { bad = 1; break; }
+        uint32_t fill = k[i] == 0 ? 12 : (k[i] == 1 ? 32 : 10);
+        for (j = 0; j < s; j++) o[pos + j] = fill;
+        pos += s;
+        memcpy(o + pos, c + at, (size_t)L * 4);
+        pos += L; at += L;
+    }
+    if (!bad && at != ncodes) bad = 1;
+    if (bad) PyErr_SetString(PyExc_ValueError, "fill_text: columns do not fit the text");
+    else {
+        for (; pos < total; pos++) o[pos] = 12;
+        res = Py_None; Py_INCREF(res);
+    }
+    PyBuffer_Release(&out); PyBuffer_Release(&codes); PyBuffer_Release(&lengths);
+    PyBuffer_Release(&kinds); PyBuffer_Release(&seplen);
+    return res;
+}
+
+/* numpy's own float max/min/clip (NaN propagates; a tie gives the second operand). */
+#define NP_MAX(a, b) (isnan(a) ? (a) : ((a) > (b) ? (a) : (b)))
+#define NP_MIN(a, b) (isnan(a) ? (a) : ((a) < (b) ? (a) : (b)))
+#define NP_CLIP01(x) NP_MIN(NP_MAX((x), 0.0), 1.0)
+
+/* fill_boxes(out, corners, affine, per_page): the PDF layout's word boxes
+ * (engine/extract/pdf.py _place_words): each word's page row (ma, mb, mc, md, me, mf) maps
+ * its unrotated corners (x0, y0, x1, y1) to displayed-page fractions, then x, y, w, h sorted
+ * and clamped to 0..1, with numpy's operation order (no fused multiply-add).
+ * out, corners: float64 (n, 4); affine: float64 (pages, 6); per_page: int64, sums to n. */
+__attribute__((optimize("fp-contract=off")))
+static PyObject *fill_boxes(PyObject *self, PyObject *args) {
+    Py_buffer out, corners, affine, per_page;
+    if (!PyArg_ParseTuple(args, "w*y*y*y*", &out, &corners, &affine, &per_page)) return NULL;
+    PyObject *res = NULL;
+    Py_ssize_t n = corners.len / 32, pages = per_page.len / 8, w = 0, p, j;
+    double *o = (double *)out.buf;
+    const double *c = (const double *)corners.buf, *m = (const double *)affine.buf;
+    const int64_t *count = (const int64_t *)per_page.buf;
+    int bad = (out.len != corners.len || affine.len / 48 != pages);
+    for (p = 0; p < pages && !bad; p++) {
+        if (count[p] < 0 || count[p] > n - w) { bad = 1; break; }
+        double ma = m[6 * p], mb = m[6 * p + 1], mc = m[6 * p + 2], md = m[6 * p + 3], me = m[6 * p + 4],
+               mf = m[6 * p + 5];
+        for (j = 0; j < count[p]; j++, w++) {
+            const double *q = c + 4 * w;
+            double px0 = q[0], py0 = q[1], px1 = q[2], py1 = q[3];
+            double t, u0, u1, v0, v1;
+            t = ma * px0; u0 = t + mc * py0; u0 = u0 + me;
+            t = ma * px1; u1 = t + mc * py1; u1 = u1 + me;
+            t = mb * px0; v0 = t + md * py0; v0 = v0 + mf;
+            t = mb * px1; v1 = t + md * py1; v1 = v1 + mf;
+            double lo_u = NP_MIN(u0, u1), lo_v = NP_MIN(v0, v1), hi_u = NP_MAX(u0, u1), hi_v = NP_MAX(v0, v1);
+            lo_u = NP_CLIP01(lo_u); lo_v = NP_CLIP01(lo_v); hi_u = NP_CLIP01(hi_u); hi_v = NP_CLIP01(hi_v);
+            double *r = o + 4 * w;
+            r[0] = lo_u; r[1] = lo_v; r[2] = hi_u - lo_u; r[3] = hi_v - lo_v;
+        }
+    }
+    if (!bad && w != n) bad = 1;
+    if (bad) PyErr_SetString(PyExc_ValueError, "fill_boxes: columns do not fit");
+    else { res = Py_None; Py_INCREF(res); }
+    PyBuffer_Release(&out); PyBuffer_Release(&corners); PyBuffer_Release(&affine); PyBuffer_Release(&per_page);
+    return res;
+}
+
 static PyObject *version(PyObject *self, PyObject *args) { return PyUnicode_FromString(FZ_VERSION); }
 
 static PyMethodDef methods[] = {
     {"page_words", page_words, METH_VARARGS, "words of a text page as (records, code points) bytes"},
+    {"fill_text", fill_text, METH_VARARGS, "the PDF layout's text code points (pdf.py _place_words)"},
+    {"fill_boxes", fill_boxes, METH_VARARGS, "the PDF layout's word boxes (pdf.py _place_words)"},
     {"mupdf_version", version, METH_NOARGS, "MuPDF version compiled against"},
     {NULL, NULL, 0, NULL}};
 

@@ -24,7 +24,8 @@ from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATO
 from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
-from engine.extract.pdfwords import CompiledWords, PageWords, join_pages, read_page, tuple_words
+from engine.extract.pdfwords import (CompiledWords, PageWords, box_filler, join_pages, read_page, text_filler,
+                                     tuple_words)
 from engine.model import ExtractedText, PageInfo, WordArray
 
 __all__ = ["open_pdf", "rotation_affine", "extract_pdf", "extract_pdf_part", "merge_pdf_parts", "PdfPart",
@@ -503,24 +504,36 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
     ends = np.cumsum(sep_len + lengths)
     starts = ends - lengths
     total = int(ends[-1]) + int(page_count - pages[-1])
-    out = np.full(total, ord(WORD_SEPARATOR), np.uint32)
-    # inside a word: +1 at its start, -1 at its end (a separator of >= 1 character
-    # lies between any two words), summed along the text
-    mark = np.zeros(total + 1, np.int8)
-    mark[starts] = 1
-    mark[ends] = -1
-    out[np.cumsum(mark[:total], dtype=np.int8).view(bool)] = codes
-    newline = ord(LINE_SEPARATOR)
-    out[starts[code >= 2] - 1] = newline
-    out[starts[code == 3] - 2] = newline
-    if len(crossing):
-        gaps = page_gap[crossing].astype(np.int64)
-        first = np.repeat(starts[crossing] - gaps, gaps)
-        out[first + np.arange(len(first)) - np.repeat(np.cumsum(gaps) - gaps, gaps)] = ord(PAGE_SEPARATOR)
-    out[int(ends[-1]):] = ord(PAGE_SEPARATOR)
+    fill = text_filler()
+    if fill is not None:  # the same code points, written in one C pass (engine.extract._pdfwords)
+        out = np.empty(total, np.uint32)
+        fill(out, np.ascontiguousarray(codes, np.uint32), np.ascontiguousarray(lengths, np.int64),
+             code, np.ascontiguousarray(sep_len, np.int64))
+    else:
+        out = np.full(total, ord(WORD_SEPARATOR), np.uint32)
+        # inside a word: +1 at its start, -1 at its end (a separator of >= 1 character
+        # lies between any two words), summed along the text
+        mark = np.zeros(total + 1, np.int8)
+        mark[starts] = 1
+        mark[ends] = -1
+        out[np.cumsum(mark[:total], dtype=np.int8).view(bool)] = codes
+        newline = ord(LINE_SEPARATOR)
+        out[starts[code >= 2] - 1] = newline
+        out[starts[code == 3] - 2] = newline
+        if len(crossing):
+            gaps = page_gap[crossing].astype(np.int64)
+            first = np.repeat(starts[crossing] - gaps, gaps)
+            out[first + np.arange(len(first)) - np.repeat(np.cumsum(gaps) - gaps, gaps)] = ord(PAGE_SEPARATOR)
+        out[int(ends[-1]):] = ord(PAGE_SEPARATOR)
     text = out.tobytes().decode("utf-32-le", "surrogatepass")
 
     # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
+    fill_boxes = box_filler()
+    if fill_boxes is not None:  # the same numbers in one C pass (engine.extract._pdfwords)
+        boxes = np.empty((n, 4))
+        fill_boxes(boxes, np.ascontiguousarray(corners, np.float64), np.ascontiguousarray(affine, np.float64),
+                   np.ascontiguousarray(per_page, np.int64))
+        return WordArray(starts, ends, pages, boxes), text, [int(k) for k in per_page]
     px0, py0, px1, py1 = corners.T
     ma, mb, mc, md, me, mf = (np.repeat(col, per_page) for col in affine.T)  # each word's page's row
     u0 = ma * px0 + mc * py0 + me

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-__all__ = ["PageWords", "CompiledWords", "read_page", "page_words", "tuple_words", "join_pages", "walker",
+__all__ = ["PageWords", "CompiledWords", "read_page", "page_words", "tuple_words", "join_pages", "walker", "text_filler", "box_filler",
            "PDFWORDS"]
 
 _FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
@@ -107,6 +107,30 @@ def walker() -> Any:
             _walk = False
         PDFWORDS = "compiled" if _walk else "pymupdf"
     return _walk or None
+
+
+def text_filler() -> Any:
+    """The compiled ``fill_text(out, codes, lengths, kinds, seplen)`` (``_pdfwords.c``: the PDF
+    layout's text code points in one pass) when the walker is in use, else None (the
+    numpy path of ``engine.extract.pdf._place_words`` gives the same code points)."""
+    walk = walker()
+    if walk is None:
+        return None
+    from engine.extract import _pdfwords
+
+    return getattr(_pdfwords, "fill_text", None)  # None: a module built before it existed
+
+
+def box_filler() -> Any:
+    """The compiled ``fill_boxes(out, corners, affine, per_page)`` (``_pdfwords.c``: the PDF
+    layout's word boxes in one pass, numpy's operation order) when the walker is in use,
+    else None (``engine.extract.pdf._place_words`` computes them with numpy)."""
+    walk = walker()
+    if walk is None:
+        return None
+    from engine.extract import _pdfwords
+
+    return getattr(_pdfwords, "fill_boxes", None)
 
 
 def page_words(page: Any, flags: int) -> PageWords:

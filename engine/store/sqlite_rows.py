@@ -85,8 +85,12 @@ def chunk_of(row: sqlite3.Row | tuple) -> Chunk:
 def bbox_json(b: Bbox) -> str:
     """``Bbox.to_dict()`` as compact JSON, formatted directly (json.dumps of a
     dict per box was ~5% of an index run). Boxes are finite: extraction clamps them."""
-    return (f'{{"x":{round(b.x, 5)!r},"y":{round(b.y, 5)!r},'
-            f'"w":{round(b.w, 5)!r},"h":{round(b.h, 5)!r}}}')
+    return box_json(b.x, b.y, b.w, b.h)
+
+
+def box_json(x: float, y: float, w: float, h: float) -> str:
+    """``bbox_json`` of ``Bbox(x, y, w, h)`` from its four numbers (no object needed)."""
+    return f'{{"x":{round(x, 5)!r},"y":{round(y, 5)!r},"w":{round(w, 5)!r},"h":{round(h, 5)!r}}}'
 
 
 def chunk_params(c: Chunk) -> tuple:
