@@ -264,6 +264,25 @@ def main() -> None:
             methods[f"(b') int8 simsimd 2 thr + f32 rescore {r}"] = int8(r, 2)
         methods[f"(b') int8 simsimd 1 thr + f32 rescore {args.int8_r[-1]}"] = int8(args.int8_r[-1], 1)
         methods["(b') int8 per-dim scales, 2 thr + rescore 100"] = int8(100, 2, True)
+
+        def int8_shared(r):
+            """As a hybrid search runs it: ~2 MB blocks shared with a helper thread (engine/scan_share.py)."""
+            import threading
+
+            from engine.scan_share import ScanShare, block_runner
+
+            def run(i):
+                share = ScanShare()
+                helper = threading.Thread(target=share.help)
+                helper.start()
+                with share.active():
+                    cand = int8_scan.int8_candidates(codes, qs[i], r, None, run=block_runner(len(codes)))
+                helper.join()
+                return rescore(m, qs[i], cand)
+            return run
+
+        methods[f"(b') int8 shared blocks + helper thread + f32 rescore {int8_scan.RESCORE}"] = \
+            int8_shared(int8_scan.RESCORE)
     else:
         print("simsimd not importable: the (b') int8 rows are skipped")
     try:

@@ -8,7 +8,9 @@ the matrix has at least ``MIN_ROWS`` rows, scores the matrix in blocks of
 ``block_rows(dim)`` consecutive rows (``np.matmul`` on views, one BLAS thread
 each) taken from a shared counter by the scanning thread and by any helper
 that called ``share.help()``. Without an active share (or for a small
-matrix) it returns None and the store scans as before.
+matrix) it returns None and the store scans as before. The int8 scan
+(``engine.store.int8_scan``) asks ``block_runner(rows)`` instead and hands
+its own blocks (each keeping its best rows) to ``ScanShare.run``.
 
 Why: on two cores a two-thread BLAS scan beside a keyword thread oversubscribes
 the cores, and one-thread scan + keyword thread leaves a core idle once the
@@ -27,13 +29,13 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.blas import LARGE_SCAN_ROWS, scan_threads
 
-__all__ = ["ScanShare", "full_scores", "block_rows", "MIN_ROWS"]
+__all__ = ["ScanShare", "full_scores", "block_runner", "block_rows", "MIN_ROWS"]
 
 #: Smallest matrix (rows) whose full scan is shared; smaller scans run as before.
 MIN_ROWS = LARGE_SCAN_ROWS
@@ -69,7 +71,7 @@ class ScanShare:
         self.shared = False
         self.helped = 0
         self._cond = threading.Condition()
-        self._job: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        self._job: Callable[[int], object] | None = None
         self._next = 0
         self._blocks = 0
         self._done = 0
@@ -111,11 +113,26 @@ class ScanShare:
         n = len(matrix)
         b = block_rows(matrix.shape[1])
         out = np.empty(n, np.float32)
+
+        def block(i: int) -> None:
+            np.matmul(matrix[i * b:(i + 1) * b], q, out=out[i * b:(i + 1) * b])
+
+        self.run(-(-n // b), block, n)
+        return out
+
+    def run(self, blocks: int, block: Callable[[int], object], rows: int) -> None:
+        """Call ``block(i)`` for every ``i`` in ``range(blocks)``, on this thread and any helper.
+
+        Returns when every block is done. A block that raised on a helper is run
+        again here (and raises here if it must). ``rows``: the rows the job scans
+        (recorded in ``rows``). Used for the float32 scan (``scan``) and the int8
+        candidate scan (``engine.store.int8_scan.int8_candidates``, ``run=``).
+        """
         with self._cond:
-            self._job = (matrix, q, out, b)
+            self._job = block
             self._next, self._done, self._failed = 0, 0, []
-            self._blocks = -(-n // b)
-            self.rows, self.shared = n, True
+            self._blocks = blocks
+            self.rows, self.shared = rows, True
             self._cond.notify_all()
         try:
             self._work(helper=False)
@@ -127,16 +144,14 @@ class ScanShare:
             with self._cond:
                 self._job = None
                 self._next = self._blocks  # a late helper takes nothing
-        for i in failed:  # a helper's block that raised: score it here (raises here if it must)
-            np.matmul(matrix[i * b:(i + 1) * b], q, out=out[i * b:(i + 1) * b])
-        return out
+        for i in failed:  # a helper's block that raised: run it here (raises here if it must)
+            block(i)
 
     def _work(self, helper: bool) -> int:
-        """Take and score blocks until none is left; returns how many this thread scored."""
+        """Take and run blocks until none is left; returns how many this thread ran."""
         job = self._job
         if job is None:
             return 0
-        matrix, q, out, b = job
         count = 0
         while True:
             with self._cond:
@@ -145,11 +160,11 @@ class ScanShare:
                 i = self._next
                 self._next += 1
             try:
-                np.matmul(matrix[i * b:(i + 1) * b], q, out=out[i * b:(i + 1) * b])
+                job(i)
             except Exception:
                 with self._cond:
                     self._done += 1
-                    if helper:  # the scanning thread scores it again (and raises there if it must)
+                    if helper:  # the scanning thread runs it again (and raises there if it must)
                         self._failed.append(i)
                     self._cond.notify_all()
                 if helper:
@@ -178,3 +193,19 @@ def full_scores(matrix: np.ndarray, q: np.ndarray) -> np.ndarray | None:
         return None
     with scan_threads(len(matrix), full=False):  # pins BLAS to one thread per block
         return share.scan(matrix, q)
+
+
+def block_runner(rows: int) -> Callable[[int, Callable[[int], object], int], None] | None:
+    """The active share's ``run`` for a full int8 candidate scan of ``rows`` rows, or None.
+
+    None (scan as usual) when no ``ScanShare`` is active on this thread, the
+    active one takes no helpers, or ``rows < MIN_ROWS`` (the share still
+    records ``rows``, so a hybrid search times its choice for int8 scans too).
+    """
+    share: ScanShare | None = getattr(_local, "share", None)
+    if share is None:
+        return None
+    if not share.helpers or rows < MIN_ROWS:
+        share.rows, share.shared = rows, False
+        return None
+    return share.run

@@ -331,3 +331,98 @@ def test_without_simsimd_the_scan_is_exact_and_says_why(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(r.stdout) == want
     assert "int8 vector scan off" in r.stderr and "simsimd" in r.stderr
+
+
+def test_a_shared_int8_scan_gives_the_exact_float32_hits(corpus_index, monkeypatch):
+    """call2: under a hybrid search's ``ScanShare`` the int8 scan runs in blocks taken by the
+    scanning thread and a helper thread; the hits are the exact float32 search's (same ids,
+    same order) with the unshared int8 search's float32 scores, bit for bit. The corpus is
+    small, so the sharing threshold is lowered and blocks are 400 rows (~10 blocks)."""
+    import threading
+
+    import engine.scan_share as scan_share
+
+    db, model, qs = corpus_index
+    monkeypatch.setattr(scan_share, "MIN_ROWS", 1)
+    monkeypatch.setattr(int8_scan, "_SHARE_BYTES", 1)  # 2 * RESCORE rows per block
+    exact = SqliteStore(str(db), vector_scan="exact")
+    fast = SqliteStore(str(db), vector_scan="int8")
+    helped = 0
+    try:
+        m, _occ = fast._prepare(model)
+        assert len(m.matrix) > 4 * int8_scan.share_rows(m.dim, int8_scan.RESCORE)
+        for q in qs:
+            want = exact.search_vectors(model, q, None, 10)
+            alone = fast.search_vectors(model, q, None, 10)
+            share = scan_share.ScanShare()
+            t = threading.Thread(target=share.help)
+            t.start()
+            with share.active():
+                got = fast.search_vectors(model, q, None, 10)
+            t.join(5)
+            assert not t.is_alive() and share.shared and share.rows == len(m.matrix)
+            helped += share.helped
+            assert _ids(got) == _ids(alone) == _ids(want)
+            assert [h.score for h in got] == [h.score for h in alone]  # the same float32 rescoring
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-6)
+    finally:
+        exact.close()
+        fast.close()
+    assert helped > 0  # the helper took blocks
+
+
+def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkeypatch):
+    """call2: hybrid search with the int8 scan, one list after the other or with the keyword
+    thread helping the int8 scan's blocks, gives the hits, order, fused scores and ranks of a
+    hybrid search over exact float32 scans (vector scores equal within float32 rounding)."""
+    import engine.hybrid as hybrid
+    import engine.scan_share as scan_share
+
+    class Fixed:
+        def __init__(self, use: int):
+            self.use = use
+
+        def pick(self) -> int:
+            return self.use
+
+        def record(self, *_args) -> None:
+            pass
+
+    db, _model, _qs = corpus_index
+    monkeypatch.setattr(hybrid, "LARGE_SCAN_ROWS", 1)
+    monkeypatch.setattr(scan_share, "MIN_ROWS", 1)
+    monkeypatch.setattr(int8_scan, "_SHARE_BYTES", 1)
+    shares: list = []
+    real_share = hybrid.ScanShare
+
+    def spy(*a, **k):
+        shares.append(real_share(*a, **k))
+        return shares[-1]
+
+    monkeypatch.setattr(hybrid, "ScanShare", spy)
+    engines = {s: Engine(Settings(db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS,
+                                  vector_scan=s).validate()) for s in ("exact", "int8")}
+
+    def breakdown(out):
+        return [(r.chunk.chunk_id, r.score, r.vector_rank, r.keyword_score, r.keyword_rank) for r in out.hits]
+
+    try:
+        for e in engines.values():
+            e.search.search(QUERIES[0], "*", 10, "hybrid")  # records the matrix size: later searches may share
+        for q in QUERIES:
+            monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", Fixed(1))
+            want = engines["exact"].search.search(q, "*", 10, "hybrid")
+            one = engines["int8"].search.search(q, "*", 10, "hybrid")
+            monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", Fixed(2))
+            shares.clear()
+            shared = engines["int8"].search.search(q, "*", 10, "hybrid")
+            assert shares and shares[-1].shared, "the int8 scan was not shared"
+            assert want.hits and breakdown(shared) == breakdown(one) == breakdown(want), q
+            assert [r.vector_score for r in shared.hits] == [r.vector_score for r in one.hits]
+            for a, b in zip(shared.hits, want.hits):
+                assert (a.vector_score is None) == (b.vector_score is None)
+                if a.vector_score is not None:
+                    assert a.vector_score == pytest.approx(b.vector_score, abs=1e-6)
+    finally:
+        for e in engines.values():
+            e.close()

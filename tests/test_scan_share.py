@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from engine import blas
-from engine.scan_share import MIN_ROWS, ScanShare, block_rows, full_scores
+from engine.scan_share import MIN_ROWS, ScanShare, block_rows, block_runner, full_scores
 
 
 @pytest.fixture(autouse=True)
@@ -127,3 +127,44 @@ def test_importing_the_engine_first_stops_openblas_spinning_unless_the_user_chos
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, env={**env, "OPENBLAS_THREAD_TIMEOUT": "20"},
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "20"
+
+
+def test_run_calls_every_block_once_and_a_failed_helper_block_again_here():
+    """call2: ``ScanShare.run`` (the int8 scan's blocks) runs each block once across the two
+    threads; a block that raised on the helper runs again on the scanning thread."""
+    scanner = threading.get_ident()
+    for fail in (False, True):
+        calls: list[tuple[int, bool]] = []
+        lock = threading.Lock()
+
+        def block(i):
+            import time
+
+            here = threading.get_ident() == scanner
+            with lock:
+                calls.append((i, here))
+            if fail and not here and i % 2:
+                raise MemoryError("helper block")
+            time.sleep(0.001)
+
+        share = ScanShare()
+        t = threading.Thread(target=share.help)
+        t.start()
+        with share.active():
+            share.run(40, block, 1234)
+        t.join(5)
+        assert not t.is_alive() and share.rows == 1234 and share.shared
+        done = sorted(i for i, here in calls if here or not (fail and i % 2))
+        assert done == list(range(40))
+
+
+def test_block_runner_only_under_a_share_that_takes_helpers():
+    assert block_runner(MIN_ROWS) is None
+    share = ScanShare(helpers=False)
+    with share.active():
+        assert block_runner(MIN_ROWS) is None
+    assert share.rows == MIN_ROWS and not share.shared
+    share = ScanShare()
+    with share.active():
+        assert block_runner(MIN_ROWS - 1) is None
+        assert block_runner(MIN_ROWS) == share.run

@@ -40,7 +40,7 @@ from typing import Any, Callable
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 __all__ = ["CLIP_SIGMAS", "RESCORE", "int8_scale", "quantise", "kernel", "int8_candidates", "RowIndex",
-           "row_index", "top_entries"]
+           "row_index", "top_entries", "share_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ CLIP_SIGMAS = 6.0
 #: questions at 1M need 20 for recall@10 = 1.0 (10 gives 0.97); 200 leaves a 10x margin for 0.1 ms.
 RESCORE = 200
 _BLOCK = 16_384  # rows quantised at a time (bounded temporaries)
+_SHARE_BYTES = 1 << 21  # ~2 MB of int8 codes per shared block (8,192 rows at 256-d)
 
 _lock = threading.Lock()
 _kernel: Callable[..., Any] | None = None
@@ -60,6 +61,11 @@ _pool: ThreadPoolExecutor | None = None
 def int8_scale(dim: int) -> float:
     """The float32 -> int8 factor of every ``dim``-dimensional model: 127 * sqrt(dim) / CLIP_SIGMAS."""
     return 127.0 * math.sqrt(dim) / CLIP_SIGMAS
+
+
+def share_rows(dim: int, r: int) -> int:
+    """Rows per block of a shared int8 scan: ~2 MB of ``dim``-wide codes, at least ``2 * r``."""
+    return max(2 * r, _SHARE_BYTES // max(1, dim))
 
 
 def quantise(rows: np.ndarray, scale: float) -> np.ndarray:
@@ -129,7 +135,8 @@ def _part_top(cdist: Callable[..., Any], codes: np.ndarray, q8: np.ndarray, a: i
 
 
 def int8_candidates(codes: np.ndarray, q: np.ndarray, r: int, dead: np.ndarray | None = None,
-                    threads: int = 1) -> np.ndarray:
+                    threads: int = 1, run: Callable[[int, Callable[[int], object], int], None] | None = None
+                    ) -> np.ndarray:
     """Matrix rows with the ``r`` highest int8 dot products with ``q``, ascending row order.
 
     Args:
@@ -138,6 +145,11 @@ def int8_candidates(codes: np.ndarray, q: np.ndarray, r: int, dead: np.ndarray |
         r: candidates wanted (>= 1); all live rows when n <= r.
         dead: sorted int64 matrix rows that must not be returned (no live chunk), or None.
         threads: 1, or 2 to score the two halves of ``codes`` at once.
+        run: ``run(blocks, block, rows)`` calls ``block(i)`` for every ``i < blocks``
+            (``engine.scan_share.ScanShare.run``: on this thread and a hybrid search's
+            keyword thread once its list is ranked); then ``codes`` is scored in
+            ``share_rows(dim, r)``-row blocks, each keeping its best ``r`` (``threads``
+            is ignored). The same candidates as one scan (up to ties of the r-th score).
 
     Returns:
         int64 (<= r,) sorted matrix rows (rows in ``dead`` excluded).
@@ -152,7 +164,21 @@ def int8_candidates(codes: np.ndarray, q: np.ndarray, r: int, dead: np.ndarray |
     peak = float(np.abs(qf).max()) or 1.0
     q8 = quantise(qf, 127.0 / peak)[None, :]
     n = len(codes)
-    if threads > 1 and n >= 2 * r:
+    if run is not None:
+        b = share_rows(codes.shape[1], r)
+        blocks = -(-n // b)
+        parts: list = [None] * blocks
+
+        def block(i: int) -> None:
+            parts[i] = _part_top(cdist, codes, q8, i * b, min(n, (i + 1) * b), dead, r)
+
+        run(blocks, block, n)
+        rows = np.concatenate([p[0] for p in parts])
+        s = np.concatenate([p[1] for p in parts])
+        if len(rows) > r:
+            keep = np.argpartition(s, len(s) - r)[len(s) - r:]
+            rows, s = rows[keep], s[keep]
+    elif threads > 1 and n >= 2 * r:
         mid = n // 2
         fut = _worker().submit(_part_top, cdist, codes, q8, mid, n, dead, r)
         parts = [_part_top(cdist, codes, q8, 0, mid, dead, r), fut.result()]
@@ -194,7 +220,9 @@ def row_index(matrix_row: np.ndarray, n: int) -> RowIndex:
 
 
 def top_entries(matrix: np.ndarray, codes: np.ndarray, q: np.ndarray, index: RowIndex, limit: int,
-                r: int = RESCORE, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                r: int = RESCORE, threads: int = 1,
+                run: Callable[[int, Callable[[int], object], int], None] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The best ``limit`` entries by float32 dot product, from the int8 scan's top rows, best first.
 
     The ``max(r, 4 * limit)`` live rows with the highest int8 dot products
@@ -205,7 +233,8 @@ def top_entries(matrix: np.ndarray, codes: np.ndarray, q: np.ndarray, index: Row
     Args:
         matrix: float32 (n, dim) L2-normalised vectors; codes: their int8 codes (n, dim).
         q: float32 (dim,) query; index: ``row_index`` of the entries over these n rows.
-        limit: most entries returned (>= 1); r: rows rescored; threads: 1 or 2 for the scan.
+        limit: most entries returned (>= 1); r: rows rescored; threads: 1 or 2 for the scan;
+        run: the scan in shared blocks instead (``int8_candidates``).
 
     Returns:
         (entry indices int64 (k,), float32 scores (k,)), descending, k <= limit.
@@ -213,7 +242,7 @@ def top_entries(matrix: np.ndarray, codes: np.ndarray, q: np.ndarray, index: Row
     Raises:
         RuntimeError: simsimd is not available.
     """
-    rows = int8_candidates(codes, q, max(r, 4 * limit), index.dead, threads)
+    rows = int8_candidates(codes, q, max(r, 4 * limit), index.dead, threads, run)
     s = matrix[rows] @ q
     lo = np.searchsorted(index.sorted_rows, rows, "left")
     cnt = np.searchsorted(index.sorted_rows, rows, "right") - lo

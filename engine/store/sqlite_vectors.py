@@ -45,7 +45,7 @@ from typing import BinaryIO, Callable, Iterable
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.blas import int8_threads, scan_threads
-from engine.scan_share import full_scores
+from engine.scan_share import block_runner, full_scores
 from engine.store import int8_scan
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
@@ -558,6 +558,9 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
         try:
             if occ.by_row is None or occ.by_row.n != len(m.matrix):
                 occ.by_row = int8_scan.row_index(occ.matrix_row, len(m.matrix))
+            run = block_runner(len(m.matrix))  # a hybrid search's keyword thread helps (engine/scan_share.py)
+            if run is not None:
+                return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, run=run)
             with int8_threads(len(m.matrix)) as threads:
                 return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, threads=threads)
         except Exception as e:  # never fail a search for the faster path
