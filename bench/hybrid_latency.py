@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))
 import engine  # noqa: E402,F401  (before numpy, as the CLI and MCP server do: engine/__init__.py)
 import numpy as np  # noqa: E402
 
+from engine.blas import FixedChoice  # noqa: E402
 from engine.chunk import chunk_id  # noqa: E402
 from engine.config import Settings  # noqa: E402
 from engine.model import Chunk, Document  # noqa: E402
@@ -87,17 +88,6 @@ def pct(xs: list[float]) -> tuple[float, float]:
     return float(np.percentile(a, 50)), float(np.percentile(a, 95))
 
 
-class _Fixed:
-    """A stand-in for ``engine.hybrid._HYBRID_CHOICE`` that always picks one way (1 or 2)."""
-
-    def __init__(self, use: int):
-        self.use = use
-
-    def pick(self) -> int:
-        return self.use
-
-    def record(self, *_args) -> None:
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     # hybrid = what the engine does (its own timed choice); the two forced variants are
     # timed beside it: one after the other, and keyword thread + shared scan blocks
     variants = {"vector": ("vector", None), "keyword": ("keyword", None), "hybrid": ("hybrid", chosen),
-                "hybrid 1-by-1": ("hybrid", _Fixed(1)), "hybrid shared": ("hybrid", _Fixed(2))}
+                "hybrid 1-by-1": ("hybrid", FixedChoice(1)), "hybrid shared": ("hybrid", FixedChoice(2))}
     try:
         engine = Engine(Settings(db=str(work / "index.db"), embed_provider="local").validate())
         model = engine.search.embedder().model

@@ -31,7 +31,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-__all__ = ["scan_threads", "int8_threads", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice"]
+__all__ = ["scan_threads", "int8_threads", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice", "FixedChoice"]
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,23 @@ class ThreadChoice:
         x = seconds / rows
         old = self.per_row_s[threads]
         self.per_row_s[threads] = x if old is None else (1 - _EWMA) * old + _EWMA * x
+
+
+class FixedChoice(ThreadChoice):
+    """A ``ThreadChoice`` that always picks ``use`` and learns nothing from timings: a forced
+    path (the tests and benches that run one way of a timed choice, e.g. hybrid search's
+    ``engine.hybrid._HYBRID_CHOICE``: 1 = one list after the other, 2 = shared scan)."""
+
+    def __init__(self, use: int):
+        super().__init__()
+        self.use = use
+
+    def pick(self) -> int:
+        """Always ``use``."""
+        return self.use
+
+    def record(self, threads: int, seconds: float, rows: int) -> None:
+        """Ignored: a fixed choice keeps no timings."""
 
 
 _choice = ThreadChoice()

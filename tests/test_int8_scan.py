@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.blas import FixedChoice
 from engine.config import Settings
 from engine.errors import SettingsError
 from engine.model import Chunk, Collection, Document
@@ -378,16 +379,6 @@ def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkey
     import engine.hybrid as hybrid
     import engine.scan_share as scan_share
 
-    class Fixed:
-        def __init__(self, use: int):
-            self.use = use
-
-        def pick(self) -> int:
-            return self.use
-
-        def record(self, *_args) -> None:
-            pass
-
     db, _model, _qs = corpus_index
     monkeypatch.setattr(hybrid, "LARGE_SCAN_ROWS", 1)
     monkeypatch.setattr(scan_share, "MIN_ROWS", 1)
@@ -410,10 +401,10 @@ def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkey
         for e in engines.values():
             e.search.search(QUERIES[0], "*", 10, "hybrid")  # records the matrix size: later searches may share
         for q in QUERIES:
-            monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", Fixed(1))
+            monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", FixedChoice(1))
             want = engines["exact"].search.search(q, "*", 10, "hybrid")
             one = engines["int8"].search.search(q, "*", 10, "hybrid")
-            monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", Fixed(2))
+            monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", FixedChoice(2))
             shares.clear()
             shared = engines["int8"].search.search(q, "*", 10, "hybrid")
             assert shares and shares[-1].shared, "the int8 scan was not shared"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.blas import FixedChoice
 from engine.config import Settings
 from engine.tools import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
@@ -122,18 +123,6 @@ def test_auto_is_hybrid_on_an_embedded_index(corpus_engine):
     assert env["mode"] == "hybrid" and env["scoreKind"] == "rrf"
 
 
-class _Fixed:
-    """Stands in for ``engine.hybrid._HYBRID_CHOICE``: always one way (1 = one list after
-    the other, 2 = keyword worker thread + shared scan blocks)."""
-
-    def __init__(self, use: int):
-        self.use = use
-
-    def pick(self) -> int:
-        return self.use
-
-    def record(self, *_args) -> None:
-        pass
 
 
 def _breakdown(outcome) -> list[tuple]:
@@ -168,9 +157,9 @@ def test_hybrid_with_a_shared_scan_ranks_exactly_as_one_list_after_the_other(cor
     questions = [q["query"] for q in load_questions()]
     search.search(questions[0], "*", 10, "hybrid")  # records the matrix size: later searches may share
     for q in questions:
-        monkeypatch.setattr(search_mod, "_HYBRID_CHOICE", _Fixed(1))
+        monkeypatch.setattr(search_mod, "_HYBRID_CHOICE", FixedChoice(1))
         one = search.search(q, "*", 10, "hybrid")
-        monkeypatch.setattr(search_mod, "_HYBRID_CHOICE", _Fixed(2))
+        monkeypatch.setattr(search_mod, "_HYBRID_CHOICE", FixedChoice(2))
         shares.clear()
         shared = search.search(q, "*", 10, "hybrid")
         assert shares and shares[-1].shared and shares[-1].rows > 64 * 10, "the scan was not shared"
