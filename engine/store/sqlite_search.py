@@ -159,6 +159,22 @@ class SqliteSearch:
             row = conn.execute(f"SELECT {_GENS}", ("chunks_gen", f"vectors_gen:{check}")).fetchone()
         return _gens_match(m, occ, row)
 
+    def _rows_at(self, m: Matrix, occ: Occurrences, rowids: list[int], columns: str,
+                 check: str | None) -> list[tuple] | object:
+        """``(rowid, *columns)`` of the ``chunks`` rows at ``rowids`` (one statement, rows in
+        any order, missing rows left out). With ``check`` (a model), the same statement
+        reads that model's counters too: ``_MOVED`` when they no longer name ``m``/``occ``."""
+        marks = ",".join("?" * len(rowids))
+        with self._read() as conn:
+            if check is None:
+                return conn.execute(f"SELECT rowid, {columns} FROM chunks WHERE rowid IN ({marks})",
+                                    rowids).fetchall()
+            rows = conn.execute(f"SELECT rowid, {columns}, {_GENS} FROM chunks WHERE rowid IN ({marks})",
+                                ["chunks_gen", f"vectors_gen:{check}", *rowids]).fetchall()
+        if not rows or not _gens_match(m, occ, rows[0][-2:]):
+            return _MOVED
+        return rows
+
     def _resolve(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
                  scores: np.ndarray, check: str | None = None) -> list[VectorHit] | None | object:
         """Chunk rows for the picked occurrences; None when the chunks changed meanwhile,
@@ -166,16 +182,9 @@ class SqliteSearch:
         if len(picked) == 0:
             return []
         rowids = occ.chunk_rowid[picked].tolist()
-        marks = ",".join("?" * len(rowids))
-        with self._read() as conn:
-            if check is None:
-                rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({marks})",
-                                    rowids).fetchall()
-            else:
-                rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS}, {_GENS} FROM chunks WHERE rowid IN ({marks})",
-                                    ["chunks_gen", f"vectors_gen:{check}", *rowids]).fetchall()
-                if not rows or not _gens_match(m, occ, rows[0][-2:]):
-                    return _MOVED
+        rows = self._rows_at(m, occ, rowids, CHUNK_COLUMNS, check)
+        if rows is _MOVED:
+            return _MOVED
         by_rowid = {r[0]: r for r in rows}
         got = [by_rowid.get(rowid) for rowid in rowids]
         # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
@@ -190,16 +199,9 @@ class SqliteSearch:
         if len(picked) == 0:
             return []
         rowids = occ.chunk_rowid[picked].tolist()
-        marks = ",".join("?" * len(rowids))
-        with self._read() as conn:
-            if check is None:
-                rows = conn.execute(f"SELECT rowid, chunk_id FROM chunks WHERE rowid IN ({marks})",
-                                    rowids).fetchall()
-            else:
-                rows = conn.execute(f"SELECT rowid, chunk_id, {_GENS} FROM chunks WHERE rowid IN ({marks})",
-                                    ["chunks_gen", f"vectors_gen:{check}", *rowids]).fetchall()
-                if not rows or not _gens_match(m, occ, rows[0][-2:]):
-                    return _MOVED
+        rows = self._rows_at(m, occ, rowids, "chunk_id", check)
+        if rows is _MOVED:
+            return _MOVED
         ids = {r[0]: r[1] for r in rows}
         got = [ids.get(r) for r in rowids]
         if any(c is None for c in got) or not _same_ids(got, m.digests[occ.matrix_row[picked]]):
