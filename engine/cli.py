@@ -21,13 +21,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from engine.config import load_settings, settings_table
 from engine.runs import unchanged_of
 from engine.secrets import install_log_redaction, redact
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError, WHO_FIXES
-from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
+from engine.service import Engine
+
+# engine.tools (the registry, and the search and answer modules behind it) is imported only
+# where a tool subcommand is parsed or run, or an envelope printed: an unchanged
+# ``chunknav index`` never loads it (issue 15: lean no-op runs).
 
 __all__ = ["main", "build_parser", "streamlit_flags"]
 
@@ -55,11 +59,66 @@ def _settings_epilog() -> str:
 #: argparse reports the alias typed, ``main`` maps it back to the command (``node``, ``read``).
 CLI_ALIASES = {"get_document": ["get-document"], "read_document": ["read-document"], "index_status": ["index-status"],
                "list_documents": ["list-documents"]}
-_ALIAS_OF = {a: CLI_NAMES[n] for n, names in CLI_ALIASES.items() for a in names}
+#: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
+OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full ``chunknav`` parser; tool subcommands come from the registry."""
+def _canonical(command: str) -> str:
+    """The subcommand an alias stands for (``get-document`` -> ``node``); others unchanged."""
+    if command in OWN_COMMANDS:
+        return command
+    from engine.tools import CLI_NAMES
+
+    return {a: CLI_NAMES[n] for n, names in CLI_ALIASES.items() for a in names}.get(command, command)
+
+
+def command_in(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names, when only plain top-level options come before it.
+
+    Plain: ``--db X``, ``--dsn X`` (X not starting with ``-``), ``--db=X``,
+    ``--dsn=X``, ``-v``, ``--verbose``. The first other token that does not
+    start with ``-`` is returned: argparse dispatches to that very subcommand.
+    Anything else first (``-h``, ``--version``, an abbreviated, combined or
+    unknown option, ``--``) or no such token gives None. The name is not
+    checked here (``build_parser`` falls back to every subcommand for an
+    unknown one).
+    """
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--db", "--dsn"):
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                return None
+            i += 2
+        elif a in ("-v", "--verbose") or a.startswith(("--db=", "--dsn=")):
+            i += 1
+        elif a.startswith("-"):
+            return None
+        else:
+            return a
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``chunknav`` parser; tool subcommands come from the registry.
+
+    Args:
+        command: a subcommand name or alias (``command_in(argv)``): only that
+            subcommand is built (an unchanged ``chunknav index`` builds no tool
+            parser and imports no registry). Its arguments, help and errors,
+            and the top-level options, are the same as in the full parser.
+            None, or a name that is no subcommand: every subcommand (what
+            ``chunknav --help`` and an invalid choice list).
+    """
+    if command is not None and command not in OWN_COMMANDS:
+        from engine.tools import CLI_NAMES
+
+        if command not in {*CLI_NAMES.values(), *(a for names in CLI_ALIASES.values() for a in names)}:
+            command = None
+
+    def wanted(*names: str) -> bool:
+        return command is None or command in names
+
     p = argparse.ArgumentParser(
         prog="chunknav",
         description="Navigate a content index by document and by chunk, with page and region provenance.",
@@ -72,6 +131,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    if wanted("collections"):
+        _add_collections(sub)
+    if wanted("index"):
+        ix = sub.add_parser("index", help="index the collections (hash-gated; --force rebuilds)")
+        ix.add_argument("--force", action="store_true", help="re-extract and re-store every file (Rebuild)")
+        ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
+        ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
+        ix.add_argument("--json", action="store_true", help="print the JSON summary")
+    if command is None or command not in OWN_COMMANDS:
+        _add_tools(sub, wanted)
+    if wanted("mcp"):
+        mcp = sub.add_parser("mcp", help="serve the tools over MCP (stdio, or streamable HTTP with --http)")
+        mcp.add_argument("--http", metavar="HOST:PORT",
+                         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by "
+                              "default; any other address needs CHUNKNAV_MCP_TOKEN)")
+    if wanted("gui"):
+        gui = sub.add_parser("gui", help="open the Streamlit explorer")
+        gui.add_argument("--port", type=int,
+                         help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)")
+        gui.add_argument("--address",
+                         help="bind address (default 127.0.0.1; anything not loopback needs CHUNKNAV_ACCESS_TOKEN)")
+        gui.add_argument("--headless", action="store_true", help="do not open a browser")
+    if wanted("migrate"):
+        mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
+        mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
+        mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
+    if wanted("settings"):
+        sub.add_parser("settings", help="list every setting with its unit, default and help")
+    if wanted("vectors"):
+        vec = sub.add_parser("vectors", help="manage stored vectors")
+        vsub = vec.add_subparsers(dest="vaction", required=True)
+        vsub.add_parser("purge-stale", help="delete the vectors whose chunk no longer exists (index_status "
+                        "staleVectors); they are kept otherwise, so a restored file costs no embedding")
+    return p
+
+
+def _add_collections(sub: Any) -> None:
+    """``collections add|list|remove``."""
     coll = sub.add_parser("collections", help="add, list or remove collections")
     csub = coll.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = csub.add_parser("add", help="bind a collection path to a directory")
@@ -93,13 +190,14 @@ def build_parser() -> argparse.ArgumentParser:
     rm = csub.add_parser("remove", help="drop a collection's documents and chunks (vectors stay)")
     rm.add_argument("path")
 
-    ix = sub.add_parser("index", help="index the collections (hash-gated; --force rebuilds)")
-    ix.add_argument("--force", action="store_true", help="re-extract and re-store every file (Rebuild)")
-    ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
-    ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
-    ix.add_argument("--json", action="store_true", help="print the JSON summary")
+
+def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
+    """One subcommand per registry tool (with its aliases) that ``wanted(name, *aliases)``."""
+    from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, cli_option
 
     for name, tool in REGISTRY.items():
+        if not wanted(CLI_NAMES[name], *CLI_ALIASES.get(name, [])):
+            continue
         sp = sub.add_parser(CLI_NAMES[name], help=tool.description.split(". ")[0],
                             description=tool.description, aliases=CLI_ALIASES.get(name, []))
         props = tool.schema["properties"]
@@ -122,27 +220,6 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument(cli_option(arg), **kwargs)
         if name == "index_status":
             sp.add_argument("--json", action="store_true", help="print the JSON envelope")
-
-    mcp = sub.add_parser("mcp", help="serve the tools over MCP (stdio, or streamable HTTP with --http)")
-    mcp.add_argument("--http", metavar="HOST:PORT",
-                     help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by default; "
-                          "any other address needs CHUNKNAV_MCP_TOKEN)")
-    gui = sub.add_parser("gui", help="open the Streamlit explorer")
-    gui.add_argument("--port", type=int,
-                     help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)")
-    gui.add_argument("--address",
-                     help="bind address (default 127.0.0.1; anything not loopback needs CHUNKNAV_ACCESS_TOKEN)")
-    gui.add_argument("--headless", action="store_true", help="do not open a browser")
-
-    mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
-    mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
-    mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
-    sub.add_parser("settings", help="list every setting with its unit, default and help")
-    vec = sub.add_parser("vectors", help="manage stored vectors")
-    vsub = vec.add_subparsers(dest="vaction", required=True)
-    vsub.add_parser("purge-stale", help="delete the vectors whose chunk no longer exists (index_status "
-                    "staleVectors); they are kept otherwise, so a restored file costs no embedding")
-    return p
 
 
 def _version() -> str:
@@ -170,6 +247,8 @@ def _json_type(spec: dict[str, Any]) -> str:
 
 
 def _print(obj: Any) -> None:
+    from engine.tools import to_json  # the one serialisation of every face
+
     sys.stdout.write(redact(to_json(obj, indent=2)) + "\n")
     sys.stdout.flush()
 
@@ -349,12 +428,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_in(argv))  # only the subcommand asked for, when plain
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for usage
         return int(e.code or 0)
-    args.command = _ALIAS_OF.get(args.command, args.command)
+    args.command = _canonical(args.command)
     install_log_redaction()  # engine.secrets: no log line carries a configured secret
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -387,9 +467,6 @@ def _main(argv: list[str] | None) -> int:
     engine = Engine(settings)
     try:
         return _run(args, engine)
-    except ToolArgumentError as e:
-        _err(e)
-        return 2
     except IndexBusyError as e:
         _err(e)
         return 1
@@ -402,7 +479,7 @@ def _main(argv: list[str] | None) -> int:
     except RootRefusedError as e:
         _err(f"{e}; or pass --allow-any-root to accept it once" if "outside the allowed roots" in str(e) else e)
         return 2
-    except (ValueError, ChunknavError) as e:
+    except (ValueError, ChunknavError) as e:  # engine.tools.ToolArgumentError (a ValueError) too
         _err(e)
         return 2
     finally:
@@ -413,7 +490,7 @@ def _missing_index(settings, args: argparse.Namespace) -> str | None:
     """The SQLite index path when it does not exist and the command only reads
     (status, search, search-chunks, get-chunk, read, node, collections list), else None.
     ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
-    reads = (args.command in CLI_NAMES.values() or args.command == "vectors"
+    reads = (args.command not in OWN_COMMANDS or args.command == "vectors"
              or (args.command == "collections" and args.action == "list"))
     if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
         return None
@@ -431,6 +508,8 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     Human ``status`` prints only the hint; ``collections list`` prints ``[]``
     and the hint on stderr. No file or folder is created."""
     import dataclasses
+
+    from engine.tools import CLI_NAMES, REGISTRY, ToolArgumentError, call_tool
 
     msg = no_index_message(path)
     if args.command == "vectors":
@@ -504,6 +583,8 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         log.info("index took %.2f s", time.perf_counter() - t0)
         return exit_code(summary)
     # a tool subcommand
+    from engine.tools import CLI_NAMES, REGISTRY, call_tool
+
     name = next(n for n, c in CLI_NAMES.items() if c == args.command)
     props = REGISTRY[name].schema["properties"]
     arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}
