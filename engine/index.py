@@ -96,6 +96,7 @@ class Indexer(WalkPass, TextPass):
 
         self._ocr = OcrSettings(settings.ocr, settings.ocr_languages, settings.ocr_dpi)
         self._passwords: dict[str, str | None] = {}  # collectionPath -> resolved password, this run only
+        self._current: set[tuple[str, str]] = set()  # files the walk found unchanged, this run only (WalkPass)
         self._cancel: threading.Event | None = None
 
     def run(self, collections: list[str] | None = None, force: bool = False,

@@ -61,6 +61,8 @@ class TextPass:
 
     # -- the text pass -----------------------------------------------------------------
     def _is_current(self, f: HashedFile) -> bool:
+        if (f.collection.collection_path, f.file_path) in self._current:
+            return True  # same hash and settings, a plain row: WalkPass._settle saw it (one read per collection)
         doc = self.store.get_document(f.collection.collection_path, f.file_path)
         if doc is None or doc.content_hash != f.content_hash or doc.settings_key != self.settings.settings_key:
             return False

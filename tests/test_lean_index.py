@@ -239,3 +239,25 @@ def test_an_unchanged_run_reports_the_reused_vectors_the_counts_give(tmp_path):
     assert third["embedded"] == 0 and c["stale"] == 0 and c["missing"] == 0
     assert Indexer(store, settings, _Fixed()).run()["reused"] == c["vectors"]
     store.close()
+
+
+def test_an_unchanged_run_reads_no_document_row_per_file(tmp_path):
+    """The hash gate reads each collection's rows once (the walk's settle), not one row per file."""
+    root = tmp_path / "r"
+    _tree(root)
+    for i in range(20):
+        (root / f"n{i:02d}.txt").write_text(f"note {i} " * 50, "utf-8")
+    settings = Settings(db=str(tmp_path / "x.db"), embed_provider="none").validate()
+    store = SqliteStore(settings.db)
+    store.add_collection(Collection("R", str(root)))
+    assert Indexer(store, settings).run()["counts"]["indexed"] == 23
+    statements: list[str] = []
+    store._conn().set_trace_callback(statements.append)
+    again = Indexer(store, settings).run()
+    assert again["counts"]["unchanged"] == 23 and again["counts"]["indexed"] == 0
+    per_file = [s for s in statements if "FROM documents WHERE collection_path = ? AND file_path = ?" in s
+                or "FROM documents WHERE collection_path = 'R' AND file_path" in s]
+    assert not per_file and len(statements) < 30, statements
+    (root / "n00.txt").write_text("changed words " * 50, "utf-8")
+    assert Indexer(store, settings).run()["counts"]["indexed"] == 1
+    store.close()
