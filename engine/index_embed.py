@@ -31,11 +31,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.errors import EmbedError
 from engine.lazy import np  # numpy on first use (engine.lazy)
-from engine.store.base import Store
+
+if TYPE_CHECKING:
+    from engine.store.base import Store
 
 __all__ = ["embed_pass", "text_hash", "DeferredEmbedder", "GROUP_TEXTS"]
 
