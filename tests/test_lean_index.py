@@ -261,3 +261,78 @@ def test_an_unchanged_run_reads_no_document_row_per_file(tmp_path):
     (root / "n00.txt").write_text("changed words " * 50, "utf-8")
     assert Indexer(store, settings).run()["counts"]["indexed"] == 1
     store.close()
+
+
+# -- the gate's hashes, read ahead on threads ---------------------------------------------------
+def test_hashes_read_ahead_equal_one_by_one_in_order_with_read_errors_in_place(tmp_path, monkeypatch):
+    import hashlib
+
+    import engine.index_walk as iw
+
+    monkeypatch.setattr(iw, "_PARALLEL_HASH_BYTES", 1 << 16)  # small files, the threaded path
+    monkeypatch.setattr(iw, "_HASH_BATCH_BYTES", 1 << 15)
+    rng = np.random.default_rng(3)
+    items = []
+    for i in range(60):
+        p = tmp_path / f"f{i:02d}.bin"
+        p.write_bytes(rng.bytes(int(rng.integers(0, 40_000))))
+        items.append((str(p), p.stat().st_size))
+    gone = str(tmp_path / "gone.bin")  # vanished after the walk: ENOENT
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)  # not a regular file any more: EINVAL, never a blocking read
+    items[10:10] = [(gone, 5000)]
+    items[30:30] = [(fifo, 5000)]
+    want = []
+    for path, _ in items:
+        try:
+            want.append(hashlib.sha256(Path(path).read_bytes()).hexdigest() if path != fifo else "fifo")
+        except OSError:
+            want.append("gone")
+    for threads in (1, 2, 3):
+        got = list(iw.hashes_in_order(items, threads))
+        assert [g if isinstance(g, str) else g.errno for g in got] == [
+            w if w not in ("gone", "fifo") else {"gone": 2, "fifo": 22}[w] for w in want]
+    partial = iw.hashes_in_order(items, 2)
+    assert next(partial) == want[0]
+    partial.close()  # a cancelled scan: the rest is not read, the threads are gone
+    import threading
+
+    assert not [t for t in threading.enumerate() if t.name.startswith("chunknav-hash")]
+
+
+def test_a_run_over_the_threaded_hash_path_finds_the_same_and_leaves_no_thread(tmp_path, monkeypatch):
+    import threading
+
+    import engine.index_walk as iw
+
+    root = tmp_path / "r"
+    _tree(root)
+    for i in range(30):
+        (root / f"n{i:02d}.txt").write_text(f"note {i} " * 400, "utf-8")
+    settings = Settings(db=str(tmp_path / "x.db"), embed_provider="none").validate()
+    store = SqliteStore(settings.db)
+    store.add_collection(Collection("R", str(root)))
+    first = Indexer(store, settings).run()
+    hashes = {d.file_path: d.content_hash for d in store.documents("R")}
+    monkeypatch.setattr(iw, "_PARALLEL_HASH_BYTES", 1)
+    monkeypatch.setattr(iw, "_HASH_BATCH_BYTES", 1 << 14)
+    again = Indexer(store, settings).run()
+    assert first["counts"]["indexed"] == again["counts"]["unchanged"] == 33
+    (root / "n05.txt").write_text("other words " * 300, "utf-8")
+    third = Indexer(store, settings).run()
+    assert third["counts"]["indexed"] == 1 and third["counts"]["unchanged"] == 32
+    changed = {fp for fp, h in hashes.items() if store.get_document("R", fp).content_hash != h}
+    assert changed == {"n05.txt"}
+    assert threading.active_count() == 1  # the extract pool may fork: no hashing thread is left
+    cancel = threading.Event()
+    phases = []
+
+    def at_the_first_hash(ev: dict) -> None:  # cancel while files are being hashed ahead
+        phases.append(ev["phase"])
+        if ev["phase"] == "hash":
+            cancel.set()
+
+    cancelled = Indexer(store, settings).run(on_progress=at_the_first_hash, cancel=cancel, force=True)
+    assert cancelled["status"] == "cancelled" and "hash" in phases and threading.active_count() == 1
+    assert cancelled["filesSeen"] < 33
+    store.close()
