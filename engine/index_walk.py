@@ -69,7 +69,7 @@ def file_hash(path: str | os.PathLike[str]) -> str:
 
 #: Threads hashing ahead of the walk's classification (the gate's sha256 runs at ~1.5 GB/s
 #: per core and releases the GIL): one per core, at most two.
-HASH_THREADS = min(2, os.cpu_count() or 1)
+HASH_THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 #: Fewer bytes than this to hash in a collection: one thread (a pool costs more than it saves).
 _PARALLEL_HASH_BYTES = 32 << 20
 #: Files handed to a hashing thread at once: consecutive, up to this many or ~4 MiB.
