@@ -1,13 +1,17 @@
 """The indexer's walk: list collection roots, classify and hash every entry, settle the rest.
 
-Owns: ``file_hash`` (the ``content_hash``), ``walk``, and ``WalkPass``, the
+Owns: ``file_hash`` (the ``content_hash``), ``hashes_in_order`` (the
+walk's hashes, read ahead on two threads for a large collection), ``walk``,
+and ``WalkPass``, the
 part of ``engine.index.Indexer`` that walks each root (``engine.walk``),
 gives every entry that is not a supported, readable regular file its reason
 code (skipped), hashes the others into ``HashedFile``s, and settles the
 stored documents the walk did not index this time: kept and marked stale
 with the reason while the file exists, removed only when it is gone
-(ENOENT). ``WalkPass`` is a mixin of ``Indexer`` (uses its ``store``,
-``limits``, ``_add``, ``_check_cancel`` and ``_retrying``). Moved out of
+(ENOENT). While it settles a collection it notes the files whose stored row
+already passes the hash gate (``_current``), so the text pass reads no row
+again for them. ``WalkPass`` is a mixin of ``Indexer`` (uses its ``store``,
+``settings``, ``limits``, ``_add``, ``_check_cancel`` and ``_retrying``). Moved out of
 ``engine.index`` unchanged; ``engine.index`` re-exports ``file_hash`` and
 ``walk``. Imports ``engine.walk``, ``engine.outcome``, ``engine.paths``,
 ``engine.runs``, ``engine.model`` and ``engine.extract`` (on first use);
@@ -34,7 +38,7 @@ from engine.paths import os_name
 from engine.runs import record
 from engine.walk import Entry, walk_entries
 
-__all__ = ["WalkPass", "file_hash", "walk"]
+__all__ = ["WalkPass", "file_hash", "hashes_in_order", "walk", "HASH_THREADS"]
 
 _HASH_BLOCK_BYTES = 1 << 18
 #: One read buffer per thread, reused by every ``file_hash`` call of that thread: a fresh
@@ -78,6 +82,7 @@ _HASH_BATCH_BYTES = 4 << 20
 
 
 def _hash_batch(paths: list[str]) -> list[str | OSError]:
+    """``file_hash`` of each path, in order; an ``OSError`` in place of a file that cannot be read."""
     out: list[str | OSError] = []
     for path in paths:
         try:
@@ -95,7 +100,7 @@ def hashes_in_order(items: list[tuple[str, int]], threads: int = HASH_THREADS) -
     Yields:
         One hex digest per item, in order, or the ``OSError`` that reading that file
         raised (so the caller classifies it exactly as before). At most ``2 * threads``
-        batches of ~1 MiB run ahead; closing the generator (a cancelled scan) cancels
+        batches (up to 64 files or ~4 MiB each) run ahead; closing the generator (a cancelled scan) cancels
         the rest and waits only for the batches already being read.
     """
     if threads < 2 or len(items) < 2 or sum(size for _, size in items) < _PARALLEL_HASH_BYTES:
@@ -157,7 +162,8 @@ class _Scan:
 
 class WalkPass:
     """Walk, classify and hash, then settle unindexed documents (a mixin of
-    ``engine.index.Indexer``; no state of its own)."""
+    ``engine.index.Indexer``; its only state is this run's ``_current``: the
+    ``(collectionPath, filePath)`` of files whose stored row passes the gate as it is)."""
 
     # -- walk and hash -------------------------------------------------------------
     def _scan(self, targets: list[Collection], summary: dict, emit: Callable[[dict], None],
