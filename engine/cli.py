@@ -286,7 +286,27 @@ def main(argv: list[str] | None = None) -> int:
 
     A closed stdout (``chunknav status | head``) ends quietly (exit 0 when the
     command itself succeeded), never with a BrokenPipe traceback.
+
+    ``argv`` None means the process's own command line (the console script,
+    ``python -m engine``), which ends right after: the objects alive then are
+    moved out of the cyclic collector's reach (``gc.freeze``), so the
+    interpreter's exit skips its collection passes over every imported
+    module (~8 ms of an unchanged ``chunknav index`` here). Exit still runs
+    atexit handlers, flushes stdout and stderr and frees what refcounts free;
+    what it skips is finalizing objects left in reference cycles, which
+    Python never promises at exit. A caller passing ``argv`` (tests, an
+    embedding program) keeps its collector as it was.
     """
+    try:
+        return _main_quietly(argv)
+    finally:
+        if argv is None:
+            import gc
+
+            gc.freeze()
+
+
+def _main_quietly(argv: list[str] | None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:  # a second Ctrl-C during a run: the run record says how it ended

@@ -337,3 +337,28 @@ def test_a_run_over_the_threaded_hash_path_finds_the_same_and_leaves_no_thread(t
     assert cancelled["status"] == "cancelled" and "hash" in phases and not hashing()
     assert cancelled["filesSeen"] < 33
     store.close()
+
+
+# -- the process's exit -----------------------------------------------------------------------
+def test_only_the_process_command_line_freezes_the_collector_and_the_index_closes_clean(tmp_path):
+    """``main()`` (the console script) freezes the objects before exit; ``main(argv)`` never does.
+    The store is closed before that, so the exit leaves no WAL behind and the run is finished."""
+    import gc
+
+    before = gc.get_freeze_count()
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["settings"]) == 0
+    assert gc.get_freeze_count() == before  # a caller passing argv keeps its collector
+    root = tmp_path / "r"
+    _tree(root)
+    db = tmp_path / "x.db"
+    env = {**os.environ, "CHUNKNAV_DB": str(db), "CHUNKNAV_ALLOWED_ROOTS": str(tmp_path), "EMBED_PROVIDER": "none"}
+    for argv in (["collections", "add", "R", str(root)], ["index"], ["index"]):
+        subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, env=env, check=True, capture_output=True)
+        assert not Path(f"{db}-wal").exists()  # closed (and checkpointed) before the exit
+    code = ("import gc, sys\nsys.argv = ['chunknav', 'status', '--json']\nfrom engine.cli import main\n"
+            "code = main()\nprint('frozen', gc.get_freeze_count() > 0, code)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "frozen True 0", out.stderr[-2000:]
+    status = json.loads(out.stdout[:out.stdout.rindex("frozen")])
+    assert status["lastRun"]["status"] == "finished" and status["lastRun"]["counts"]["unchanged"] == 3
