@@ -22,17 +22,20 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import load_settings, settings_table
 from engine.secrets import install_log_redaction, redact
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError
 from engine.cli_views import human_index as _human_index, human_status as _human_status
-from engine.service import Engine
 
-# engine.tools (the registry, and the search and answer modules behind it) is imported only
-# where a tool subcommand is parsed or run, or an envelope printed: an unchanged
-# ``chunknav index`` never loads it (issue 15: lean no-op runs).
+if TYPE_CHECKING:
+    from engine.service import Engine
+
+# engine.service (the Engine, engine.model) is imported when a command needs the index, and
+# engine.tools (the registry, and the search and answer modules behind it) only where a
+# tool subcommand is parsed or run, or an envelope printed: an unchanged ``chunknav index``
+# never loads the registry (issue 15: lean no-op runs).
 
 __all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES", "streamlit_flags"]
 
@@ -358,6 +361,8 @@ def _main(argv: list[str] | None) -> int:
     missing = _missing_index(settings, args)
     if missing:
         return _answer_without_index(args, settings, missing)
+    from engine.service import Engine
+
     engine = Engine(settings)
     try:
         return _run(args, engine)
@@ -416,6 +421,8 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     if args.command == "status" and not args.json:
         print(msg)
         return 0
+    from engine.service import Engine
+
     engine = Engine(dataclasses.replace(settings, db=":memory:"))
     try:
         name = next(n for n, c in CLI_NAMES.items() if c == args.command)
