@@ -171,12 +171,13 @@ class SqliteSearch:
         value: the hit fetch checks the counters in its own statement (``_GENS_ARE``) and the
         search scans again when they no longer match (``_MOVED``), so an unchanged index
         costs the fetch alone (a separate counter read was ~25 us with caches cold after a
-        4k-row scan of ~0.2 ms). No cache yet, or inside a transaction: ``_prepare`` and None."""
-        with self._read() as conn:
-            if not conn.in_transaction:
-                m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
-                if m is not None and occ is not None:
-                    return m, occ, model
+        4k-row scan of ~0.2 ms). No cache yet: ``_prepare`` and None. Inside a transaction
+        the hit fetch answers ``_MOVED`` (the search goes through ``_prepare``), as do the
+        answers without a fetch (``_counters_match``)."""
+        vectors = self._vectors
+        m, occ = vectors.matrices.get(model), vectors.occurrences.get(model)
+        if m is not None and occ is not None:
+            return m, occ, model
         return (*self._prepare(model), None)
 
     def _counters_match(self, m: Matrix | None, occ: Occurrences | None, check: str | None) -> bool:
@@ -185,6 +186,8 @@ class SqliteSearch:
         if check is None:
             return True
         with self._read() as conn:
+            if conn.in_transaction:
+                return False
             row = conn.execute(f"SELECT {_GENS}", ("chunks_gen", f"vectors_gen:{check}")).fetchone()
         return _gens_match(m, occ, row)
 
@@ -193,12 +196,13 @@ class SqliteSearch:
         """``(rowid, *columns)`` of the ``chunks`` rows at ``rowids``, in that order (one
         statement, ``_rows_sql``; missing rows left out). With ``check`` (a model), the same
         statement checks that model's counters too: ``_MOVED`` when they no longer name
-        ``m``/``occ`` (or a row is missing: the search then checks and scans again)."""
+        ``m``/``occ`` (or a row is missing, or inside a transaction: the search then checks
+        and scans again, through ``_prepare``)."""
         sql = _rows_sql(len(rowids), columns, check is not None)
         with self._read() as conn:
             if check is None:
                 return conn.execute(sql, rowids).fetchall()
-            if occ.vectors_gen != m.gen:
+            if occ.vectors_gen != m.gen or conn.in_transaction:
                 return _MOVED
             rows = conn.execute(sql, (*rowids, "chunks_gen", occ.chunks_gen, f"vectors_gen:{check}",
                                       m.gen)).fetchall()
