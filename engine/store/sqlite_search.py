@@ -198,7 +198,8 @@ class SqliteSearch:
         statement checks that model's counters too: ``_MOVED`` when they no longer name
         ``m``/``occ`` (or a row is missing, or inside a transaction: the search then checks
         and scans again, through ``_prepare``)."""
-        sql = _rows_sql(len(rowids), columns, check is not None)
+        sql = _ROWS_SQL.get((len(rowids), columns, check is not None)) or _rows_sql(len(rowids), columns,
+                                                                                   check is not None)
         with self._read() as conn:
             if check is None:
                 return conn.execute(sql, rowids).fetchall()
@@ -211,7 +212,7 @@ class SqliteSearch:
     @staticmethod
     def _in_order(rows: list[tuple], rowids: list[int]) -> list[tuple] | None:
         """``rows`` (rowid first) in ``rowids`` order; None when one is missing."""
-        if len(rows) == len(rowids) and list(map(_ROWID, rows)) == rowids:
+        if list(map(_ROWID, rows)) == rowids:
             return rows  # as _rows_sql returns them
         by_rowid = {r[0]: r for r in rows}
         got = [by_rowid.get(rowid) for rowid in rowids]
@@ -227,7 +228,7 @@ class SqliteSearch:
         rows = self._rows_at(m, occ, rowids, CHUNK_COLUMNS, check)
         if rows is _MOVED:
             return _MOVED
-        got = self._in_order(rows, rowids)  # type: ignore[arg-type]
+        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)  # type: ignore[arg-type]
         # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
         if got is None or not _same_ids(list(map(_CHUNK_ID, got)), m.digests.take(occ.matrix_row.take(picked), 0)):
             return None
@@ -243,7 +244,7 @@ class SqliteSearch:
         rows = self._rows_at(m, occ, rowids, "chunk_id", check)
         if rows is _MOVED:
             return _MOVED
-        got = self._in_order(rows, rowids)  # type: ignore[arg-type]
+        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)  # type: ignore[arg-type]
         if got is None:
             return None
         ids = [r[1] for r in got]
