@@ -211,9 +211,8 @@ class SqliteSearch:
 
     @staticmethod
     def _in_order(rows: list[tuple], rowids: list[int]) -> list[tuple] | None:
-        """``rows`` (rowid first) in ``rowids`` order; None when one is missing."""
-        if list(map(_ROWID, rows)) == rowids:
-            return rows  # as _rows_sql returns them
+        """``rows`` (rowid first) put in ``rowids`` order, for rows that did not come in it
+        (``_rows_sql`` returns them in it: the callers check that first); None when one is missing."""
         by_rowid = {r[0]: r for r in rows}
         got = [by_rowid.get(rowid) for rowid in rowids]
         return None if any(r is None for r in got) else got
