@@ -603,6 +603,7 @@ def test_chunk_rows_built_through_the_slots_equal_the_dataclass_init():
     from engine.model import VectorHit
     from engine.store import sqlite_rows as R
 
+    R._build_twins()
     assert R._CHUNK_SLOTS is not None and R._HIT_SLOTS[VectorHit] is not None  # the fast path is the one taken
     for c in _chunks("A", "f.txt", "h", ["one ", "two"]) + [Chunk("B", "g", 0, "i", "h", 0, 1, "x")]:
         row = R.chunk_params(c)
