@@ -10,8 +10,11 @@ README = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
 
 
 def test_readme_opens_with_the_two_commands():
-    head = "\n".join(README.splitlines()[:8])
-    assert "make run" in head and "make test" in head
+    """The first code block holds exactly the two commands for a new machine."""
+    lines = README.splitlines()
+    assert lines[2] == "```sh", lines[:3]
+    block = lines[3:lines.index("```", 3)]
+    assert [line.split()[:2] for line in block] == [["make", "run"], ["make", "test"]], block
 
 
 def test_every_tool_is_documented():
