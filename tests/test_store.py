@@ -598,12 +598,49 @@ def test_sqlite_vector_search_of_an_unchanged_index_is_one_statement(tmp_path):
 
 
 def test_chunk_rows_built_through_the_slots_equal_the_dataclass_init():
+    import pickle
+
+    from engine.model import VectorHit
     from engine.store import sqlite_rows as R
 
-    assert R._SETTERS is not None  # the fast path is the one taken
+    R._build_twins()
+    assert R._CHUNK_SLOTS is not None and R._HIT_SLOTS[VectorHit] is not None  # the fast path is the one taken
     for c in _chunks("A", "f.txt", "h", ["one ", "two"]) + [Chunk("B", "g", 0, "i", "h", 0, 1, "x")]:
         row = R.chunk_params(c)
         built = R.chunk_of(row)
         assert built == c and repr(built) == repr(c) and type(built) is Chunk
+        assert pickle.loads(pickle.dumps(built)) == c
         with pytest.raises(AttributeError):
             built.page = 9  # still frozen
+        (hit,) = R.hits_of(VectorHit, [(7, *row)], [0.5])
+        assert hit == VectorHit(c, 0.5) and type(hit) is VectorHit and repr(hit) == repr(VectorHit(c, 0.5))
+        with pytest.raises(AttributeError):
+            hit.score = 1.0
+
+
+def test_slot_twin_refuses_classes_it_cannot_stand_for():
+    from dataclasses import dataclass, field
+
+    from engine.store import sqlite_rows as R
+
+    @dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    @dataclass(slots=True)
+    class NotFrozen:
+        a: int
+
+    @dataclass(frozen=True, slots=True)
+    class NotInit:
+        a: int
+        b: int = field(init=False, default=0)
+
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        a: int
+
+        def __post_init__(self):
+            assert self.a >= 0
+
+    assert [R._slots_twin(c) for c in (NoSlots, NotFrozen, NotInit, Checked)] == [None] * 4

@@ -16,6 +16,7 @@ face (streamlit, mcp, argparse), never extract/embed.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Callable, Iterable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
@@ -23,16 +24,45 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.model import Chunk, KeywordHit, VectorHit
 from engine.store.sqlite_keyword import _TIDY_SHARE, FTS_MAX_SEGMENTS, chunk_rows, fts_segments, keyword_refs, \
     search_keyword, tidy_fts
-from engine.store.sqlite_rows import CHUNK_COLUMNS, chunk_of
+from engine.store.sqlite_rows import CHUNK_COLUMNS, chunk_of, hits_of
 from engine.store.sqlite_vectors import Matrix, Occurrences, id_bytes, top_occurrences
 
 __all__ = ["SqliteSearch"]
 
-#: The counters (chunks_gen, vectors_gen:<model>) as two columns of the statement they are put
-#: in (the hit fetch: one statement, one snapshot); parameters "chunks_gen", "vectors_gen:<model>".
+_ROWID = itemgetter(0)  # a fetched row's rowid
+_CHUNK_ID = itemgetter(4)  # a hit row's chunk_id (rowid, then CHUNK_COLUMNS)
+
+#: The counters (chunks_gen, vectors_gen:<model>) as two columns of a statement; parameters
+#: "chunks_gen", "vectors_gen:<model>" (``_counters_match``).
 _GENS = "(SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE key = ?)"
+#: The same counters as a condition of the hit fetch (one statement, one snapshot): true while
+#: they hold the values given (a missing counter is 0, as ``_gens_match`` reads it); parameters
+#: "chunks_gen", its value, "vectors_gen:<model>", its value.
+_GENS_ARE = ("CAST(COALESCE((SELECT value FROM meta WHERE key = ?), 0) AS INTEGER) = ? AND "
+             "CAST(COALESCE((SELECT value FROM meta WHERE key = ?), 0) AS INTEGER) = ?")
 #: A hit fetch's answer when the counters no longer name the cached matrix and occurrences.
 _MOVED = object()
+#: (rowids, columns, checked) -> the hit fetch's statement (``_rows_sql``).
+_ROWS_SQL: dict[tuple[int, str, bool], str] = {}
+
+
+def _rows_sql(n: int, columns: str, checked: bool) -> str:
+    """``SELECT chunks.rowid, <columns>`` of the ``chunks`` rows at ``n`` rowids (parameters),
+    in the order given: a VALUES list drives one rowid lookup per entry (the left side of a
+    CROSS JOIN stays the outer loop in SQLite, so rows come in the list's order; a rowid with
+    no row gives none). ``checked``: four more parameters, ``_GENS_ARE``: no row at all when the
+    counters moved. Right after a 4k-row scan has flushed the caches, ~10 us less than
+    ``rowid IN (...)`` (rows in rowid order, reordered in Python) with the counters as two
+    more columns of every row (~65 us for 10 rows of ``CHUNK_COLUMNS``)."""
+    key = (n, columns, checked)
+    sql = _ROWS_SQL.get(key)
+    if sql is None:
+        sql = (f"WITH w(r) AS (VALUES {','.join(['(?)'] * n)}) SELECT chunks.rowid, {columns} "
+               f"FROM w CROSS JOIN chunks ON chunks.rowid = w.r" + (f" WHERE {_GENS_ARE}" if checked else ""))
+        if len(_ROWS_SQL) > 256:
+            _ROWS_SQL.clear()
+        _ROWS_SQL[key] = sql
+    return sql
 
 
 def _gens_match(m: Matrix | None, occ: Occurrences | None, values) -> bool:
@@ -140,15 +170,16 @@ class SqliteSearch:
 
     def _prepare_trusted(self, model: str) -> tuple[Matrix | None, Occurrences | None, str | None]:
         """The model's cached matrix and occurrences as they are, with ``model`` as the third
-        value: the hit fetch reads the counters in its own statement (``_GENS``) and the
+        value: the hit fetch checks the counters in its own statement (``_GENS_ARE``) and the
         search scans again when they no longer match (``_MOVED``), so an unchanged index
         costs the fetch alone (a separate counter read was ~25 us with caches cold after a
-        4k-row scan of ~0.2 ms). No cache yet, or inside a transaction: ``_prepare`` and None."""
-        with self._read() as conn:
-            if not conn.in_transaction:
-                m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
-                if m is not None and occ is not None:
-                    return m, occ, model
+        4k-row scan of ~0.2 ms). No cache yet: ``_prepare`` and None. Inside a transaction
+        the hit fetch answers ``_MOVED`` (the search goes through ``_prepare``), as do the
+        answers without a fetch (``_counters_match``)."""
+        vectors = self._vectors
+        m, occ = vectors.matrices.get(model), vectors.occurrences.get(model)
+        if m is not None and occ is not None:
+            return m, occ, model
         return (*self._prepare(model), None)
 
     def _counters_match(self, m: Matrix | None, occ: Occurrences | None, check: str | None) -> bool:
@@ -157,24 +188,36 @@ class SqliteSearch:
         if check is None:
             return True
         with self._read() as conn:
+            if conn.in_transaction:
+                return False
             row = conn.execute(f"SELECT {_GENS}", ("chunks_gen", f"vectors_gen:{check}")).fetchone()
         return _gens_match(m, occ, row)
 
     def _rows_at(self, m: Matrix, occ: Occurrences, rowids: list[int], columns: str,
                  check: str | None) -> list[tuple] | object:
-        """``(rowid, *columns)`` of the ``chunks`` rows at ``rowids`` (one statement, rows in
-        any order, missing rows left out). With ``check`` (a model), the same statement
-        reads that model's counters too: ``_MOVED`` when they no longer name ``m``/``occ``."""
-        marks = ",".join("?" * len(rowids))
+        """``(rowid, *columns)`` of the ``chunks`` rows at ``rowids``, in that order (one
+        statement, ``_rows_sql``; missing rows left out). With ``check`` (a model), the same
+        statement checks that model's counters too: ``_MOVED`` when they no longer name
+        ``m``/``occ`` (or a row is missing, or inside a transaction: the search then checks
+        and scans again, through ``_prepare``)."""
+        sql = _ROWS_SQL.get((len(rowids), columns, check is not None)) or _rows_sql(len(rowids), columns,
+                                                                                   check is not None)
         with self._read() as conn:
             if check is None:
-                return conn.execute(f"SELECT rowid, {columns} FROM chunks WHERE rowid IN ({marks})",
-                                    rowids).fetchall()
-            rows = conn.execute(f"SELECT rowid, {columns}, {_GENS} FROM chunks WHERE rowid IN ({marks})",
-                                ["chunks_gen", f"vectors_gen:{check}", *rowids]).fetchall()
-        if not rows or not _gens_match(m, occ, rows[0][-2:]):
-            return _MOVED
-        return rows
+                return conn.execute(sql, rowids).fetchall()
+            if occ.vectors_gen != m.gen or conn.in_transaction:
+                return _MOVED
+            rows = conn.execute(sql, (*rowids, "chunks_gen", occ.chunks_gen, f"vectors_gen:{check}",
+                                      m.gen)).fetchall()
+        return rows if len(rows) == len(rowids) else _MOVED
+
+    @staticmethod
+    def _in_order(rows: list[tuple], rowids: list[int]) -> list[tuple] | None:
+        """``rows`` (rowid first) put in ``rowids`` order, for rows that did not come in it
+        (``_rows_sql`` returns them in it: the callers check that first); None when one is missing."""
+        by_rowid = {r[0]: r for r in rows}
+        got = [by_rowid.get(rowid) for rowid in rowids]
+        return None if any(r is None for r in got) else got
 
     def _resolve(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
                  scores: np.ndarray, check: str | None = None) -> list[VectorHit] | None | object:
@@ -186,12 +229,11 @@ class SqliteSearch:
         rows = self._rows_at(m, occ, rowids, CHUNK_COLUMNS, check)
         if rows is _MOVED:
             return _MOVED
-        by_rowid = {r[0]: r for r in rows}
-        got = [by_rowid.get(rowid) for rowid in rowids]
+        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)  # type: ignore[arg-type]
         # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
-        if any(r is None for r in got) or not _same_ids([r[4] for r in got], m.digests[occ.matrix_row[picked]]):
+        if got is None or not _same_ids(list(map(_CHUNK_ID, got)), m.digests.take(occ.matrix_row.take(picked), 0)):
             return None
-        return [VectorHit(chunk_of(r[1:15]), s) for r, s in zip(got, scores.tolist())]  # 14 CHUNK_COLUMNS
+        return hits_of(VectorHit, got, scores.tolist())
 
     def _refs(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
               scores: np.ndarray, check: str | None = None) -> list[tuple[int, str, float]] | None | object:
@@ -203,11 +245,13 @@ class SqliteSearch:
         rows = self._rows_at(m, occ, rowids, "chunk_id", check)
         if rows is _MOVED:
             return _MOVED
-        ids = {r[0]: r[1] for r in rows}
-        got = [ids.get(r) for r in rowids]
-        if any(c is None for c in got) or not _same_ids(got, m.digests[occ.matrix_row[picked]]):
+        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)  # type: ignore[arg-type]
+        if got is None:
             return None
-        return list(zip(rowids, got, scores.tolist()))
+        ids = [r[1] for r in got]
+        if not _same_ids(ids, m.digests.take(occ.matrix_row.take(picked), 0)):
+            return None
+        return list(zip(rowids, ids, scores.tolist()))
 
     def chunks_at(self, rowids: Iterable[int]) -> dict[int, Chunk]:
         """``chunks`` rowid -> Chunk for the rowids that exist (one query); see ``search_vector_refs``."""

@@ -87,7 +87,7 @@ class Occurrences:
     collection_code: np.ndarray  # int32 (m,)
     codes: dict[str, int]  # collection_path -> code
     scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
-    scope_runs: dict = field(default_factory=dict)  # id(scope rows) -> (rows, spans to score)
+    scope_runs: dict = field(default_factory=dict)  # id(scope rows) -> (scope rows, spans to score)
     by_row: int8_scan.RowIndex | None = None  # for the int8 scan, built on its first use
     identity_rows: int | None = None  # n when matrix_row == arange(n) (checked once: full scans skip the gather)
 
@@ -510,30 +510,30 @@ def scope_rows(occ: Occurrences, collection_paths: Iterable[str] | None) -> np.n
 _MIN_RUN_ROWS = 64  # shorter runs of consecutive rows are gathered with their neighbours
 
 
-def _scope_runs(occ: Occurrences, scope: np.ndarray, rows: np.ndarray) -> list[tuple[int, int, bool]]:
-    """``(start, end, gather)`` spans of ``rows`` (the scope's matrix rows, in
-    order), cached per scope: runs of >= _MIN_RUN_ROWS consecutive matrix rows
-    are scored on a view of the matrix; what lies between them is gathered in
-    blocks of at most _BLOCK_ROWS."""
+def _scope_runs(occ: Occurrences, scope: np.ndarray) -> list[tuple[int, int, int | None]]:
+    """``(start, end, row)`` spans of ``scope`` (occurrence indices), cached per scope: a run of
+    >= _MIN_RUN_ROWS consecutive matrix rows is scored on a view from matrix row ``row``; what
+    lies between runs (``row`` None) is gathered in blocks of at most _BLOCK_ROWS."""
     key = id(scope)
     hit = occ.scope_runs.get(key)
     if hit is not None and hit[0] is scope:
         return hit[1]
+    rows = occ.matrix_row[scope]
     cuts = np.flatnonzero(np.diff(rows) != 1) + 1
     starts = np.concatenate(([0], cuts)).tolist()
     ends = np.concatenate((cuts, [len(rows)])).tolist()
-    spans: list[tuple[int, int, bool]] = []
+    spans: list[tuple[int, int, int | None]] = []
     pending = -1  # start of rows waiting to be gathered
     for a, b in zip(starts, ends):
         if b - a >= _MIN_RUN_ROWS:
             if pending >= 0:
-                spans += [(x, min(x + _BLOCK_ROWS, a), True) for x in range(pending, a, _BLOCK_ROWS)]
+                spans += [(x, min(x + _BLOCK_ROWS, a), None) for x in range(pending, a, _BLOCK_ROWS)]
                 pending = -1
-            spans.append((a, b, False))
+            spans.append((a, b, int(rows[a])))
         elif pending < 0:
             pending = a
     if pending >= 0:
-        spans += [(x, min(x + _BLOCK_ROWS, len(rows)), True) for x in range(pending, len(rows), _BLOCK_ROWS)]
+        spans += [(x, min(x + _BLOCK_ROWS, len(rows)), None) for x in range(pending, len(rows), _BLOCK_ROWS)]
     if len(occ.scope_runs) > 64:
         occ.scope_runs.clear()
     occ.scope_runs[key] = (scope, spans)
@@ -567,15 +567,17 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
             log.warning("int8 vector scan failed, exact float32 scan instead: %s: %s", type(e).__name__, e)
     if scope is not None and len(scope) < _SUBSET_FRACTION * total:
         # Score only the scope's rows, a block at a time (no copy of the matrix).
-        rows = occ.matrix_row[scope]
-        scores = np.empty(len(scope), np.float32)
-        with scan_threads(len(rows), full=False):
-            for a, b, gather in _scope_runs(occ, scope, rows):
-                if gather:  # scattered rows: copy them (a block at a time)
-                    scores[a:b] = m.matrix[rows[a:b]] @ q
-                else:  # a run of consecutive matrix rows: a view, no copy
-                    r = int(rows[a])
-                    scores[a:b] = m.matrix[r:r + (b - a)] @ q
+        spans = _scope_runs(occ, scope)
+        with scan_threads(len(scope), full=False):
+            if len(spans) == 1 and spans[0][2] is not None:  # one run of consecutive rows: one view
+                scores = m.matrix[spans[0][2]:spans[0][2] + len(scope)] @ q
+            else:
+                scores = np.empty(len(scope), np.float32)
+                for a, b, r in spans:
+                    if r is None:  # scattered rows: copy them (a block at a time)
+                        scores[a:b] = m.matrix[occ.matrix_row[scope[a:b]]] @ q
+                    else:  # a run of consecutive matrix rows: a view, no copy
+                        scores[a:b] = m.matrix[r:r + (b - a)] @ q
         cand = scope
     else:
         all_scores = full_scores(m.matrix, q)  # a hybrid search's keyword thread helps (engine/scan_share.py)
@@ -593,8 +595,9 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
         else:
             cand = None
     k = min(limit, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    top = top[np.argsort(-scores[top], kind="stable")]
+    # ndarray methods: np.argpartition/np.argsort's C code without their wrappers (~4 us on cold caches)
+    top = (-scores).argpartition(k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    top = top[(-scores[top]).argsort(kind="stable")]
     picked = top if cand is None else cand[top]
     return picked, scores[top]
 
