@@ -1,13 +1,14 @@
 """Hybrid vs vector (and keyword) search latency at scale, in one run: ``search_latency.py --hybrid``.
 
-Usage: .venv/bin/python bench/search_latency.py --hybrid [n]     (default n = 100000 chunks)
+Usage: .venv/bin/python bench/search_latency.py --hybrid [n] [--no-tidy]  (default n = 100000 chunks)
 
 Builds a fresh SQLite index of ``n`` chunks whose texts are the real windows
 of tests/corpus (cycled over files of 50 chunks in 20 collections, so BM25
 sees real term statistics, CJK chunks included) with one random unit 256-d
 vector per chunk under the local model's name, through the store's own
 ``replace_document`` / ``add_vectors`` (FTS rows written as the indexer
-writes them). Then asks the 116 evaluation questions through
+writes them), then merges the keyword index as an index run does after writing chunks
+(``tidy_keyword_index``; ``--no-tidy`` leaves it as written, the row before session 4). Then asks the 116 evaluation questions through
 ``ContentChunkSearch.search`` (the local model embeds each query; scope =
 every collection, limit 10) in vector, keyword and hybrid mode, interleaved
 per question, and prints p50/p95 per mode with hybrid / vector in the same
@@ -54,8 +55,10 @@ def corpus_windows() -> list[str]:
     return out
 
 
-def build(engine: Engine, n: int, model: str) -> None:
-    """n chunks in files of PER_FILE over COLLECTIONS collections, plus a random vector each."""
+def build(engine: Engine, n: int, model: str) -> str:
+    """n chunks in files of PER_FILE over COLLECTIONS collections, plus a random vector each;
+    then the keyword index is merged as ``chunknav index`` does after a run that wrote chunks
+    (``tidy_keyword_index``, since session 4). Returns a line saying the FTS5 segments before/after."""
     windows = corpus_windows()
     rng = np.random.default_rng(0)
     store = engine.store
@@ -81,6 +84,16 @@ def build(engine: Engine, n: int, model: str) -> None:
     for i in range(COLLECTIONS):
         from engine.model import Collection
         store.add_collection(Collection(f"Bench/C{i:02d}", str(CORPUS), None))
+    from engine.store.sqlite_keyword import fts_segments
+
+    with store._read() as conn:
+        before = fts_segments(conn)
+    if "--no-tidy" in sys.argv:  # the index as written, unmerged (the row before session 4)
+        return f"keyword index: {before} FTS5 segments (not merged: --no-tidy)"
+    merged = store.tidy_keyword_index(made)
+    with store._read() as conn:
+        after = fts_segments(conn)
+    return f"keyword index: {before} FTS5 segments -> {after} (merged as an index run does: {merged})"
 
 
 def pct(xs: list[float]) -> tuple[float, float]:
@@ -96,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import engine.hybrid as search_mod  # its _HYBRID_CHOICE is the timed choice
 
-    args = argv if argv is not None else sys.argv[1:]
+    args = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--")]
     n = int(args[0]) if args else 100_000
     work = Path(tempfile.mkdtemp(prefix="chunknav-hybrid-"))
     chosen = search_mod._HYBRID_CHOICE
@@ -108,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         engine = Engine(Settings(db=str(work / "index.db"), embed_provider="local").validate())
         model = engine.search.embedder().model
         t0 = time.perf_counter()
-        build(engine, n, model)
-        print(f"built {n:,} chunks in {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()}", flush=True)
+        tidy = build(engine, n, model)
+        print(f"built {n:,} chunks in {time.perf_counter() - t0:.1f} s; {tidy}; load average {os.getloadavg()}",
+              flush=True)
         questions = [q["query"] for q in load_questions()]
         names = list(variants)
         for name in names:  # warm: matrix file, FTS pages, model, the hybrid choice's first timings

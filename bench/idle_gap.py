@@ -3,6 +3,7 @@
 Usage::
 
     .venv/bin/python bench/idle_gap.py [--n 100000] [--gaps 0,0.02,0.3,1.0] [--queries 12] [--rounds 2]
+        [--int8-min-rows N]   (the engine's vector_int8_min_rows for the children; default: the engine's)
 
 ``engine/__init__.py`` sets ``OPENBLAS_THREAD_TIMEOUT`` (how long an OpenBLAS
 worker thread spins for more work after a call before it sleeps; 2^value
@@ -40,13 +41,14 @@ QUESTIONS = [
 ]
 
 
-def child(db: str, gap: float, queries: int) -> None:
+def child(db: str, gap: float, queries: int, int8_rows: int | None = None) -> None:
     """In a fresh process: warm up, then time one search per query after ``gap`` seconds idle."""
     import engine  # noqa: F401  (before numpy, as the CLI and the MCP server)
     from engine.config import Settings
     from engine.tools import Engine, call_tool
 
-    eng = Engine(Settings(db=db, embed_provider="local").validate())
+    extra = {} if int8_rows is None else {"vector_int8_min_rows": int8_rows}
+    eng = Engine(Settings(db=db, embed_provider="local", **extra).validate())
     out: dict[str, list[float]] = {}
     for mode in ("vector", "hybrid"):
         for q in QUESTIONS[:3]:  # warm: matrix mapped, model loaded, caches filled
@@ -71,10 +73,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--timeouts", default="4,28", help="OPENBLAS_THREAD_TIMEOUT values; the last is the anchor")
+    ap.add_argument("--int8-min-rows", type=int, default=None,
+                    help="vector_int8_min_rows of the searching processes (default: the engine's)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], float(args.child[1]), int(args.child[2]))
+        child(args.child[0], float(args.child[1]), int(args.child[2]), args.int8_min_rows)
         return
     import numpy as np
     import perf_rows
@@ -89,12 +93,17 @@ def main() -> None:
         for gap in gaps:
             for to in timeouts:
                 env = {**os.environ, "OPENBLAS_THREAD_TIMEOUT": to}
-                p = subprocess.run([sys.executable, __file__, "--child", db, str(gap), str(args.queries)],
+                rows = [] if args.int8_min_rows is None else ["--int8-min-rows", str(args.int8_min_rows)]
+                p = subprocess.run([sys.executable, __file__, "--child", db, str(gap), str(args.queries), *rows],
                                    env=env, capture_output=True, text=True, check=True)
                 for mode, ts in json.loads(p.stdout.strip().splitlines()[-1]).items():
                     res.setdefault((mode, gap, to), []).extend(ts)
     anchor = timeouts[-1]
-    print(f"bench/idle_gap.py: {args.n:,} vectors, {args.queries} queries x {args.rounds} rounds per cell, "
+    from engine.config import Settings
+
+    int8_rows = Settings().vector_int8_min_rows if args.int8_min_rows is None else args.int8_min_rows
+    print(f"bench/idle_gap.py: {args.n:,} vectors (int8 scan from {int8_rows:,} rows), "
+          f"{args.queries} queries x {args.rounds} rounds per cell, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'mode':8} {'gap s':>6} " + " ".join(f"{'TO=' + t + ' ms':>11}" for t in timeouts)
           + "   " + " ".join(f"{'TO=' + t + '/' + anchor:>9}" for t in timeouts[:-1]))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from engine.blas import LARGE_SCAN_ROWS, ThreadChoice
@@ -103,8 +103,9 @@ class HybridRanking:
         share = ScanShare(helpers=use == 2)
         t = time.perf_counter()
         keyword = self.store.search_keyword_refs if refs else self.store.search_keyword
-        pending = _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share) \
-            if use == 2 else None
+        listed: Future | None = Future() if use == 2 else None  # the keyword list, set before helping
+        pending = _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share,
+                                        listed) if listed is not None else None
         try:
             with share.active():
                 vec = self._vector_hits(text, collections, depth, embedder, refs)
@@ -112,7 +113,9 @@ class HybridRanking:
             if pending is not None:
                 pending.cancel() or pending.exception()  # never leave it running unseen
             raise
-        kw = pending.result() if pending is not None else keyword(text, collections, depth)
+        # the list as soon as it is ranked: the helper's way out of the scan (every block of it
+        # is done once the scan returns) is not waited for, nor its thread switch
+        kw = keyword(text, collections, depth) if listed is None else listed.result()
         self._hybrid_rows = share.rows
         if share.rows >= LARGE_SCAN_ROWS and (use == 1 or share.shared):
             _HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
@@ -122,12 +125,22 @@ class HybridRanking:
 
     @staticmethod
     def _keyword_then_help(keyword: Callable, text: str, collections: list[str] | None, depth: int,
-                           share: ScanShare) -> list:
-        """The keyword list (on the worker thread), then help the vector scan's blocks."""
+                           share: ScanShare, listed: Future | None = None) -> list:
+        """The keyword list (on the worker thread), then help the vector scan's blocks.
+
+        ``listed``: given the list (or the keyword search's exception) before helping, so the
+        calling thread can fuse without waiting for this thread to leave the scan."""
         try:
-            return keyword(text, collections, depth)
-        finally:
+            kw = keyword(text, collections, depth)
+        except BaseException as e:
+            if listed is not None:
+                listed.set_exception(e)
             share.help()
+            raise
+        if listed is not None:
+            listed.set_result(kw)
+        share.help()
+        return kw
 
 
 def _hybrid_pool() -> ThreadPoolExecutor:

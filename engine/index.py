@@ -137,6 +137,7 @@ class Indexer(WalkPass, TextPass):
                 summary["orphansRemoved"] = repair_orphans(self.store)
                 files = self._scan(targets, summary, emit, t0)
                 self._text_pass(files, force, summary, emit, t0)
+                self._tidy_keywords(summary)
                 if self.embedder is not None:
                     self._embed_pass(summary, emit, t0)
                 summary["status"] = "finished"
@@ -169,6 +170,19 @@ class Indexer(WalkPass, TextPass):
             log.warning("the run summary could not be saved: %s", e)
         except Exception:  # the store itself is broken: the original outcome matters more
             log.exception("the run summary could not be saved")
+
+    def _tidy_keywords(self, summary: dict) -> None:
+        """After a text pass that wrote chunks, let the store merge its keyword index
+        (``tidy_keyword_index``, SQLite only: FTS5 segments; cheaper keyword searches).
+        A busy writer lock only skips it (logged): the next run tries again."""
+        tidy = getattr(self.store, "tidy_keyword_index", None)
+        written = int(summary.get("chunksWritten") or 0)
+        if tidy is None or written <= 0:
+            return
+        try:
+            self._retrying(lambda: tidy(written))
+        except StoreBusyError as e:
+            log.warning("keyword index not merged this run: %s", e)
 
     def _check_cancel(self) -> None:
         if self._cancel is not None and self._cancel.is_set():

@@ -417,3 +417,36 @@ def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkey
     finally:
         for e in engines.values():
             e.close()
+
+
+def test_hybrid_takes_the_keyword_list_before_the_helper_leaves_and_sees_its_failure(corpus_index, monkeypatch):
+    """kw (session 4): with the keyword thread helping the int8 scan, the calling thread takes
+    the keyword list from a future set before the thread helps (so it never waits for the
+    helper's way out of the scan); a keyword search that raises still raises in the calling
+    thread, and the next hybrid search on the same pool answers as before."""
+    import engine.hybrid as hybrid
+    import engine.scan_share as scan_share
+
+    db, _model, _qs = corpus_index
+    monkeypatch.setattr(hybrid, "LARGE_SCAN_ROWS", 1)
+    monkeypatch.setattr(scan_share, "MIN_ROWS", 1)
+    monkeypatch.setattr(int8_scan, "_SHARE_BYTES", 1)
+    monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", FixedChoice(2))
+    eng = Engine(Settings(db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS,
+                          vector_scan="int8").validate())
+    try:
+        eng.search.search(QUERIES[0], "*", 10, "hybrid")  # records the matrix size: later searches share
+        want = [(r.chunk.chunk_id, r.score) for r in eng.search.search(QUERIES[1], "*", 10, "hybrid").hits]
+        real = eng.store.search_keyword_refs
+
+        def broken(*a, **k):
+            raise RuntimeError("keyword store failed")
+
+        monkeypatch.setattr(eng.store, "search_keyword_refs", broken)
+        with pytest.raises(RuntimeError, match="keyword store failed"):
+            eng.search.search(QUERIES[1], "*", 10, "hybrid")
+        monkeypatch.setattr(eng.store, "search_keyword_refs", real)
+        again = [(r.chunk.chunk_id, r.score) for r in eng.search.search(QUERIES[1], "*", 10, "hybrid").hits]
+        assert want and again == want
+    finally:
+        eng.close()

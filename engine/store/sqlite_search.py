@@ -22,7 +22,8 @@ from typing import Callable, Iterable
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.model import Chunk, KeywordHit, VectorHit
-from engine.store.sqlite_keyword import chunk_rows, keyword_refs, search_keyword
+from engine.store.sqlite_keyword import _TIDY_SHARE, FTS_MAX_SEGMENTS, chunk_rows, fts_segments, keyword_refs, \
+    search_keyword, tidy_fts
 from engine.store.sqlite_rows import CHUNK_COLUMNS, chunk_of, hits_of
 from engine.store.sqlite_vectors import Matrix, Occurrences, id_bytes, top_occurrences
 
@@ -273,3 +274,21 @@ class SqliteSearch:
                             limit: int) -> list[tuple[int, float]]:
         """``search_keyword`` without reading the chunk rows: ``(chunks rowid, -bm25)`` best first."""
         return keyword_refs(self._read, self._df_cache, query, collection_paths, limit)
+
+    def tidy_keyword_index(self, written: int) -> bool:
+        """After an index run that wrote ``written`` chunks: merge the keyword index into one
+        segment when it is fragmented and the run wrote enough of it
+        (``engine.store.sqlite_keyword.tidy_fts``); True when it merged. Checked with reads
+        first, so a run with nothing to merge takes no writer lock.
+
+        Raises:
+            StoreBusyError: another writer held the lock past the busy timeout.
+        """
+        if written <= 0:
+            return False
+        with self._read() as conn:
+            total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+            if total == 0 or written < _TIDY_SHARE * total or fts_segments(conn) <= FTS_MAX_SEGMENTS:
+                return False
+        with self._write() as conn:
+            return tidy_fts(conn, written)
