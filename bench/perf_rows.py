@@ -338,10 +338,17 @@ def clean_env(db: str) -> dict:
     return env
 
 
-def run_s(cmd: list[str], env: dict, cwd: Path = REPO) -> float:
+def run_s(cmd: list[str], env: dict, cwd: Path = REPO, cpu: list[float] | None = None) -> float:
+    """Wall seconds of one child process; its CPU seconds (user + system, getrusage of the
+    reaped child) are appended to ``cpu`` when given."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    if cpu is not None:
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+    return wall
 
 
 def hundred_files(dest: Path) -> None:
@@ -373,20 +380,28 @@ def bench_start(args, work: Path) -> None:
     subprocess.run([chunknav, "collections", "add", "Hundred", str(root)], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     bare, imp, getc, first, again = [], [], [], [], []
+    cpu: dict[str, list[float]] = {k: [] for k in ("bare", "imp", "getc", "first", "again")}
     for i in range(args.pairs):
         d = str(work / f"start-{i}.db")
         e = clean_env(d)
         subprocess.run([chunknav, "collections", "add", "Hundred", str(root)], env=e, check=True,
                        stdout=subprocess.DEVNULL)
-        first.append(run_s([chunknav, "index"], e))
-        again.append(run_s([chunknav, "index"], e))
-        bare.append(run_s([PY, "-c", "pass"], e))
-        imp.append(run_s([PY, "-c", "import engine.cli"], e))
-        getc.append(run_s([chunknav, "get-chunk", "Hundred", "piece-003.txt", "2"], e))
+        first.append(run_s([chunknav, "index"], e, cpu=cpu["first"]))
+        again.append(run_s([chunknav, "index"], e, cpu=cpu["again"]))
+        bare.append(run_s([PY, "-c", "pass"], e, cpu=cpu["bare"]))
+        imp.append(run_s([PY, "-c", "import engine.cli"], e, cpu=cpu["imp"]))
+        getc.append(run_s([chunknav, "get-chunk", "Hundred", "piece-003.txt", "2"], e, cpu=cpu["getc"]))
     header("process start (separate processes)", "A", "B", unit="s")
     row("python -c 'import engine.cli' / python -c pass", imp, bare, unit=1)
     row("chunknav get-chunk / python -c pass", getc, bare, unit=1)
     row("chunknav index unchanged / first index (100 files)", again, first, unit=1, goal="(goal <= 0.05)")
+    r = [a / b for a, b in zip(again, first)]
+    print(f"  {'  the same ratio, three decimals':46} {'':19}   {med(r):6.3f}  [{min(r):.3f}-{max(r):.3f}]")
+    header("process start, CPU time (user + system of the child, getrusage)", "A", "B", unit="ms")
+    row("python -c 'import engine.cli' / python -c pass", cpu["imp"], cpu["bare"])
+    row("chunknav get-chunk / python -c pass", cpu["getc"], cpu["bare"])
+    row("chunknav index unchanged / first index (100 files)", cpu["again"], cpu["first"])
+    print("  (bench/process_start.py: these processes over >= 15 runs, CPU and wall, against another checkout)")
 
 
 # ---------------------------------------------------------------------------- extraction

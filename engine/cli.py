@@ -1,7 +1,8 @@
 """``chunknav``: the command-line face, built on the tool registry.
 
-Owns: argument parsing (argparse: this face only), the human views of
-``index`` and ``status``, exit codes. Tool subcommands (search,
+Owns: argument parsing (argparse: this face only; only the subcommand
+``argv`` names is built, see ``command_in``), exit codes; the human views of
+``index`` and ``status`` are in ``engine.cli_views``. Tool subcommands (search,
 search-chunks, get-chunk, read, node, status) are generated from
 ``engine.tools.REGISTRY`` and print the tool's envelope as JSON on stdout,
 nothing else there. Exit codes: 0 ok (``found: false`` is an answer), 1 the
@@ -21,15 +22,22 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import load_settings, settings_table
-from engine.runs import unchanged_of
 from engine.secrets import install_log_redaction, redact
-from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError, WHO_FIXES
-from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, Engine, ToolArgumentError, call_tool, cli_option, to_json
+from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError
+from engine.cli_views import human_index as _human_index, human_status as _human_status
 
-__all__ = ["main", "build_parser", "streamlit_flags"]
+if TYPE_CHECKING:
+    from engine.service import Engine
+
+# engine.service (the Engine, engine.model) is imported when a command needs the index, and
+# engine.tools (the registry, and the search and answer modules behind it) only where a
+# tool subcommand is parsed or run, or an envelope printed: an unchanged ``chunknav index``
+# never loads the registry (issue 15: lean no-op runs).
+
+__all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES", "streamlit_flags"]
 
 
 def __getattr__(name: str) -> Any:
@@ -55,11 +63,66 @@ def _settings_epilog() -> str:
 #: argparse reports the alias typed, ``main`` maps it back to the command (``node``, ``read``).
 CLI_ALIASES = {"get_document": ["get-document"], "read_document": ["read-document"], "index_status": ["index-status"],
                "list_documents": ["list-documents"]}
-_ALIAS_OF = {a: CLI_NAMES[n] for n, names in CLI_ALIASES.items() for a in names}
+#: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
+OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full ``chunknav`` parser; tool subcommands come from the registry."""
+def _canonical(command: str) -> str:
+    """The subcommand an alias stands for (``get-document`` -> ``node``); others unchanged."""
+    if command in OWN_COMMANDS:
+        return command
+    from engine.tools import CLI_NAMES
+
+    return {a: CLI_NAMES[n] for n, names in CLI_ALIASES.items() for a in names}.get(command, command)
+
+
+def command_in(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names, when only plain top-level options come before it.
+
+    Plain: ``--db X``, ``--dsn X`` (X not starting with ``-``), ``--db=X``,
+    ``--dsn=X``, ``-v``, ``--verbose``. The first other token that does not
+    start with ``-`` is returned: argparse dispatches to that very subcommand.
+    Anything else first (``-h``, ``--version``, an abbreviated, combined or
+    unknown option, ``--``) or no such token gives None. The name is not
+    checked here (``build_parser`` falls back to every subcommand for an
+    unknown one).
+    """
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--db", "--dsn"):
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                return None
+            i += 2
+        elif a in ("-v", "--verbose") or a.startswith(("--db=", "--dsn=")):
+            i += 1
+        elif a.startswith("-"):
+            return None
+        else:
+            return a
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``chunknav`` parser; tool subcommands come from the registry.
+
+    Args:
+        command: a subcommand name or alias (``command_in(argv)``): only that
+            subcommand is built (an unchanged ``chunknav index`` builds no tool
+            parser and imports no registry). Its arguments, help and errors,
+            and the top-level options, are the same as in the full parser.
+            None, or a name that is no subcommand: every subcommand (what
+            ``chunknav --help`` and an invalid choice list).
+    """
+    if command is not None and command not in OWN_COMMANDS:
+        from engine.tools import CLI_NAMES
+
+        if command not in {*CLI_NAMES.values(), *(a for names in CLI_ALIASES.values() for a in names)}:
+            command = None
+
+    def wanted(*names: str) -> bool:
+        return command is None or command in names
+
     p = argparse.ArgumentParser(
         prog="chunknav",
         description="Navigate a content index by document and by chunk, with page and region provenance.",
@@ -72,6 +135,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    if wanted("collections"):
+        _add_collections(sub)
+    if wanted("index"):
+        ix = sub.add_parser("index", help="index the collections (hash-gated; --force rebuilds)")
+        ix.add_argument("--force", action="store_true", help="re-extract and re-store every file (Rebuild)")
+        ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
+        ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
+        ix.add_argument("--json", action="store_true", help="print the JSON summary")
+    if command is None or command not in OWN_COMMANDS:
+        _add_tools(sub, wanted)
+    if wanted("mcp"):
+        mcp = sub.add_parser("mcp", help="serve the tools over MCP (stdio, or streamable HTTP with --http)")
+        mcp.add_argument("--http", metavar="HOST:PORT",
+                         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by "
+                              "default; any other address needs CHUNKNAV_MCP_TOKEN)")
+    if wanted("gui"):
+        gui = sub.add_parser("gui", help="open the Streamlit explorer")
+        gui.add_argument("--port", type=int,
+                         help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)")
+        gui.add_argument("--address",
+                         help="bind address (default 127.0.0.1; anything not loopback needs CHUNKNAV_ACCESS_TOKEN)")
+        gui.add_argument("--headless", action="store_true", help="do not open a browser")
+    if wanted("migrate"):
+        mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
+        mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
+        mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
+    if wanted("settings"):
+        sub.add_parser("settings", help="list every setting with its unit, default and help")
+    if wanted("vectors"):
+        vec = sub.add_parser("vectors", help="manage stored vectors")
+        vsub = vec.add_subparsers(dest="vaction", required=True)
+        vsub.add_parser("purge-stale", help="delete the vectors whose chunk no longer exists (index_status "
+                        "staleVectors); they are kept otherwise, so a restored file costs no embedding")
+    return p
+
+
+def _add_collections(sub: Any) -> None:
+    """``collections add|list|remove``."""
     coll = sub.add_parser("collections", help="add, list or remove collections")
     csub = coll.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = csub.add_parser("add", help="bind a collection path to a directory")
@@ -93,13 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
     rm = csub.add_parser("remove", help="drop a collection's documents and chunks (vectors stay)")
     rm.add_argument("path")
 
-    ix = sub.add_parser("index", help="index the collections (hash-gated; --force rebuilds)")
-    ix.add_argument("--force", action="store_true", help="re-extract and re-store every file (Rebuild)")
-    ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
-    ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
-    ix.add_argument("--json", action="store_true", help="print the JSON summary")
+
+def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
+    """One subcommand per registry tool (with its aliases) that ``wanted(name, *aliases)``."""
+    from engine.tools import CLI_NAMES, CLI_POSITIONAL, REGISTRY, cli_option
 
     for name, tool in REGISTRY.items():
+        if not wanted(CLI_NAMES[name], *CLI_ALIASES.get(name, [])):
+            continue
         sp = sub.add_parser(CLI_NAMES[name], help=tool.description.split(". ")[0],
                             description=tool.description, aliases=CLI_ALIASES.get(name, []))
         props = tool.schema["properties"]
@@ -122,27 +224,6 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument(cli_option(arg), **kwargs)
         if name == "index_status":
             sp.add_argument("--json", action="store_true", help="print the JSON envelope")
-
-    mcp = sub.add_parser("mcp", help="serve the tools over MCP (stdio, or streamable HTTP with --http)")
-    mcp.add_argument("--http", metavar="HOST:PORT",
-                     help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by default; "
-                          "any other address needs CHUNKNAV_MCP_TOKEN)")
-    gui = sub.add_parser("gui", help="open the Streamlit explorer")
-    gui.add_argument("--port", type=int,
-                     help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)")
-    gui.add_argument("--address",
-                     help="bind address (default 127.0.0.1; anything not loopback needs CHUNKNAV_ACCESS_TOKEN)")
-    gui.add_argument("--headless", action="store_true", help="do not open a browser")
-
-    mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
-    mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
-    mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
-    sub.add_parser("settings", help="list every setting with its unit, default and help")
-    vec = sub.add_parser("vectors", help="manage stored vectors")
-    vsub = vec.add_subparsers(dest="vaction", required=True)
-    vsub.add_parser("purge-stale", help="delete the vectors whose chunk no longer exists (index_status "
-                    "staleVectors); they are kept otherwise, so a restored file costs no embedding")
-    return p
 
 
 def _version() -> str:
@@ -170,6 +251,8 @@ def _json_type(spec: dict[str, Any]) -> str:
 
 
 def _print(obj: Any) -> None:
+    from engine.tools import to_json  # the one serialisation of every face
+
     sys.stdout.write(redact(to_json(obj, indent=2)) + "\n")
     sys.stdout.flush()
 
@@ -201,139 +284,32 @@ def _progress_printer():
     return show
 
 
-def _human_index(s: dict) -> str:
-    counts = s.get("counts") or {}
-    lines = [
-        f"{'Rebuild' if s.get('force') else 'Index'} {s.get('status', 'finished')} in {s.get('seconds', 0):.2f} s: "
-        f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
-        f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
-        f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
-        f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
-        f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
-        + (f", truncated {s['truncated']}" if s.get("truncated") else "")
-        + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
-    ]
-    def why(f: dict) -> str:  # "code: message", without repeating a code the message starts with
-        code, reason = f.get("code") or "", f.get("reason") or ""
-        return reason if not code or reason.startswith(code) else f"{code}: {reason}"
-
-    for f in s.get("failed", []):
-        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {why(f)}")
-    for f in s.get("empty", []):
-        lines.append(f"  empty   {f['collectionPath']}/{f['filePath']}: {f['reason']}")
-    for f in s.get("skippedFiles", s.get("unsupported", [])):
-        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {why(f)}")
-    for f in s.get("stale", []):
-        lines.append(f"  stale   {f['collectionPath']}/{f['filePath']}: {why(f)} (chunks kept)")
-    if s.get("error"):
-        lines.append(f"run stopped: {s['error'].get('error')}: {s['error'].get('message')}")
-        lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")
-    if s.get("status") == "cancelled":
-        lines.append("run cancelled at a file boundary: everything above is committed; run again to finish")
-    err = s.get("embedError")
-    if err:
-        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}"
-                     + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else ""))
-        lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
-    return "\n".join(lines)
-
-
-def _human_status(st: dict) -> str:
-    """The ``index_status`` envelope for people: counts, collections, what needs
-    attention (last run's outcome, embedding failures, models with chunks
-    lacking vectors, truncated chunks, stale and failed files), the provider."""
-    prov = st["provider"]
-    probe = prov.get("probe") or {}
-    out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
-    for c in st["collections"]:
-        out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
-                   f"{c['failed']:>3} failed  <- {c['root']}")
-    for v in st["vectors"]:
-        line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
-        if v.get("truncated"):
-            line += f", truncated {v['truncated']}"
-        if v.get("failed"):
-            line += f", without a vector {v['failed']}"
-        out.append(line)
-    for f in st.get("embedFailures", []):
-        out.append(f"  no vector {f['model']} {f['collectionPath']}/{f['filePath']} chunk {f['chunkIndex']}: "
-                   f"{f['error']}: {f['reason']}")
-    out.append(f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
-               + (f" at {prov['endpoint']}" if prov.get("endpoint") else ""))
-    if probe:
-        out.append("  probe: ok (%.3f s)" % probe.get("seconds", 0) if probe.get("ok")
-                   else f"  probe: {probe.get('error')}: {probe.get('message')}")
-    out += _attention(st)
-    for f in st["failures"]:
-        out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
-    return "\n".join(out)
-
-
-def _last_run_line(run: dict) -> str:
-    """The one ``last run:`` line of ``chunknav status``: the outcome (``finished``,
-    ``finished with failures``, ``embedding failed``, or the status of a run that did
-    not finish: ``running``, ``cancelled``, ``stopped``, ``interrupted``), when, and
-    every class of ``counts`` (older records without ``counts``: their top-level fields)."""
-    status = run.get("status", "finished")
-    c = dict(run.get("counts") or {})
-    c.setdefault("indexed", run.get("indexed", 0))
-    c.setdefault("unchanged", unchanged_of(run))
-    c.setdefault("failed", len(run.get("failed") or []))
-    c.setdefault("removed", run.get("removed", 0))
-    if status != "finished":
-        outcome = status
-    elif run.get("embedError"):
-        outcome = "embedding failed"
-    else:
-        outcome = "finished with failures" if c["failed"] else "finished"
-    when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
-    return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
-            + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
-                                                     "stale", "removed"))
-            + f", {run.get('embedded', 0)} vectors embedded")
-
-
-def _attention(st: dict) -> list[str]:
-    """The lines an operator must not miss: last run, embedding failure, missing
-    vectors per model, truncated chunks, stale files."""
-    out = []
-    run = st.get("lastRun")
-    if not run:
-        out.append("last run: none yet (chunknav index)")
-    else:
-        out.append(_last_run_line(run))
-        if run.get("message"):
-            out.append(f"  {run['message']}")
-        err = run.get("embedError")
-        if err:
-            out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")
-            out.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
-                       f"keyword search works meanwhile, the next run embeds what is missing")
-    for v in st["vectors"]:
-        if v.get("missing"):
-            out.append(f"attention: model {v['model']} has {v['missing']} chunks without vectors "
-                       f"(run chunknav index to embed them)")
-    # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
-    truncated = (sum(int(v.get("truncated") or 0) for v in st["vectors"]) or int(st.get("truncatedChunks") or 0)
-                 or int((run or {}).get("truncated") or 0 if not isinstance((run or {}).get("truncated"), list)
-                        else len(run["truncated"])))
-    if truncated:
-        out.append(f"attention: {truncated} chunks were truncated before embedding")
-    stale = [f for f in st["failures"] if f.get("status") == "stale" or f.get("stale")]
-    if stale:
-        out.append(f"attention: {len(stale)} stale files (changed or unreadable since indexing)")
-    model = st["provider"].get("model")
-    if st["chunks"] and model and not any(v["model"] == model for v in st["vectors"]):
-        out.append(f"attention: the configured model {model} has no vectors yet ({st['chunks']} chunks lack them)")
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run ``chunknav`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
     A closed stdout (``chunknav status | head``) ends quietly (exit 0 when the
     command itself succeeded), never with a BrokenPipe traceback.
+
+    ``argv`` None means the process's own command line (the console script,
+    ``python -m engine``), which ends right after: the objects alive then are
+    moved out of the cyclic collector's reach (``gc.freeze``), so the
+    interpreter's exit skips its collection passes over every imported
+    module (~8 ms of an unchanged ``chunknav index`` here). Exit still runs
+    atexit handlers, flushes stdout and stderr and frees what refcounts free;
+    what it skips is finalizing objects left in reference cycles, which
+    Python never promises at exit. A caller passing ``argv`` (tests, an
+    embedding program) keeps its collector as it was.
     """
+    try:
+        return _main_quietly(argv)
+    finally:
+        if argv is None:
+            import gc
+
+            gc.freeze()
+
+
+def _main_quietly(argv: list[str] | None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:  # a second Ctrl-C during a run: the run record says how it ended
@@ -349,12 +325,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_in(argv))  # only the subcommand asked for, when plain
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for usage
         return int(e.code or 0)
-    args.command = _ALIAS_OF.get(args.command, args.command)
+    args.command = _canonical(args.command)
     install_log_redaction()  # engine.secrets: no log line carries a configured secret
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -384,12 +361,11 @@ def _main(argv: list[str] | None) -> int:
     missing = _missing_index(settings, args)
     if missing:
         return _answer_without_index(args, settings, missing)
+    from engine.service import Engine
+
     engine = Engine(settings)
     try:
         return _run(args, engine)
-    except ToolArgumentError as e:
-        _err(e)
-        return 2
     except IndexBusyError as e:
         _err(e)
         return 1
@@ -402,7 +378,7 @@ def _main(argv: list[str] | None) -> int:
     except RootRefusedError as e:
         _err(f"{e}; or pass --allow-any-root to accept it once" if "outside the allowed roots" in str(e) else e)
         return 2
-    except (ValueError, ChunknavError) as e:
+    except (ValueError, ChunknavError) as e:  # engine.tools.ToolArgumentError (a ValueError) too
         _err(e)
         return 2
     finally:
@@ -413,7 +389,7 @@ def _missing_index(settings, args: argparse.Namespace) -> str | None:
     """The SQLite index path when it does not exist and the command only reads
     (status, search, search-chunks, get-chunk, read, node, collections list), else None.
     ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
-    reads = (args.command in CLI_NAMES.values() or args.command == "vectors"
+    reads = (args.command not in OWN_COMMANDS or args.command == "vectors"
              or (args.command == "collections" and args.action == "list"))
     if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
         return None
@@ -432,6 +408,8 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     and the hint on stderr. No file or folder is created."""
     import dataclasses
 
+    from engine.tools import CLI_NAMES, REGISTRY, ToolArgumentError, call_tool
+
     msg = no_index_message(path)
     if args.command == "vectors":
         _print({"purged": {}, "total": 0, "message": msg})
@@ -443,6 +421,8 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     if args.command == "status" and not args.json:
         print(msg)
         return 0
+    from engine.service import Engine
+
     engine = Engine(dataclasses.replace(settings, db=":memory:"))
     try:
         name = next(n for n, c in CLI_NAMES.items() if c == args.command)
@@ -504,6 +484,8 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         log.info("index took %.2f s", time.perf_counter() - t0)
         return exit_code(summary)
     # a tool subcommand
+    from engine.tools import CLI_NAMES, REGISTRY, call_tool
+
     name = next(n for n, c in CLI_NAMES.items() if c == args.command)
     props = REGISTRY[name].schema["properties"]
     arguments = {k: getattr(args, k) for k in props if getattr(args, k, None) is not None}

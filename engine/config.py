@@ -12,7 +12,6 @@ keys = field names) in the working directory or ``CHUNKNAV_CONFIG``, defaults.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -246,6 +245,8 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
     values: dict[str, Any] = {}
     path = Path(toml_path or env.get("CHUNKNAV_CONFIG") or "chunknav.toml")
     if path.is_file():
+        import tomllib  # only when there is a file to read (~4 ms of imports otherwise)
+
         try:
             table = tomllib.loads(path.read_text("utf-8")).get("chunknav", {})
         except tomllib.TOMLDecodeError as e:

@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import Settings
 from engine.errors import RunCancelled, StoreBusyError
@@ -46,7 +46,9 @@ from engine.model import Collection
 from engine.outcome import Prepared
 from engine.paths import document_path, resolve_inside
 from engine.runs import new_summary
-from engine.store.base import Store
+
+if TYPE_CHECKING:
+    from engine.store.base import Store
 
 __all__ = ["Indexer", "Prepared", "repair_orphans", "walk", "file_hash", "document_path", "resolve_inside", "SUMMARY_CHARS"]
 
@@ -96,6 +98,7 @@ class Indexer(WalkPass, TextPass):
 
         self._ocr = OcrSettings(settings.ocr, settings.ocr_languages, settings.ocr_dpi)
         self._passwords: dict[str, str | None] = {}  # collectionPath -> resolved password, this run only
+        self._current: set[tuple[str, str]] = set()  # files the walk found unchanged, this run only (WalkPass)
         self._cancel: threading.Event | None = None
 
     def run(self, collections: list[str] | None = None, force: bool = False,

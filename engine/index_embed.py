@@ -31,11 +31,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.errors import EmbedError
 from engine.lazy import np  # numpy on first use (engine.lazy)
-from engine.store.base import Store
+
+if TYPE_CHECKING:
+    from engine.store.base import Store
 
 __all__ = ["embed_pass", "text_hash", "DeferredEmbedder", "GROUP_TEXTS"]
 
@@ -115,6 +117,12 @@ def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
     model = embedder.model
     summary.setdefault("truncated", 0)
     summary.setdefault("embedFailed", 0)
+    coverage = getattr(store, "vector_coverage", None)  # SQLite: one statement (issue 15: lean no-op runs)
+    if coverage is not None:
+        live, missing = coverage(model)
+        if not missing:  # nothing to embed: the answer the three reads below give, no probe
+            summary["reused"] = max(0, live)
+            return
     group = store.chunks_missing_vectors(model, limit=GROUP_TEXTS)
     counts = store.vector_counts().get(model, {})
     live = int(counts.get("vectors", 0)) - int(counts.get("stale", 0))

@@ -24,17 +24,19 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
 from engine.extract.common import gc_paused
 from engine.extract.reasons import reason_code
-from engine.index_rows import ReadyText, RowChunks, WindowChunks, chunk_rows
 from engine.index_walk import file_hash
 from engine.model import Document, ExtractedText
 from engine.outcome import HashedFile, LazyChunks, Prepared, code_of, read_code
 from engine.runs import record
+
+if TYPE_CHECKING:
+    from engine.index_rows import ReadyText
 
 __all__ = ["TextPass", "SUMMARY_CHARS", "BATCH_SECONDS"]
 
@@ -59,6 +61,8 @@ class TextPass:
 
     # -- the text pass -----------------------------------------------------------------
     def _is_current(self, f: HashedFile) -> bool:
+        if (f.collection.collection_path, f.file_path) in self._current:
+            return True  # same hash and settings, a plain row: WalkPass._settle saw it (one read per collection)
         doc = self.store.get_document(f.collection.collection_path, f.file_path)
         if doc is None or doc.content_hash != f.content_hash or doc.settings_key != self.settings.settings_key:
             return False
@@ -212,6 +216,9 @@ class TextPass:
             return ExtractError(f"extractor error: {type(e).__name__}: {e}")
 
     def _prepared(self, f: HashedFile, outcome: ExtractedText | ReadyText | ExtractError) -> Prepared:
+        # the row builders only once a file was read: an unchanged run never imports them
+        from engine.index_rows import ReadyText, RowChunks, WindowChunks, chunk_rows
+
         ready = None
         if isinstance(outcome, ReadyText):  # chunk rows built by an extract worker
             ready, outcome = outcome, outcome.extracted

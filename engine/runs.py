@@ -37,8 +37,6 @@ also ``skipped``.
 from __future__ import annotations
 
 import os
-import socket
-import uuid
 from typing import Any
 
 __all__ = ["new_summary", "record", "run_outcome", "exit_code", "unchanged_of", "RUN_STATUSES"]
@@ -47,11 +45,17 @@ __all__ = ["new_summary", "record", "run_outcome", "exit_code", "unchanged_of", 
 RUN_STATUSES = ("running", "finished", "cancelled", "stopped", "interrupted")
 
 
+def _host() -> str:
+    """This machine's host name: what ``socket.gethostname()`` answers on POSIX (both read
+    uname's nodename), without importing socket (~2 ms of every index run)."""
+    return os.uname().nodename
+
+
 def new_summary(force: bool, collections: list[str], started_at: str) -> dict[str, Any]:
     """A fresh summary: status ``running``, every count 0, this process's pid and host."""
     return {
-        "runId": uuid.uuid4().hex[:12], "status": "running", "pid": os.getpid(),
-        "host": socket.gethostname(), "force": bool(force), "collections": list(collections),
+        "runId": os.urandom(6).hex(), "status": "running", "pid": os.getpid(),
+        "host": _host(), "force": bool(force), "collections": list(collections),
         "startedAt": started_at, "filesSeen": 0, "indexed": 0, "unchanged": 0,
         "counts": {"indexed": 0, "empty": 0, "unchanged": 0, "failed": 0, "skipped": 0,
                    "stale": 0, "removed": 0},
@@ -96,7 +100,7 @@ def run_outcome(run: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     out = dict(run)
     out.setdefault("status", "finished")
-    if out["status"] == "running" and out.get("host") == socket.gethostname() \
+    if out["status"] == "running" and out.get("host") == _host() \
             and isinstance(out.get("pid"), int) and not _alive(out["pid"]):
         out["status"] = "interrupted"
         out["message"] = (f"the run started at {out.get('startedAt')} (pid {out['pid']}) never finished: "

@@ -28,6 +28,7 @@ Imports nothing from the engine and no face; ``engine.config``,
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import re
@@ -62,16 +63,24 @@ _pattern: re.Pattern[str] | None = None
 _literals: tuple[str, ...] = ()  # raw and base64 forms, longest first: the fast path
 _reach = 0  # longest escaped form of any secret, characters (12 per character at most)
 _json_literals: tuple[str, ...] = ()  # each of _literals as it reads inside a JSON string (json_may_change)
-_ESCAPE = re.compile(r"[\\%+]")
+_ESCAPE = r"[\\%+]"
 
 # generic credential shapes (``generic=True``: provider bodies, where any of them is a credential)
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}\]\\]+")
-_BASIC = re.compile(r"(?i)\b(basic)\s+[A-Za-z0-9+/_\-]{6,}={0,2}")
-_SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
+_BEARER = r"(?i)\b(bearer)\s+[^\s\"',;}\]\\]+"
+_BASIC = r"(?i)\b(basic)\s+[A-Za-z0-9+/_\-]{6,}={0,2}"
+_SK = r"\bsk-[A-Za-z0-9_\-*.]{6,}"
 # the same shapes, strict enough for document text ("a basic concept", "the bearer of")
-_BEARER_STRICT = re.compile(r"(?i)\b(bearer)\s+(?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+/\-]{16,}=*")
-_BASIC_STRICT = re.compile(r"(?i)\b(basic)\s+([A-Za-z0-9+/_\-]{4,}={0,2})")
-_SK_STRICT = re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")
+_BEARER_STRICT = r"(?i)\b(bearer)\s+(?=[A-Za-z0-9._~+/\-]*\d)[A-Za-z0-9._~+/\-]{16,}=*"
+_BASIC_STRICT = r"(?i)\b(basic)\s+([A-Za-z0-9+/_\-]{4,}={0,2})"
+_SK_STRICT = r"\bsk-[A-Za-z0-9_\-]{20,}"
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """One of the patterns above, compiled on first use: most processes never need one
+    (``redact`` runs them only when the text holds their keyword), and compiling all
+    of them took ~1 ms of every process start."""
+    return re.compile(pattern)
 
 
 def _basic_credential(m: re.Match[str]) -> str:
@@ -206,11 +215,12 @@ def redact(text: str, extra: Iterable[str] = (), generic: bool = False) -> str:
         text = _redact_registered(text, pattern)
     lower = text.lower() if len(text) < 1_000_000 else text
     if "bearer" in lower:
-        text = (_BEARER if generic else _BEARER_STRICT).sub(rf"\1 {MARK}", text)
+        text = _compiled(_BEARER if generic else _BEARER_STRICT).sub(rf"\1 {MARK}", text)
     if "basic" in lower:
-        text = _BASIC.sub(rf"\1 {MARK}", text) if generic else _BASIC_STRICT.sub(_basic_credential, text)
+        text = (_compiled(_BASIC).sub(rf"\1 {MARK}", text) if generic
+                else _compiled(_BASIC_STRICT).sub(_basic_credential, text))
     if "sk-" in text:
-        text = (_SK if generic else _SK_STRICT).sub(f"sk-{MARK}", text)
+        text = _compiled(_SK if generic else _SK_STRICT).sub(f"sk-{MARK}", text)
     return text
 
 
@@ -224,7 +234,7 @@ def _redact_registered(text: str, pattern: re.Pattern[str]) -> str:
             text = text.replace(form, MARK)
     reach = _reach
     windows: list[list[int]] = []
-    for m in _ESCAPE.finditer(text):
+    for m in _compiled(_ESCAPE).finditer(text):
         a, b = max(0, m.start() - reach), m.end() + reach
         if windows and a <= windows[-1][1]:
             windows[-1][1] = b

@@ -9,13 +9,15 @@ face (streamlit, mcp, argparse).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import Settings, load_settings
 from engine.errors import ChunknavError, CollectionBoundError, EmbedError, IndexBusyError, StoreUnavailableError
 from engine.model import Collection
-from engine.search import ContentChunkSearch
 from engine.secrets import register as register_secrets, register_settings
+
+if TYPE_CHECKING:
+    from engine.search import ContentChunkSearch
 
 __all__ = ["Engine"]
 
@@ -70,6 +72,10 @@ class Engine:
     def search(self) -> ContentChunkSearch:
         """The ContentChunkSearch over ``store`` with the configured provider."""
         if self._search is None:
+            # engine.search only when a search or the provider is asked for: an index run
+            # or a chunk read never imports it (issue 15: lean no-op runs)
+            from engine.search import ContentChunkSearch
+
             self._search = ContentChunkSearch(self.store, self._make_embedder)
         return self._search
 

@@ -14,7 +14,6 @@ checks the CRC at the end, so a lying part fails as ``corrupt``. Imports
 from __future__ import annotations
 
 import os
-import zipfile
 from dataclasses import dataclass
 
 from engine.errors import ExtractError, TooLargeError
@@ -97,6 +96,8 @@ def check_docx(path: str | os.PathLike[str], max_part_bytes: int, max_total_byte
         ExtractError: not a zip, or a part whose data does not match its
             header (``"corrupt: ..."``).
     """
+    import zipfile  # here: every index run imports this module, few read a .docx
+
     try:
         with zipfile.ZipFile(path) as z:
             infos = z.infolist()

@@ -26,10 +26,12 @@ import functools
 import logging
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["OcrSettings", "OCR_OFF", "tesseract_version", "tessdata_dir", "ocr_unavailable",
            "needs_ocr", "orientation", "ocr_page", "ocr_chunk_metadata", "OCR_INSTALL_HINT"]
@@ -144,6 +146,8 @@ def _ask_tesseract_version() -> tuple[str | None, str | None]:
 
 
 def _version_line() -> str:
+    import subprocess  # here, not at import: every index run imports this module (~2 ms)
+
     exe = shutil.which("tesseract")
     if exe:
         try:
@@ -186,6 +190,8 @@ def orientation(page: Any, settings: OcrSettings) -> int:
     upright, from Tesseract's orientation detection (``--psm 0``, needs the
     ``tesseract`` program and ``osd.traineddata``) on a <= 150 dpi rendering;
     0 when unknown or not confident (orientation confidence < 2)."""
+    import subprocess
+
     import pymupdf
 
     exe, data = shutil.which("tesseract"), tessdata_dir()
@@ -258,6 +264,8 @@ def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[A
 
 
 def _start_tsv(pix: Any, settings: OcrSettings) -> subprocess.Popen | None:
+    import subprocess
+
     exe = shutil.which("tesseract")
     if not exe:
         return None
@@ -290,6 +298,8 @@ def _stop(proc: subprocess.Popen | None) -> None:
 
 
 def _mean_confidence(proc: subprocess.Popen | None) -> float | None:
+    import subprocess
+
     if proc is None:
         return None
     try:

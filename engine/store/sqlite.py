@@ -65,7 +65,6 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.errors import IndexBusyError, StoreBusyError
 from engine.model import Chunk, Collection, Document
 from engine.passwords import is_password_ref
-from engine.store.base import as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
 from engine.store.sqlite_rows import (
     CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
@@ -463,6 +462,8 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
         Raises:
             ValueError: shape does not match ``chunk_ids`` or the model's stored dim.
         """
+        from engine.store.base import as_vector_rows  # here: opening a store needs no protocol class
+
         arr = as_vector_rows(chunk_ids, vectors)
         if not chunk_ids:
             return 0

@@ -13,7 +13,8 @@ before them keeps working; reads of a database without them answer empty)::
         not be embedded (``code``, ``reason``); a failure note is dropped when
         a vector arrives.
 
-and ``SqliteEmbedNotes``, the mixin ``SqliteStore`` inherits for them (it uses
+plus ``vector_coverage`` (what the embed pass asks first: live and missing
+vectors of one model), and ``SqliteEmbedNotes``, the mixin ``SqliteStore`` inherits for them (it uses
 the store's ``_read``/``_write`` connections). Imports numpy only; never a face,
 never extract/embed. ``chunk_id`` stays as DESIGN defines it: these tables only
 add a second way to find an existing vector.
@@ -56,6 +57,18 @@ class SqliteEmbedNotes:
             for ddl in _DDL:
                 conn.execute(ddl)
             self._notes_ready = True
+
+    def vector_coverage(self, model: str) -> tuple[int, int]:
+        """``(live, missing)`` for ``model`` in one statement (one snapshot): live = its vectors
+        whose chunk_id is in some chunk (``vector_counts``' vectors - stale), missing = distinct
+        chunk ids without its vector (``vector_counts``' missing; 0 also for a model with no
+        vectors and no chunks). The embed pass of an unchanged index asks only this."""
+        with self._read() as conn:  # two index scans (~1.1 ms at 3.5k chunks; the three reads ~4 ms)
+            ids, missing = conn.execute(
+                "SELECT (SELECT count(DISTINCT chunk_id) FROM chunks), (SELECT count(DISTINCT chunk_id) "
+                "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id "
+                "AND v.model = ?))", (model,)).fetchone()
+        return int(ids) - int(missing), int(missing)
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import sqlite3
-import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -102,6 +101,8 @@ class SqliteSchema:
                     "VALUES('delete', old.rowid, old.chunk_text); "
                     "INSERT INTO chunks_fts (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
                 conn.execute("CREATE TABLE IF NOT EXISTS meta ([key] TEXT PRIMARY KEY, [value] TEXT)")
+                import uuid  # a new file's db_id only (uuid imports platform: ~1.5 ms at every open)
+
                 conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
                                  [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")])
             self._ensure_fts()
