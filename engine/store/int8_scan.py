@@ -33,11 +33,13 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["CLIP_SIGMAS", "RESCORE", "int8_scale", "quantise", "kernel", "int8_candidates", "RowIndex",
            "row_index", "top_entries", "share_rows"]
@@ -114,6 +116,8 @@ def _worker() -> ThreadPoolExecutor:
     if _pool is None:
         with _lock:
             if _pool is None:
+                from concurrent.futures import ThreadPoolExecutor  # on first use (~0.8 ms at import)
+
                 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunknav-int8")
     return _pool
 

@@ -35,8 +35,6 @@ import logging
 import os
 import sqlite3
 import threading
-import uuid
-import zipfile
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -412,6 +410,8 @@ class VectorCache:
 
     def _read_occurrence_file(self, model: str, m: Matrix, chunks_gen: int, vectors_gen: int) -> Occurrences | None:
         """The persisted table when its key matches these counters exactly, else None."""
+        import zipfile  # here, not at import: the no-op index run never reads this file (~3 ms)
+
         path = self._cache_paths(model)["occ.npz"]
         try:
             with np.load(path, allow_pickle=False) as z:
@@ -479,6 +479,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def _replace_with(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Atomically replace ``path``: ``write`` fills a unique temp file beside it (mode
     from the umask, like the other cache files), which is fsynced and ``os.replace``d."""
+    import uuid  # here, not at import (~1.7 ms of every process start)
+
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "xb") as f:
