@@ -39,20 +39,11 @@ from engine.chunk import chunk_id  # noqa: E402
 from engine.config import Settings  # noqa: E402
 from engine.model import Chunk, Document  # noqa: E402
 from engine.tools import Engine  # noqa: E402
-from tests.eval_text import CORPUS, _extracted, load_questions  # noqa: E402
+from tests.eval_text import CORPUS, corpus_windows, load_questions  # noqa: E402
 
 PER_FILE = 50
 COLLECTIONS = 20
 DIM = 256
-
-
-def corpus_windows() -> list[str]:
-    """Every 1000-character window (step 850) of the corpus files the evaluation set uses."""
-    out = []
-    for rel in sorted({q["file"] for q in load_questions()}):
-        text = _extracted(rel).text
-        out.extend(text[i:i + 1000] for i in range(0, max(1, len(text)), 850) if text[i:i + 1000].strip())
-    return out
 
 
 def build(engine: Engine, n: int, model: str) -> str:

@@ -53,6 +53,16 @@ def _extracted(rel: str):
     return extract(CORPUS / rel)
 
 
+def corpus_windows() -> list[str]:
+    """Every 1000-character window (step 850) of the corpus files the evaluation set uses:
+    the chunk texts the 100k benches and the keyword-merge test repeat to build large indexes."""
+    out = []
+    for rel in sorted({q["file"] for q in load_questions()}):
+        text = _extracted(rel).text
+        out.extend(text[i:i + 1000] for i in range(0, max(1, len(text)), 850) if text[i:i + 1000].strip())
+    return out
+
+
 @lru_cache(maxsize=None)
 def folded_text(rel: str) -> tuple[str, tuple[int, ...]]:
     """(folded extracted text of a corpus file, raw offset of each folded character)."""

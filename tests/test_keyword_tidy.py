@@ -20,24 +20,16 @@ from engine.store.sqlite import SqliteStore
 from engine.store.sqlite_keyword import FTS_MAX_SEGMENTS, fts_segments
 from engine.tools import Engine
 from tests.conftest import ALLOWED_ROOTS
-from tests.eval_text import CORPUS, _extracted, load_questions
+from tests.eval_text import CORPUS, corpus_windows, load_questions
 
 QUERIES = [q["query"] for q in load_questions()] + [
     q["query"] for q in json.loads((Path(__file__).parent / "data" / "search_queries.json").read_text("utf-8"))["queries"]]
 
 
-def _windows() -> list[str]:
-    out = []
-    for rel in sorted({q["file"] for q in load_questions()}):
-        text = _extracted(rel).text
-        out.extend(text[i:i + 1000] for i in range(0, max(1, len(text)), 850) if text[i:i + 1000].strip())
-    return out
-
-
 def _fragmented(path: str, files: int = 240, per_file: int = 8) -> SqliteStore:
     """A store whose files were written one commit each (every commit adds FTS5 segments)."""
     store = SqliteStore(path)
-    windows = _windows()
+    windows = corpus_windows()
     made = 0
     for f in range(files):
         texts = [f"{windows[(made + k) % len(windows)]} u{made + k}" for k in range(per_file)]

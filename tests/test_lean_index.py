@@ -115,6 +115,19 @@ def _tree(root: Path) -> None:
     (root / "c.pdf").write_bytes((REPO / "tests/corpus/pdf/tracemonkey.pdf").read_bytes())
 
 
+def _notes_store(tmp_path: Path, notes: int, repeat: int):
+    """``_tree`` plus ``notes`` text files (``note i`` x ``repeat``) as collection R of a new
+    SQLite index (provider none): ``(root, settings, store)``."""
+    root = tmp_path / "r"
+    _tree(root)
+    for i in range(notes):
+        (root / f"n{i:02d}.txt").write_text(f"note {i} " * repeat, "utf-8")
+    settings = Settings(db=str(tmp_path / "x.db"), embed_provider="none").validate()
+    store = SqliteStore(settings.db)
+    store.add_collection(Collection("R", str(root)))
+    return root, settings, store
+
+
 def test_an_unchanged_index_run_imports_no_registry_search_or_row_builders(tmp_path):
     root = tmp_path / "r"
     _tree(root)
@@ -243,13 +256,7 @@ def test_an_unchanged_run_reports_the_reused_vectors_the_counts_give(tmp_path):
 
 def test_an_unchanged_run_reads_no_document_row_per_file(tmp_path):
     """The hash gate reads each collection's rows once (the walk's settle), not one row per file."""
-    root = tmp_path / "r"
-    _tree(root)
-    for i in range(20):
-        (root / f"n{i:02d}.txt").write_text(f"note {i} " * 50, "utf-8")
-    settings = Settings(db=str(tmp_path / "x.db"), embed_provider="none").validate()
-    store = SqliteStore(settings.db)
-    store.add_collection(Collection("R", str(root)))
+    root, settings, store = _notes_store(tmp_path, 20, 50)
     assert Indexer(store, settings).run()["counts"]["indexed"] == 23
     statements: list[str] = []
     store._conn().set_trace_callback(statements.append)
@@ -305,13 +312,7 @@ def test_a_run_over_the_threaded_hash_path_finds_the_same_and_leaves_no_thread(t
 
     import engine.index_walk as iw
 
-    root = tmp_path / "r"
-    _tree(root)
-    for i in range(30):
-        (root / f"n{i:02d}.txt").write_text(f"note {i} " * 400, "utf-8")
-    settings = Settings(db=str(tmp_path / "x.db"), embed_provider="none").validate()
-    store = SqliteStore(settings.db)
-    store.add_collection(Collection("R", str(root)))
+    root, settings, store = _notes_store(tmp_path, 30, 400)
     first = Indexer(store, settings).run()
     hashes = {d.file_path: d.content_hash for d in store.documents("R")}
     monkeypatch.setattr(iw, "_PARALLEL_HASH_BYTES", 1)
