@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from engine.model import Collection, Document
 from engine.outcome import HashedFile, read_code
@@ -188,21 +188,23 @@ class WalkPass:
                 continue
             found += len(entries)
             mfb = self.limits.max_file_bytes
-            hashes = hashes_in_order([(e.os_path, e.size_bytes) for e in entries
-                                      if _to_hash(e, SUPPORTED_SUFFIXES, mfb)])
-            try:
-                last = self._classify(coll, entries, hashes, scan, summary, emit, t0, found, len(files), last)
+            picked = [(e.os_path, e.size_bytes) for e in entries if _to_hash(e, SUPPORTED_SUFFIXES, mfb)]
+            hashes = hashes_in_order(picked)
+            try:  # each digest travels with its path: _classify checks it hashes the entry it is at
+                last = self._classify(coll, entries, zip((p for p, _ in picked), hashes), scan, summary, emit,
+                                      t0, found, len(files), last)
             finally:
                 hashes.close()  # a cancelled scan: no more files are read ahead
             self._settle(coll, scan, summary)
             files.extend(scan.files)
         return files
 
-    def _classify(self, coll: Collection, entries: list[Entry], hashes: Iterator[str | OSError], scan: _Scan,
-                  summary: dict, emit: Callable[[dict], None], t0: float, found: int, before: int,
+    def _classify(self, coll: Collection, entries: list[Entry], hashes: Iterator[tuple[Any, str | OSError]],
+                  scan: _Scan, summary: dict, emit: Callable[[dict], None], t0: float, found: int, before: int,
                   last: float) -> float:
         """Each walk entry of ``coll`` -> skipped (with its reason) or hashed into ``scan.files``;
-        ``hashes`` yields the digest (or read error) of each entry ``_to_hash`` picks, in order.
+        ``hashes`` yields ``(os_path, digest or read error)`` of each entry ``_to_hash`` picks, in
+        order (a path that is not the entry's raises RuntimeError: the two selections drifted).
         ``before``: files hashed in earlier collections; ``last``: the last hash progress event
         (``perf_counter``), returned updated."""
         from engine.extract import SUPPORTED_SUFFIXES
@@ -232,8 +234,10 @@ class WalkPass:
                 scan.stale[entry.file_path] = ("too-large", msg)
                 self._add(summary, "skipped", record(cp, entry.file_path, "too-large", msg))
                 continue
+            path, digest = next(hashes, (None, None))
+            if path != entry.os_path:  # _to_hash and the checks above disagree: never pair a wrong hash
+                raise RuntimeError(f"walk and hash out of step at {cp}/{entry.file_path}")
             try:
-                digest = next(hashes)
                 if isinstance(digest, OSError):
                     raise digest
             except OSError as e:

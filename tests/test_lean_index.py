@@ -363,3 +363,16 @@ def test_only_the_process_command_line_freezes_the_collector_and_the_index_close
     assert out.stdout.strip().splitlines()[-1] == "frozen True 0", out.stderr[-2000:]
     status = json.loads(out.stdout[:out.stdout.rindex("frozen")])
     assert status["lastRun"]["status"] == "finished" and status["lastRun"]["counts"]["unchanged"] == 3
+
+
+def test_a_walk_whose_hash_selection_drifts_fails_instead_of_pairing_a_wrong_hash(tmp_path, monkeypatch):
+    """Each digest travels with its path: if ``_to_hash`` ever picks other files than the
+    classification hashes, the run fails loudly rather than storing one file's hash for another."""
+    import engine.index_walk as iw
+
+    _root, settings, store = _notes_store(tmp_path, 3, 10)
+    real = iw._to_hash
+    monkeypatch.setattr(iw, "_to_hash", lambda e, *a: real(e, *a) and not e.file_path.startswith("b"))
+    with pytest.raises(RuntimeError, match="walk and hash out of step"):
+        Indexer(store, settings).run()
+    store.close()
