@@ -12,6 +12,7 @@ what the path it replaced gave.
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 
@@ -215,3 +216,61 @@ def test_big_scan_hits_equal_the_session_4_top_k(big_index):
     both = store.search_vectors(MODEL, twin, None, 2)
     assert {h.chunk.file_path for h in both} == {"copy-a.txt", "copy-b.txt"} and both[0].score == both[1].score
     store.close()
+
+
+# --------------------------------------------------------------------------- call_tool's envelope
+
+
+def _session_4_call_tool(engine, name: str, arguments: dict) -> dict:
+    """``call_tool`` as session 4 finished it: the tool's envelope through ``to_json`` and
+    ``json.loads``, the redaction walk when ``json_may_change`` says a string might change."""
+    from engine.secrets import json_may_change, redact_obj
+    from engine.tools import REGISTRY, _integers, _validate, to_json
+
+    tool = REGISTRY[name]
+    arguments = dict(arguments)
+    _validate(tool, arguments)
+    text = to_json(tool.fn(engine, **_integers(tool, arguments)))
+    envelope = json.loads(text)
+    return redact_obj(envelope) if json_may_change(text) else envelope
+
+
+_CALLS = [
+    ("search_chunks", {"query": "namespace:Samples scope:subtree background checks", "limit": 10, "mode": "vector"}),
+    ("search_chunks", {"query": "table of firearms", "scope": "Samples", "mode": "hybrid", "limit": 7}),
+    ("search_chunks", {"query": "pdfplumber extracts tables", "scope": "*", "mode": "keyword"}),
+    ("search_chunks", {"query": "résumé français author:x", "scope": ["Samples"], "minScore": 0.1, "mode": "vector"}),
+    ("search_chunks", {"query": "multi column layout", "scope": "Samples", "vectorWeight": 0.3}),
+    ("search_chunks", {"query": "no scope given"}),
+    ("search_chunks", {"query": "namespace:Nowhere pages", "mode": "vector"}),
+    ("search", {"query": "namespace:Samples document with four pages", "limit": 3}),
+    ("search", {"query": "tables", "scope": "Samples", "mode": "keyword", "limit": 20}),
+]
+
+
+def _check_calls(engine) -> int:
+    from engine.tools import call_tool, to_json
+
+    hits = 0
+    for name, args in _CALLS:
+        got, want = call_tool(engine, name, args), _session_4_call_tool(engine, name, args)
+        assert got == want, (name, args)
+        assert to_json(got) == to_json(want)  # same keys in the same order, same JSON types
+        hits += len(got.get("hits", []))
+    return hits
+
+
+def test_call_tool_search_envelopes_equal_the_json_round_trip(sample_engine):
+    """The search tools' envelopes come back as built (no round trip): equal, key order and
+    JSON types included, to session 4's round trip; with a secret registered too (its
+    escape characters then send envelopes through the walk)."""
+    from engine import secrets as S
+    from engine.tools import call_tool
+
+    assert _check_calls(sample_engine) > 40
+    S.register("sk-live-Q7f9ZkLmN2pR8sT4")  # tests/test_secrets.py's KEY: found in no sample
+    assert _check_calls(sample_engine) > 40
+    got = call_tool(sample_engine, "search_chunks", {"query": "tables", "scope": "Samples", "mode": "keyword"})
+    got["hits"][0]["snippet"] = "changed by the caller"  # the caller's own copy
+    again = call_tool(sample_engine, "search_chunks", {"query": "tables", "scope": "Samples", "mode": "keyword"})
+    assert again["hits"][0]["snippet"] != "changed by the caller"
