@@ -200,7 +200,7 @@ def parse_query(query: str) -> Scope:
     ignored: list[str] = []
     kept: list[str] = []
     for part in query.split():
-        m = _KEY_VALUE.fullmatch(part)
+        m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'
         if m is None or m.group(2).startswith("/"):
             kept.append(part)
             continue
