@@ -61,6 +61,7 @@ __all__ = [
     "ContentChunkSearch",
     "parse_query",
     "make_snippet",
+    "make_snippets",
     "query_terms",
     "normalise_collection_path",
     "fuse",
@@ -267,9 +268,18 @@ def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
     Whitespace is folded to single spaces; an ellipsis marks cut ends. With no
     term found, the start of the text.
     """
-    low = text.lower()
+    return _snippet(text, _terms_pattern(terms), width)
+
+
+def make_snippets(texts: Sequence[str], terms: tuple[str, ...], width: int = 240) -> list[str]:
+    """``make_snippet`` of each text, in order, the terms' pattern looked up once (a search
+    envelope's hits)."""
     pattern = _terms_pattern(terms)
-    m = pattern.search(low) if pattern is not None else None
+    return [_snippet(text, pattern, width) for text in texts]
+
+
+def _snippet(text: str, pattern: re.Pattern[str] | None, width: int) -> str:
+    m = pattern.search(text.lower()) if pattern is not None else None
     pos = m.start() if m else -1
     if pos < 0:
         start = 0

@@ -370,9 +370,9 @@ def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
     Raises:
         ToolArgumentError: e.g. ``search: argument 'query': 60000 characters, the most is 50000``.
     """
-    for arg, spec in tool.schema["properties"].items():
-        value, most = arguments.get(arg), spec.get("maxLength")
-        if most is not None and isinstance(value, str) and len(value) > most:
+    for arg, most in _arg_kinds(tool)[0]:
+        value = arguments.get(arg)
+        if isinstance(value, str) and len(value) > most:
             raise ToolArgumentError(f"{tool.name}: argument {arg!r}: {len(value)} characters, the most is {most}")
 
 
@@ -401,13 +401,27 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str
 def _integers(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
     """JSON Schema's ``integer`` admits ``3.0``; hand the tool ``3`` (a float
     index would break slicing and come back as ``3.0`` in the envelope)."""
-    for arg, spec in tool.schema["properties"].items():
-        kinds = spec.get("type")
+    for arg in _arg_kinds(tool)[1]:
         value = arguments.get(arg)
-        if isinstance(value, float) and value.is_integer() and (
-                kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds)):
+        if isinstance(value, float) and value.is_integer():
             arguments[arg] = int(value)
     return arguments
+
+
+_ARG_KINDS: dict[str, tuple[dict[str, Any], tuple[tuple[str, int], ...], tuple[str, ...]]] = {}
+
+
+def _arg_kinds(tool: Tool) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+    """``((argument, maxLength) ..., integer-typed arguments)`` of the tool's schema, read once
+    per schema (``_check_lengths`` and ``_integers`` ran over every property of it per call)."""
+    hit = _ARG_KINDS.get(tool.name)
+    if hit is None or hit[0] is not tool.schema:
+        props = tool.schema["properties"]
+        lengths = tuple((arg, spec["maxLength"]) for arg, spec in props.items() if spec.get("maxLength") is not None)
+        ints = tuple(arg for arg, spec in props.items() if spec.get("type") == "integer" or (
+            isinstance(spec.get("type"), list) and "integer" in spec["type"]))
+        hit = _ARG_KINDS[tool.name] = (tool.schema, lengths, ints)
+    return hit[1], hit[2]
 
 
 def normalise(envelope: Any) -> Any:

@@ -16,6 +16,7 @@ imported lazily, on the first load. Logs under ``engine.embed``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -214,12 +215,14 @@ class LocalEmbedder(BaseEmbedder):
         table = model.embedding
         with self._lock:
             ids = tokenizer.encode(text, add_special_tokens=False).ids
-            if ids:  # _mean_pool's row: ids clipped to the table (take's "clip"), summed in float32, / count
-                row = np.take(table, ids, axis=0, mode="clip").sum(axis=0, dtype=np.float32) / np.float32(len(ids))
+            if ids:  # _mean_pool's row: ids clipped to the table (take's "clip"), summed in float32
+                # (ndarray.sum is this add.reduce), / count
+                row = np.add.reduce(np.take(table, ids, axis=0, mode="clip"), axis=0, dtype=np.float32) / np.float32(
+                    len(ids))
         if not ids:
             return super().embed_query(text)
         norm = np.sqrt(np.add.reduce(row * row))  # np.linalg.norm(axis=1)'s sum for one row (_normalise)
-        if not 0.0 < norm < np.inf:  # zero, NaN or inf: embed() words the failure
+        if not 0.0 < float(norm) < math.inf:  # zero, NaN or inf: embed() words the failure
             return super().embed_query(text)
         return row / norm
 
