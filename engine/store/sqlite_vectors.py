@@ -43,7 +43,7 @@ from typing import BinaryIO, Callable, Iterable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.blas import int8_threads, scan_threads
+from engine.blas import int8_threads, one_thread, scan_threads
 from engine.scan_share import block_runner, full_scores
 from engine.store import int8_scan
 from engine.store.vector_top import top_k
@@ -564,6 +564,7 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                 occ.by_row = int8_scan.row_index(occ.matrix_row, len(m.matrix))
             run = block_runner(len(m.matrix))  # a hybrid search's keyword thread helps (engine/scan_share.py)
             if run is not None:
+                one_thread()  # its float32 rescoring: one BLAS thread, as in int8_threads
                 return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, run=run)
             with int8_threads(len(m.matrix)) as threads:
                 return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, threads=threads)
