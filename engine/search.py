@@ -84,6 +84,10 @@ MAX_QUERY_CHARS = 50_000
 SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
 #: ``scope`` value meaning every collection, explicitly.
 ALL_COLLECTIONS = "*"
+#: Scope answers ``ContentChunkSearch._resolve`` remembers (known collections, namespaces,
+#: qualifier, scope -> collections, hint): a search on caches cold after a vector scan then
+#: skips the matching (~0.02 ms for 20 collections).
+_SCOPES_KEPT = 256
 
 
 _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
@@ -315,6 +319,7 @@ class ContentChunkSearch(HybridRanking):
         self._loaded = False
         self._lock = threading.Lock()
         self._hybrid_rows = 0  # rows the last hybrid search's vector scan read (0: none yet)
+        self._scopes: dict[tuple, tuple[tuple[str, ...], str | None, bool]] = {}  # _resolve's answers
 
     # -- provider ------------------------------------------------------------
     def embedder(self):
@@ -348,6 +353,24 @@ class ContentChunkSearch(HybridRanking):
         match none are named in the hint.
         """
         known = [c.collection_path for c in self.store.collections()]
+        try:  # the answer is a function of these alone (remembered per value, _SCOPES_KEPT at most)
+            key = (tuple(known), parsed.namespaces, parsed.qualifier,
+                   scope if scope is None or isinstance(scope, str) else tuple(scope))
+            kept = self._scopes.get(key)
+        except TypeError:  # an unhashable scope item: resolved, not remembered
+            key, kept = None, None
+        if kept is not None:
+            return list(kept[0]), kept[1], kept[2]
+        collections, hint, every = self._resolve_known(known, parsed, scope)
+        if key is not None:
+            if len(self._scopes) >= _SCOPES_KEPT:
+                self._scopes.clear()
+            self._scopes[key] = (tuple(collections), hint, every)
+        return collections, hint, every
+
+    def _resolve_known(self, known: list[str], parsed: Scope,
+                       scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
+        """``_resolve`` over the known collection paths ``known`` (sorted)."""
         known_txt = ", ".join(known) or "none"
         if parsed.namespaces:
             paths, qualifier, what = list(parsed.namespaces), parsed.qualifier or "exact", "namespace"

@@ -274,3 +274,45 @@ def test_call_tool_search_envelopes_equal_the_json_round_trip(sample_engine):
     got["hits"][0]["snippet"] = "changed by the caller"  # the caller's own copy
     again = call_tool(sample_engine, "search_chunks", {"query": "tables", "scope": "Samples", "mode": "keyword"})
     assert again["hits"][0]["snippet"] != "changed by the caller"
+
+
+# --------------------------------------------------------------------------- scope answers remembered
+
+
+def test_remembered_scope_answers_equal_fresh_ones(tmp_path):
+    """``_resolve`` remembers its answers per (known collections, namespaces, qualifier, scope):
+    every query x scope gives what the matching itself gives, on the first and the repeated
+    call, and a collection added (a real SQLite write) changes the answers that name it."""
+    from engine.model import Collection
+    from engine.search import ContentChunkSearch, parse_query
+
+    store = SqliteStore(str(tmp_path / "i.db"))
+    for cp in ("Org", "Org/A", "Org/A/B", "Org/C", "Other"):
+        store.add_collection(Collection(cp, str(tmp_path)))
+    search = ContentChunkSearch(store, lambda: None)
+    queries = ["words", "namespace:Org words", "namespace:Org scope:subtree words", "namespace:Org/A/B scope:ancestorsandself w",
+               "namespace:Org/A scope:exact w", "namespace:Nope w", "namespace:Org namespace:Other scope:subtree w",
+               "scope:subtree w", "namespace:Org/ scope:subtree w"]
+    scopes = [None, "*", "Org", "Org/A/B", ["Org/C", "Other"], ("Org/A",), ["Nope"], ["Org", "*"], "", []]
+
+    def check() -> int:
+        n = 0
+        for q in queries:
+            parsed = parse_query(q)
+            for scope in scopes:
+                known = [c.collection_path for c in store.collections()]
+                want = search._resolve_known(known, parsed, scope)
+                for _ in range(2):  # the first call matches and remembers, the second finds it
+                    got = search._resolve(parsed, scope)
+                    assert got == want and type(got[0]) is list, (q, scope)
+                    got[0].append("changed by the caller")  # the caller's own list
+                n += 1
+        return n
+
+    assert check() == len(queries) * len(scopes)
+    before = search._resolve(parse_query("namespace:Org scope:subtree w"), None)
+    store.add_collection(Collection("Org/D", str(tmp_path)))
+    after = search._resolve(parse_query("namespace:Org scope:subtree w"), None)
+    assert "Org/D" not in before[0] and "Org/D" in after[0]
+    check()
+    store.close()
