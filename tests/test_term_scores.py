@@ -236,3 +236,93 @@ def test_keyword_search_through_the_store_is_unchanged_by_the_lists(store, monke
     monkeypatch.setattr(sk, "any_term_refs", lambda *a, **k: None)  # the OR query every time
     without = [store.search_keyword_refs(q, None, 30) for q in QUERIES]
     assert with_lists == without
+
+
+def test_readers_during_a_write_answer_for_one_state_or_the_other(tmp_path):
+    """Two threads ask keyword questions (their lists fetched and kept as they go) while another
+    store on the same file (as another process would) rewrites a file with the questions' words:
+    every answer must be the OR query's answer in the state before the write or after it."""
+    import shutil
+    import threading
+
+    path = str(tmp_path / "r.db")
+    s = _store(path, files=80)
+    queries = _any_queries(s)[:60]
+    new_texts = [" ".join(q.replace('"', "").split(" OR ")) for q in queries[:8]]
+    before = {q: _sql(s, q, 15) for q in queries}
+    s.close()
+    shutil.copy(path, str(tmp_path / "after.db"))
+    after_store = SqliteStore(str(tmp_path / "after.db"))
+    _put(after_store, "C1", "f0004.txt", new_texts)
+    after = {q: _sql(after_store, q, 15) for q in queries}
+    after_store.close()
+    assert sum(before[q] != after[q] for q in queries) >= 5  # the write changes many answers
+
+    reader = SqliteStore(path)
+    bad: list = []
+    answered = [0]
+    go = threading.Event()
+
+    def ask():
+        go.wait()
+        for _rep in range(6):
+            for q in queries:
+                got = any_term_refs(reader._read, reader._df_cache, q, 15)
+                if got is None:
+                    continue
+                answered[0] += 1
+                if not (_same_bits(got, before[q]) or _same_bits(got, after[q])):
+                    bad.append(q)
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    writer = SqliteStore(path)
+    go.set()
+    import time as _time
+
+    _time.sleep(0.02)
+    _put(writer, "C1", "f0004.txt", new_texts)
+    writer.close()
+    for t in threads:
+        t.join()
+    assert not bad, bad[:3]
+    assert answered[0] > len(queries)  # the lists answered many of them
+    # once the write is seen, only the new state's answers come back
+    for _rep in range(3):
+        for q in queries:
+            got = any_term_refs(reader._read, reader._df_cache, q, 15)
+            assert got is None or _same_bits(got, after[q]), q
+    reader.close()
+
+
+def test_a_write_between_the_state_read_and_a_fetch_is_not_kept(tmp_path, monkeypatch):
+    """Another store on the file commits right before a term's list is read (the fetch then
+    reads the new state): the pass must not answer from, nor keep, that mixed list."""
+    path = str(tmp_path / "m.db")
+    s = _store(path, files=80)
+    monkeypatch.setattr(term_scores, "NEW_TERMS_FLOOR", 0)  # a small index: every first ask would fetch
+    q = next(x for x in _any_queries(s) if len(x.split(" OR ")) >= 3)
+    assert any_term_refs(s._read, s._df_cache, q, 15) is None  # first ask: the OR query
+    lists = s._df_cache["term_lists"]
+    assert lists.size == 0 and all(lists.seen(t) for t in q.split(" OR "))  # the next ask fetches
+    writer = SqliteStore(path)
+    real = term_scores._fetch
+    wrote = []
+
+    def write_then_fetch(conn, term):
+        if not wrote:
+            _put(writer, "C1", "f0004.txt", [" ".join(q.replace('"', "").split(" OR "))] * 4)
+            wrote.append(term)
+        return real(conn, term)
+
+    monkeypatch.setattr(term_scores, "_fetch", write_then_fetch)
+    assert any_term_refs(s._read, s._df_cache, q, 15) is None  # the state moved under the fetch
+    assert wrote and lists.size == 0  # nothing read across the write was kept
+    monkeypatch.setattr(term_scores, "_fetch", real)
+    for _rep in range(3):
+        got = any_term_refs(s._read, s._df_cache, q, 15)
+        assert got is None or _same_bits(got, _sql(s, q, 15))
+    assert s.search_keyword_refs(q.replace('"', "").replace(" OR ", " "), None, 15)
+    writer.close()
+    s.close()
