@@ -5,10 +5,11 @@ Owns: the two FTS5 indexes over ``chunks.chunk_text`` (``chunks_fts`` with the
 tokenizer over the chunks holding CJK characters, kept in step by
 conditional triggers), their migration from an older tokenizer, and
 ``search_keyword`` (all terms, then any term; the any-term pass cut to the
-query's rarest terms). ``engine.store.sqlite.SqliteStore`` calls these with
+query's rarest terms, and answered from per-term BM25 lists when they are kept:
+``engine.store.term_scores``). ``engine.store.sqlite.SqliteStore`` calls these with
 its connections; query text comes from ``engine.store.sqlite_rows.fts_queries``.
-Imports ``engine.model``, ``engine.store.fts`` and ``engine.store.sqlite_rows``;
-never a face.
+Imports ``engine.model``, ``engine.store.fts``, ``engine.store.sqlite_rows`` and
+``engine.store.term_scores``; never a face.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Callable, ContextManager, Iterable
 from engine.model import KeywordHit
 from engine.store.fts import CJK_GLOB
 from engine.store.sqlite_rows import CHUNK_COLUMNS, chunk_of, fts_queries
+from engine.store.term_scores import any_term_refs, document_counts, keyword_state
 
 __all__ = ["FTS_TOKENIZE", "KEYWORD_ANY_TERMS", "KEYWORD_COMMON_SHARE", "ensure_fts", "fts_is_current",
            "search_keyword", "keyword_refs", "chunk_rows", "selective_any", "FTS_MAX_SEGMENTS",
@@ -130,6 +132,9 @@ def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_ca
     chunk's score is the sum of its two BM25 scores.
     Returns [] for a query without a letter or digit or a limit <= 0.
     The ranking is ``keyword_refs``; then the k rows are read (``chunk_rows``).
+    An any-term pass over every collection without CJK terms is ranked from
+    per-term lists when the store keeps them (``engine.store.term_scores``:
+    the same rows, order and scores, bit for bit).
     """
     best = keyword_refs(read, df_cache, query, collection_paths, limit)
     if not best:
@@ -155,6 +160,10 @@ def keyword_refs(read: Callable[[], ContextManager[sqlite3.Connection]], df_cach
     for every, (porter, tri) in zip((True, False), q):
         if not every and porter:
             porter = selective_any(read, df_cache, porter)
+            if not tri and collection_paths is None:  # per-term lists when they are kept (exact)
+                got = any_term_refs(read, df_cache, porter, int(limit))
+                if got is not None:
+                    return got
         parts = [(t, m) for t, m in (("chunks_fts", porter), ("chunks_tri", tri)) if m]
         if not parts:
             continue
@@ -205,19 +214,8 @@ def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache:
     if len(terms) <= 2:
         return any_query
     with read() as conn:
-        gen = conn.execute("SELECT value FROM meta WHERE key = 'chunks_gen'").fetchone()
-        if cache.get("gen") != gen:
-            cache.clear()
-            cache["gen"] = gen
-            cache["n"] = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            cache["df"] = {}
-        df: dict[str, int] = cache["df"]
-        for t in terms:
-            if t not in df:
-                if len(df) > 50_000:
-                    df.clear()
-                df[t] = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                     (t,)).fetchone()[0]
+        keyword_state(conn, cache)
+        df = document_counts(conn, cache, terms)
     ranked = sorted(terms, key=lambda t: df[t])
     common = max(1, int(cache["n"] * KEYWORD_COMMON_SHARE))
     kept = [t for t in ranked if df[t] <= common][:KEYWORD_ANY_TERMS] or ranked[:2]
