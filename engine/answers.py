@@ -19,7 +19,7 @@ from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
 from engine.runs import run_outcome
-from engine.search import make_snippet, normalise_collection_path
+from engine.search import make_snippets, normalise_collection_path
 from engine.service import Engine
 
 __all__ = ["READ_LIMIT_DEFAULT", "LIST_LIMIT_DEFAULT", "SCORE_DECIMALS", "tool_search", "tool_search_chunks",
@@ -83,20 +83,23 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         out.update(_failure_fields(outcome))  # count and hits stay absent (DESIGN table)
         return out  # type: ignore[return-value]
     hits = []
+    snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], outcome.terms)
+    hybrid, regions = outcome.mode == "hybrid", not per_file
     for rank, ranked in enumerate(outcome.hits):
-        chunk, score = ranked.chunk, ranked.score
+        chunk = ranked.chunk
+        cp, fp = chunk.collection_path, chunk.file_path
         h: dict[str, Any] = {
-            "documentPath": document_path(chunk.collection_path, chunk.file_path),
-            "collectionPath": chunk.collection_path,
-            "filePath": chunk.file_path,
+            "documentPath": document_path(cp, fp),
+            "collectionPath": cp,
+            "filePath": fp,
             "chunkIndex": chunk.chunk_index,
             "rank": rank,
-            "score": round(float(score), SCORE_DECIMALS),
-            "snippet": make_snippet(chunk.chunk_text, outcome.terms),
+            "score": round(float(ranked.score), SCORE_DECIMALS),
+            "snippet": snippets[rank],
         }
-        if outcome.mode == "hybrid":
+        if hybrid:
             _breakdown(h, ranked)
-        _provenance(h, chunk, regions=not per_file, all_rects=False)
+        _provenance(h, chunk, regions, False)
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits

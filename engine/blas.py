@@ -9,7 +9,10 @@ timed with one and with both cores as it runs: an exponentially weighted
 mean of seconds per row for each, both tried first, the slower one tried
 again every ``EXPLORE_EVERY`` scans (load changes), the faster one used
 otherwise. So an idle machine gets both cores for a 1M scan (56 ms instead
-of 104 ms measured here) and a loaded one keeps one thread.
+of 104 ms measured here) and a loaded one keeps one thread. A two-thread
+scan leaves BLAS at two; every other scan sets one again on entry
+(``scan_threads``, ``int8_threads``, ``one_thread``), so back-to-back large
+scans set nothing (setting one after a two-thread call took ~17 us).
 
 The int8 scan of large full searches (``engine.store.int8_scan``) splits
 its rows over one or two Python threads, not BLAS: ``int8_threads`` makes
@@ -31,7 +34,8 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-__all__ = ["scan_threads", "int8_threads", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice", "FixedChoice"]
+__all__ = ["scan_threads", "int8_threads", "one_thread", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice",
+           "FixedChoice"]
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +48,16 @@ _EWMA = 0.3  # weight of the newest timing
 _lock = threading.Lock()
 _controller: Any = None
 _pinned = False
+#: BLAS threads as this module last set them (1 once pinned): a large full scan on two threads
+#: leaves them at two, and every other scan (``scan_threads``, ``_pin``) sets one again first,
+#: so back-to-back large scans set nothing (setting one after a two-thread call took ~17 us).
+_threads = 0
 
 
-def _pin() -> Any:
-    """The ThreadpoolController with BLAS pinned to one thread (None without threadpoolctl)."""
-    global _controller, _pinned
+def _controller_once() -> Any:
+    """The ThreadpoolController, made once, BLAS pinned to one thread then (None without
+    threadpoolctl)."""
+    global _controller, _pinned, _threads
     if _pinned:
         return _controller
     with _lock:
@@ -58,11 +67,30 @@ def _pin() -> Any:
 
                 _controller = ThreadpoolController()
                 _controller.limit(limits=1, user_api="blas")  # kept: restored never
+                _threads = 1
             except Exception as e:  # pragma: no cover - pinned dependency
                 log.warning("BLAS threads not controlled (threadpoolctl: %s: %s)", type(e).__name__, e)
                 _controller = None
             _pinned = True
     return _controller
+
+
+def _pin() -> Any:
+    """The ThreadpoolController with BLAS at one thread (None without threadpoolctl): set back
+    to one here when a large full scan left it at two (``scan_threads``)."""
+    ctl = _controller_once()
+    if ctl is not None and _threads != 1:
+        _set_threads(ctl, 1)
+    return ctl
+
+
+def _set_threads(ctl: Any, n: int) -> None:
+    """BLAS at ``n`` threads (raw setters: ~1 us, where ctl.limit() took ~6 us), remembered in
+    ``_threads``."""
+    global _threads
+    for lib in _blas_libraries(ctl):
+        lib.set_num_threads(n)
+    _threads = n
 
 
 class ThreadChoice:
@@ -131,23 +159,17 @@ def scan_threads(rows: int, full: bool) -> Iterator[int]:
         The thread count used (1, or 2 for a large full scan where that has
         been measured faster).
     """
-    ctl = _pin()
+    ctl = _controller_once()
     if ctl is None or not full or rows < LARGE_SCAN_ROWS or len(_choice.cores) < 2:
+        if ctl is not None and _threads != 1:
+            _set_threads(ctl, 1)  # after a large two-thread scan (left at two)
         yield 1
         return
     threads = _choice.pick()
     t = time.perf_counter()
-    if threads == 1:
-        yield 1
-    else:
-        blas = _blas_libraries(ctl)  # raw setters: ~1 us, where ctl.limit() took ~6 us per scan
-        for lib in blas:
-            lib.set_num_threads(threads)
-        try:
-            yield threads
-        finally:
-            for lib in blas:
-                lib.set_num_threads(1)  # pinned (_pin) outside large full scans
+    if _threads != threads:
+        _set_threads(ctl, threads)  # left as it is after the scan: the next one sets what it needs
+    yield threads
     _choice.record(threads, time.perf_counter() - t, rows)
 
 
@@ -159,6 +181,12 @@ def _blas_libraries(ctl: Any) -> list[Any]:
     if not _libraries:
         _libraries.extend(c for c in ctl.lib_controllers if c.user_api == "blas")
     return _libraries
+
+
+def one_thread() -> None:
+    """BLAS at one thread from here on (a float32 product outside ``scan_threads``, e.g. the
+    rescoring of an int8 scan that a hybrid search shares): a large full scan may have left two."""
+    _pin()
 
 
 _int8_choice = ThreadChoice()

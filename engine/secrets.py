@@ -47,6 +47,7 @@ __all__ = [
     "redact",
     "redact_obj",
     "json_may_change",
+    "strings_may_change",
     "public_dsn",
     "secret_forms",
     "install_log_redaction",
@@ -296,6 +297,33 @@ def json_may_change(text: str) -> bool:
     if "\\\\" in text or "%" in text or "+" in text:
         return True
     return any(form in text for form in _json_literals)
+
+
+def strings_may_change(text: str) -> bool:
+    """False only when ``redact`` leaves every string held in ``text`` unchanged, so
+    ``redact_obj`` returns an envelope equal to one whose strings (keys included)
+    were joined into ``text`` (``engine.tools.call_tool`` joins a search
+    envelope's strings with ``"\\n"`` and then skips its JSON round trip and the walk).
+
+    Args:
+        text: the strings, joined (any separator: the check looks for substrings).
+
+    Returns:
+        True when ``text`` holds what ``redact`` reacts to: ``bearer`` /
+        ``basic`` in its lower-cased form (any case), ``sk-``, and with secrets
+        registered any raw or base64 form of one or any character that starts
+        an escaped form (``\\``, ``%``, ``+``). A string holding a trigger puts
+        it into ``text`` (lower-casing maps these letters alike in any
+        context), so the check errs only towards True.
+    """
+    lower = text.lower()
+    if "bearer" in lower or "basic" in lower or "sk-" in text:
+        return True
+    if _pattern is None:
+        return False
+    if "\\" in text or "%" in text or "+" in text:
+        return True
+    return any(form in text for form in _literals)
 
 
 def public_dsn(dsn: str) -> str:

@@ -103,6 +103,27 @@ def test_scans_pin_blas_to_one_thread_and_only_large_full_scans_may_use_two():
     assert _blas_threads() == {1}
 
 
+def test_a_large_two_thread_scan_leaves_two_and_every_other_scan_sets_one(monkeypatch):
+    """A large full scan on two threads leaves BLAS at two (no setter call after it); a small,
+    scoped or int8 scan, and ``one_thread``, run with one (checked inside the block, where the
+    product runs)."""
+    monkeypatch.setattr(blas, "_choice", blas.FixedChoice(2))
+    for entry in (lambda: blas.scan_threads(1000, full=False), lambda: blas.scan_threads(10 ** 6, full=False),
+                  lambda: blas.int8_threads(10 ** 6), None):
+        with blas.scan_threads(blas.LARGE_SCAN_ROWS, full=True) as n:
+            assert n == 2 and _blas_threads() == {2}
+        assert _blas_threads() == {2}
+        with blas.scan_threads(blas.LARGE_SCAN_ROWS * 2, full=True):  # back to back: still two
+            assert _blas_threads() == {2}
+        if entry is None:
+            blas.one_thread()
+            assert _blas_threads() == {1}
+            continue
+        with entry():
+            assert _blas_threads() == {1}
+        assert _blas_threads() == {1}
+
+
 def test_thread_choice_uses_the_faster_count_and_retries_the_other():
     c = blas.ThreadChoice(cores=2)
     first, second = c.pick(), None

@@ -336,6 +336,52 @@ def test_the_envelope_check_never_lets_a_string_that_would_change_through():
     assert out.stdout.strip() == "ok", out.stderr
 
 
+def test_the_strings_check_never_lets_a_string_that_would_change_through():
+    """``strings_may_change`` over an envelope's strings (``engine.tools._plain``, joined as
+    ``call_tool`` joins them) False => ``redact_obj(env) == env``: the same random envelopes,
+    with a secret registered and, in a fresh interpreter, with none."""
+    import random
+
+    from engine.tools import _plain
+
+    def joined(env) -> str:
+        strings: list[str] = []
+        assert _plain(env, strings)
+        return "\n".join(strings)
+
+    S.register(KEY)
+    rng = random.Random(17)
+    skipped = 0
+    for _ in range(3000):
+        env = _random_envelope(rng)
+        if not S.strings_may_change(joined(env)):
+            skipped += 1
+            assert S.redact_obj(env) == env
+    assert skipped > 100
+    for f in forms(KEY).values():
+        env = {"hits": [{"snippet": f"see {f} here"}]}
+        assert S.strings_may_change(joined(env)) and S.redact_obj(env) != env
+    code = (
+        "import random, sys\n"
+        "sys.path.insert(0, '.')\n"
+        "from engine import secrets as S\n"
+        "from engine.tools import _plain\n"
+        "from tests.test_secrets import _random_envelope\n"
+        "rng = random.Random(18); skipped = 0\n"
+        "for _ in range(3000):\n"
+        "    env = _random_envelope(rng); strings = []\n"
+        "    assert _plain(env, strings)\n"
+        "    if not S.strings_may_change('\\n'.join(strings)):\n"
+        "        skipped += 1\n"
+        "        assert S.redact_obj(env) == env, env\n"
+        "assert S.known_count() == 0 and skipped > 300, skipped\n"
+        "assert not S.strings_may_change('a 50% + 3 line')\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
 def test_call_tool_envelopes_are_redacted_with_and_without_the_walk(tmp_path):
     """A search envelope carrying a registered secret comes back redacted; a clean one
     comes back equal to the walked one."""

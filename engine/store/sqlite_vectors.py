@@ -21,8 +21,9 @@ scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_
 Must not import: ``engine.store.sqlite`` (it imports this module and hands in
 its read-connection factory), ``engine.model`` row types, ``sqlite_utils``,
 extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy``, the
-standard library, ``engine.blas`` (BLAS threads per scan), ``engine.store.int8_scan``
-and ``engine.scan_share`` (a hybrid search's shared full scan) only.
+standard library, ``engine.blas`` (BLAS threads per scan), ``engine.store.int8_scan``,
+``engine.store.vector_top`` (the best k of the scores) and ``engine.scan_share`` (a hybrid
+search's shared full scan) only.
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ from typing import BinaryIO, Callable, Iterable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.blas import int8_threads, scan_threads
+from engine.blas import int8_threads, one_thread, scan_threads
 from engine.scan_share import block_runner, full_scores
 from engine.store import int8_scan
+from engine.store.vector_top import top_k
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
 
@@ -562,6 +564,7 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                 occ.by_row = int8_scan.row_index(occ.matrix_row, len(m.matrix))
             run = block_runner(len(m.matrix))  # a hybrid search's keyword thread helps (engine/scan_share.py)
             if run is not None:
+                one_thread()  # its float32 rescoring: one BLAS thread, as in int8_threads
                 return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, run=run)
             with int8_threads(len(m.matrix)) as threads:
                 return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, threads=threads)
@@ -596,10 +599,7 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
             cand = scope
         else:
             cand = None
-    k = min(limit, len(scores))
-    # ndarray methods: np.argpartition/np.argsort's C code without their wrappers (~4 us on cold caches)
-    top = (-scores).argpartition(k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    top = top[(-scores[top]).argsort(kind="stable")]
+    top = top_k(scores, limit)
     picked = top if cand is None else cand[top]
     return picked, scores[top]
 
