@@ -289,14 +289,7 @@ def json_may_change(text: str) -> bool:
     """
     if "\\u" in text:
         return True
-    lower = text.lower()
-    if "bearer" in lower or "basic" in lower or "sk-" in text:
-        return True
-    if _pattern is None:
-        return False
-    if "\\\\" in text or "%" in text or "+" in text:
-        return True
-    return any(form in text for form in _json_literals)
+    return _holds_trigger(text, "\\\\", _json_literals)
 
 
 def strings_may_change(text: str) -> bool:
@@ -316,14 +309,23 @@ def strings_may_change(text: str) -> bool:
         it into ``text`` (lower-casing maps these letters alike in any
         context), so the check errs only towards True.
     """
+    return _holds_trigger(text, "\\", _literals)
+
+
+def _holds_trigger(text: str, backslash: str, literals) -> bool:
+    """The shared test of ``json_may_change`` (JSON text: ``backslash`` is the escaped
+    ``\\\\``, ``literals`` the forms as they read inside a JSON string) and
+    ``strings_may_change`` (raw strings: ``\\`` and the raw forms): ``bearer`` /
+    ``basic`` in any case, ``sk-``, and with secrets registered ``backslash``, ``%``,
+    ``+`` or one of ``literals``."""
     lower = text.lower()
     if "bearer" in lower or "basic" in lower or "sk-" in text:
         return True
     if _pattern is None:
         return False
-    if "\\" in text or "%" in text or "+" in text:
+    if backslash in text or "%" in text or "+" in text:
         return True
-    return any(form in text for form in _literals)
+    return any(form in text for form in literals)
 
 
 def public_dsn(dsn: str) -> str:

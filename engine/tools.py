@@ -342,25 +342,25 @@ def _plain(value: Any, strings: list[str]) -> bool:
         strings.append(value)
         return True
     if t is dict:
-        for k, v in value.items():
+        for k in value:
             if type(k) is not str:
                 return False
             strings.append(k)
-            tv = type(v)
-            if tv is str:
-                strings.append(v)
-            elif tv not in _SCALARS and not _plain(v, strings):
-                return False
-        return True
+        return _plain_items(value.values(), strings)
     if t is list:
-        for v in value:
-            tv = type(v)
-            if tv is str:
-                strings.append(v)
-            elif tv not in _SCALARS and not _plain(v, strings):
-                return False
-        return True
+        return _plain_items(value, strings)
     return t in _SCALARS
+
+
+def _plain_items(values, strings: list[str]) -> bool:
+    """``_plain`` of each of ``values`` (a dict's values or a list), strings appended in order."""
+    for v in values:
+        tv = type(v)
+        if tv is str:
+            strings.append(v)
+        elif tv not in _SCALARS and not _plain(v, strings):
+            return False
+    return True
 
 
 def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
