@@ -19,7 +19,7 @@ from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
 from engine.runs import run_outcome
-from engine.search import make_snippets, normalise_collection_path
+from engine.search import make_snippets, normalise_collection_path, shown_terms
 from engine.service import Engine
 
 __all__ = ["READ_LIMIT_DEFAULT", "LIST_LIMIT_DEFAULT", "SCORE_DECIMALS", "tool_search", "tool_search_chunks",
@@ -83,7 +83,7 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         out.update(_failure_fields(outcome))  # count and hits stay absent (DESIGN table)
         return out  # type: ignore[return-value]
     hits = []
-    snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], outcome.terms)
+    snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], shown_terms(outcome.terms))
     hybrid, regions = outcome.mode == "hybrid", not per_file
     for rank, ranked in enumerate(outcome.hits):
         chunk = ranked.chunk

@@ -45,7 +45,7 @@ from engine.errors import EmbedError
 from engine.hybrid import HybridRanking, _fuse_entries
 from engine.model import Chunk, Collection
 from engine.store.base import Store
-from engine.store.fts import MAX_TERMS
+from engine.store.fts import MAX_TERMS, content_terms
 
 __all__ = [
     "MODES",
@@ -62,6 +62,7 @@ __all__ = [
     "parse_query",
     "make_snippet",
     "make_snippets",
+    "shown_terms",
     "query_terms",
     "normalise_collection_path",
     "fuse",
@@ -273,6 +274,14 @@ def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
     term found, the start of the text.
     """
     return _snippet(text, _terms_pattern(terms), width)
+
+
+def shown_terms(terms: tuple[str, ...]) -> tuple[str, ...]:
+    """The query terms a hit's snippet is placed by and the explorer marks: ``terms``
+    without English stop words (``engine.store.fts.content_terms``, the rule the keyword
+    passes use), all of them when every term is one. So "how are the pages of a document
+    numbered" shows a hit around "pages"/"document"/"numbered", not at its first "the"."""
+    return tuple(content_terms(list(terms))) if terms else terms
 
 
 def make_snippets(texts: Sequence[str], terms: tuple[str, ...], width: int = 240) -> list[str]:

@@ -23,7 +23,7 @@ from engine.errors import WHO_FIXES, ChunknavError
 from engine.paths import resolve_inside
 from engine.runs import unchanged_of
 from engine.secrets import public_dsn, redact, redact_obj
-from engine.search import parse_query, query_terms
+from engine.search import parse_query, query_terms, shown_terms
 from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
 from explorer import state
 from explorer.table import table
@@ -186,19 +186,25 @@ def search_outcome(envelope: dict[str, Any]) -> bool:
 
 # -- text ------------------------------------------------------------------------
 def _term_re(terms: Iterable[str]) -> re.Pattern[str] | None:
+    """Any of ``terms`` at a word start, case-insensitive, longest first: a term of 3 or more
+    characters also as a word's beginning ("page" marks "pages"), a shorter one as a whole
+    word only ("a" does not mark the start of "attribute")."""
     terms = sorted({t for t in terms if t}, key=len, reverse=True)
     if not terms:
         return None
-    return re.compile(r"(?<!\w)(" + "|".join(re.escape(t) for t in terms) + r")", re.IGNORECASE)
+    alts = "|".join(re.escape(t) if len(t) >= 3 else re.escape(t) + r"(?!\w)" for t in terms)
+    return re.compile(r"(?<!\w)(" + alts + r")", re.IGNORECASE)
 
 
 def mark_terms(text: str, query: str) -> str:
     """HTML of ``text`` (escaped) with the query's words in ``<mark>``.
 
     Words are ``engine.search.query_terms`` of the query without its
-    ``namespace:``/``scope:`` tokens, matched case-insensitively at word starts.
+    ``namespace:``/``scope:`` tokens and without English stop words unless only
+    those are left (``engine.search.shown_terms``, as the snippets are placed),
+    matched case-insensitively at word starts (``_term_re``).
     """
-    pattern = _term_re(query_terms(parse_query(query or "").text))
+    pattern = _term_re(shown_terms(query_terms(parse_query(query or "").text)))
     if pattern is None:
         return html.escape(text)
     out, pos = [], 0
