@@ -370,3 +370,22 @@ def test_appends_from_two_writers_still_match_sql(tmp_path):
         [ids[i] for i in np.argsort(-(vecs @ q))[:5]]
     assert _cache_files(path, "m") == _matrix_from_sql(path, "m")
     c.close()
+
+
+_UNI = st.sampled_from(["king", "kin", "ing", "é", "über", "ß", "İ", "ǅ", "٣", "_x", "x_", "東京", "京", "a1", "1a"])
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_UNI, st.text(" \n,._-·'’\u00a0\u200b", min_size=1, max_size=2)), max_size=120),
+       st.lists(st.one_of(_UNI, st.text(min_size=1, max_size=3)), min_size=1, max_size=5, unique=True))
+def test_the_first_term_start_is_the_regex_alternations_leftmost_match(parts, terms):
+    """session 5: snippets find the first term with str.find, not a compiled alternation;
+    the position must be the regex's, for any text and any terms (Unicode word boundaries too)."""
+    import re as _re
+
+    from engine.search import _first_start
+
+    low = "".join(parts).lower()
+    alts = "|".join(_re.escape(t) for t in sorted(terms, key=len, reverse=True))
+    m = _re.search(r"(?<!\w)(?:" + alts + ")", low)
+    assert _first_start(low, tuple(terms)) == (m.start() if m else -1)
