@@ -611,4 +611,4 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             self._local = threading.local()
             self._shared = None
             self._vectors.clear()
-            self._df_cache.clear()  # keyword counts and term lists (a late term fill sees it gone)
+            self._df_cache.clear()  # keyword document counts and per-term lists (engine.store.term_scores)
