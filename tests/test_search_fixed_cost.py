@@ -144,6 +144,55 @@ def test_embed_query_probes_first():
     assert v.tobytes() == BaseEmbedder.embed_query(e, "the first call probes").tobytes()
 
 
+def test_a_question_asked_again_gets_the_same_vector_as_its_own_array(local):
+    texts = _texts()[:60]
+    first = [local.embed_query(t) for t in texts]
+    for t, v in zip(texts, first):
+        again = local.embed_query(t)
+        assert again.tobytes() == v.tobytes() == BaseEmbedder.embed_query(local, t).tobytes(), t[:40]
+        assert again is not v and not np.shares_memory(again, v)
+    v = local.embed_query("termination of the contract")
+    v[:] = 0.0  # a caller writing into its answer changes no later answer
+    assert local.embed_query("termination of the contract").tobytes() == \
+        BaseEmbedder.embed_query(local, "termination of the contract").tobytes()
+
+
+def test_the_query_memo_is_bounded_least_recently_asked_first():
+    e = E.LocalEmbedder(query_memo=3)
+    e.embed_query("warm up")
+    for t in ("a river", "a mountain", "a forest"):
+        e.embed_query(t)
+    assert list(e._queries) == ["a river", "a mountain", "a forest"]  # "warm up" dropped first
+    e.embed_query("a river")  # asked again: now the most recent
+    e.embed_query("a desert")
+    assert list(e._queries) == ["a forest", "a river", "a desert"]
+    assert all(e.embed_query(t).tobytes() == BaseEmbedder.embed_query(e, t).tobytes()
+               for t in ("a mountain", "a desert"))
+    none = E.LocalEmbedder(query_memo=0)
+    none.embed_query("nothing kept")
+    assert none.embed_query("nothing kept").shape == (256,) and none._queries == {}
+
+
+def test_a_refused_question_is_not_kept(local):
+    for bad in ("", "a" * 32_001):
+        with pytest.raises((ValueError, EmbedError)):
+            local.embed_query(bad)
+        assert bad not in local._queries
+
+
+def test_a_query_parsed_again_is_parsed_as_the_first_time():
+    from engine import search as S
+
+    rng = random.Random(6)
+    words = ["namespace:ACME/Reports/", "scope:subtree", "scope:EXACT", "scope:sideways", "key:value",
+             "https://x.org/a", "namespace:", "Über", "straße", "the", "price", "2024", "a:b:c", "ñandú"]
+    queries = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 7))) for _ in range(2 * S._PARSED_KEPT)]
+    for q in queries + queries[::-1]:  # each one first seen, then asked again (some after being dropped)
+        parsed = S.parse_query(q)
+        assert S._parsed(q) == (parsed, S.query_terms(parsed.text)), q
+        assert len(S._PARSED) <= S._PARSED_KEPT
+
+
 # --------------------------------------------------------------------------- on a real SQLite file
 
 
