@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import engine  # noqa: E402,F401  (before numpy, as the CLI and MCP server do: engine/__init__.py)
+import engine as _engine_first  # noqa: E402,F401  (before numpy, as the CLI and MCP server do: engine/__init__.py)
 import numpy as np  # noqa: E402
 
 from engine.blas import FixedChoice  # noqa: E402

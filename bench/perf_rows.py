@@ -55,7 +55,7 @@ sys.path.insert(0, str(REPO))
 
 # engine before numpy, as in the CLI and the MCP server: its OPENBLAS_THREAD_TIMEOUT
 # default (engine/__init__.py) applies only when set before numpy loads OpenBLAS
-import engine  # noqa: E402,F401
+import engine as _engine_first  # noqa: E402,F401
 import numpy as np  # noqa: E402
 
 from engine.config import Settings  # noqa: E402
@@ -121,7 +121,7 @@ def bench_registry(args, work: Path) -> None:
         fn.append(per_call(lambda: tool_get_chunk(engine, **arguments), 300))
         read.append(per_call(lambda: engine.store.get_chunk("Reg", "tinyshakespeare-input.txt", 7), 300))
     header("get_chunk through the registry", "A", "B")
-    row("call_tool('get_chunk') / tool function", tool, fn, goal=f"(goal: A <= 0.300 ms)")
+    row("call_tool('get_chunk') / tool function", tool, fn, goal="(goal: A <= 0.300 ms)")
     row("tool function / store.get_chunk (SQLite read)", fn, read)
     engine.close()
 
@@ -327,7 +327,7 @@ def bench_load(args, work: Path, n: int) -> None:
                                     lambda q: top_occurrences(m, occ, q, scope, 10), b1],
                                    list(qs), args.pairs)
             row(f"search_vectors {label} ({len(sub):,} rows) / bound", a, b, goal="(goal <= 1.5x)")
-            row(f"  its scan alone (top_occurrences) / bound", scan, b)
+            row("  its scan alone (top_occurrences) / bound", scan, b)
             if label == "3 small collections":
                 # The 30 queries above repeat in every pair, so their hit rows are fetched again
                 # from a warm last-level cache; here each of 150 new queries fetches its rows

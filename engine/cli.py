@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # tool subcommand is parsed or run, or an envelope printed: an unchanged ``chunknav index``
 # never loads the registry (issue 15: lean no-op runs).
 
-__all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES", "streamlit_flags"]
+__all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES", "streamlit_flags"]  # noqa: F822 (module __getattr__)
 
 
 def __getattr__(name: str) -> Any:

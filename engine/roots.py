@@ -105,7 +105,7 @@ def check_root(root: str, setting: str, *, allow_any: bool = False, cwd: str | N
         what = "the file-system root" if sysdir == "/" else f"the system directory {sysdir}"
         raise RootRefusedError(
             f"collection root {root!r} ({real}) is {what}"
-            + ("" if real == sysdir else f" or lies inside it")
+            + ("" if real == sysdir else " or lies inside it")
             + "; collections may not live there, whatever CHUNKNAV_ALLOWED_ROOTS says")
     if allow_any:
         return real

@@ -42,7 +42,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-from engine.answers import (  # noqa: F401  (re-exported: the registry's functions)
+from engine.answers import (  # noqa: E402,F401  (re-exported: the registry's functions)
     LIST_LIMIT_DEFAULT, READ_LIMIT_DEFAULT, SCORE_DECIMALS, tool_get_chunk, tool_get_document, tool_index_status,
     tool_list_documents, tool_read_document, tool_search, tool_search_chunks,
 )

@@ -28,6 +28,11 @@ def corpus(tmp_path):
     return root
 
 
+def _without_provider(out: str) -> dict:
+    """A ``--json`` answer without its ``provider`` key."""
+    return {k: v for k, v in json.loads(out).items() if k != "provider"}
+
+
 def run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -212,5 +217,4 @@ def test_tool_name_aliases_give_the_same_answer(tmp_path, corpus, capsys, monkey
                                  ("read-document", "read", ["C", "a.md", "--limit", "40"]),
                                  ("index-status", "status", ["--json"])):
         a, b = run(capsys, "--db", db, alias, *argv), run(capsys, "--db", db, command, *argv)
-        strip = (lambda o: {k: v for k, v in json.loads(o).items() if k != "provider"})
-        assert a[0] == b[0] == 0 and strip(a[1]) == strip(b[1]), alias
+        assert a[0] == b[0] == 0 and _without_provider(a[1]) == _without_provider(b[1]), alias

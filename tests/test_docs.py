@@ -31,7 +31,7 @@ def test_every_cli_command_is_documented():
 
 def test_every_setting_is_documented_with_its_unit():
     for s in SETTINGS:
-        line = next((l for l in README.splitlines() if l.startswith(f"| `{s.env}`")), None)
+        line = next((ln for ln in README.splitlines() if ln.startswith(f"| `{s.env}`")), None)
         assert line, f"{s.env} missing from README"
         assert s.unit in line, f"{s.env}: unit {s.unit!r} missing"
 

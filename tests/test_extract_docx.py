@@ -16,7 +16,7 @@ from engine.errors import ExtractError
 from engine.extract import extract
 from engine.extract.docx import omml_text
 from engine.tools import Engine, call_tool
-from tests.docx_builder import PHRASES, build
+from tests.docx_builder import PHRASES
 from tests.conftest import ALLOWED_ROOTS
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

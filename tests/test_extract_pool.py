@@ -16,8 +16,6 @@ from pathlib import Path
 
 from engine.config import Settings
 from engine.extract_pool import ExtractPool, worker_count
-from engine.index import Indexer
-from engine.model import Collection
 from engine.store.sqlite import SqliteStore
 
 REPO = Path(__file__).resolve().parents[1]

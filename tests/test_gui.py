@@ -523,7 +523,7 @@ def test_status_lists_files_indexed_with_notes(app, sample_engine):
     assert any(s.value == f"Indexed with notes ({len(noted)})" for s in at.subheader)
     text = _texts(at.markdown)
     assert "encodingConfidence" in text
-    line = next(l for l in text.splitlines() if "sample\\-french\\-1\\.txt" in l or "sample-french-1.txt" in l)
+    line = next(ln for ln in text.splitlines() if "sample\\-french\\-1\\.txt" in ln or "sample-french-1.txt" in ln)
     assert "cp1252" in line and "decoded as cp1252" in line
 def test_a_too_long_query_link_is_cut_with_a_notice_and_the_tool_refuses_past_its_maximum(app):
     """A deep link carries at most explorer.links.MAX_TEXT_CHARS of query (cut, with a notice naming

@@ -8,7 +8,6 @@ hostile query parameters: no traceback, no "Page not found", the right page.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess

@@ -253,7 +253,6 @@ def _agent_section() -> str:
 
 def test_agent_docs_name_every_tool():
     """The README section "Use it from an agent" cannot drift from the registry."""
-    from pathlib import Path
 
     text = _agent_section()
     assert text.startswith("## Use it from an agent")
@@ -265,7 +264,6 @@ def test_agent_docs_name_every_tool():
 
 def test_agent_docs_example_matches_the_sample_index(sample_engine):
     """The worked loop in the README quotes real answers for Samples/multicolumn.pdf."""
-    from pathlib import Path
 
     if sample_engine.store.get_document(C, "multicolumn.pdf") is None:
         pytest.skip("multicolumn.pdf is not in the sample corpus")

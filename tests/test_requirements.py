@@ -40,7 +40,7 @@ def _reqs(name: str) -> list[Requirement]:
 @pytest.mark.parametrize("name", FILES)
 def test_every_requirement_is_pinned(name):
     text = (REPO / name).read_text("utf-8")
-    assert not [l for l in text.splitlines() if l.strip().startswith("-")], f"{name}: no pip options here"
+    assert not [ln for ln in text.splitlines() if ln.strip().startswith("-")], f"{name}: no pip options here"
     reqs = _reqs(name)
     assert reqs
     for r in reqs:

@@ -168,7 +168,7 @@ def test_search_vectors_is_exact_cosine_within_collections(store):
     rng = np.random.default_rng(7)
     dim = 16
     rows = []  # (collection, file, index, chunk_id)
-    ids, vecs = [], []
+    vecs = []
     for coll in ("A", "B", "C/d"):
         for f in range(4):
             chunks = _put(store, coll, f"f{f}.txt", f"{coll}-{f}", [f"{coll} {f} {i} " for i in range(6)])
@@ -559,7 +559,7 @@ def test_sqlite_reads_remembered_while_nothing_changed_see_every_change(tmp_path
     with pytest.raises(RuntimeError):
         with s._write() as conn:
             conn.execute("INSERT INTO collections(collection_path, root) VALUES ('C', '/c')")
-            with s._read() as r:  # inside the transaction: read, not remembered
+            with s._read():  # inside the transaction: read, not remembered
                 assert "C" in [c.collection_path for c in s.collections()]
             raise RuntimeError("roll back")
     assert [c.collection_path for c in s.collections()] == ["A", "B"] and s.get_collection("C") is None
