@@ -23,7 +23,7 @@ from engine.errors import EncryptedError, ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR, gc_paused
 from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.saslprep import saslprep
-from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
+from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
 from engine.extract.pdfwords import (CompiledWords, PageWords, box_filler, join_pages, read_page, text_filler,
                                      tuple_words)
 from engine.model import ExtractedText, PageInfo, WordArray
@@ -223,7 +223,7 @@ class PdfPart:
 
     __slots__ = ("page_count", "metadata", "first", "corners", "codes", "lengths", "block", "line", "counts",
                  "affine", "sizes", "notes", "unreadable", "ocr_confidence", "ocr_turned", "ocr_wanted",
-                 "ocr_missing")
+                 "ocr_missing", "ocr_partial")
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -267,6 +267,8 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
         ocr_turned: dict[int, int] = {}  # OCR'd page read turned upright -> degrees
         ocr_wanted: list[int] = []  # pages OCR would read, when it is unavailable
         ocr_missing: str | None = None
+        ocr_use: OcrSettings = ocr  # narrowed to the languages with data on the first OCR'd page
+        ocr_note: str | None = None
         ocr_checked = False
         for pno in range(first, stop):
             number = pno + 1
@@ -287,13 +289,14 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
             sizes.append((label, width_pt, height_pt))
             ocr_done = False
             if ocr.mode != "off" and needs_ocr(page, len(raw), ocr):
-                if not ocr_checked:
-                    ocr_missing, ocr_checked = ocr_unavailable(ocr.languages), True
+                if not ocr_checked:  # the languages with data (some missing: noted, read without them)
+                    ocr_use, ocr_note = resolve_languages(ocr)
+                    ocr_missing, ocr_checked = (ocr_note if ocr_use is None else None), True
                 if ocr_missing:
                     ocr_wanted.append(number)
                 else:
                     try:
-                        ocr_raw, ocr_confidence[number], turn = ocr_page(page, ocr, flags)
+                        ocr_raw, ocr_confidence[number], turn = ocr_page(page, ocr_use, flags)
                         raw = tuple_words(ocr_raw)
                         ocr_done = True
                         if turn:
@@ -329,6 +332,7 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
     out.counts, out.affine, out.sizes, out.notes, out.unreadable = raw_counts, affine, sizes, notes, unreadable
     out.ocr_confidence, out.ocr_turned, out.ocr_wanted, out.ocr_missing = (
         ocr_confidence, ocr_turned, ocr_wanted, ocr_missing)
+    out.ocr_partial = (ocr_use.languages, ocr_note) if ocr_confidence and ocr_note else None
     return out
 
 
@@ -348,6 +352,7 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
         raw_counts, affine, sizes, notes = p.counts, p.affine, p.sizes, list(p.notes)
         unreadable, ocr_wanted = p.unreadable, p.ocr_wanted
         ocr_confidence, ocr_turned, ocr_missing = p.ocr_confidence, p.ocr_turned, p.ocr_missing
+        ocr_partial = p.ocr_partial
     else:
         corners = np.concatenate([p.corners for p in parts])
         codes = np.concatenate([p.codes for p in parts])
@@ -363,6 +368,7 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
         ocr_confidence = {k: v for p in parts for k, v in p.ocr_confidence.items()}
         ocr_turned = {k: v for p in parts for k, v in p.ocr_turned.items()}
         ocr_missing = next((p.ocr_missing for p in parts if p.ocr_missing), None)
+        ocr_partial = next((p.ocr_partial for p in parts if p.ocr_partial), None)
     metadata = dict(metadata)
     if len(raw_counts) != page_count:
         raise ValueError(f"PDF parts cover {len(raw_counts)} of {page_count} pages")
@@ -375,6 +381,11 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
         notes.append(no_text_note(empty_pages))
     if ocr_wanted and ocr_missing:
         notes.append(f"{ocr_missing}; not OCR'd: {page_ranges(ocr_wanted)}")
+        # what OCR would have read is not in the text: the indexer keeps OCR text it stored before
+        metadata["ocrUnavailable"] = {"pages": sorted(ocr_wanted), "reason": notes[-1]}
+    if ocr_partial:  # read with the languages that have data; the note names the missing ones
+        ocr = OcrSettings(ocr.mode, ocr_partial[0], ocr.dpi)
+        notes.append(ocr_partial[1])
     if ocr_confidence:
         notes.append(_ocr_note(ocr, ocr_confidence))
         if ocr_turned:
