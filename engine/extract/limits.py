@@ -136,7 +136,9 @@ def check_pdf_pages(path: str | os.PathLike[str], max_pages: int) -> None:
 
     A PDF that cannot be opened passes: the extractor reports it (corrupt, encrypted).
     """
-    import pymupdf
+    from engine.extract.mupdf_log import mupdf
+
+    pymupdf = mupdf()  # MuPDF's messages never on stdout
 
     try:
         doc = pymupdf.open(os.fspath(path), filetype="pdf")
