@@ -6,6 +6,8 @@ cp1250 (``crčme``, ``situaçăo``) with confidence 1.00 and no low-confidence n
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engine.config import Settings
@@ -74,6 +76,24 @@ def test_sentence_decodes_to_its_own_text(row):
     assert 0.0 <= d.confidence <= 1.0
     if d.confidence < LOW_CONFIDENCE:
         assert any(n.startswith("low-confidence decoding as") for n in d.notes)
+
+
+CORPUS_TEXT = Path(__file__).resolve().parent / "corpus" / "text"
+#: Longer real text (tests/corpus/text, see SOURCES.md) re-encoded in the code pages its
+#: language is written in (a character a page lacks becomes "?"): read back exactly.
+RECODED = [("sample-french-1.txt", c) for c in ("latin-1", "cp1252", "iso8859_15", "mac_roman", "cp850")] + \
+    [("sample-polish.txt", c) for c in ("cp1250", "iso8859_2", "mac_latin2", "cp852")] + \
+    [("sample-russian-3.txt", c) for c in ("cp1251", "koi8_r", "iso8859_5", "cp866")] + \
+    [("sample-arabic.txt", c) for c in ("cp1256", "iso8859_6")]
+
+
+@pytest.mark.parametrize("name,codec", RECODED, ids=[f"{n}-{c}" for n, c in RECODED])
+def test_corpus_text_recoded_reads_back(name, codec):
+    data = decode((CORPUS_TEXT / name).read_bytes()).text.encode(codec, "replace")
+    d = decode(data)
+    assert d.text == data.decode(codec), (d.encoding, d.confidence)
+    if d.confidence < LOW_CONFIDENCE:
+        assert d.notes[-1].startswith("low-confidence decoding as")
 
 
 def test_trial_latin1_files_are_cp1252_with_an_honest_confidence():

@@ -114,7 +114,8 @@ class LatinChoice:
             misses); 1.0 when no non-ASCII character is a letter or a miss.
         misfits: how many non-ASCII characters that language's alphabet lacks.
         runner_up_encoding: the best page giving *different* characters
-            (``""`` when no other page decodes).
+            (``""`` when no other page decodes); only the common pages count
+            when a common page won.
         runner_up_misfits: its misfits (0 when there is none).
         language: the language whose alphabet fits, ``""`` when several fit
             equally well (or none does).
@@ -138,14 +139,15 @@ class LatinChoice:
         return 0.5 + 0.5 * min(1.0, gap / CLEAR_MISFITS)
 
 
-def byte_profile(data: bytes) -> tuple[object, object, object, object]:
-    """``(present, counts, inword, after_lower)``: four length-256 arrays.
+def byte_profile(data: bytes) -> tuple[object, ...]:
+    """``(present, counts, inword, glued, after_lower)``: five length-256 arrays.
     ``present``: which byte values occur anywhere in ``data`` (bool). Over
     the first ``PROFILE_BYTES`` (enough to name a code page, bounded work on
     a 200 MiB file): ``counts``, how often each value occurs; ``inword``, how
     often with a letter-like byte (ASCII letter or non-ASCII byte) on both
-    sides; ``after_lower``, how often right after an ASCII lower-case letter.
-    Works in ``PROFILE_BYTES`` slices (bounded memory)."""
+    sides; ``glued``, how often so or right before an ASCII lower-case letter
+    (``c½ur``, ``½uvres``); ``after_lower``, how often right after an ASCII
+    lower-case letter. Works in ``PROFILE_BYTES`` slices (bounded memory)."""
     present = np.zeros(256, bool)
     for start in range(0, len(data), PROFILE_BYTES):
         arr = np.frombuffer(data, np.uint8, min(PROFILE_BYTES, len(data) - start), start)
@@ -155,23 +157,27 @@ def byte_profile(data: bytes) -> tuple[object, object, object, object]:
             counts = seen
     arr = np.frombuffer(data, np.uint8, min(PROFILE_BYTES, len(data)))
     if len(arr) < 3:
-        return present, np.bincount(arr, minlength=256), np.zeros(256, np.int64), np.zeros(256, np.int64)
+        zero = np.zeros(256, np.int64)
+        return present, np.bincount(arr, minlength=256), zero, zero, zero
     high = arr > 127
     lower = (arr >= 0x61) & (arr <= 0x7A)
     letterish = high | lower | ((arr >= 0x41) & (arr <= 0x5A))
-    mid = arr[1:-1]
-    inword = np.bincount(mid[letterish[:-2] & letterish[2:] & high[1:-1]], minlength=256)
+    mid, mid_high = arr[1:-1], high[1:-1]
+    between = letterish[:-2] & letterish[2:]
+    inword = np.bincount(mid[between & mid_high], minlength=256)
+    glued = np.bincount(mid[(between | lower[2:]) & mid_high], minlength=256)
     after_lower = np.bincount(arr[1:][lower[:-1] & high[1:]], minlength=256)
-    return present, counts, inword, after_lower
+    return present, counts, inword, glued, after_lower
 
 
-def _score(chars: tuple[str, ...], profile: tuple[object, object, object, object],
-           high: list[int]) -> tuple[int, int, str]:
+def _score(chars: tuple[str, ...], profile: tuple[object, ...], high: list[int]) -> tuple[int, int, str]:
     """One page's ``(in-alphabet count, total, language)`` (language ``""`` on
     a tie) from its characters for the ``high`` byte values present. Misses:
     letters the language lacks, an upper-case letter right after a lower-case
-    one (``situaÓÐo``), a control character, a symbol inside a word (``ma³ej``)."""
-    _present, counts, inword, after_lower = profile
+    one (``situaÓÐo``), a control character, a symbol or number sign inside a
+    word or glued to the start of one (``ma³ej``, ``½uvres``), other
+    punctuation inside a word (not apostrophes, hyphens, quotes: ``¿qué`` is Spanish)."""
+    _present, counts, inword, glued, after_lower = profile
     letters = bad = 0
     good = dict.fromkeys(_SETS, 0)
     for b, c in zip(high, chars):
@@ -185,8 +191,10 @@ def _score(chars: tuple[str, ...], profile: tuple[object, object, object, object
                     good[lang] += fits
         elif cat == "Cc":
             bad += n
-        elif (cat[0] in "NS" or cat in ("Po", "Ps", "Pe", "Cf")) and c not in _IN_WORD:
-            bad += int(inword[b])  # ma³ej, gę¶lą: not apostrophes, hyphens, quotes
+        elif cat[0] in "NS" or cat == "Cf":
+            bad += int(glued[b])
+        elif cat in ("Po", "Ps", "Pe") and c not in _IN_WORD:
+            bad += int(inword[b])
     top = max(good.values())
     winners = [lang for lang, g in good.items() if g == top]
     return top, letters + bad, winners[0] if len(winners) == 1 and top else ""
@@ -199,7 +207,8 @@ def choose_latin(data: bytes, offered: tuple[str, ...] = ()) -> LatinChoice | No
     tried along with the common Windows / ISO pages). A page is tried only if
     it decodes every byte value in ``data``. Pages that give the same
     characters for every non-ASCII byte present form one candidate, named by
-    ``PREFERENCE`` order. A page that reads a byte as a C1 control character
+    ``PREFERENCE`` order (the common Windows / ISO pages first, so a group
+    holding one is named by it). A page that reads a byte as a C1 control character
     (ISO 8859 pages on 0x80-0x9F) is out when another page reads every byte
     as a printable character: text files do not hold C1 controls. The fewest
     misfits wins; ties go to the earlier candidate in ``PREFERENCE`` order.
@@ -231,5 +240,9 @@ def choose_latin(data: bytes, offered: tuple[str, ...] = ()) -> LatinChoice | No
     scored.sort()
     misfits, _, total, page, lang, _c = scored[0]
     fit = 1.0 if total == 0 else (total - misfits) / total
-    runner = scored[1] if len(scored) > 1 else (0, 0, 0, "", "", False)
+    # The doubt the confidence reports: the best other reading among the common pages
+    # when a common page won (a rare page reading as well, like ISO 8859-14 turning
+    # « » into ḋ Ṡ, is tried so that its own files read right, not counted as doubt).
+    others = [c for c in scored[1:] if page not in _ALWAYS or c[3] in _ALWAYS]
+    runner = others[0] if others else (0, 0, 0, "", "", False)
     return LatinChoice(page, round(fit, 4), misfits, runner[3], runner[0], lang)
