@@ -70,12 +70,11 @@ def test_repaired_pdf_says_so_and_nothing_reaches_stdout(damaged, capfd):
     assert capfd.readouterr().out == ""
 
 
-def test_damage_note_is_bounded_and_counts_repeats():
+def test_damage_note_is_bounded_and_lists_distinct_messages():
     msgs = ["object out of range (10 0 R)"] * 84 + ["cannot find startxref", "... repeated 5 times..."] + \
-        [f"other {i}" for i in range(6)] + ["x" * 500]
+        ["x" * 500] + [f"other {i}" for i in range(6)]
     note = damage_note("damaged", msgs)
-    assert note.startswith("damaged: object out of range (10 0 R) (84 times); cannot find startxref (6 times); ")
-    assert note.endswith("; and 6 other messages") and len(note) < 400
+    assert note == f"damaged: object out of range (10 0 R); cannot find startxref; {'x' * 157}...; and 6 other messages"
     assert damage_note("damaged", []) == "damaged"
 
 

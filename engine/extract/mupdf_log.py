@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import threading
 from collections import Counter
 from typing import Any, Iterator
@@ -135,37 +134,20 @@ def said() -> tuple[list[str], list[str]]:
     return list(_kept("errors")), list(_kept("warnings"))
 
 
-_REPEATED = re.compile(r"^\.\.\. repeated (\d+) times?\s*\.\.\.$")
-
-
 def damage_note(prefix: str, messages: list[str]) -> str:
-    """``prefix`` and the messages as one note: the ``NOTE_MESSAGES`` commonest
-    distinct messages in first-seen order, each with ``(N times)`` when repeated
-    (MuPDF's own ``... repeated N times...`` lines counted in), then how many
-    other distinct ones there were.
+    """``prefix`` and the messages as one bounded note: the first ``NOTE_MESSAGES``
+    distinct messages in the order MuPDF said them (repeats, and MuPDF's own
+    ``... repeated N times...`` lines, left out), then how many other distinct
+    ones there were. Distinct messages only, so the note is the same whether the
+    file was read whole or in page ranges (each range opens the file again).
 
-    ``damage_note("damaged PDF repaired by MuPDF", ["object out of range (10 0 R)"] * 84)``
-    -> ``"damaged PDF repaired by MuPDF: object out of range (10 0 R) (84 times)"``."""
-    counts: dict[str, int] = {}
-    last = None
-    for m in messages:
-        m = m.strip()
-        again = _REPEATED.match(m)
-        if again:
-            if last is not None:
-                counts[last] += int(again.group(1))
-            continue
-        if m:
-            counts[m] = counts.get(m, 0) + 1
-            last = m
-    if not counts:
+    ``damage_note("damaged PDF repaired by MuPDF", ["cannot find startxref"] + ["object out of range (10 0 R)"] * 84)``
+    -> ``"damaged PDF repaired by MuPDF: cannot find startxref; object out of range (10 0 R)"``."""
+    distinct = list(dict.fromkeys(m.strip() for m in messages
+                                  if m.strip() and not m.strip().startswith("... repeated")))
+    if not distinct:
         return prefix
-    top = sorted(counts, key=lambda m: -counts[m])[:NOTE_MESSAGES]
-    shown = [m for m in counts if m in top]  # first-seen order
-    parts = []
-    for m in shown:
-        text = m if len(m) <= MESSAGE_CHARS else m[:MESSAGE_CHARS - 3] + "..."
-        parts.append(f"{text} ({counts[m]} times)" if counts[m] > 1 else text)
-    more = len(counts) - len(shown)
+    shown = [m if len(m) <= MESSAGE_CHARS else m[:MESSAGE_CHARS - 3] + "..." for m in distinct[:NOTE_MESSAGES]]
+    more = len(distinct) - len(shown)
     tail = f"; and {more} other message{'s' if more != 1 else ''}" if more else ""
-    return f"{prefix}: {'; '.join(parts)}{tail}"
+    return f"{prefix}: {'; '.join(shown)}{tail}"
