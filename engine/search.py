@@ -43,6 +43,7 @@ from typing import Callable, Sequence
 from engine.errors import EmbedError
 from engine.hybrid import HybridRanking, _fuse_entries
 from engine.model import Chunk, Collection
+from engine.query_text import embeddable, normal_query
 from engine.store.base import Store
 from engine.store.fts import MAX_TERMS, content_terms
 
@@ -109,7 +110,8 @@ class Scope:
     """A parsed query: the text to rank by and the collections it targets.
 
     Attributes:
-        text: the query without ``key:value`` tokens, words joined by one space.
+        text: the query without ``key:value`` tokens, words joined by one space, in NFKC
+            (``engine.query_text.normal_query``: the form every stored text has).
         namespaces: collectionPaths of ``namespace:`` tokens (normalised), in order, unique.
         qualifier: ``exact | subtree | ancestorsandself`` from a ``scope:`` token, or None.
         ignored: tokens not understood (unknown key, unknown ``scope:`` value,
@@ -198,7 +200,8 @@ def parse_query(query: str) -> Scope:
     digits, ``_``, ``-`` starting with a letter; a value not starting with
     ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
     collected in ``ignored``: the caller names them in a hint; they are not
-    searched as words.
+    searched as words. The words kept (``Scope.text``) are put in NFKC
+    (``engine.query_text.normal_query``); namespace paths stay as written.
     """
     namespaces: dict[str, None] = {}
     qualifier = None
@@ -220,7 +223,7 @@ def parse_query(query: str) -> Scope:
             qualifier = value.lower()
         else:
             ignored.append(part)
-    return Scope(" ".join(kept), tuple(namespaces), qualifier, tuple(ignored))
+    return Scope(normal_query(" ".join(kept)), tuple(namespaces), qualifier, tuple(ignored))
 
 
 _PARSED: dict[str, tuple[Scope, tuple[str, ...]]] = {}  # _parsed's answers (frozen values)
@@ -243,14 +246,32 @@ def _parsed(query: str) -> tuple[Scope, tuple[str, ...]]:
 
 
 def query_terms(text: str) -> tuple[str, ...]:
-    """Lower-cased word terms of a query (Unicode word characters), in order, unique,
-    at most ``MAX_TERMS`` (``engine.store.fts``)."""
+    """Lower-cased word terms of a query (Unicode word characters) after NFKC
+    (``normal_query``, as the stored text), in order, unique, at most ``MAX_TERMS``
+    (``engine.store.fts``)."""
     seen: dict[str, None] = {}
-    for w in _WORD.findall(text.lower()):
+    for w in _WORD.findall(normal_query(text).lower()):
         seen.setdefault(w, None)
         if len(seen) >= MAX_TERMS:
             break
     return tuple(seen)
+
+
+def _input_limit(embedder) -> int:
+    """The embedder's ``max_input_chars`` (characters; 0 = no known limit)."""
+    return int(getattr(embedder, "max_input_chars", 0) or 0)
+
+
+def _cut_hint(text: str, embedder, mode: str) -> str | None:
+    """The hint of a query longer than the embedder takes (``_vector_hits`` embeds
+    ``embeddable(text, max_input_chars)``); None when it fits."""
+    most = _input_limit(embedder)
+    if not most or len(text) <= most:
+        return None
+    kept = len(embeddable(text, most))
+    return (f"the query's first {kept:,} of {len(text):,} characters (its words) were embedded: model "
+            f"{getattr(embedder, 'model', '')!r} takes at most {most:,}"
+            + ("; the keyword side searched the whole query" if mode == "hybrid" else ""))
 
 
 def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, float]],
@@ -524,7 +545,8 @@ class ContentChunkSearch(HybridRanking):
             return SearchOutcome(False, query, mode, message="no query text: give words to search for",
                                  terms=terms, hint=ignored)
         collections, hint, every = self._resolve(parsed, scope)
-        hint = "; ".join(h for h in (hint, ignored) if h) or None
+        cut = _cut_hint(parsed.text, embedder, mode) if mode in ("vector", "hybrid") and embedder is not None else None
+        hint = "; ".join(h for h in (hint, ignored, cut) if h) or None
         if mode in ("vector", "hybrid") and embedder is None:
             return SearchOutcome(
                 False, query, mode, tuple(collections), error="search-not-performed",
@@ -589,7 +611,7 @@ class ContentChunkSearch(HybridRanking):
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
         """
-        qv = embedder.embed_query(text)
+        qv = embedder.embed_query(embeddable(text, _input_limit(embedder)))  # a long query: its start
         stored_dim = self.store.vector_dim(embedder.model)
         if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
             from engine.embed import dimension_changed
