@@ -22,6 +22,9 @@ fusion ``2w/(RRF_K + vector_rank + 1) + 2(1-w)/(RRF_K + keyword_rank + 1)``
 with ``w = vectorWeight`` (0.5: the classic unweighted RRF sum), ranks 0-based
 and a term absent when that list did not return the chunk. Chosen on the
 evaluation set (tests/data/eval_questions.json, see README "Retrieval").
+``per_file`` (the ``search`` tool) fuses at that same depth first and ranks 4x
+deeper only for the files it did not reach, which come after: more hits never
+reorder or rescore the first ones.
 
 Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
 (ranking the two lists, the ``chunknav-hybrid`` keyword worker pool, fusion
@@ -559,11 +562,18 @@ class ContentChunkSearch(HybridRanking):
             return SearchOutcome(False, query, mode, (), hint=hint, model=model if mode != "keyword" else None,
                                  terms=terms)
 
+        # per_file: each pass ranks deeper lists; a file keeps the rank and score of the pass that
+        # first reached it, and files a deeper pass adds come after (so asking for more files never
+        # reorders or rescores the first ones). Hybrid: every pass fuses the top `depth` chunks of
+        # each list, the first max(limit, FUSION_DEPTH) as search_chunks does (an RRF score depends
+        # on the depth; cosine and BM25 do not, and their lists only grow at the end).
         want = limit * 4 if per_file else limit
+        depth = max(limit, FUSION_DEPTH) if per_file and mode == "hybrid" else None
+        found: dict[tuple[str, str], RankedChunk] = {}
         while True:
             try:
-                ranked, kind = self._rank(parsed.text, None if every else collections, want, mode,
-                                          embedder, weight)
+                ranked, kind = self._rank(parsed.text, None if every else collections,
+                                          want if depth is None else 2 * depth, mode, embedder, weight, depth)
             except EmbedError as e:
                 return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
                                      model=model, terms=terms, hint=hint)
@@ -573,13 +583,19 @@ class ContentChunkSearch(HybridRanking):
             if not per_file:
                 hits = ranked[:limit]
                 break
-            best: dict[tuple[str, str], RankedChunk] = {}
+            reached: dict[tuple[str, str], RankedChunk] = {}
             for r in ranked:
-                best.setdefault((r.chunk.collection_path, r.chunk.file_path), r)
-            hits = list(best.values())[:limit]
-            if len(hits) >= limit or got < want:
-                break
-            want *= 4
+                key = (r.chunk.collection_path, r.chunk.file_path)
+                if key not in found:
+                    reached.setdefault(key, r)
+            found.update(reached)
+            hits = list(found.values())[:limit]
+            if len(hits) >= limit or got < (want if depth is None else depth):
+                break  # enough files, or the lists ran out (a fused list shorter than depth: both did)
+            if depth is None:
+                want *= 4
+            else:
+                depth *= 4
         if mode in ("vector", "hybrid") and not hits and model and not self.has_vectors(model):
             message = (f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
                        "the chunks (keyword mode works meanwhile)")
@@ -588,10 +604,14 @@ class ContentChunkSearch(HybridRanking):
                              terms=terms, vector_weight=weight, min_score=min_score)
 
     def _rank(self, text: str, collections: list[str] | None, want: int, mode: str, embedder,
-              vector_weight: float | None) -> tuple[list[RankedChunk], str]:
+              vector_weight: float | None, depth: int | None = None) -> tuple[list[RankedChunk], str]:
+        """The best ``want`` chunks of ``mode`` and the score kind. ``depth``: chunks each
+        list ranks (default ``want`` for vector, ``max(want, FUSION_DEPTH)`` for hybrid, the
+        fusion depth; keyword ignores it)."""
         if mode == "keyword":
             return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
-        depth = want if mode == "vector" else max(want, FUSION_DEPTH)
+        if depth is None:
+            depth = want if mode == "vector" else max(want, FUSION_DEPTH)
         if mode != "hybrid":
             return [RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)], \
                 "cosine"
