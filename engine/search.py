@@ -33,6 +33,9 @@ over the stores' row ids: ``_hybrid_lists``, ``_hybrid_by_refs``,
 ``engine.hybrid`` (``HybridRanking``, a mixin of ``ContentChunkSearch``);
 ``fuse`` here is ``_fuse_entries`` over chunks. Its tuning points
 (``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``) are that module's.
+Snippets (``make_snippet``, ``make_snippets``, ``shown_terms``) live in
+``engine.snippets`` and the query's NFKC and embedding cut in ``engine.query_text``;
+both re-exported or used here.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ from engine.hybrid import HybridRanking, _fuse_entries
 from engine.model import Chunk, Collection
 from engine.query_text import embeddable, normal_query
 from engine.store.base import Store
-from engine.store.fts import MAX_TERMS, content_terms
+from engine.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
+from engine.store.fts import MAX_TERMS
 
 __all__ = [
     "MODES",
@@ -297,71 +301,6 @@ def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, f
                         lambda chunk: (chunk.collection_path, chunk.file_path, chunk.chunk_index))
     return [RankedChunk(e["chunk"], e["score"], e.get("vector_score"), e.get("vector_rank"),
                         e.get("keyword_score"), e.get("keyword_rank")) for e in out]
-
-
-def _first_start(low: str, terms: tuple[str, ...]) -> int:
-    """The earliest index of ``low`` where one of ``terms`` starts at a word start (the index
-    is 0 or the character before it is no word character: ``str.isalnum()`` or ``_``, exactly
-    regex ``\\w`` for ``str`` patterns, checked over every code point); -1 when none.
-
-    The position ``re.search(r"(?<!\\w)(?:t1|t2|...)", low).start()`` gives (its leftmost match
-    is the earliest start of any alternative; tested against it), found with ``str.find`` per
-    term: for a question's content words (``shown_terms``), which often first occur deep in
-    a chunk, ~5.6 against ~16 us per 1,000-character text, and no regex to compile for a
-    new question (~86 us)."""
-    best = -1
-    for t in terms:
-        if not t:
-            return 0  # an empty alternative matches at the start
-        i = low.find(t)
-        while i >= 0 and (best < 0 or i < best):
-            if i == 0 or not (low[i - 1].isalnum() or low[i - 1] == "_"):
-                best = i
-                break
-            i = low.find(t, i + 1)
-    return best
-
-
-def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
-    """About ``width`` characters of ``text`` around the first query term found.
-
-    Whitespace is folded to single spaces; an ellipsis marks cut ends. With no
-    term found, the start of the text. The first term found is the earliest
-    position of the lower-cased text where a term starts at a word start
-    (``_first_start``).
-    """
-    return _snippet(text, terms, width)
-
-
-def shown_terms(terms: tuple[str, ...]) -> tuple[str, ...]:
-    """The query terms a hit's snippet is placed by and the explorer marks: ``terms``
-    without English stop words (``engine.store.fts.content_terms``, the rule the keyword
-    passes use), all of them when every term is one. So "how are the pages of a document
-    numbered" shows a hit around "pages"/"document"/"numbered", not at its first "the"."""
-    return tuple(content_terms(list(terms))) if terms else terms
-
-
-def make_snippets(texts: Sequence[str], terms: tuple[str, ...], width: int = 240) -> list[str]:
-    """``make_snippet`` of each text, in order (a search envelope's hits)."""
-    return [_snippet(text, terms, width) for text in texts]
-
-
-def _snippet(text: str, terms: tuple[str, ...], width: int) -> str:
-    pos = _first_start(text.lower(), terms) if terms else -1
-    if pos < 0:
-        start = 0
-    else:
-        start = max(0, pos - width // 3)
-        # do not start mid-word
-        while start > 0 and not text[start - 1].isspace() and pos - start < width // 2:
-            start -= 1
-    end = min(len(text), start + width)
-    out = " ".join(text[start:end].split())
-    if start > 0:
-        out = "…" + out
-    if end < len(text):
-        out = out + "…"
-    return out
 
 
 class ContentChunkSearch(HybridRanking):
