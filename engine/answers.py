@@ -11,7 +11,8 @@ argparse); raises nothing past ``engine.tools.call_tool`` (which converts
 from __future__ import annotations
 
 import logging
-from typing import Any
+import unicodedata
+from typing import Any, Callable
 
 from engine import envelopes as E
 from engine.errors import PathEscapeError
@@ -145,6 +146,50 @@ def tool_search_chunks(engine: Engine, query: str, scope: str | list[str] | None
                                                  min_score=minScore, vector_weight=vectorWeight), False)
 
 
+def _other_forms(name: str) -> list[str]:
+    """``name`` in NFC and in NFD where that differs from ``name`` (no duplicates, NFC first);
+    [] for ASCII, which both forms leave alone."""
+    if name.isascii():
+        return []
+    out: list[str] = []
+    for form in ("NFC", "NFD"):
+        alt = unicodedata.normalize(form, name)
+        if alt != name and alt not in out:
+            out.append(alt)
+    return out
+
+
+def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str, str | None]:
+    """``(name to use, message)``: ``name`` when it exists as given (the exact match first);
+    else the one of its other normalisation forms (NFC, NFD) that exists, so a file named
+    in NFD (macOS, SMB shares) is found by the NFC name that looks the same, and the other
+    way round. Two that exist are different files: ``name`` is kept and the message names
+    them (never a guess); none: ``name`` and None."""
+    if exists(name):
+        return name, None
+    found = [alt for alt in _other_forms(name) if exists(alt)]
+    if len(found) == 1:
+        return found[0], None
+    if found:
+        return name, (f"{name!r} is not indexed as written; {len(found)} different {what}s look the same "
+                      f"({', '.join(repr(f) for f in found)}: NFC and NFD forms): give one exactly")
+    return name, None
+
+
+def _indexed_names(engine: Engine, collection_path: str, file_path: str) -> tuple[str, str, str | None]:
+    """``(collectionPath, filePath, message)`` of the indexed document meant by the two names:
+    each exact when indexed so, else in its other Unicode normalisation form (``_one_form``);
+    message when two different ones match. ASCII names are returned as they are (no lookup)."""
+    if collection_path.isascii() and file_path.isascii():
+        return collection_path, file_path, None
+    store = engine.store
+    coll, msg = _one_form(collection_path, lambda c: store.get_collection(c) is not None, "collection")
+    if msg:
+        return collection_path, file_path, msg
+    fp, msg = _one_form(file_path, lambda f: store.get_document(coll, f) is not None, "file")
+    return coll, fp, msg
+
+
 def _check_file_path(engine: Engine, collection_path: str, file_path: str) -> str | None:
     """A message when ``file_path`` escapes the collection root, else None."""
     coll = engine.store.get_collection(collection_path)
@@ -170,6 +215,11 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     escape = _check_file_path(engine, collectionPath, filePath)
     if escape:
         out.update(totalChunks=0, error="path-escape", message=escape)
+        return out  # type: ignore[return-value]
+    collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
+    out.update(collectionPath=collectionPath, filePath=filePath)
+    if ambiguous:
+        out.update(totalChunks=0, message=ambiguous)
         return out  # type: ignore[return-value]
     chunk, total = engine.search.get_chunk(collectionPath, filePath, chunkIndex)
     out["totalChunks"] = total
@@ -245,6 +295,11 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     if escape:
         out.update(error="path-escape", message=escape)
         return out  # type: ignore[return-value]
+    collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
+    out.update(collectionPath=collectionPath, filePath=filePath)
+    if ambiguous:
+        out["message"] = ambiguous
+        return out  # type: ignore[return-value]
     doc = engine.store.get_document(collectionPath, filePath)
     text = None if doc is None or doc.status != "indexed" else engine.store.document_text(collectionPath, filePath)
     if text is None:
@@ -261,13 +316,24 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
 
 
 def _find_document(engine: Engine, doc_path: str):
-    coll, sep, _ = doc_path.rpartition("/_Documents/")
+    """The document whose node path is ``doc_path``, or None.
+
+    The exact node path first. Else a file named in one Unicode normalisation form
+    (NFD from macOS or an SMB share) is found by the node path of the other (NFC) name
+    that looks the same, and a collection part in the other form is tried the same way
+    (``_other_forms``); only when exactly one document matches so (never a guess)."""
+    coll, sep, _slug = doc_path.rpartition("/_Documents/")
     if not sep:
         return None
-    for d in engine.store.documents(coll):
+    colls = [coll] + _other_forms(coll)
+    docs = [d for name in colls for d in engine.store.documents(name)]
+    for d in docs:
         if document_path(d.collection_path, d.file_path) == doc_path:
             return d
-    return None
+    found = [d for d in docs if any(document_path(c, f) == doc_path
+                                    for c in [d.collection_path] + _other_forms(d.collection_path)
+                                    for f in [d.file_path] + _other_forms(d.file_path))]
+    return found[0] if len(found) == 1 else None
 
 
 def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
