@@ -22,9 +22,10 @@ fusion ``2w/(RRF_K + vector_rank + 1) + 2(1-w)/(RRF_K + keyword_rank + 1)``
 with ``w = vectorWeight`` (0.5: the classic unweighted RRF sum), ranks 0-based
 and a term absent when that list did not return the chunk. Chosen on the
 evaluation set (tests/data/eval_questions.json, see README "Retrieval").
-``per_file`` (the ``search`` tool) fuses at that same depth first and ranks 4x
-deeper only for the files it did not reach, which come after: more hits never
-reorder or rescore the first ones.
+``per_file`` (the ``search`` tool) fuses at that depth and 4x deeper until the fused
+chunks come from ``max(limit, FUSION_DEPTH)`` files (or every file of the scope, or
+the lists run out): for limits up to 20 the depth does not depend on the limit, so
+more hits never reorder or rescore the first ones.
 
 Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
 (ranking the two lists, the ``chunknav-hybrid`` keyword worker pool, fusion
@@ -501,40 +502,43 @@ class ContentChunkSearch(HybridRanking):
             return SearchOutcome(False, query, mode, (), hint=hint, model=model if mode != "keyword" else None,
                                  terms=terms)
 
-        # per_file: each pass ranks deeper lists; a file keeps the rank and score of the pass that
-        # first reached it, and files a deeper pass adds come after (so asking for more files never
-        # reorders or rescores the first ones). Hybrid: every pass fuses the top `depth` chunks of
-        # each list, the first max(limit, FUSION_DEPTH) as search_chunks does (an RRF score depends
-        # on the depth; cosine and BM25 do not, and their lists only grow at the end).
-        want = limit * 4 if per_file else limit
-        depth = max(limit, FUSION_DEPTH) if per_file and mode == "hybrid" else None
-        found: dict[tuple[str, str], RankedChunk] = {}
+        # per_file (trial6 #5): a file's hit is its best chunk in one ranking whose depth does not
+        # depend on limit (<= FUSION_DEPTH), so more hits never reorder or rescore the first ones.
+        # Hybrid (an RRF score depends on the depth): the fusion of the top `depth` chunks of each
+        # list, depth the first of max(limit, FUSION_DEPTH) x 1, 4, 16... whose chunks come from at
+        # least max(limit, FUSION_DEPTH) files, or from every file of the scope, or that holds the
+        # whole lists. Vector and keyword scores do not depend on the depth: `limit` files.
+        hybrid_files = per_file and mode == "hybrid"
+        want = max(limit, FUSION_DEPTH) if hybrid_files else (limit * 4 if per_file else limit)
+        want_files = max(limit, FUSION_DEPTH) if hybrid_files else limit
+        in_scope: int | None = None
         while True:
             try:
                 ranked, kind = self._rank(parsed.text, None if every else collections,
-                                          want if depth is None else 2 * depth, mode, embedder, weight, depth)
+                                          2 * want if hybrid_files else want, mode, embedder, weight,
+                                          want if hybrid_files else None)
             except EmbedError as e:
                 return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
                                      model=model, terms=terms, hint=hint)
             got = len(ranked)
+            reached = len({(r.chunk.collection_path, r.chunk.file_path) for r in ranked}) if per_file else 0
             if min_score is not None:
                 ranked = [r for r in ranked if r.score >= min_score]
             if not per_file:
                 hits = ranked[:limit]
                 break
-            reached: dict[tuple[str, str], RankedChunk] = {}
+            best: dict[tuple[str, str], RankedChunk] = {}
             for r in ranked:
-                key = (r.chunk.collection_path, r.chunk.file_path)
-                if key not in found:
-                    reached.setdefault(key, r)
-            found.update(reached)
-            hits = list(found.values())[:limit]
-            if len(hits) >= limit or got < (want if depth is None else depth):
-                break  # enough files, or the lists ran out (a fused list shorter than depth: both did)
-            if depth is None:
-                want *= 4
-            else:
-                depth *= 4
+                best.setdefault((r.chunk.collection_path, r.chunk.file_path), r)
+            hits = list(best.values())[:limit]
+            if len(best) >= want_files or got < want:
+                break  # enough files, or the lists ran out (fewer fused chunks than the depth)
+            if in_scope is None:  # the files there are: no deeper pass once every one is reached
+                count = getattr(self.store, "file_count", None)
+                in_scope = count(None if every else collections) if count is not None else -1
+            if 0 <= in_scope <= reached:
+                break
+            want *= 4
         if mode in ("vector", "hybrid") and not hits and model and not self.has_vectors(model):
             message = (f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
                        "the chunks (keyword mode works meanwhile)")
