@@ -508,11 +508,19 @@ class ContentChunkSearch(HybridRanking):
         # list, depth the first of max(limit, FUSION_DEPTH) x 1, 4, 16... whose chunks come from at
         # least max(limit, FUSION_DEPTH) files, or from every file of the scope, or that holds the
         # whole lists. Vector and keyword scores do not depend on the depth: `limit` files.
+        # Over a store's row ids (engine.hybrid._per_file_hybrid) only the hits' rows are read.
         hybrid_files = per_file and mode == "hybrid"
         want = max(limit, FUSION_DEPTH) if hybrid_files else (limit * 4 if per_file else limit)
         want_files = max(limit, FUSION_DEPTH) if hybrid_files else limit
         in_scope: int | None = None
-        while True:
+        try:
+            fast = self._per_file_hybrid(parsed.text, None if every else collections, limit, embedder,
+                                         weight, min_score) if hybrid_files else None
+        except EmbedError as e:
+            return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
+                                 model=model, terms=terms, hint=hint)
+        hits, kind = (fast, "rrf") if fast is not None else ([], None)
+        while fast is None:
             try:
                 ranked, kind = self._rank(parsed.text, None if every else collections,
                                           2 * want if hybrid_files else want, mode, embedder, weight,
@@ -534,8 +542,7 @@ class ContentChunkSearch(HybridRanking):
             if len(best) >= want_files or got < want:
                 break  # enough files, or the lists ran out (fewer fused chunks than the depth)
             if in_scope is None:  # the files there are: no deeper pass once every one is reached
-                count = getattr(self.store, "file_count", None)
-                in_scope = count(None if every else collections) if count is not None else -1
+                in_scope = self._scope_files(None if every else collections)
             if 0 <= in_scope <= reached:
                 break
             want *= 4

@@ -149,3 +149,28 @@ def test_no_deeper_pass_once_every_file_of_the_scope_is_reached(tmp_path, embed_
     matches = [s for s in statements if "MATCH" in s]
     assert len(matches) == 1, statements  # one keyword pass (all terms), one fusion
     eng.close()
+
+
+def test_the_row_id_path_gives_what_the_rows_path_gives(sample_engine, sample_index):
+    """``engine.hybrid._per_file_hybrid`` (the file of each fused row, the hits' rows read once)
+    against the path that reads every fused row (taken by a store without ``chunk_files``, as
+    Postgres): the same hits, order and scores, for every question, limit and weight."""
+    from engine.search import ContentChunkSearch
+    from engine.store.sqlite import SqliteStore
+
+    class RowsOnly(SqliteStore):
+        chunk_files = None  # the real SQLite store, without the row-id file lookup
+
+    store = RowsOnly(sample_index.db)
+    rows_path = ContentChunkSearch(store, sample_engine.embedder)
+    try:
+        for query in QUERIES:
+            for limit in (1, 5, 20, 30):
+                for weight, min_score in ((None, None), (0.3, None), (None, 0.012)):
+                    want = sample_engine.search.search(query, SAMPLE_COLLECTION, limit, "hybrid", per_file=True,
+                                                       min_score=min_score, vector_weight=weight)
+                    got = rows_path.search(query, SAMPLE_COLLECTION, limit, "hybrid", per_file=True,
+                                           min_score=min_score, vector_weight=weight)
+                    assert want.hits and got.hits == want.hits, (query, limit, weight, min_score)
+    finally:
+        store.close()

@@ -257,6 +257,18 @@ class SqliteSearch:
         """``chunks`` rowid -> Chunk for the rowids that exist (one query); see ``search_vector_refs``."""
         return {rid: chunk_of(row) for rid, row in chunk_rows(self._read, list(rowids)).items()}
 
+    def chunk_files(self, rowids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+        """``chunks`` rowid -> ``(collection_path, file_path, chunk_id)`` for the rowids that exist
+        (one query, no text, boxes or regions decoded): which file each fused row of a per-file
+        hybrid search belongs to (``engine.hybrid``)."""
+        ids = list(rowids)
+        if not ids:
+            return {}
+        with self._read() as conn:
+            return {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+                "SELECT rowid, collection_path, file_path, chunk_id FROM chunks "
+                f"WHERE rowid IN ({','.join('?' * len(ids))})", ids)}
+
     def file_count(self, collection_paths: Iterable[str] | None) -> int:
         """Documents holding at least one chunk in ``collection_paths`` (every collection when
         None): the most files a per-file search can reach (``engine.search``: it stops going
