@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["normal_query", "embeddable"]
+__all__ = ["normal_query", "embeddable", "input_limit", "cut_hint"]
 
 
 def normal_query(text: str) -> str:
@@ -50,3 +50,20 @@ def embeddable(text: str, most: int) -> str:
                 return kept
             break
     return cut
+
+
+def input_limit(embedder) -> int:
+    """The embedder's ``max_input_chars`` (characters; 0 = no known limit)."""
+    return int(getattr(embedder, "max_input_chars", 0) or 0)
+
+
+def cut_hint(text: str, embedder, mode: str) -> str | None:
+    """The hint of a query longer than the embedder takes (``engine.search`` embeds
+    ``embeddable(text, max_input_chars)``); None when it fits."""
+    most = input_limit(embedder)
+    if not most or len(text) <= most:
+        return None
+    kept = len(embeddable(text, most))
+    return (f"the query's first {kept:,} of {len(text):,} characters (its words) were embedded: model "
+            f"{getattr(embedder, 'model', '')!r} takes at most {most:,}"
+            + ("; the keyword side searched the whole query" if mode == "hybrid" else ""))

@@ -50,7 +50,7 @@ from typing import Callable, Sequence
 from engine.errors import EmbedError
 from engine.hybrid import HybridRanking, _fuse_entries
 from engine.model import Chunk, Collection
-from engine.query_text import embeddable, normal_query
+from engine.query_text import cut_hint as _cut_hint, embeddable, input_limit as _input_limit, normal_query
 from engine.store.base import Store
 from engine.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
 from engine.store.fts import MAX_TERMS
@@ -263,23 +263,6 @@ def query_terms(text: str) -> tuple[str, ...]:
         if len(seen) >= MAX_TERMS:
             break
     return tuple(seen)
-
-
-def _input_limit(embedder) -> int:
-    """The embedder's ``max_input_chars`` (characters; 0 = no known limit)."""
-    return int(getattr(embedder, "max_input_chars", 0) or 0)
-
-
-def _cut_hint(text: str, embedder, mode: str) -> str | None:
-    """The hint of a query longer than the embedder takes (``_vector_hits`` embeds
-    ``embeddable(text, max_input_chars)``); None when it fits."""
-    most = _input_limit(embedder)
-    if not most or len(text) <= most:
-        return None
-    kept = len(embeddable(text, most))
-    return (f"the query's first {kept:,} of {len(text):,} characters (its words) were embedded: model "
-            f"{getattr(embedder, 'model', '')!r} takes at most {most:,}"
-            + ("; the keyword side searched the whole query" if mode == "hybrid" else ""))
 
 
 def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, float]],
