@@ -103,6 +103,21 @@ def test_the_longest_query_the_schema_takes_is_searched_through_the_cli(engine, 
     assert f"of {MAX_QUERY_CHARS:,} characters" in env["hint"]
 
 
+def test_a_long_query_and_an_nfkc_one_over_mcp(engine, embed_stub):
+    from tests.mcp_session import run_session
+
+    query = "table population " * 100 + "walruses"
+    session = run_session(engine.settings.db, [
+        ("search_chunks", {"query": query, "scope": "C", "limit": 2}),
+        ("search", {"query": "H₂O", "scope": "C", "mode": "keyword"}),
+    ], env={"EMBED_PROVIDER": "ollama", "EMBED_URL": embed_stub.url, "EMBED_MODEL": "stub-embed",
+            "EMBED_RETRIES": "0", "EMBED_MAX_INPUT_CHARS": str(LIMIT)})
+    long_env, nfkc_env = (a.result.structured_content for a in session.answers)
+    assert not session.answers[0].result.is_error and long_env["searched"] and long_env["mode"] == "hybrid", long_env
+    assert "the query's first 396 of 1,708 characters" in long_env["hint"]
+    assert nfkc_env["query"] == "H₂O" and [h["filePath"] for h in nfkc_env["hits"]] == ["nfkc.txt"], nfkc_env
+
+
 def test_embeddable_cuts_at_a_word_boundary():
     assert embeddable("alpha beta gamma", 0) == "alpha beta gamma"
     assert embeddable("alpha beta gamma", 16) == "alpha beta gamma"
