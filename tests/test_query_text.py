@@ -143,6 +143,17 @@ def test_a_string_copied_from_the_file_finds_it(engine, query):
     assert normal in env["hits"][0]["snippet"].lower()
 
 
+def test_the_any_term_pass_and_its_per_term_lists_see_the_normal_form(engine):
+    """Over every collection, a term no chunk holds sends the keyword search to its any-term
+    pass, which the SQLite store ranks from per-term lists from the second time a term is
+    asked (engine/store/term_scores.py): both find "x²" as the stored "x2"."""
+    for _ in range(3):
+        env = call_tool(engine, "search_chunks", {"query": "x² zeppelinoid", "scope": "*", "mode": "keyword"})
+        assert [h["filePath"] for h in env["hits"]] == ["nfkc.txt"], env
+    lists = engine.store._df_cache["term_lists"]
+    assert lists.get('"x2"') is not None and lists.get('"x²"') is None  # the list is the stored term's
+
+
 def test_the_hybrid_side_and_the_terms_see_the_normal_form(engine, embed_stub):
     env = call_tool(engine, "search", {"query": "ｶﾀｶﾅ H₂O", "scope": "C", "mode": "hybrid"})
     assert env["searched"] and env["query"] == "ｶﾀｶﾅ H₂O" and env["hits"][0]["filePath"] == "nfkc.txt", env
