@@ -166,7 +166,12 @@ class Settings:
         # the answer is kept beside a SQLite index file (engine.extract.ocr: fingerprinted, a day at most)
         cache = f"{self.db}.tesseract.json" if self.db and self.db != ":memory:" and not self.dsn else None
         version = tesseract_version(cache)
-        return key + f";ocr={self.ocr},{self.ocr_languages},{self.ocr_dpi},tesseract={version or 'none'}"
+        key += f";ocr={self.ocr},{self.ocr_languages},{self.ocr_dpi},tesseract={version or 'none'}"
+        # trial6 #2: languages without data are read without them; installing one re-reads the scans
+        from engine.extract.ocr import languages_without_data
+
+        missing = languages_without_data(self.ocr_languages, cache) if version else ()
+        return key + (f",without={'+'.join(missing)}" if missing else "")
 
     def validate(self) -> Settings:
         """Check ranges; raises ``SettingsError`` naming the setting and its env variable."""

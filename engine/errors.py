@@ -110,6 +110,7 @@ ReasonCode = Literal[
     "extractor-error",  # a library bug on this file (logged with its traceback)
     "gone",  # the file vanished between the walk and the read (ENOENT)
     "root-missing",  # the collection root is not a directory
+    "ocr-unavailable",  # OCR cannot run (no Tesseract data for any language): OCR text kept stale
 ]
 
 REASON_CODES: tuple[str, ...] = ReasonCode.__args__  # type: ignore[attr-defined]

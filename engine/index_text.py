@@ -232,6 +232,12 @@ class TextPass:
         if isinstance(outcome, ExtractedText) and outcome.file_type == "pdf" and not outcome.pages \
                 and outcome.metadata.get("repaired"):
             outcome = ExtractError("corrupt: truncated or damaged PDF (MuPDF repaired it to 0 pages)")
+        if isinstance(outcome, ExtractedText) and outcome.metadata.get("ocrUnavailable"):
+            # trial6 #2: OCR could not run (no language data); OCR text stored before for
+            # these bytes is kept, stale with the reason, rather than replaced by less
+            old = self.store.get_document(cp, f.file_path)
+            if old is not None and old.content_hash == f.content_hash and (old.metadata or {}).get("ocrPages"):
+                return Prepared(f, "stale", "ocr-unavailable", outcome.metadata["ocrUnavailable"]["reason"])
         if isinstance(outcome, UnsupportedFileError):
             return Prepared(f, "skipped", "unsupported-type", outcome.reason, drop=True)
         if isinstance(outcome, (TooLargeError,)) or (isinstance(outcome, ExtractError)

@@ -82,7 +82,7 @@ class Prepared:
 
     Attributes:
         file: the file (its ``content_hash`` is the one of the bytes extracted).
-        kind: ``indexed`` | ``empty`` | ``failed`` | ``skipped``.
+        kind: ``indexed`` | ``empty`` | ``failed`` | ``skipped`` | ``stale`` (the stored document kept).
         code: reason code for failed/skipped (``engine.errors.ReasonCode``), else None.
         reason: message for people (None for a clean ``indexed``).
         document: the row to store (None: store nothing, e.g. skipped).

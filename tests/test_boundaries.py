@@ -102,6 +102,8 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.store.sqlite_search",  # split: engine.store.sqlite by noun
     "engine.index_rows",  # par: chunk rows built in the extract workers
     "engine.extract.pdfwords",  # cpu: PDF words without a tuple per word
+    "engine.extract.codepages",  # trial6 #1: Latin code pages chosen by language alphabets
+    "engine.extract.mupdf_log",  # trial6 #3: MuPDF's messages off stdout, into notes
     "engine.cli_views",  # start: the CLI's human views, split out of engine.cli
     "engine.store.vector_top",  # vec: the best k of a scan, with less work
     "engine.store.term_scores",  # session 5: the any-term pass from per-term BM25 lists

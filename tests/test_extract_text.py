@@ -112,3 +112,15 @@ def test_utf16_without_bom_and_binary_named_txt(tmp_path):
     blob.write_bytes(os.urandom(4096))
     x = extract(blob)  # read (the indexer keeps what it finds) but never passed off as clean text
     assert any(n.startswith("looks binary: ") for n in x.notes)
+
+
+def test_stored_text_is_nfkc_with_lf_line_ends_and_nothing_else(tmp_path):
+    """README "What the stored text is" (trial 6 #6): line ends -> LF, then NFKC; no other
+    change (leading/trailing spaces, tabs and a control character stay)."""
+    raw = ("  Area is x² + y² = r²; ① first; the ﬁnal oﬃce;\tｶﾀｶﾅ; H₂O; ½ cup; ™ Ⅻ\r\n"
+           "10\u00a0km … 5 µm, cafe\u0301，\x07 end  \rlast")
+    (tmp_path / "nfkc.txt").write_bytes(raw.encode("utf-8"))
+    x = extract(tmp_path / "nfkc.txt")
+    assert x.text == ("  Area is x2 + y2 = r2; 1 first; the final office;\tカタカナ; H2O; 1\u20442 cup; TM XII\n"
+                      "10 km ... 5 μm, café,\x07 end  \nlast")
+    assert x.notes == () and x.metadata["encoding"] == "utf-8"

@@ -78,6 +78,8 @@ def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, lim
     if limits.max_file_bytes and size_bytes > limits.max_file_bytes:
         raise TooLargeError(f"too-large: {human_bytes(size_bytes)} is over max_file_bytes "
                             f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(limits.max_file_bytes)}")
+    if size_bytes == 0:  # nothing to inflate or count: the extractor records it empty
+        return
     if suffix == ".docx":
         check_docx(path, limits.max_docx_part_bytes, limits.max_file_bytes)
     elif suffix == ".pdf" and limits.max_pages and pdf_pages:
@@ -136,7 +138,9 @@ def check_pdf_pages(path: str | os.PathLike[str], max_pages: int) -> None:
 
     A PDF that cannot be opened passes: the extractor reports it (corrupt, encrypted).
     """
-    import pymupdf
+    from engine.extract.mupdf_log import mupdf
+
+    pymupdf = mupdf()  # MuPDF's messages never on stdout
 
     try:
         doc = pymupdf.open(os.fspath(path), filetype="pdf")

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import subprocess
 
 __all__ = ["OcrSettings", "OCR_OFF", "tesseract_version", "tessdata_dir", "ocr_unavailable",
+           "resolve_languages", "languages_without_data",
            "needs_ocr", "orientation", "ocr_page", "ocr_chunk_metadata", "OCR_INSTALL_HINT"]
 
 log = logging.getLogger(__name__)
@@ -161,15 +162,72 @@ def _version_line() -> str:
 
 
 def ocr_unavailable(languages: str) -> str | None:
-    """Why OCR cannot run with ``languages`` (a note), or None when it can."""
+    """Why OCR cannot run with all of ``languages`` (a note), or None when it can."""
     data = tessdata_dir()
     if data is None:
         return f"OCR unavailable: Tesseract language data not found (install: {OCR_INSTALL_HINT})"
-    missing = [lang for lang in languages.split("+") if not (Path(data) / f"{lang}.traineddata").is_file()]
+    missing = _missing(languages, data)
     if missing:
-        pkgs = " ".join(f"tesseract-ocr-{m}" for m in missing)
-        return f"OCR unavailable: no Tesseract data for {', '.join(missing)} in {data} (install: apt-get install {pkgs})"
+        return f"OCR unavailable: no Tesseract data for {', '.join(missing)} in {data} (install: {_packages(missing)})"
     return None
+
+
+def _missing(languages: str, data: str) -> tuple[str, ...]:
+    return tuple(lang for lang in languages.split("+") if not (Path(data) / f"{lang}.traineddata").is_file())
+
+
+def _packages(missing: tuple[str, ...]) -> str:
+    return "apt-get install " + " ".join(f"tesseract-ocr-{m.replace('_', '-').lower()}" for m in missing)
+
+
+def resolve_languages(settings: OcrSettings) -> tuple[OcrSettings | None, str | None]:
+    """The languages OCR can read with now.
+
+    Returns:
+        ``(usable, note)``: ``usable`` is ``settings`` with ``languages``
+        narrowed to those whose ``<lang>.traineddata`` is installed (``settings``
+        itself when all are), None when none is (or no language data is found
+        at all); ``note`` is None when nothing is missing, else
+        ``"OCR languages without Tesseract data: deu (install: apt-get install
+        tesseract-ocr-deu); read with eng"`` when some are usable, or the
+        ``ocr_unavailable`` note when none is.
+    """
+    data = tessdata_dir()
+    if data is None:
+        return None, ocr_unavailable(settings.languages)
+    missing = _missing(settings.languages, data)
+    if not missing:
+        return settings, None
+    usable = [lang for lang in settings.languages.split("+") if lang not in missing]
+    if not usable:
+        return None, ocr_unavailable(settings.languages)
+    narrowed = OcrSettings(settings.mode, "+".join(usable), settings.dpi)
+    return narrowed, (f"OCR languages without Tesseract data: {', '.join(missing)} "
+                      f"(install: {_packages(missing)}); read with {narrowed.languages}")
+
+
+@functools.lru_cache(maxsize=8)
+def languages_without_data(languages: str, cache_path: str | None = None) -> tuple[str, ...]:
+    """Which of ``languages`` (``"eng+deu"``) have no ``.traineddata`` in the
+    language-data folder (``()`` when there is no folder at all: then
+    ``tesseract_version`` is None). Part of the hash gate
+    (``Settings.settings_key``), so installing a missing language re-reads the
+    scans. Cached per process; ``cache_path`` as for ``tesseract_version``
+    (the folder named there is used while that answer is trusted)."""
+    data: str | None = None
+    if cache_path:
+        import json
+
+        try:
+            with open(cache_path, encoding="utf-8") as f:
+                data = json.load(f).get("tessdata")
+        except (OSError, ValueError, AttributeError):
+            data = None
+        if data is not None and not Path(data).is_dir():
+            data = None
+    if data is None:
+        data = _ask_tesseract_version()[0]
+    return _missing(languages, data) if data else ()
 
 
 def needs_ocr(page: Any, native_words: int, settings: OcrSettings) -> bool:

@@ -22,8 +22,9 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.errors import EncryptedError, ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR, gc_paused
 from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
+from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
 from engine.extract.saslprep import saslprep
-from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, ocr_unavailable, tesseract_version
+from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
 from engine.extract.pdfwords import (CompiledWords, PageWords, box_filler, join_pages, read_page, text_filler,
                                      tuple_words)
 from engine.model import ExtractedText, PageInfo, WordArray
@@ -63,6 +64,11 @@ def page_ranges(pages: list[int]) -> str:
 
 
 
+#: Note of a PDF MuPDF had to repair (its messages follow): the text of lost objects is missing.
+REPAIRED_NOTE = "damaged PDF repaired by MuPDF, some text may be missing"
+#: Note of a PDF MuPDF reported errors on without repairing it (its errors follow).
+ERRORS_NOTE = "MuPDF reported errors reading this file, some text may be missing"
+
 #: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype (``engine.extract.pages``);
 #: declared in ``engine.extract.common`` so the package knows its suffixes without importing readers.
 PAGE_FILETYPES: dict[str, str] = _PAGE_FILETYPES
@@ -95,14 +101,16 @@ def open_pdf(path: str | os.PathLike[str], password: str | None = None,
         EncryptedError: ``"encrypted: password required"`` / ``"encrypted: wrong password"``.
         TooLargeError: over ``max_pages``.
     """
-    import pymupdf
+    pymupdf = mupdf()  # MuPDF's messages off stdout, collected (engine.extract.mupdf_log)
 
     try:
         if filetype is None:
             filetype = PAGE_FILETYPES.get(Path(path).suffix.lower(), "pdf")
-        doc = pymupdf.open(Path(path), filetype=filetype)
+        with opening(pymupdf):  # the errors MuPDF met while opening (hidden by PyMuPDF) are kept
+            doc = pymupdf.open(Path(path), filetype=filetype)
     except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
-        raise ExtractError(f"corrupt: {e}") from None
+        errors = said()[0]
+        raise ExtractError(f"corrupt: {e}" + (f" (MuPDF: {errors[-1]})" if errors else "")) from None
     # Read needs_pass ONCE, before authenticating: reading it after a
     # successful authenticate() makes MuPDF retry the empty password, which
     # resets decryption and every later get_text() returns 0 words
@@ -223,7 +231,7 @@ class PdfPart:
 
     __slots__ = ("page_count", "metadata", "first", "corners", "codes", "lengths", "block", "line", "counts",
                  "affine", "sizes", "notes", "unreadable", "ocr_confidence", "ocr_turned", "ocr_wanted",
-                 "ocr_missing")
+                 "ocr_missing", "ocr_partial", "mupdf_said")
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -237,9 +245,10 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
               part: tuple[int, int] | None, max_pages: int = 0) -> PdfPart | ExtractedText:
     """Open the file and read its pages (all, or one part's): a ``PdfPart``, or the
     ``ExtractedText`` of a PDF without pages. ``max_pages``: see ``extract_pdf``."""
-    import pymupdf
+    pymupdf = mupdf()
 
     flags = pymupdf.TEXTFLAGS_WORDS
+    collect()  # what MuPDF says about this file (this thread) becomes a note in _finish
     doc, needs_pass = open_pdf(path, password, filetype, max_pages=max_pages if filetype == "pdf" else 0)
     try:
         metadata = _pdf_metadata(doc, needs_pass)
@@ -267,6 +276,8 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
         ocr_turned: dict[int, int] = {}  # OCR'd page read turned upright -> degrees
         ocr_wanted: list[int] = []  # pages OCR would read, when it is unavailable
         ocr_missing: str | None = None
+        ocr_use: OcrSettings = ocr  # narrowed to the languages with data on the first OCR'd page
+        ocr_note: str | None = None
         ocr_checked = False
         for pno in range(first, stop):
             number = pno + 1
@@ -287,13 +298,14 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
             sizes.append((label, width_pt, height_pt))
             ocr_done = False
             if ocr.mode != "off" and needs_ocr(page, len(raw), ocr):
-                if not ocr_checked:
-                    ocr_missing, ocr_checked = ocr_unavailable(ocr.languages), True
+                if not ocr_checked:  # the languages with data (some missing: noted, read without them)
+                    ocr_use, ocr_note = resolve_languages(ocr)
+                    ocr_missing, ocr_checked = (ocr_note if ocr_use is None else None), True
                 if ocr_missing:
                     ocr_wanted.append(number)
                 else:
                     try:
-                        ocr_raw, ocr_confidence[number], turn = ocr_page(page, ocr, flags)
+                        ocr_raw, ocr_confidence[number], turn = ocr_page(page, ocr_use, flags)
                         raw = tuple_words(ocr_raw)
                         ocr_done = True
                         if turn:
@@ -329,6 +341,8 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
     out.counts, out.affine, out.sizes, out.notes, out.unreadable = raw_counts, affine, sizes, notes, unreadable
     out.ocr_confidence, out.ocr_turned, out.ocr_wanted, out.ocr_missing = (
         ocr_confidence, ocr_turned, ocr_wanted, ocr_missing)
+    out.ocr_partial = (ocr_use.languages, ocr_note) if ocr_confidence and ocr_note else None
+    out.mupdf_said = said()
     return out
 
 
@@ -348,6 +362,8 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
         raw_counts, affine, sizes, notes = p.counts, p.affine, p.sizes, list(p.notes)
         unreadable, ocr_wanted = p.unreadable, p.ocr_wanted
         ocr_confidence, ocr_turned, ocr_missing = p.ocr_confidence, p.ocr_turned, p.ocr_missing
+        ocr_partial = p.ocr_partial
+        errors, warnings = p.mupdf_said
     else:
         corners = np.concatenate([p.corners for p in parts])
         codes = np.concatenate([p.codes for p in parts])
@@ -363,6 +379,9 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
         ocr_confidence = {k: v for p in parts for k, v in p.ocr_confidence.items()}
         ocr_turned = {k: v for p in parts for k, v in p.ocr_turned.items()}
         ocr_missing = next((p.ocr_missing for p in parts if p.ocr_missing), None)
+        ocr_partial = next((p.ocr_partial for p in parts if p.ocr_partial), None)
+        errors = [m for p in parts for m in p.mupdf_said[0]]
+        warnings = [m for p in parts for m in p.mupdf_said[1]]
     metadata = dict(metadata)
     if len(raw_counts) != page_count:
         raise ValueError(f"PDF parts cover {len(raw_counts)} of {page_count} pages")
@@ -371,10 +390,19 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
     empty_pages = sorted({i + 1 for i, k in enumerate(kept) if not k} | set(unreadable))
     pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt)
                   for i, (label, w_pt, h_pt) in enumerate(sizes))
+    if metadata.get("repaired"):  # trial6 #3: a repaired file may lack the text of what was lost
+        notes.insert(0, damage_note(REPAIRED_NOTE, errors + warnings))
+    elif errors:
+        notes.insert(0, damage_note(ERRORS_NOTE, errors))
     if empty_pages:
         notes.append(no_text_note(empty_pages))
     if ocr_wanted and ocr_missing:
         notes.append(f"{ocr_missing}; not OCR'd: {page_ranges(ocr_wanted)}")
+        # what OCR would have read is not in the text: the indexer keeps OCR text it stored before
+        metadata["ocrUnavailable"] = {"pages": sorted(ocr_wanted), "reason": notes[-1]}
+    if ocr_partial:  # read with the languages that have data; the note names the missing ones
+        ocr = OcrSettings(ocr.mode, ocr_partial[0], ocr.dpi)
+        notes.append(ocr_partial[1])
     if ocr_confidence:
         notes.append(_ocr_note(ocr, ocr_confidence))
         if ocr_turned:

@@ -17,6 +17,7 @@ from pathlib import Path
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import ExtractError
+from engine.extract.codepages import LATIN_PAGES, choose_latin
 from engine.extract.common import words_of
 from engine.model import ExtractedText
 
@@ -31,6 +32,9 @@ _NON_ASCII = re.compile("[^\x00-\x7f]")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")  # C0 controls but tab, line ends, form feed
 #: Non-ASCII bytes a detection needs for full confidence (fewer scale it down).
 _EVIDENCE_BYTES = 16
+#: Share of non-ASCII characters one language's alphabet must hold for the
+#: alphabet to choose among Latin code pages (below it the detector's pick stands).
+_MIN_FIT = 0.75
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32", "utf-32"),
          (b"\x00\x00\xfe\xff", "utf-32", "utf-32"), (b"\xff\xfe", "utf-16", "utf-16"),
          (b"\xfe\xff", "utf-16", "utf-16"))
@@ -44,12 +48,18 @@ class Decoded:
         text: the decoded text (not yet NFKC-normalised).
         encoding: Python codec name used (``"utf-8"``, ``"big5"``, ``"cp1255"``...).
         confidence: 0..1; 1.0 for a BOM or strict UTF-8; for detected encodings
-            ``1 - chaos`` (charset-normalizer's mess ratio of the decoded text);
+            ``(1 - chaos) x evidence`` (chaos: charset-normalizer's mess ratio of
+            the decoded text; evidence: ``min(1, non-ASCII bytes / 16)``), for a
+            Latin code page ``evidence x fit x separation`` (``LatinChoice``:
+            the share of non-ASCII characters one language's alphabet holds,
+            and 0.5..1 for how clearly the runner-up page's text fits worse);
             for UTF-8 with stray bytes the share of non-ASCII sequences that decoded.
         method: ``"bom"``, ``"utf-8"``, ``"utf-16-guess"`` (no BOM, NUL pattern),
             ``"utf-8-replaced"``, ``"detected"`` or ``"fallback"``.
         notes: human notes (empty for a clean UTF-8 / BOM decoding).
-        language: the detector's guess of the language (``""`` when none).
+        language: the language guessed (``""`` when none): for a Latin code
+            page the one whose alphabet alone fits (``codepages.ALPHABETS``),
+            else charset-normalizer's guess.
     """
 
     text: str
@@ -79,7 +89,10 @@ def decode(data: bytes) -> Decoded:
     note says how many); otherwise charset-normalizer's best guess (its
     confidence recorded, a note when below ``LOW_CONFIDENCE``; with fewer
     than 8 non-ASCII bytes cp1252 is preferred when it decodes); when nothing
-    fits, latin-1 (every byte kept) with a low-confidence note.
+    fits, latin-1 (every byte kept) with a low-confidence note. When the guess
+    is a Latin single-byte code page, ``engine.extract.codepages.choose_latin``
+    picks among them the one whose non-ASCII letters one language writes, and
+    the confidence is ``evidence x fit x separation`` (see ``Decoded``).
     """
     for bom, codec, name in _BOMS:
         if data.startswith(bom):
@@ -126,15 +139,23 @@ def _detect(data: bytes) -> Decoded:
     try:
         from charset_normalizer import from_bytes
 
-        best = from_bytes(data).best()
+        matches = from_bytes(data)
+        best = matches.best()
+        offered = tuple(dict.fromkeys(e for m in matches for e in (m.could_be_from_charset or [m.encoding])))
     except Exception:  # a detector bug must not lose the file
-        best = None
+        best, offered = None, ()
     if best is None:
         return Decoded(data.decode("latin-1"), "latin-1", 0.0, "fallback",
                        ("no encoding detected: decoded as latin-1 (every byte kept); low confidence",))
     candidates = list(best.could_be_from_charset) or [best.encoding]
     encoding = next((e for e in _PREFERRED if e in candidates), best.encoding)
     high = int(np.count_nonzero(np.frombuffer(data, np.uint8) > 127))
+    evidence = min(1.0, high / _EVIDENCE_BYTES)
+    latin = choose_latin(data, offered) if set(candidates) & LATIN_PAGES else None
+    if latin is not None and latin.fit >= _MIN_FIT:
+        # A Latin code page: the one whose letters one language writes (codepages.py).
+        return _decoded(data.decode(latin.encoding), latin.encoding,
+                        evidence * latin.fit * latin.separation, latin.language)
     guessed = best.language not in ("", "Unknown")
     if high < _EVIDENCE_BYTES // 2 and encoding != "cp1252":
         # Too few non-ASCII bytes to tell code pages apart: the commonest one
@@ -148,10 +169,15 @@ def _detect(data: bytes) -> Decoded:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
         encoding, text = best.encoding, str(best)
-    evidence = min(1.0, high / _EVIDENCE_BYTES)
-    confidence = round(max(0.0, 1.0 - float(best.chaos)) * evidence, 3)
+    fit = latin.fit if latin is not None else 1.0  # no language's letters fit: say so
+    return _decoded(text, encoding, max(0.0, 1.0 - float(best.chaos)) * evidence * fit,
+                    best.language if guessed else "")
+
+
+def _decoded(text: str, encoding: str, confidence: float, language: str) -> Decoded:
+    """A detected decoding with its notes (the low-confidence one below ``LOW_CONFIDENCE``)."""
+    confidence = round(confidence, 3)
     name = encoding.replace("_", "-")
-    language = best.language if guessed else ""
     notes = [f"decoded as {name} (detected, confidence {confidence:.2f}), not UTF-8"]
     if confidence < LOW_CONFIDENCE:
         notes.append(f"low-confidence decoding as {name}: some text may be wrong")
