@@ -182,9 +182,6 @@ def test_structural(real_corpus, entry):
                 extract(path, entry["password"])
             want = "encrypted: wrong password" if entry["password"] else "encrypted: password required"
             assert err.value.reason == want
-        elif path.stat().st_size == 0:  # MuPDF cannot open 0 bytes; the reader never asks it (trial6 #18)
-            assert truth.startswith("ERR EmptyFileError")
-            assert extract(path, entry["password"]).notes == ("empty file (0 bytes)",)
         else:
             assert truth.startswith("ERR")
             with pytest.raises(ExtractError) as err:
@@ -212,9 +209,9 @@ def test_structural(real_corpus, entry):
 def test_structural_table(real_corpus):
     """EXPECTED.md "Structural truth", row by row."""
     c = real_corpus
-    # 0 bytes: nothing indexed, with a clear reason; empty like a 0-byte .txt (trial6 #18), not corrupt
-    x = extract(c / "edge/empty.pdf")
-    assert (x.text, x.words, x.pages, x.notes) == ("", (), (), ("empty file (0 bytes)",))
+    with pytest.raises(ExtractError) as err:
+        extract(c / "edge/empty.pdf")
+    assert "empty" in err.value.reason.lower() and err.value.reason.startswith("corrupt: ")
 
     x = extract(c / "edge/issue18986.pdf")
     assert (x.text, x.words, x.pages, x.notes) == ("", (), (), ("no pages",))

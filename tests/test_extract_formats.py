@@ -130,31 +130,3 @@ def test_cbz_without_ocr_is_empty_and_says_why(tmp_path):
     _cbz(tmp_path / "comic.cbz")
     x = extract(tmp_path / "comic.cbz")
     assert x.text == "" and x.notes == ("no text layer on page 1",)
-
-
-def test_a_zero_byte_file_is_empty_in_every_format(tmp_path):
-    """Trial 6 #18: a 0-byte .pdf or .docx was ``failed corrupt`` while a 0-byte .txt was
-    ``empty``: every supported type now ends ``empty`` with ``empty file (0 bytes)``
-    (reason code ``empty-file``), extracted alone and through an index run."""
-    from engine.config import Settings
-    from engine.extract import SUPPORTED_SUFFIXES
-    from engine.tools import Engine, call_tool
-    from tests.conftest import ALLOWED_ROOTS
-
-    root = tmp_path / "zero"
-    root.mkdir()
-    for suffix in SUPPORTED_SUFFIXES:
-        (root / f"nothing{suffix}").write_bytes(b"")
-        x = extract(root / f"nothing{suffix}")
-        assert (x.text, len(x.words), x.pages, x.notes) == ("", 0, (), ("empty file (0 bytes)",)), suffix
-    engine = Engine(Settings(allowed_roots=ALLOWED_ROOTS, db=str(tmp_path / "z.db"), embed_provider="none").validate())
-    try:
-        engine.add_collection("Z", str(root))
-        s = engine.run_index()
-        assert s["counts"]["empty"] == len(SUPPORTED_SUFFIXES) and not s["failed"], s
-        assert {e["reason"] for e in s["empty"]} == {"empty file (0 bytes)"}
-        for suffix in (".pdf", ".docx", ".epub"):
-            r = call_tool(engine, "read_document", {"collectionPath": "Z", "filePath": f"nothing{suffix}"})
-            assert (r["found"], r["status"], r["reasonCode"]) == (False, "empty", "empty-file"), r
-    finally:
-        engine.close()

@@ -19,7 +19,7 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 #: file -> (status, reasonCode, words in the message)
 CASES = {
     "blank.txt": ("empty", "only-whitespace", "only whitespace"),
-    "empty.pdf": ("empty", "empty-file", "empty file (0 bytes)"),  # 0 bytes: empty in every format
+    "empty.pdf": ("failed", "corrupt", "corrupt"),
     "libreoffice-writer-password.pdf": ("failed", "password-required", "password required"),
     "test_4090.pdf": ("empty", "no-text-layer", "no text layer"),
 }

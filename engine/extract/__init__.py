@@ -49,7 +49,7 @@ from engine.errors import ExtractError, UnsupportedFileError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
 from engine.extract.common import PAGE_FILETYPES as PAGE_FORMATS
 from engine.extract.ocr import OcrSettings
-from engine.model import ExtractedText, WordArray
+from engine.model import ExtractedText
 
 #: Names read from the reader modules on first use (PEP 562): importing the package
 #: (for ``SUPPORTED_SUFFIXES``, ``reasons``) does not import every reader (~15 ms).
@@ -78,9 +78,6 @@ __all__ = [
     "OcrSettings",
     "PAGE_FORMATS",
 ]
-
-#: The note (and recorded reason, code ``empty-file``) of a 0-byte file of any supported type.
-EMPTY_FILE_NOTE = "empty file (0 bytes)"
 
 #: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx", ".html", ".htm",
@@ -113,8 +110,7 @@ def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = N
         (displayed size in PDF points), empty for other types. As data, not
         exceptions: a PDF with no pages -> text "" and note ``"no pages"``;
         pages without words -> note ``"no text layer on pages 3-5"`` (text ""
-        when no page has a word); a 0-byte file of any type -> text "" and
-        note ``"empty file (0 bytes)"``; a page whose text cannot be read -> note;
+        when no page has a word); a page whose text cannot be read -> note;
         a non-UTF-8 text file -> note ``"decoded as cp1252, not UTF-8"``.
         ``metadata``: ``encrypted`` (bool), ``title``/``author`` where the
         file has them, PDF ``repaired`` (True when MuPDF rebuilt the xref),
@@ -125,8 +121,8 @@ def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = N
             (reason ``"unsupported file type: .xyz"``).
         EncryptedError: PDF needs a password: reason ``"encrypted: password
             required"`` (none given) or ``"encrypted: wrong password"``.
-        ExtractError: missing, unreadable, corrupt or mislabelled file;
-            ``reason`` carries the library's message (``"corrupt: ..."``).
+        ExtractError: missing, unreadable, zero-byte, corrupt or mislabelled
+            file; ``reason`` carries the library's message (``"corrupt: ..."``).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -134,9 +130,6 @@ def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = N
         raise UnsupportedFileError(f"unsupported file type: {suffix or '(no suffix)'}")
     if not path.is_file():
         raise ExtractError(f"not a readable file: {path}")
-    if suffix not in (".txt", ".md") and path.stat().st_size == 0:
-        # 0 bytes is empty in every format (as for text), not "corrupt": nothing to read
-        return ExtractedText("", WordArray.empty(), (), suffix[1:], (EMPTY_FILE_NOTE,), {"encrypted": False})
     if suffix == ".pdf":
         from engine.extract.pdf import extract_pdf
 

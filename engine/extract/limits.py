@@ -78,8 +78,6 @@ def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, lim
     if limits.max_file_bytes and size_bytes > limits.max_file_bytes:
         raise TooLargeError(f"too-large: {human_bytes(size_bytes)} is over max_file_bytes "
                             f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(limits.max_file_bytes)}")
-    if size_bytes == 0:  # nothing to inflate or count: the extractor records it empty
-        return
     if suffix == ".docx":
         check_docx(path, limits.max_docx_part_bytes, limits.max_file_bytes)
     elif suffix == ".pdf" and limits.max_pages and pdf_pages:
