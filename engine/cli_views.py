@@ -33,6 +33,8 @@ def human_index(s: dict) -> str:
         code, reason = f.get("code") or "", f.get("reason") or ""
         return reason if not code or reason.startswith(code) else f"{code}: {reason}"
 
+    for r in s.get("rootErrors") or []:
+        lines.append(f"  root    {r['collectionPath']} <- {r['root']}: {why(r)}")
     for f in s.get("failed", []):
         lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {why(f)}")
     for f in s.get("empty", []):
@@ -61,9 +63,11 @@ def human_status(st: dict) -> str:
     prov = st["provider"]
     probe = prov.get("probe") or {}
     out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
+    roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
     for c in st["collections"]:
+        r = roots.get(c["collectionPath"])
         out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
-                   f"{c['failed']:>3} failed  <- {c['root']}")
+                   f"{c['failed']:>3} failed  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else ""))
     for v in st["vectors"]:
         line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
         if v.get("truncated"):
@@ -101,17 +105,19 @@ def last_run_line(run: dict) -> str:
     elif run.get("embedError"):
         outcome = "embedding failed"
     else:
-        outcome = "finished with failures" if c["failed"] else "finished"
+        outcome = "finished with failures" if c["failed"] or run.get("rootErrors") else "finished"
     when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
     return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
             + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
                                                      "stale", "removed"))
-            + f", {run.get('embedded', 0)} vectors embedded")
+            + f", {run.get('embedded', 0)} vectors embedded"
+            + (f", {len(run['rootErrors'])} collection root{'' if len(run['rootErrors']) == 1 else 's'} "
+               "not listed" if run.get("rootErrors") else ""))
 
 
 def attention(st: dict) -> list[str]:
-    """The lines an operator must not miss: last run, embedding failure, missing
-    vectors per model, truncated chunks, stale files."""
+    """The lines an operator must not miss: last run, collection roots it could not list,
+    embedding failure, missing vectors per model, truncated chunks, stale files."""
     out = []
     run = st.get("lastRun")
     if not run:
@@ -120,6 +126,8 @@ def attention(st: dict) -> list[str]:
         out.append(last_run_line(run))
         if run.get("message"):
             out.append(f"  {run['message']}")
+        for r in run.get("rootErrors") or []:  # which collection and why (its documents are listed stale)
+            out.append(f"attention: collection {r['collectionPath']}: {r['code']}: {r['reason']}")
         err = run.get("embedError")
         if err:
             out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")

@@ -177,14 +177,11 @@ class WalkPass:
         found = 0
         last = 0.0
         for coll in targets:
-            cp = coll.collection_path
             scan = _Scan()
             try:
                 entries = list(self._walk(coll.root, emit, t0, found))
             except OSError as e:
-                code = "root-missing" if e.errno in (errno.ENOENT, errno.ENOTDIR) else "unreadable"
-                self._add(summary, "failed", record(cp, "", code, f"collection root {coll.root} cannot be "
-                                                    f"listed: {e.strerror or e}; its documents are kept"))
+                self._root_unlisted(coll, e, summary)
                 continue
             found += len(entries)
             mfb = self.limits.max_file_bytes
@@ -270,6 +267,24 @@ class WalkPass:
                       "elapsedS": round(now - t0, 3)})
                 self._check_cancel()
             yield entry
+
+    def _root_unlisted(self, coll: Collection, error: OSError, summary: dict) -> None:
+        """A collection root that cannot be listed this time (vanished, unmounted, not a
+        folder: ``root-missing``; permission denied, I/O error: ``unreadable``): one
+        ``rootErrors`` entry ``{collectionPath, root, code, reason}`` for the root, and
+        every stored document of the collection kept (text, chunks, vectors) and listed
+        ``stale`` with the root's code and reason. Nothing is removed."""
+        cp = coll.collection_path
+        code = "root-missing" if error.errno in (errno.ENOENT, errno.ENOTDIR) else "unreadable"
+        docs = self.store.documents(cp)
+        why = f"collection root {coll.root} cannot be listed: {error.strerror or error}"
+        summary.setdefault("rootErrors", []).append(
+            {"collectionPath": cp, "root": coll.root, "code": code,
+             "reason": f"{why}; its {len(docs)} document{'' if len(docs) == 1 else 's'} kept (stale)"})
+        for doc in docs:
+            self._check_cancel()
+            self._mark_stale(doc, code, why)
+            self._add(summary, "stale", record(cp, doc.file_path, code, why))
 
     def _settle(self, coll: Collection, scan: _Scan, summary: dict) -> None:
         """Stored documents not (re)indexed from this walk: stale with the reason

@@ -33,6 +33,7 @@ __all__ = [
     "page_path",
     "selected_chunk",
     "run_tool",
+    "root_errors",
     "tool_call_panel",
     "failure_callout",
     "search_outcome",
@@ -307,8 +308,9 @@ def job_progress(snap: dict[str, Any]) -> None:
         st.caption(f"Current file: `{snap['file']}`")
 
 
-def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
-    """The summary of an index run: counts, failures with reasons, embedding failure."""
+def run_summary(summary: dict[str, Any], heading: str = "Summary", roots: bool = True) -> None:
+    """The summary of an index run: counts, failures with reasons, embedding failure
+    (``roots``: also the collection roots it could not list, ``root_errors``)."""
     st.markdown(f"**{heading}**" + (f" · {summary.get('finishedAt')}" if summary.get("finishedAt") else ""))
     cols = st.columns(6)
     for col, (label, key) in zip(cols, [("files seen", "filesSeen"), ("indexed", "indexed"),
@@ -332,6 +334,8 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
     if summary.get("status") in ("cancelled", "interrupted", "stopped"):
         st.warning(summary.get("message") or (summary.get("error") or {}).get("message")
                    or f"The run was {summary['status']}: what it committed is kept; run again to finish.")
+    if roots:
+        root_errors(summary)
     if summary.get("embedError"):
         failure_callout(summary["embedError"])
     lists = ("failed", "empty", "skippedFiles", "stale") if counts else ("failed", "empty", "unsupported")
@@ -340,6 +344,15 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
     if rows:
         st.markdown(f"**Files not indexed ({len(rows)})**")
         table(rows, columns=["status", "code", "collectionPath", "filePath", "reason"])
+
+
+def root_errors(summary: dict[str, Any] | None) -> None:
+    """One error box per collection root the run could not list (``rootErrors``: which
+    collection, its root, the code and why; its documents are kept, listed stale)."""
+    for r in (summary or {}).get("rootErrors") or []:
+        st.error(f"**Collection `{r['collectionPath']}`: its root `{r['root']}` could not be listed** "
+                 f"(`{r['code']}`): {r['reason']}. Its documents stay searchable, listed as stale.",
+                 icon=":material/folder_off:")
 
 
 # -- sources and page images ---------------------------------------------------------
@@ -411,6 +424,7 @@ def status_view(status: dict[str, Any]) -> None:
     st.subheader("Embedding provider")
     provider_view(status["provider"])
     st.subheader("Collections")
+    root_errors(status.get("lastRun"))
     if status["collections"]:
         table(status["collections"], columns=["collectionPath", "root", "documents", "chunks", "failed"])
     else:
@@ -437,7 +451,7 @@ def status_view(status: dict[str, Any]) -> None:
               columns=["collectionPath", "filePath", "encoding", "encodingConfidence", "notes"])
     st.subheader("Last run")
     if status.get("lastRun"):
-        run_summary(status["lastRun"], heading="Last index run")
+        run_summary(status["lastRun"], heading="Last index run", roots=False)  # shown under Collections
         with st.expander("Last run summary as JSON"):
             st.json(status["lastRun"])
     else:

@@ -493,6 +493,28 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
     assert "ACME/Reports" not in at.selectbox(key="remove_path").options
 
 
+def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
+    """trial6 #7: the Status page and the run summary name the collection whose root could not
+    be listed, with the reason; its documents are listed stale."""
+    settings, root = small_index
+    eng = Engine(settings)
+    try:
+        eng.run_index()
+        root.rename(root.with_name("docs-gone"))
+        summary = eng.run_index()
+    finally:
+        eng.close()
+    assert summary["rootErrors"][0]["code"] == "root-missing"
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["status"]).run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error if "could not be listed" in e.value]
+    assert len(errors) == 1 and "`Small`" in errors[0] and str(root) in errors[0] and "root-missing" in errors[0]
+    assert any("Files not indexed (2)" in m.value for m in at.subheader)
+    shown = "\n".join(t.value for t in at.markdown)
+    assert "minimal\\-document\\.pdf" in shown and "root\\-missing" in shown  # Markdown-escaped cells
+
+
 def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
     """An empty index: the app adds assets/samples as 'Samples' and indexes it with a progress bar."""
     settings = Settings(db=str(tmp_path / "fresh.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()

@@ -177,9 +177,80 @@ def test_a_missing_root_keeps_every_document(tmp_path):
     Indexer(store, settings).run()
     shutil.rmtree(root)
     summary = Indexer(store, settings).run()
-    assert summary["failed"][0]["code"] == "root-missing" and summary["removed"] == 0
+    assert summary["rootErrors"][0]["code"] == "root-missing" and summary["removed"] == 0
+    assert summary["failed"] == [] and [f["filePath"] for f in summary["stale"]] == ["a.txt"]
     assert store.chunk_count("M", "a.txt") == 1
     store.close()
+
+
+@pytest.mark.parametrize("how", ["vanished", "not-a-folder", "unreadable"])
+def test_a_root_that_cannot_be_listed_lists_every_document_stale_and_status_says_which_and_why(tree, how):
+    """trial6 #7: the documents of a vanished or unreadable root are stale with the root's reason;
+    ``status`` (human and --json) names the collection and the reason; the next run recovers."""
+    root = tree / "share"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("heron words on a share that goes away", "utf-8")
+    (root / "sub" / "b.txt").write_text("egret words in a folder of that share", "utf-8")
+    other = tree / "other"
+    other.mkdir()
+    (other / "c.txt").write_text("a collection that stays readable", "utf-8")
+    db = tree / "index.db"
+    assert _cli(db, "collections", "add", "V", str(root)).returncode == 0
+    assert _cli(db, "collections", "add", "Keep", str(other)).returncode == 0
+    assert _cli(db, "index").returncode == 0
+    moved = tree / "share-moved"
+    if how == "vanished":
+        root.rename(moved)
+    elif how == "not-a-folder":
+        root.rename(moved)
+        root.write_text("a file where the folder was", "utf-8")
+    else:
+        root.chmod(0)
+    want = "unreadable" if how == "unreadable" else "root-missing"
+    r = _cli(db, "index", "--json", drop_caps=True)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1  # something the operator must look at
+    summary = json.loads(r.stdout)
+    assert summary["status"] == "finished" and summary["failed"] == [] and summary["removed"] == 0
+    assert [(e["collectionPath"], e["root"], e["code"]) for e in summary["rootErrors"]] == [("V", str(root), want)]
+    assert "2 documents kept" in summary["rootErrors"][0]["reason"]
+    stale = {f["filePath"]: f for f in summary["stale"]}
+    assert set(stale) == {"a.txt", "sub/b.txt"}
+    assert {(f["collectionPath"], f["code"]) for f in stale.values()} == {("V", want)}
+    assert all(str(root) in f["reason"] and "cannot be listed" in f["reason"] for f in stale.values())
+    assert summary["counts"]["stale"] == 2 and summary["counts"]["failed"] == 0
+    assert summary["counts"]["unchanged"] == 1  # the other collection
+    # the chunks are kept, searchable, and get_chunk says stale
+    hits = json.loads(_cli(db, "search-chunks", "heron", "--scope", "V", "--mode", "keyword").stdout)
+    assert hits["count"] == 1
+    chunk = json.loads(_cli(db, "get-chunk", "V", "a.txt", "0", drop_caps=True).stdout)
+    assert chunk["found"] and chunk["stale"] is True
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert {(f["collectionPath"], f["filePath"], f["status"]) for f in st["failures"]} == {
+        ("V", "a.txt", "stale"), ("V", "sub/b.txt", "stale")}
+    assert all(f["reason"].startswith(f"{want}: collection root {root}") for f in st["failures"])
+    assert st["lastRun"]["rootErrors"][0]["code"] == want
+    human = _cli(db, "status")
+    assert human.returncode == 0, human.stdout
+    assert f"attention: collection V: {want}: collection root {root} cannot be listed" in human.stdout
+    assert f"({want} at the last run)" in next(ln for ln in human.stdout.splitlines() if ln.strip().startswith("V "))
+    assert "finished with failures" in human.stdout and "1 collection root not listed" in human.stdout
+    assert f"stale   V/a.txt: {want}:" in human.stdout
+    # a second run changes nothing; the root back: every document is current again
+    again = json.loads(_cli(db, "index", "--json", drop_caps=True).stdout)
+    assert {f["filePath"] for f in again["stale"]} == {"a.txt", "sub/b.txt"}
+    if how == "unreadable":
+        root.chmod(0o755)
+    else:
+        if root.is_file():
+            root.unlink()
+        moved.rename(root)
+    back = _cli(db, "index", "--json", drop_caps=True)
+    summary = json.loads(back.stdout)
+    assert back.returncode == 0 and summary["rootErrors"] == [] and summary["stale"] == []
+    assert summary["counts"]["unchanged"] == 3
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert st["failures"] == []
 
 
 # -- names that are not UTF-8, NUL bytes ----------------------------------------------------------
