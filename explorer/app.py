@@ -5,9 +5,11 @@ Run from the repo root: ``chunknav gui`` (or ``make run``), which is
 values as ``--section.key`` flags. Pages are the files in ``pages/``, routed
 by ``st.navigation``; every view keeps its state in ``st.query_params``.
 
-On first start (an index without collections) the bundled sample corpus
-(``assets/samples``) is added as collection ``Samples`` and indexed in the
-background, with a progress bar in the sidebar (not in read-only mode).
+On a brand-new index (no collection and no index run recorded in it, and no
+collection seen by this process) the bundled sample corpus (``assets/samples``)
+is added as collection ``Samples`` and indexed in the background, with a
+progress bar in the sidebar (not in read-only mode). Once only: an index whose
+collections were removed keeps its run records, so they stay removed.
 
 Before any page runs (``explorer/access.py``): a non-loopback bind or client
 without ``CHUNKNAV_ACCESS_TOKEN`` is refused; with a token the session must
@@ -52,11 +54,19 @@ access.gate(state.settings())  # st.stop() unless this session may see the explo
 
 
 def _first_start() -> None:
-    """Index the bundled samples when the index has no collection yet."""
+    """Add and index the bundled samples once, on a brand-new index: no collection, no index
+    run ever recorded in it, and no collection seen in it by this explorer process. Removing
+    collections (the samples too) therefore sticks: the index keeps its run records."""
     engine = state.engine()
-    if state.settings().read_only or engine.store.collections() or state.job().snapshot()["status"] != "idle":
+    seen = state.index_seen()
+    if engine.store.collections():
+        seen["collections"] = True
+        return
+    if (state.settings().read_only or seen["collections"] or state.job().snapshot()["status"] != "idle"
+            or engine.store.last_run() is not None):
         return
     if state.SAMPLES.is_dir() and any(state.SAMPLES.iterdir()):
+        seen["collections"] = True
         engine.add_collection(state.SAMPLE_COLLECTION, str(state.SAMPLES))
         state.job().start(engine, force=False)
 

@@ -22,8 +22,8 @@ from engine.config import Settings, load_settings
 from engine.tools import Engine
 from explorer.jobs import IndexJob
 
-__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "qp_get", "qp_int",
-           "qp_float", "qp_set"]
+__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "index_seen",
+           "qp_get", "qp_int", "qp_float", "qp_set"]
 
 REPO = Path(__file__).resolve().parents[1]
 _HERE = Path(__file__).resolve().parent
@@ -38,7 +38,7 @@ def _shipped(inside: str, checkout: str) -> Path:
 
 #: The page scripts (``pages/`` of the checkout; ``explorer/_pages`` when installed).
 PAGES_DIR = _shipped("_pages", "pages")
-#: The bundled sample corpus indexed on first start (when the index has no collection).
+#: The bundled sample corpus, added and indexed once, on a brand-new index (``explorer/app.py``).
 SAMPLES = _shipped("_assets", "assets") / "samples"
 SAMPLE_COLLECTION = "Samples"
 #: The browser tab icon: a local PNG served by Streamlit itself (an emoji or material
@@ -63,6 +63,18 @@ def _engine(key: str, _settings: Settings) -> Engine:
 @st.cache_resource(show_spinner=False)
 def _job(key: str) -> IndexJob:
     return IndexJob()
+
+
+@st.cache_resource(show_spinner=False)
+def _seen(key: str) -> dict[str, bool]:
+    return {"collections": False}
+
+
+def index_seen() -> dict[str, bool]:
+    """What this explorer process has seen of the current settings' index (one mutable dict
+    per process and index): ``collections`` is True once any script run found a collection
+    in it (the bundled samples are then never added again by ``explorer/app.py``)."""
+    return _seen(_key(settings()))
 
 
 def engine() -> Engine:

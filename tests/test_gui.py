@@ -536,6 +536,63 @@ def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
         eng.close()
 
 
+def _collections_of(settings: Settings) -> list[str]:
+    eng = Engine(settings)
+    try:
+        return [c.collection_path for c in eng.store.collections()]
+    finally:
+        eng.close()
+
+
+def _remove_on_rebuild(at: AppTest, name: str) -> AppTest:
+    at.switch_page(PAGE["rebuild"]).run()
+    at.selectbox(key="remove_path").set_value(name)
+    at.button(key="remove").click().run()
+    at.button(key="confirm_remove").click().run()
+    assert any(f"Removed `{name}`" in s.value for s in at.success)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_removing_the_last_collection_sticks_no_samples_come_back(small_index):
+    """trial6 #8: the samples are offered only on a brand-new index; removing the user's last
+    collection (in this process, in a new session, after a restart) adds nothing back."""
+    from explorer import state
+
+    settings, _root = small_index
+    eng = Engine(settings)
+    try:
+        eng.run_index()
+    finally:
+        eng.close()
+    at = _remove_on_rebuild(AppTest.from_file(APP, default_timeout=90).run(), "Small")
+    at.switch_page(PAGE["status"]).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
+    AppTest.from_file(APP, default_timeout=90).run()  # another browser session
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
+    st.cache_resource.clear()  # a restarted explorer: the index's run records remember
+    AppTest.from_file(APP, default_timeout=90).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
+
+
+def test_the_samples_are_offered_once_and_removing_them_sticks(tmp_path, monkeypatch):
+    from explorer import state
+
+    settings = Settings(db=str(tmp_path / "fresh.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="none").validate()
+    _env(monkeypatch, settings)
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    assert state.job().runs_started == 1 and state.job().wait(120)
+    assert _collections_of(settings) == ["Samples"]
+    _remove_on_rebuild(at, "Samples")
+    at.run()
+    AppTest.from_file(APP, default_timeout=90).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 1
+    st.cache_resource.clear()  # a restarted explorer
+    AppTest.from_file(APP, default_timeout=90).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
+
+
 def test_status_lists_files_indexed_with_notes(app, sample_engine):
     """i11: a text file decoded from a detected encoding is listed with its encoding and confidence."""
     direct = call_tool(sample_engine, "index_status", {"probe": False})
