@@ -59,7 +59,13 @@ def human_index(s: dict) -> str:
 def human_status(st: dict) -> str:
     """The ``index_status`` envelope for people: counts, collections, what needs
     attention (last run's outcome, embedding failures, models with chunks
-    lacking vectors, truncated chunks, stale and failed files), the provider."""
+    lacking vectors, truncated chunks, stale and failed files), the provider. An envelope
+    carrying ``error`` (``index-unavailable``: a corrupt, truncated or unopenable index) is
+    that error, its message and who can fix it: no counts that would look like an empty index."""
+    if st.get("error"):
+        return "\n".join([f"error: {st['error']}: {st.get('message', '')}",
+                          f"  who can fix it: {WHO_FIXES.get(st['error'], 'the operator')}",
+                          "  nothing was read from the index: its counts are unknown"])
     prov = st["provider"]
     probe = prov.get("probe") or {}
     out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
