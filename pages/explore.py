@@ -53,7 +53,8 @@ if submitted:
 query = state.qp_get("q")
 if query:
     tool = KINDS.get(state.qp_get("kind", "chunks"), "search_chunks")
-    args = {"query": query, "scope": retrieval.scope_argument(state.qp_get("scope")),
+    # the scope the form shows (a deep link without `scope` on a one-collection index pre-selects it)
+    args = {"query": query, "scope": retrieval.scope_argument(retrieval.scope_param(every, picked)),
             "limit": state.qp_int("limit", 10) or 10, "mode": state.qp_get("mode", "auto")}
     if args["scope"] is None:
         del args["scope"]
@@ -73,7 +74,7 @@ if query:
                                       detail=retrieval.breakdown(hit, envelope.get("scoreKind")))
             if clicked:
                 widgets.go(clicked, c=hit["collectionPath"], f=hit["filePath"], i=hit["chunkIndex"],
-                           p=hit.get("page"), q=query, scope=state.qp_get("scope"), hit=hit["rank"],
+                           p=hit.get("page"), q=query, scope=retrieval.scope_param(every, picked), hit=hit["rank"],
                            kind=state.qp_get("kind"), mode=state.qp_get("mode"), limit=args["limit"])
     widgets.tool_call_panel(tool, args, envelope)
     if state.qp_get("cmp") == "1":

@@ -159,6 +159,23 @@ def test_zero_hits_looks_different_from_could_not_search(app):
     assert shown["searched"] is True and shown["count"] == 0
 
 
+def test_a_link_without_scope_searches_the_scope_the_form_shows(app, sample_engine):
+    """trial6 #10: /explore?q=... without scope on a one-collection index pre-selects that
+    collection, and the search uses it; a cleared picker stays cleared and unsearched."""
+    at = app("explore", q=QUERY)
+    assert at.multiselect(key="scopes").value == [SAMPLE_COLLECTION]
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["scope"] == SAMPLE_COLLECTION and shown["searched"] is True and shown["count"] > 0
+    assert not any("Not searched" in i.value for i in at.info)
+    at.multiselect(key="scopes").set_value([])
+    next(b for b in at.button if b.label == "Search").click().run()
+    at.run()  # a rerun shows what was submitted and searches that
+    assert at.multiselect(key="scopes").value == []
+    call, shown = _panel(at, "search_chunks")
+    assert "scope" not in call["arguments"] and shown["searched"] is False
+    assert any("Not searched" in i.value for i in at.info)
+
+
 def test_no_scope_is_not_searched_with_hint(app):
     at = app("explore", q=QUERY)
     at.multiselect(key="scopes").set_value([])
