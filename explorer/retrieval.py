@@ -20,7 +20,7 @@ import streamlit as st
 from explorer import widgets
 from explorer.table import table
 
-__all__ = ["ALL", "COMPARED_MODES", "scope_param", "scope_from_param", "scope_argument", "breakdown",
+__all__ = ["ALL", "COMPARED_MODES", "scope_param", "scope_paths", "scope_from_param", "scope_argument", "breakdown",
            "compare_modes", "file_list", "show"]
 
 #: The ``scope`` value (and deep-link parameter) meaning every collection.
@@ -29,29 +29,54 @@ ALL = "*"
 COMPARED_MODES = ("vector", "keyword", "hybrid")
 
 
-def scope_param(all_collections: bool, picked: list[str]) -> str | None:
-    """The ``scope`` deep-link parameter: ``*``, the picked paths joined by ``,``, or None."""
+def scope_param(all_collections: bool, picked: list[str]) -> str | list[str] | None:
+    """The ``scope`` deep-link parameter: ``*``, the picked paths as a list (written as one
+    repeated ``scope=`` parameter per path, so a path with a comma stays whole), or None."""
     if all_collections:
         return ALL
-    return ",".join(picked) or None
+    return list(picked) or None
 
 
-def scope_from_param(value: str | None, known: list[str]) -> tuple[bool, list[str]]:
-    """``(all collections?, picked paths)`` from the ``scope`` parameter; unknown paths are dropped."""
-    if not value:
-        return False, []
-    if value.strip() == ALL:
+def _values(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def scope_paths(value: str | list[str] | None, known: list[str]) -> list[str]:
+    """The collection paths a ``scope`` parameter names, in order, without repeats.
+
+    Args:
+        value: every ``scope`` value of the URL (a repeated parameter: one path each), or one.
+        known: the known collectionPaths.
+
+    Returns:
+        Each value that is a known path, taken whole (commas and spaces included); a value
+        that is not one is read as a link of older versions, known paths joined by ``,``.
+        Unknown paths are dropped; ``*`` is not a path (see ``scope_from_param``).
+    """
+    out: list[str] = []
+    for v in _values(value):
+        whole = v.strip().strip("/")
+        parts = [whole] if whole in known else [p.strip().strip("/") for p in v.split(",")]
+        out += [p for p in parts if p in known and p not in out]
+    return out
+
+
+def scope_from_param(value: str | list[str] | None, known: list[str]) -> tuple[bool, list[str]]:
+    """``(all collections?, picked paths)`` from the ``scope`` parameter(s); unknown paths are dropped."""
+    if any(v.strip() == ALL for v in _values(value)):
         return True, []
-    return False, [p for p in (x.strip().strip("/") for x in value.split(",")) if p in known]
+    return False, scope_paths(value, known)
 
 
-def scope_argument(value: str | None) -> str | list[str] | None:
-    """The tool's ``scope`` argument for the parameter: ``"*"``, one path, a list, or None."""
-    if not value:
-        return None
-    if value.strip() == ALL:
+def scope_argument(value: str | list[str] | None) -> str | list[str] | None:
+    """The tool's ``scope`` argument for ``scope_param``'s value: ``"*"``, one path, a list, or None."""
+    paths = [p for p in _values(value) if p]
+    if ALL in paths:
         return ALL
-    paths = [p for p in value.split(",") if p]
+    if not paths:
+        return None
     return paths[0] if len(paths) == 1 else paths
 
 

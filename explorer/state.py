@@ -23,7 +23,7 @@ from engine.tools import Engine
 from explorer.jobs import IndexJob
 
 __all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "index_seen",
-           "qp_get", "qp_int", "qp_float", "qp_set"]
+           "qp_get", "qp_all", "qp_int", "qp_float", "qp_set"]
 
 REPO = Path(__file__).resolve().parents[1]
 _HERE = Path(__file__).resolve().parent
@@ -95,6 +95,11 @@ def qp_get(name: str, default: str | None = None) -> str | None:
     return default if value in (None, "") else str(value)
 
 
+def qp_all(name: str) -> list[str]:
+    """Every value of a repeated query parameter (``scope=A&scope=B``), in order; [] when absent."""
+    return [str(v) for v in st.query_params.get_all(name) if v not in (None, "")]
+
+
 def qp_int(name: str, default: int | None = None) -> int | None:
     """A query parameter as an int (``default`` when absent or not a number)."""
     try:
@@ -112,10 +117,13 @@ def qp_float(name: str, default: float) -> float:
 
 
 def qp_set(**values: Any) -> None:
-    """Set query parameters; ``None`` removes one. Values are stored as text."""
+    """Set query parameters; ``None`` removes one. Values are stored as text; a list or
+    tuple becomes one repeated parameter per item (``scope=A&scope=B``)."""
     for k, v in values.items():
-        if v is None or v == "":
+        if v is None or v == "" or (isinstance(v, (list, tuple)) and not v):
             if k in st.query_params:
                 del st.query_params[k]
+        elif isinstance(v, (list, tuple)):
+            st.query_params[k] = [str(x) for x in v]
         else:
             st.query_params[k] = str(v)

@@ -76,8 +76,11 @@ def selected_chunk(button: str) -> tuple[str, str, int]:
 
 
 def go(name: str, **params: Any) -> None:
-    """Switch to a page with the given query parameters (a deep link)."""
-    st.switch_page(page_path(name), query_params={k: str(v) for k, v in params.items() if v is not None})
+    """Switch to a page with the given query parameters (a deep link; a list value becomes
+    one repeated parameter per item)."""
+    st.switch_page(page_path(name), query_params={
+        k: [str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)
+        for k, v in params.items() if v is not None and v != []})
 
 
 # -- tool calls -----------------------------------------------------------------
@@ -528,7 +531,9 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
                                 "p": chunk.get("page"), "q": query or None}.items() if v is not None}
     l1, l2, l3 = st.columns(3)
     l1.page_link(page_path("source"), label="Source view", icon=":material/visibility:", query_params=params)
-    back = {k: st.query_params[k] for k in ("q", "scope", "kind", "mode", "limit", "hit") if k in st.query_params}
+    back: dict[str, Any] = {k: st.query_params[k] for k in ("q", "kind", "mode", "limit", "hit") if k in st.query_params}
+    if st.query_params.get_all("scope"):  # one repeated parameter per collection path
+        back["scope"] = st.query_params.get_all("scope")
     if back.get("q"):
         l2.page_link(page_path("explore"), label="Back to results", icon=":material/search:", query_params=back)
     st.session_state["chunk_full"] = st.query_params.get("full") == "1"

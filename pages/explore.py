@@ -3,7 +3,7 @@ the threshold and the vector weight; compare the modes side by side; list a coll
 
 Tools: ``search`` (documents) or ``search_chunks`` (chunks); the comparison runs the
 same tool once per mode; the file list is ``list_documents`` + ``get_document``.
-State lives in the URL: ``q``, ``scope`` (``*`` or paths joined by ``,``), ``kind``,
+State lives in the URL: ``q``, ``scope`` (``*``, or one ``scope=`` per collection path), ``kind``,
 ``mode``, ``limit``, ``min`` (minScore), ``w`` (vectorWeight), ``cmp`` (compare
 modes), ``files`` (a collection whose files are listed), ``doc``, ``hit``.
 """
@@ -18,9 +18,9 @@ collections = [c.collection_path for c in engine.store.collections()]
 KINDS = {"chunks": "search_chunks", "documents": "search"}
 MODES = ["auto", "vector", "keyword", "hybrid"]
 
-scope_qp = state.qp_get("scope")
+scope_qp = state.qp_all("scope")  # one repeated parameter per collection path
 all_qp, picked_qp = retrieval.scope_from_param(scope_qp, collections)
-if scope_qp is None and len(collections) == 1:
+if not scope_qp and len(collections) == 1:
     picked_qp = collections[:]
 weight_qp = min(1.0, max(0.0, state.qp_float("w", 0.5)))
 min_qp = max(0.0, state.qp_float("min", 0.0))

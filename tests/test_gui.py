@@ -184,6 +184,63 @@ def test_no_scope_is_not_searched_with_hint(app):
     assert not at.error
 
 
+@pytest.fixture
+def odd_names(tmp_path, monkeypatch):
+    """Collections whose paths hold a comma and spaces (trial6 #11), indexed, no provider."""
+    root = tmp_path / "commadir"
+    root.mkdir()
+    (root / "a.txt").write_text("comma collection okra", "utf-8")
+    settings = Settings(db=str(tmp_path / "odd.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="none").validate()
+    eng = Engine(settings)
+    for name in ("Acme,Inc", "Acme Inc/Sub Dir", "Other"):
+        eng.add_collection(name, str(root))
+    eng.run_index()
+    eng.close()
+    _env(monkeypatch, settings)
+    yield settings
+    st.cache_resource.clear()
+
+
+def _explore(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page(PAGE["explore"]).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_collection_path_with_a_comma_is_searched_from_the_explorer(odd_names):
+    """trial6 #11: scopes travel as one repeated `scope` parameter per path, never split."""
+    at = _explore()
+    at.text_input(key="q").input("okra")
+    at.multiselect(key="scopes").set_value(["Acme,Inc"])
+    at.segmented_control(key="mode").set_value("keyword")
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert at.query_params["scope"] == "Acme,Inc"
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["scope"] == "Acme,Inc" and shown["collections"] == ["Acme,Inc"] and shown["count"] == 1
+    at.multiselect(key="scopes").set_value(["Acme,Inc", "Acme Inc/Sub Dir"])
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert at.query_params["scope"] == ["Acme,Inc", "Acme Inc/Sub Dir"]
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["scope"] == ["Acme,Inc", "Acme Inc/Sub Dir"] and shown["count"] == 2
+    assert not at.warning  # the link is clean: no "there is no collection `Acme`"
+    # the same link opened again (a new session), then a hit's chunk keeps both scopes
+    at = _explore(q="okra", mode="keyword", scope=["Acme,Inc", "Acme Inc/Sub Dir"])
+    assert at.multiselect(key="scopes").value == ["Acme,Inc", "Acme Inc/Sub Dir"] and not at.warning
+    assert _panel(at, "search_chunks")[1]["count"] == 2
+    next(b for b in at.button if b.label == "Open chunk").click().run()
+    assert at.title[0].value == "Chunk" and at.query_params["scope"] == ["Acme,Inc", "Acme Inc/Sub Dir"]
+    # a link of older versions (paths joined by ',') still opens; a quoted namespace token names spaces
+    at = _explore(q="okra", mode="keyword", scope="Other,Acme Inc/Sub Dir")
+    assert at.multiselect(key="scopes").value == ["Other", "Acme Inc/Sub Dir"] and not at.warning
+    at = _explore(q='namespace:"Acme Inc/Sub Dir" okra', mode="keyword", scope="Nope")
+    assert any("no collection `Nope`" in w.value for w in at.warning)
+    shown = _panel(at, "search_chunks")[1]
+    assert shown["collections"] == ["Acme Inc/Sub Dir"] and shown["count"] == 1
+
+
 # -- retrieval testing (issue 13) ---------------------------------------------------------
 def _all_panels(at: AppTest, tool: str) -> list[tuple[dict, dict]]:
     blocks = _codes(at, "json")
