@@ -23,12 +23,16 @@ import streamlit as st
 
 from engine.tools import REGISTRY
 
-__all__ = ["PARAMS", "REPEATED", "MAX_TEXT_CHARS", "MAX_PATH_CHARS", "validate_params", "validate"]
+__all__ = ["PARAMS", "REPEATED", "MAX_TEXT_CHARS", "MAX_PATH_CHARS", "MAX_MIN_SCORE", "validate_params", "validate"]
 
 #: Longest query text a link may carry, characters.
 MAX_TEXT_CHARS = 2000
 #: Longest filePath a link may carry, characters.
 MAX_PATH_CHARS = 1024
+#: Highest ``min`` (minScore) a link may carry: the mode's own score, and keyword BM25 is
+#: unbounded (cosine stops at 1, fused RRF at ~0.033: the Explore page says when a link's
+#: threshold is above what its mode can score).
+MAX_MIN_SCORE = 10_000.0
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _search = REGISTRY["search_chunks"].schema["properties"]
@@ -159,7 +163,7 @@ PARAMS: dict[str, dict[str, Rule]] = {
     "status": {},
     "rebuild": {},
     # retrieval testing (issue 13): threshold, vector weight, compare modes, the file list
-    "explore": {**_SEARCH_PARAMS, "min": _float(0.0, 1.0, 0.0), "w": _float(0.0, 1.0, 0.5), "cmp": _flag,
+    "explore": {**_SEARCH_PARAMS, "min": _float(0.0, MAX_MIN_SCORE, 0.0), "w": _float(0.0, 1.0, 0.5), "cmp": _flag,
                 "files": _collection, "doc": _path},
     "chunk": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "full": _flag, "p": _int(1, None, None)},
     "source": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "p": _int(1, None, None),

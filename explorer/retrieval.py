@@ -2,7 +2,8 @@
 breakdown, the side-by-side mode comparison and a collection's file list.
 
 Owns: how the page's scope choice ("All collections" or a multi-select) becomes
-the ``scope`` argument and the ``scope`` deep-link parameter; the one-line
+the ``scope`` argument and the ``scope`` deep-link parameter; the threshold
+slider's range per mode (``score_scale``: cosine, BM25, fused RRF); the one-line
 score breakdown of a hybrid hit; the comparison of one query in vector,
 keyword and hybrid mode (three ``search``/``search_chunks`` calls); the file
 list of a collection (``list_documents``) with a document node
@@ -13,14 +14,17 @@ registry only through ``explorer.widgets``; no SQL, no store access.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import streamlit as st
+
+from engine.search import RRF_K
 
 from explorer import widgets
 from explorer.table import table
 
-__all__ = ["ALL", "COMPARED_MODES", "scope_param", "scope_paths", "scope_from_param", "scope_argument", "breakdown",
+__all__ = ["ALL", "COMPARED_MODES", "ScoreScale", "SCORE_SCALES", "HYBRID_TOP", "score_scale", "scope_param", "scope_paths", "scope_from_param", "scope_argument", "breakdown",
            "compare_modes", "file_list", "show"]
 
 #: The ``scope`` value (and deep-link parameter) meaning every collection.
@@ -78,6 +82,40 @@ def scope_argument(value: str | list[str] | None) -> str | list[str] | None:
     if not paths:
         return None
     return paths[0] if len(paths) == 1 else paths
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreScale:
+    """The threshold slider of one ranking mode: 0..``top`` in steps of ``step`` (the mode's
+    own score units), shown with ``fmt``; ``bounded``: no score can pass ``top``."""
+
+    mode: str
+    top: float
+    step: float
+    fmt: str
+    bounded: bool
+    meaning: str
+
+
+#: The highest fused score: a chunk first in both lists, ``2w/(k+1) + 2(1-w)/(k+1)``.
+HYBRID_TOP = 2.0 / (RRF_K + 1)
+#: mode -> its threshold slider (keyword BM25 is unbounded: its top is only the slider's end).
+SCORE_SCALES = {
+    "vector": ScoreScale("vector", 1.0, 0.01, "%.2f", True, "cosine similarity, at most 1"),
+    "keyword": ScoreScale("keyword", 25.0, 0.1, "%.1f", False,
+                          "BM25, unbounded (typically 2-20 for a few words; more for long queries)"),
+    "hybrid": ScoreScale("hybrid", round(HYBRID_TOP, 4), 0.0005, "%.4f", True,
+                         f"fused reciprocal rank, at most 2/({RRF_K}+1) = {HYBRID_TOP:.4f}"),
+}
+
+
+def score_scale(mode: str | None, resolve: Callable[[], str] | None = None) -> ScoreScale:
+    """The threshold slider for a search mode. ``auto`` runs hybrid or keyword (the engine
+    decides: a provider and vectors for its model); ``resolve()`` answers which, or without
+    it auto is scaled as hybrid."""
+    if mode == "auto" or mode not in SCORE_SCALES:
+        mode = resolve() if resolve is not None else "hybrid"
+    return SCORE_SCALES.get(mode or "hybrid", SCORE_SCALES["hybrid"])
 
 
 def breakdown(hit: dict[str, Any], score_kind: str | None) -> str | None:

@@ -265,7 +265,7 @@ def test_all_collections_is_scope_star(app, sample_engine):
 def test_weight_and_threshold_sliders_are_tool_arguments_and_hits_show_the_breakdown(app, sample_engine):
     at = app("explore", q=QUERY, scope=SAMPLE_COLLECTION, mode="hybrid")
     at.slider(key="w").set_value(0.8)
-    at.slider(key="min").set_value(0.01)
+    at.slider(key="min_hybrid").set_value(0.01)
     next(b for b in at.button if b.label == "Search").click().run()
     assert not at.exception, at.exception
     call, shown = _panel(at, "search_chunks")
@@ -275,6 +275,39 @@ def test_weight_and_threshold_sliders_are_tool_arguments_and_hits_show_the_break
     captions = _texts(at.caption)
     assert "fused (rrf)" in captions and ("vector " in captions and "keyword " in captions)
     assert all(h["score"] >= 0.01 for h in shown["hits"])
+
+
+def test_the_threshold_slider_fits_the_score_of_the_mode(app, sample_engine):
+    """trial6 #12: keyword BM25 thresholds above 1 can be set (slider and link), hybrid's slider
+    spans the fused RRF range, vector's the cosine; a mode change resets the threshold."""
+    from explorer.retrieval import HYBRID_TOP
+
+    at = app("explore", q="population capital", scope=SAMPLE_COLLECTION, mode="keyword", min="5")
+    assert not at.warning  # no "clamped to 1"
+    slider = at.slider(key="min_keyword")
+    assert slider.value == 5.0 and slider.max >= 20 and slider.step == 0.1
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["minScore"] == 5.0 and shown["searched"] and shown["count"] > 0
+    assert all(h["score"] >= 5.0 for h in shown["hits"])
+    assert shown == call_tool(sample_engine, "search_chunks", call["arguments"])
+    at.slider(key="min_keyword").set_value(9.5)
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert at.query_params["min"] == "9.5" and _panel(at, "search_chunks")[0]["arguments"]["minScore"] == 9.5
+    # to hybrid: the BM25 threshold means nothing for fused scores: reset, slider in RRF units
+    at.segmented_control(key="mode").set_value("hybrid")
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert not at.exception, at.exception
+    assert "min" not in at.query_params and any("threshold was reset" in c.value for c in at.caption)
+    slider = at.slider(key="min_hybrid")
+    assert slider.max == round(HYBRID_TOP, 4) and abs(HYBRID_TOP - 2 / 61) < 1e-12 and slider.step == 0.0005
+    assert "minScore" not in _panel(at, "search_chunks")[0]["arguments"]
+    # auto on an index with vectors runs hybrid: the same scale; vector: cosine 0..1
+    assert app("explore", q=QUERY, scope=SAMPLE_COLLECTION).slider(key="min_hybrid").max == round(HYBRID_TOP, 4)
+    assert app("explore", q=QUERY, scope=SAMPLE_COLLECTION, mode="vector").slider(key="min_vector").max == 1.0
+    # a link above what the mode can score says so
+    at = app("explore", q=QUERY, scope=SAMPLE_COLLECTION, mode="hybrid", min="5")
+    assert any("above the highest hybrid score" in w.value for w in at.warning)
+    assert _panel(at, "search_chunks")[1]["count"] == 0
 
 
 def test_compare_modes_runs_each_mode_and_marks_what_each_found(app, sample_engine):
