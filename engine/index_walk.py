@@ -288,7 +288,8 @@ class WalkPass:
 
     def _settle(self, coll: Collection, scan: _Scan, summary: dict) -> None:
         """Stored documents not (re)indexed from this walk: stale with the reason
-        when the file exists but cannot be read; removed only when it is gone."""
+        when the file exists but cannot be read; removed only when it is gone (ENOENT,
+        or a folder now stands at its path: the file it was is gone)."""
         cp = coll.collection_path
         hashed = {f.file_path: f for f in scan.files}
         key = self.settings.settings_key
@@ -302,19 +303,21 @@ class WalkPass:
                     # the hash gate's answer from this row: TextPass._is_current reads no row again
                     self._current.add((cp, f.file_path))
                 continue
-            why = scan.stale.get(fp) or next(
+            why = None if fp in scan.blocked else scan.stale.get(fp) or next(
                 (v for d, v in scan.blocked.items() if fp.startswith(d + "/")), None)
-            if why is None:
+            gone = fp in scan.blocked  # a folder now stands where the file was (one it cannot enter)
+            if why is None and not gone:
                 try:  # lstat: the entry itself, no symlink followed
-                    os.lstat(os.path.join(coll.root, os_name(fp)))
+                    gone = stat.S_ISDIR(os.lstat(os.path.join(coll.root, os_name(fp))).st_mode)  # now a folder
                     why = ("unreadable", "the file exists but the walk did not reach it")
                 except OSError as e:
-                    if read_code(e) == "gone":
-                        self._retrying(lambda: self.store.remove_document(cp, fp))
-                        summary["removed"] += 1
-                        summary["counts"]["removed"] += 1
-                        continue
+                    gone = read_code(e) == "gone"
                     why = ("unreadable", f"cannot stat: {e.strerror or e}")
+            if gone:  # the file is gone (ENOENT, or a folder of the same name replaced it)
+                self._retrying(lambda: self.store.remove_document(cp, fp))
+                summary["removed"] += 1
+                summary["counts"]["removed"] += 1
+                continue
             self._mark_stale(doc, *why)
             if fp in scan.stale:  # the walk counted it skipped: a kept document is stale only (one class)
                 self._unskip(summary, cp, fp)

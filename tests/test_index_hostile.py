@@ -253,6 +253,42 @@ def test_a_root_that_cannot_be_listed_lists_every_document_stale_and_status_says
     assert st["failures"] == []
 
 
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_file_replaced_by_a_folder_of_the_same_name_is_removed(tree, closed):
+    """trial6 #13: a folder at a document's path means its file is gone: the document goes
+    (it was kept stale forever, "the file exists but the walk did not reach it"); the folder's
+    own files are indexed, or, for a folder that cannot be entered, it is skipped."""
+    root = tree / "gate"
+    root.mkdir()
+    (root / "b.txt").write_text("file becomes dir zqfolded", "utf-8")
+    (root / "c.txt").write_text("a file that stays", "utf-8")
+    db = tree / "index.db"
+    _cli(db, "collections", "add", "G", str(root))
+    assert _cli(db, "index").returncode == 0
+    (root / "b.txt").unlink()
+    (root / "b.txt").mkdir()
+    (root / "b.txt" / "inner.txt").write_text("inner words", "utf-8")
+    if closed:
+        (root / "b.txt").chmod(0)
+    r = _cli(db, "index", "--json", drop_caps=True)
+    assert "Traceback" not in r.stderr, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["removed"] == 1 and summary["stale"] == [], summary["stale"]
+    skipped = {f["filePath"]: f["code"] for f in summary["skippedFiles"]}
+    assert skipped == ({"b.txt": "unreadable"} if closed else {})
+    assert summary["indexed"] == (0 if closed else 1)
+    again = json.loads(_cli(db, "index", "--json", drop_caps=True).stdout)
+    assert again["removed"] == 0 and again["stale"] == []
+    hits = json.loads(_cli(db, "search-chunks", "zqfolded", "--scope", "G", "--mode", "keyword").stdout)
+    assert hits["count"] == 0
+    chunk = json.loads(_cli(db, "get-chunk", "G", "b.txt", "0").stdout)
+    assert chunk["found"] is False
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert not [f for f in st["failures"] if f["filePath"] == "b.txt"]
+    docs = {d["filePath"] for d in json.loads(_cli(db, "documents", "G").stdout)["documents"]}
+    assert docs == ({"c.txt"} if closed else {"c.txt", "b.txt/inner.txt"})
+
+
 # -- names that are not UTF-8, NUL bytes ----------------------------------------------------------
 def test_a_name_that_is_not_utf8_is_indexed_and_the_tools_accept_it_back(tmp_path):
     root = tmp_path / "root"
