@@ -26,7 +26,7 @@ import pytest
 
 import engine.extract
 from engine.config import Settings
-from engine.errors import IndexBusyError, TooLargeError, ExtractError, REASON_CODES
+from engine.errors import ERROR_CODES, IndexBusyError, TooLargeError, ExtractError, REASON_CODES
 from engine.extract.limits import check_docx
 from engine.index import Indexer
 from engine.model import Collection
@@ -510,6 +510,31 @@ def test_a_held_writer_lock_is_retried_then_the_run_stops_cleanly_with_its_summa
     assert st["lastRun"]["status"] == "stopped" and st["lastRun"]["runId"] == summary["runId"]
     ok = _cli(db, "index", "--json")
     assert ok.returncode == 0 and json.loads(ok.stdout)["indexed"] == 1
+
+
+def test_a_second_index_run_while_one_holds_the_lock_prints_an_index_busy_envelope(tmp_path):
+    """trial6 #14: ``chunknav index --json`` refused by a run in progress prints a JSON envelope
+    (``error: index-busy``) on stdout, the reason on stderr, exit 1, and changes nothing."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("words", "utf-8")
+    db = tmp_path / "index.db"
+    _cli(db, "collections", "add", "W", str(root))
+    store = SqliteStore(str(db))
+    try:
+        with store.index_lock():  # what a running `chunknav index` holds (flock on <db>.lock)
+            r = _cli(db, "index", "--json", env=_env(CHUNKNAV_LOCK_WAIT_S="1"))
+            human = _cli(db, "index")
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        env = json.loads(r.stdout)
+        assert env["error"] == "index-busy" and env["status"] == "refused"
+        assert "already in progress" in env["message"] and str(db) in env["message"]
+        assert env["error"] in ERROR_CODES  # declared in engine/errors.py
+        assert "already in progress" in r.stderr
+        assert human.returncode == 1 and human.stdout == "" and "already in progress" in human.stderr
+        assert store.last_run() is None and store.documents("W") == []  # nothing started
+    finally:
+        store.close()
 
 
 # -- cancel, kill, exit codes, records ----------------------------------------------------------------
