@@ -48,6 +48,8 @@ def human_index(s: dict) -> str:
         lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")
     if s.get("status") == "cancelled":
         lines.append("run cancelled at a file boundary: everything above is committed; run again to finish")
+    elif s.get("cancelRequested"):
+        lines.append(f"note: {s.get('message')}")
     err = s.get("embedError")
     if err:
         lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}"

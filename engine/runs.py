@@ -23,8 +23,10 @@ There is no top-level ``skipped``: files skipped with a reason are
 top-level ``skipped`` that meant ``unchanged``; readers fall back to it only
 when ``unchanged`` is missing (``unchanged_of``).
 
-``status``: ``running`` (saved at the start), ``finished``, ``cancelled``
-(a cancel request stopped it at a file boundary), ``stopped`` (``error``
+``status``: ``running`` (saved at the start), ``finished`` (with
+``cancelRequested: true`` and a ``message`` when the cancel request came
+while the last file or embedding batch was read: no boundary was left),
+``cancelled`` (a cancel request stopped it at a file boundary, work left), ``stopped`` (``error``
 says why, e.g. ``store-busy``); ``run_outcome`` adds ``interrupted``.
 Each file list entry is ``{"collectionPath", "filePath", "code", "reason"}``
 (``reason`` the message for people). A ``rootErrors`` entry is

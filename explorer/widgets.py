@@ -334,6 +334,9 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary", roots: bool =
         st.caption(f"Run **{summary.get('status', 'finished')}** · " + " · ".join(
             f"{k}: {counts.get(k, 0)}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
                                                  "stale", "removed")))
+    if summary.get("cancelRequested") and summary.get("status") == "finished":
+        st.info(summary.get("message") or "A stop was requested during the last file: nothing was left to do.",
+                icon=":material/info:")
     if summary.get("status") in ("cancelled", "interrupted", "stopped"):
         st.warning(summary.get("message") or (summary.get("error") or {}).get("message")
                    or f"The run was {summary['status']}: what it committed is kept; run again to finish.")

@@ -609,6 +609,51 @@ def test_sigterm_and_ctrl_c_cancel_a_cli_run_cleanly(tmp_path, sig):
     assert st["lastRun"]["status"] == "cancelled" and st["documents"] == summary["indexed"]
 
 
+def _big_text(path: Path, mib: int = 64) -> None:
+    """One text file of ``mib`` MiB (a 1 MiB block of words repeated): seconds of extraction."""
+    words = [f"w{i:04d}x" for i in range(4000)]
+    block = "\n".join(" ".join(words[(j * 37 + k) % 4000] for k in range(100)) for j in range(1500))
+    block = (block + "\n") * max(1, (1 << 20) // (len(block) + 1))
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(mib):
+            f.write(block)
+
+
+@pytest.mark.parametrize("after", [0, 20])
+def test_ctrl_c_during_a_big_file_is_cancelled_when_files_remain_and_said_when_none_do(tmp_path, after):
+    """trial6 #15: SIGINT while a big file is extracted: the file is finished (the boundary);
+    with files left the run is recorded ``cancelled`` with its counts (exit 1); with none left it
+    is ``finished`` with ``cancelRequested`` and a message saying the stop came during the last file."""
+    root = tmp_path / "root"
+    root.mkdir()
+    _big_text(root / "a-big.txt")
+    for i in range(after):
+        (root / f"b{i:03d}.txt").write_text(f"a small file {i} after the big one", "utf-8")
+    db = tmp_path / "index.db"
+    _cli(db, "collections", "add", "C", str(root))
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "--db", str(db), "index", "--json"], cwd=REPO,
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_running(db, proc, documents=0)
+    time.sleep(0.5)  # walked and hashed (~0.05 s): now inside the big file's extraction
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    assert "stopping at the next file boundary" in err
+    summary = json.loads(out)
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert summary["indexed"] >= 1  # the interrupted file itself is finished and kept
+    if after:
+        assert proc.returncode == 1 and summary["status"] == "cancelled"
+        assert summary["counts"]["indexed"] == summary["indexed"] < 1 + after
+        assert st["lastRun"]["status"] == "cancelled" and st["documents"] == summary["indexed"]
+    else:
+        assert proc.returncode == 0 and summary["status"] == "finished" and summary["cancelRequested"] is True
+        assert "stop was requested while the last file was being read or written" in summary["message"]
+        assert st["lastRun"]["cancelRequested"] is True and "last file" in st["lastRun"]["message"]
+        human = _cli(db, "status").stdout
+        assert "last run: finished" in human and "stop was requested while the last file" in human
+
+
 def test_a_killed_run_shows_as_interrupted_and_the_next_run_carries_on(tmp_path):
     root = tmp_path / "root"
     _many_files(root, 500)
