@@ -356,9 +356,8 @@ def root_errors(summary: dict[str, Any] | None) -> None:
     """One error box per collection root the run could not list (``rootErrors``: which
     collection, its root, the code and why; its documents are kept, listed stale)."""
     for r in (summary or {}).get("rootErrors") or []:
-        st.error(f"**Collection `{r['collectionPath']}`: its root `{r['root']}` could not be listed** "
-                 f"(`{r['code']}`): {r['reason']}. Its documents stay searchable, listed as stale.",
-                 icon=":material/folder_off:")
+        st.error(f"**Collection `{r['collectionPath']}`** (`{r['code']}`): {r['reason']}. They stay searchable; "
+                 "the next run that can list the root reads them again.", icon=":material/folder_off:")
 
 
 # -- sources and page images ---------------------------------------------------------

@@ -615,7 +615,7 @@ def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
     at = AppTest.from_file(APP, default_timeout=90).run()
     at.switch_page(PAGE["status"]).run()
     assert not at.exception, at.exception
-    errors = [e.value for e in at.error if "could not be listed" in e.value]
+    errors = [e.value for e in at.error if "cannot be listed" in e.value]
     assert len(errors) == 1 and "`Small`" in errors[0] and str(root) in errors[0] and "root-missing" in errors[0]
     assert any("Files not indexed (2)" in m.value for m in at.subheader)
     shown = "\n".join(t.value for t in at.markdown)
