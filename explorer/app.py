@@ -32,7 +32,7 @@ import streamlit as st  # noqa: E402
 
 from engine.runs import unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
-from explorer import access, links, state, widgets  # noqa: E402
+from explorer import access, links, run_views, state, widgets  # noqa: E402
 
 install_log_redaction()  # engine.secrets: no log line carries a configured secret
 st.set_page_config(page_title="chunknav explorer", page_icon=state.ICON, layout="wide")
@@ -77,7 +77,7 @@ def _sidebar_job_live() -> None:
     if snap["status"] != "running":
         st.rerun(scope="app")  # the run ended: redraw the whole view once, stop polling
     st.markdown("**Indexing…**")
-    widgets.job_progress(snap)
+    run_views.job_progress(snap)
 
 
 def _sidebar_job() -> None:

@@ -105,6 +105,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.cli_views",  # start: the CLI's human views, split out of engine.cli
     "engine.store.vector_top",  # vec: the best k of a scan, with less work
     "engine.store.term_scores",  # session 5: the any-term pass from per-term BM25 lists
+    "explorer.run_views",  # session 6: index run and Status views, split out of explorer.widgets
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)
