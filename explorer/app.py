@@ -86,8 +86,11 @@ def _sidebar_job() -> None:
         _sidebar_job_live()
     elif snap["status"] == "done" and snap.get("summary"):
         s = snap["summary"]
+        roots = len(s.get("rootErrors") or [])
         st.caption(f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
-                   f"{len(s.get('failed') or [])} failed, {s.get('seconds', 0)} s")
+                   f"{len(s.get('failed') or [])} failed, "
+                   + (f"{roots} collection root{'' if roots == 1 else 's'} not listed, " if roots else "")
+                   + f"{s.get('seconds', 0)} s")
 
 
 with st.sidebar:

@@ -620,6 +620,12 @@ def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
     assert any("Files not indexed (2)" in m.value for m in at.subheader)
     shown = "\n".join(t.value for t in at.markdown)
     assert "minimal\\-document\\.pdf" in shown and "root\\-missing" in shown  # Markdown-escaped cells
+    # a run from the Rebuild page says the same, and so does the sidebar
+    at.switch_page(PAGE["rebuild"]).run()
+    at.button(key="reindex").click().run()
+    _wait_for_run(at)
+    assert any("`Small`" in e.value and "cannot be listed" in e.value for e in at.error)
+    assert any("1 collection root not listed" in c.value for c in at.sidebar.caption)
 
 
 def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
