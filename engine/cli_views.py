@@ -24,7 +24,9 @@ def human_index(s: dict) -> str:
         f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
         f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
         f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
-        f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
+        f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed"
+        + (f", {len(s['rootErrors'])} collection root{'' if len(s['rootErrors']) == 1 else 's'} not listed"
+           if s.get("rootErrors") else ""),
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
         + (f", truncated {s['truncated']}" if s.get("truncated") else "")
         + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),

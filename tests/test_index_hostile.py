@@ -236,6 +236,10 @@ def test_a_root_that_cannot_be_listed_lists_every_document_stale_and_status_says
     assert f"({want} at the last run)" in next(ln for ln in human.stdout.splitlines() if ln.strip().startswith("V "))
     assert "finished with failures" in human.stdout and "1 collection root not listed" in human.stdout
     assert f"stale   V/a.txt: {want}:" in human.stdout
+    out = _cli(db, "index", drop_caps=True)
+    assert out.returncode == 1 and "1 kept stale" not in out.stdout and "2 kept stale" in out.stdout
+    assert "0 removed, 1 collection root not listed" in out.stdout.splitlines()[0]
+    assert f"  root    V <- {root}: {want}: collection root {root} cannot be listed" in out.stdout
     # a second run changes nothing; the root back: every document is current again
     again = json.loads(_cli(db, "index", "--json", drop_caps=True).stdout)
     assert {f["filePath"] for f in again["stale"]} == {"a.txt", "sub/b.txt"}
