@@ -141,13 +141,16 @@ def show(rows: list[dict[str, Any]]) -> None:
     table(rows)
 
 
-def compare_modes(tool: str, arguments: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+def compare_modes(tool: str, arguments: dict[str, Any],
+                  threshold_mode: str | None = None) -> dict[str, dict[str, Any] | None]:
     """Run the same search in each of ``COMPARED_MODES`` and show which hits each found.
 
     Args:
         tool: ``search`` or ``search_chunks``.
         arguments: the page's search arguments; ``mode`` is replaced per column
             (``vectorWeight`` is kept for hybrid only).
+        threshold_mode: the mode whose score ``minScore`` is in (``score_scale``); the
+            other columns run without it (a BM25 threshold means nothing for cosine or RRF).
 
     Returns:
         mode -> envelope (None when the arguments were refused).
@@ -159,6 +162,8 @@ def compare_modes(tool: str, arguments: dict[str, Any]) -> dict[str, dict[str, A
         args = {**arguments, "mode": mode}
         if mode != "hybrid":
             args.pop("vectorWeight", None)
+        if mode != threshold_mode:
+            args.pop("minScore", None)
         with col:
             st.markdown(f"**{mode}**")
             env = widgets.run_tool(tool, args, label=f"{mode}: this maps to a tool call")

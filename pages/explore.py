@@ -101,7 +101,9 @@ if query:
     widgets.tool_call_panel(tool, args, envelope)
     if state.qp_get("cmp") == "1":
         st.subheader("Compare modes")
-        retrieval.compare_modes(tool, {k: v for k, v in args.items() if k != "mode"})
+        if "minScore" in args:
+            st.caption(f"The threshold is on the {scale.mode} score: only that column applies it.")
+        retrieval.compare_modes(tool, {k: v for k, v in args.items() if k != "mode"}, threshold_mode=scale.mode)
 else:
     st.caption("Type a query. Pick collections (or All collections), or put `namespace:<collectionPath>` "
                "in the query.")

@@ -325,6 +325,18 @@ def test_compare_modes_runs_each_mode_and_marks_what_each_found(app, sample_engi
                          for line in lines)
 
 
+def test_compare_modes_applies_the_threshold_only_to_the_mode_it_is_in(app, sample_engine):
+    """trial6 #12: a keyword (BM25) threshold is not applied to the vector and hybrid columns."""
+    at = app("explore", q="population capital countries", scope=SAMPLE_COLLECTION, mode="keyword", min="5", cmp="1")
+    assert not at.exception, at.exception
+    panels = _all_panels(at, "search_chunks")
+    by_mode = {c["arguments"]["mode"]: (c, e) for c, e in panels[1:]}
+    assert by_mode["keyword"][0]["arguments"]["minScore"] == 5.0
+    assert "minScore" not in by_mode["vector"][0]["arguments"] and "minScore" not in by_mode["hybrid"][0]["arguments"]
+    assert by_mode["hybrid"][1]["count"] > 0 and by_mode["vector"][1]["count"] > 0
+    assert any("only that column applies it" in c.value for c in at.caption)
+
+
 def test_files_list_documents_with_node_and_chunk_link(app, sample_engine):
     at = app("explore")
     call, shown = _panel(at, "list_documents")
