@@ -183,6 +183,41 @@ def test_a_missing_root_keeps_every_document(tmp_path):
     store.close()
 
 
+def test_stale_marks_of_a_vanished_root_touch_only_the_document_rows(store, tmp_path):
+    """A root that vanished marks every document stale without rewriting its text and chunks
+    (``set_document_metadata``: one row each; a rewrite cost as much as indexing again), on
+    SQLite and Postgres; the root back clears the marks the same way."""
+    root = tmp_path / "share"
+    root.mkdir()
+    for i in range(3):
+        (root / f"f{i}.txt").write_text(f"file {i} zqshare " + "words " * 400, "utf-8")
+    settings = _settings(tmp_path)
+    store.add_collection(Collection("S", str(root)))
+    Indexer(store, settings).run()
+
+    def rows() -> dict:
+        if hasattr(store, "path"):  # SQLite: the rowids too (a rewrite gives new ones)
+            with sqlite3.connect(store.path) as raw:
+                return {"rowids": raw.execute("SELECT group_concat(rowid) FROM chunks").fetchone()[0],
+                        "gen": raw.execute("SELECT value FROM meta WHERE key = 'chunks_gen'").fetchone()[0]}
+        return {fp: [(c.chunk_id, c.chunk_text) for c in store.chunks("S", fp)]
+                for fp in ("f0.txt", "f1.txt", "f2.txt")}
+
+    before = rows()
+    root.rename(tmp_path / "share-away")
+    summary = Indexer(store, settings).run()
+    assert {f["filePath"] for f in summary["stale"]} == {"f0.txt", "f1.txt", "f2.txt"}
+    assert all(store.get_document("S", fp).metadata["stale"]["code"] == "root-missing"
+               for fp in ("f0.txt", "f1.txt", "f2.txt"))
+    assert rows() == before
+    assert len(store.search_keyword("zqshare", ["S"], 5)) == 3  # still searchable
+    (tmp_path / "share-away").rename(root)
+    summary = Indexer(store, settings).run()
+    assert summary["stale"] == [] and summary["counts"]["unchanged"] == 3
+    assert not any((store.get_document("S", f"f{i}.txt").metadata or {}).get("stale") for i in range(3))
+    assert rows() == before
+
+
 @pytest.mark.parametrize("how", ["vanished", "not-a-folder", "unreadable"])
 def test_a_root_that_cannot_be_listed_lists_every_document_stale_and_status_says_which_and_why(tree, how):
     """trial6 #7: the documents of a vanished or unreadable root are stale with the root's reason;
