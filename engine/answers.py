@@ -11,7 +11,8 @@ argparse); raises nothing past ``engine.tools.call_tool`` (which converts
 from __future__ import annotations
 
 import logging
-from typing import Any
+import unicodedata
+from typing import Any, Callable
 
 from engine import envelopes as E
 from engine.errors import PathEscapeError
@@ -145,6 +146,50 @@ def tool_search_chunks(engine: Engine, query: str, scope: str | list[str] | None
                                                  min_score=minScore, vector_weight=vectorWeight), False)
 
 
+def _other_forms(name: str) -> list[str]:
+    """``name`` in NFC and in NFD where that differs from ``name`` (no duplicates, NFC first);
+    [] for ASCII, which both forms leave alone."""
+    if name.isascii():
+        return []
+    out: list[str] = []
+    for form in ("NFC", "NFD"):
+        alt = unicodedata.normalize(form, name)
+        if alt != name and alt not in out:
+            out.append(alt)
+    return out
+
+
+def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str, str | None]:
+    """``(name to use, message)``: ``name`` when it exists as given (the exact match first);
+    else the one of its other normalisation forms (NFC, NFD) that exists, so a file named
+    in NFD (macOS, SMB shares) is found by the NFC name that looks the same, and the other
+    way round. Two that exist are different files: ``name`` is kept and the message names
+    them (never a guess); none: ``name`` and None."""
+    if exists(name):
+        return name, None
+    found = [alt for alt in _other_forms(name) if exists(alt)]
+    if len(found) == 1:
+        return found[0], None
+    if found:
+        return name, (f"{name!r} is not indexed as written; {len(found)} different {what}s look the same "
+                      f"({', '.join(repr(f) for f in found)}: NFC and NFD forms): give one exactly")
+    return name, None
+
+
+def _indexed_names(engine: Engine, collection_path: str, file_path: str) -> tuple[str, str, str | None]:
+    """``(collectionPath, filePath, message)`` of the indexed document meant by the two names:
+    each exact when indexed so, else in its other Unicode normalisation form (``_one_form``);
+    message when two different ones match. ASCII names are returned as they are (no lookup)."""
+    if collection_path.isascii() and file_path.isascii():
+        return collection_path, file_path, None
+    store = engine.store
+    coll, msg = _one_form(collection_path, lambda c: store.get_collection(c) is not None, "collection")
+    if msg:
+        return collection_path, file_path, msg
+    fp, msg = _one_form(file_path, lambda f: store.get_document(coll, f) is not None, "file")
+    return coll, fp, msg
+
+
 def _check_file_path(engine: Engine, collection_path: str, file_path: str) -> str | None:
     """A message when ``file_path`` escapes the collection root, else None."""
     coll = engine.store.get_collection(collection_path)
@@ -170,6 +215,11 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     escape = _check_file_path(engine, collectionPath, filePath)
     if escape:
         out.update(totalChunks=0, error="path-escape", message=escape)
+        return out  # type: ignore[return-value]
+    collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
+    out.update(collectionPath=collectionPath, filePath=filePath)
+    if ambiguous:
+        out.update(totalChunks=0, message=ambiguous)
         return out  # type: ignore[return-value]
     chunk, total = engine.search.get_chunk(collectionPath, filePath, chunkIndex)
     out["totalChunks"] = total
@@ -245,7 +295,19 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     if escape:
         out.update(error="path-escape", message=escape)
         return out  # type: ignore[return-value]
+    collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
+    out.update(collectionPath=collectionPath, filePath=filePath)
+    if ambiguous:
+        out["message"] = ambiguous
+        return out  # type: ignore[return-value]
     doc = engine.store.get_document(collectionPath, filePath)
+    limit = READ_LIMIT_DEFAULT if limit is None else limit
+    page = None if doc is None or doc.status != "indexed" else _page_from_chunks(engine.store, doc, offset, limit)
+    if page is not None:  # a long document: the page from its chunks, not the whole text
+        end = min(doc.text_length, offset + limit)
+        out.update(found=True, documentPath=document_path(collectionPath, filePath), totalLength=doc.text_length,
+                   text=page, nextOffset=end if end < doc.text_length else None)
+        return out  # type: ignore[return-value]
     text = None if doc is None or doc.status != "indexed" else engine.store.document_text(collectionPath, filePath)
     if text is None:
         if doc is None:
@@ -253,21 +315,89 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
         else:
             _no_text(out, doc)
         return out  # type: ignore[return-value]
-    limit = READ_LIMIT_DEFAULT if limit is None else limit
     end = min(len(text), offset + limit)
     out.update(found=True, documentPath=document_path(collectionPath, filePath), totalLength=len(text),
                text=text[offset:end], nextOffset=end if end < len(text) else None)
     return out  # type: ignore[return-value]
 
 
+#: Documents of at least this many characters are paged from their chunks (``_page_from_chunks``);
+#: a shorter one is read whole (one row, ~1 ms per million characters).
+READ_FROM_CHUNKS_CHARS = 1_000_000
+#: Longest page read from chunks, characters (~2,400 chunk reads at the default size); a longer
+#: page reads the whole text, which is then about as cheap.
+READ_FROM_CHUNKS_MOST = 2_000_000
+
+
+def _page_from_chunks(store, doc, offset: int, limit: int) -> str | None:
+    """``text[offset:offset + limit]`` of a long indexed document, built from the chunks that
+    overlap it (found by a binary search over ``chunk_index``: the windows are in text order,
+    each ``chunk_text == text[start:end]``, every character in at least one), so paging a
+    200 MB document reads a few rows instead of its whole text (trial6 #17).
+
+    Returns:
+        The page, exactly the slice of the stored text; None to read the whole text instead:
+        a document shorter than ``READ_FROM_CHUNKS_CHARS``, a page longer than
+        ``READ_FROM_CHUNKS_MOST``, or anything that does not add up (a gap between chunks, a
+        chunk whose text is not ``end - start`` long, a last chunk not ending at
+        ``text_length``, or the document replaced while its chunks were read).
+    """
+    total, n = doc.text_length, doc.chunk_count
+    if total < READ_FROM_CHUNKS_CHARS or n <= 0 or limit > READ_FROM_CHUNKS_MOST:
+        return None
+    key = (doc.collection_path, doc.file_path)
+    last = store.get_chunk(*key, n - 1)
+    if last is None or last.end != total:
+        return None
+    end = min(total, offset + limit)
+    if offset >= end:
+        return ""
+    lo, hi = 0, n - 1  # the first chunk ending after offset
+    while lo < hi:
+        mid = (lo + hi) // 2
+        c = store.get_chunk(*key, mid)
+        if c is None:
+            return None
+        if c.end > offset:
+            hi = mid
+        else:
+            lo = mid + 1
+    pieces, pos, i = [], offset, lo
+    while pos < end:
+        c = last if i == n - 1 else store.get_chunk(*key, i)
+        if c is None or c.start > pos or len(c.chunk_text) != c.end - c.start:
+            return None
+        stop = min(c.end, end)
+        pieces.append(c.chunk_text[pos - c.start:stop - c.start])
+        pos, i = stop, i + 1
+        if pos < end and i >= n:
+            return None
+    now = store.get_document(*key)
+    if now is None or (now.content_hash, now.indexed_at, now.chunk_count, now.text_length) != (
+            doc.content_hash, doc.indexed_at, n, total):
+        return None
+    return "".join(pieces)
+
+
 def _find_document(engine: Engine, doc_path: str):
-    coll, sep, _ = doc_path.rpartition("/_Documents/")
+    """The document whose node path is ``doc_path``, or None.
+
+    The exact node path first. Else a file named in one Unicode normalisation form
+    (NFD from macOS or an SMB share) is found by the node path of the other (NFC) name
+    that looks the same, and a collection part in the other form is tried the same way
+    (``_other_forms``); only when exactly one document matches so (never a guess)."""
+    coll, sep, _slug = doc_path.rpartition("/_Documents/")
     if not sep:
         return None
-    for d in engine.store.documents(coll):
+    colls = [coll] + _other_forms(coll)
+    docs = [d for name in colls for d in engine.store.documents(name)]
+    for d in docs:
         if document_path(d.collection_path, d.file_path) == doc_path:
             return d
-    return None
+    found = [d for d in docs if any(document_path(c, f) == doc_path
+                                    for c in [d.collection_path] + _other_forms(d.collection_path)
+                                    for f in [d.file_path] + _other_forms(d.file_path))]
+    return found[0] if len(found) == 1 else None
 
 
 def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:

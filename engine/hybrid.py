@@ -86,6 +86,68 @@ class HybridRanking:
                                           e.get("keyword_score"), e.get("keyword_rank")))
         return out
 
+    def _per_file_hybrid(self, text: str, collections: list[str] | None, limit: int, embedder,
+                         weight: float, min_score: float | None) -> list[RankedChunk] | None:
+        """The ``search`` tool's hybrid hits (one per file) over the store's row ids, reading only
+        the rows it returns; None when the store lacks ``chunk_files`` (or the row-id searches)
+        or a writer changed a row meanwhile (the caller then ranks with rows, the same rule).
+
+        The rule (``engine.search.ContentChunkSearch.search``): the fusion of the top ``depth``
+        chunks of each list, ``depth`` the first of ``max(limit, FUSION_DEPTH)`` x 1, 4, 16, ...
+        whose fused chunks come from ``max(limit, FUSION_DEPTH)`` files (after ``min_score``), or
+        from every file of the scope (``_scope_files``), or that is more than the lists hold;
+        each file's hit is its first fused chunk. Only the file of each fused row is read per
+        pass (``chunk_files``), the chunks of the hits once at the end.
+
+        Raises:
+            EmbedError: the provider refused, or the model's dimension changed.
+        """
+        from engine.search import FUSION_DEPTH, RRF_K, RankedChunk
+
+        store = self.store
+        files_of = getattr(store, "chunk_files", None)
+        if files_of is None or not all(hasattr(store, a) for a in ("search_vector_refs", "search_keyword_refs",
+                                                                   "chunks_at")):
+            return None
+        depth = want_files = max(limit, FUSION_DEPTH)
+        in_scope: int | None = None
+        while True:
+            vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
+            fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, RRF_K, lambda r: r)
+            where = files_of([e["chunk"] for e in fused])  # rowid -> (collectionPath, filePath, chunkId)
+            ids = {r: c for r, c, _s in vec}
+            best: dict[tuple[str, str], dict] = {}
+            for e in fused:
+                row = where.get(e["chunk"])
+                if row is None or ids.get(e["chunk"], row[2]) != row[2]:
+                    return None  # a writer changed it between ranking and reading
+                best.setdefault((row[0], row[1]), e)
+            kept = [e for e in best.values() if min_score is None or e["score"] >= min_score]
+            if len(kept) >= want_files or len(fused) < depth:
+                break  # enough files, or the lists ran out (fewer fused chunks than the depth)
+            if in_scope is None:
+                in_scope = self._scope_files(collections)
+            if 0 <= in_scope <= len(best):
+                break
+            depth *= 4
+        kept = kept[:limit]
+        rows = store.chunks_at([e["chunk"] for e in kept])
+        out = []
+        for e in kept:
+            chunk = rows.get(e["chunk"])
+            if chunk is None or chunk.chunk_id != where[e["chunk"]][2]:
+                return None
+            out.append(RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
+                                   e.get("keyword_score"), e.get("keyword_rank")))
+        return out
+
+    def _scope_files(self, collections: list[str] | None) -> int:
+        """Files holding chunks in ``collections`` (every collection when None): the store's
+        ``file_count``, or -1 when it has none (a per-file search then goes deeper until the
+        lists run out)."""
+        count = getattr(self.store, "file_count", None)
+        return int(count(collections)) if count is not None else -1
+
     def _hybrid_lists(self, text: str, collections: list[str] | None, depth: int, embedder,
                       refs: bool = False) -> tuple[list[tuple], list[tuple]]:
         """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first

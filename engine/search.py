@@ -22,6 +22,10 @@ fusion ``2w/(RRF_K + vector_rank + 1) + 2(1-w)/(RRF_K + keyword_rank + 1)``
 with ``w = vectorWeight`` (0.5: the classic unweighted RRF sum), ranks 0-based
 and a term absent when that list did not return the chunk. Chosen on the
 evaluation set (tests/data/eval_questions.json, see README "Retrieval").
+``per_file`` (the ``search`` tool) fuses at that depth and 4x deeper until the fused
+chunks come from ``max(limit, FUSION_DEPTH)`` files (or every file of the scope, or
+the lists run out): for limits up to 20 the depth does not depend on the limit, so
+more hits never reorder or rescore the first ones.
 
 Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
 (ranking the two lists, the ``chunknav-hybrid`` keyword worker pool, fusion
@@ -30,6 +34,9 @@ over the stores' row ids: ``_hybrid_lists``, ``_hybrid_by_refs``,
 ``engine.hybrid`` (``HybridRanking``, a mixin of ``ContentChunkSearch``);
 ``fuse`` here is ``_fuse_entries`` over chunks. Its tuning points
 (``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``) are that module's.
+Snippets (``make_snippet``, ``make_snippets``, ``shown_terms``) live in
+``engine.snippets`` and the query's NFKC and embedding cut in ``engine.query_text``;
+both re-exported or used here.
 """
 
 from __future__ import annotations
@@ -43,8 +50,10 @@ from typing import Callable, Sequence
 from engine.errors import EmbedError
 from engine.hybrid import HybridRanking, _fuse_entries
 from engine.model import Chunk, Collection
+from engine.query_text import cut_hint as _cut_hint, embeddable, input_limit as _input_limit, normal_query
 from engine.store.base import Store
-from engine.store.fts import MAX_TERMS, content_terms
+from engine.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
+from engine.store.fts import MAX_TERMS
 
 __all__ = [
     "MODES",
@@ -111,7 +120,8 @@ class Scope:
     """A parsed query: the text to rank by and the collections it targets.
 
     Attributes:
-        text: the query without ``key:value`` tokens, words joined by one space.
+        text: the query without ``key:value`` tokens, words joined by one space, in NFKC
+            (``engine.query_text.normal_query``: the form every stored text has).
         namespaces: collectionPaths of ``namespace:`` tokens (normalised), in order, unique.
         qualifier: ``exact | subtree | ancestorsandself`` from a ``scope:`` token, or None.
         ignored: tokens not understood (unknown key, unknown ``scope:`` value,
@@ -200,23 +210,20 @@ def parse_query(query: str) -> Scope:
     digits, ``_``, ``-`` starting with a letter; a value not starting with
     ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
     collected in ``ignored``: the caller names them in a hint; they are not
-    searched as words. A path with spaces goes in double quotes:
-    ``namespace:"Acme Inc/Sub Dir"`` (the whole token, quotes included, standing alone).
+    searched as words. The words kept (``Scope.text``) are put in NFKC
+    (``engine.query_text.normal_query``); namespace paths stay as written. A path
+    with spaces goes in double quotes: ``namespace:"Acme Inc/Sub Dir"`` (the whole
+    token, quotes included, standing alone).
     """
     namespaces: dict[str, None] = {}
     qualifier = None
     ignored: list[str] = []
     kept: list[str] = []
-    if '"' in query:
-        def quoted(m: re.Match) -> str:
+    if '"' in query:  # namespace:"a path with spaces": one token, quotes included
+        for m in _QUOTED_NAMESPACE.finditer(query):
             ns = normalise_collection_path(m.group(1))
-            if ns:
-                namespaces.setdefault(ns, None)
-            else:
-                ignored.append(m.group(0))
-            return " "
-
-        query = _QUOTED_NAMESPACE.sub(quoted, query)
+            namespaces.setdefault(ns, None) if ns else ignored.append(m.group(0))
+        query = _QUOTED_NAMESPACE.sub(" ", query)
     for part in query.split():
         m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'
         if m is None or m.group(2).startswith("/"):
@@ -233,7 +240,7 @@ def parse_query(query: str) -> Scope:
             qualifier = value.lower()
         else:
             ignored.append(part)
-    return Scope(" ".join(kept), tuple(namespaces), qualifier, tuple(ignored))
+    return Scope(normal_query(" ".join(kept)), tuple(namespaces), qualifier, tuple(ignored))
 
 
 _PARSED: dict[str, tuple[Scope, tuple[str, ...]]] = {}  # _parsed's answers (frozen values)
@@ -256,10 +263,11 @@ def _parsed(query: str) -> tuple[Scope, tuple[str, ...]]:
 
 
 def query_terms(text: str) -> tuple[str, ...]:
-    """Lower-cased word terms of a query (Unicode word characters), in order, unique,
-    at most ``MAX_TERMS`` (``engine.store.fts``)."""
+    """Lower-cased word terms of a query (Unicode word characters) after NFKC
+    (``normal_query``, as the stored text), in order, unique, at most ``MAX_TERMS``
+    (``engine.store.fts``)."""
     seen: dict[str, None] = {}
-    for w in _WORD.findall(text.lower()):
+    for w in _WORD.findall(normal_query(text).lower()):
         seen.setdefault(w, None)
         if len(seen) >= MAX_TERMS:
             break
@@ -286,71 +294,6 @@ def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, f
                         lambda chunk: (chunk.collection_path, chunk.file_path, chunk.chunk_index))
     return [RankedChunk(e["chunk"], e["score"], e.get("vector_score"), e.get("vector_rank"),
                         e.get("keyword_score"), e.get("keyword_rank")) for e in out]
-
-
-def _first_start(low: str, terms: tuple[str, ...]) -> int:
-    """The earliest index of ``low`` where one of ``terms`` starts at a word start (the index
-    is 0 or the character before it is no word character: ``str.isalnum()`` or ``_``, exactly
-    regex ``\\w`` for ``str`` patterns, checked over every code point); -1 when none.
-
-    The position ``re.search(r"(?<!\\w)(?:t1|t2|...)", low).start()`` gives (its leftmost match
-    is the earliest start of any alternative; tested against it), found with ``str.find`` per
-    term: for a question's content words (``shown_terms``), which often first occur deep in
-    a chunk, ~5.6 against ~16 us per 1,000-character text, and no regex to compile for a
-    new question (~86 us)."""
-    best = -1
-    for t in terms:
-        if not t:
-            return 0  # an empty alternative matches at the start
-        i = low.find(t)
-        while i >= 0 and (best < 0 or i < best):
-            if i == 0 or not (low[i - 1].isalnum() or low[i - 1] == "_"):
-                best = i
-                break
-            i = low.find(t, i + 1)
-    return best
-
-
-def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
-    """About ``width`` characters of ``text`` around the first query term found.
-
-    Whitespace is folded to single spaces; an ellipsis marks cut ends. With no
-    term found, the start of the text. The first term found is the earliest
-    position of the lower-cased text where a term starts at a word start
-    (``_first_start``).
-    """
-    return _snippet(text, terms, width)
-
-
-def shown_terms(terms: tuple[str, ...]) -> tuple[str, ...]:
-    """The query terms a hit's snippet is placed by and the explorer marks: ``terms``
-    without English stop words (``engine.store.fts.content_terms``, the rule the keyword
-    passes use), all of them when every term is one. So "how are the pages of a document
-    numbered" shows a hit around "pages"/"document"/"numbered", not at its first "the"."""
-    return tuple(content_terms(list(terms))) if terms else terms
-
-
-def make_snippets(texts: Sequence[str], terms: tuple[str, ...], width: int = 240) -> list[str]:
-    """``make_snippet`` of each text, in order (a search envelope's hits)."""
-    return [_snippet(text, terms, width) for text in texts]
-
-
-def _snippet(text: str, terms: tuple[str, ...], width: int) -> str:
-    pos = _first_start(text.lower(), terms) if terms else -1
-    if pos < 0:
-        start = 0
-    else:
-        start = max(0, pos - width // 3)
-        # do not start mid-word
-        while start > 0 and not text[start - 1].isspace() and pos - start < width // 2:
-            start -= 1
-    end = min(len(text), start + width)
-    out = " ".join(text[start:end].split())
-    if start > 0:
-        out = "…" + out
-    if end < len(text):
-        out = out + "…"
-    return out
 
 
 class ContentChunkSearch(HybridRanking):
@@ -537,7 +480,8 @@ class ContentChunkSearch(HybridRanking):
             return SearchOutcome(False, query, mode, message="no query text: give words to search for",
                                  terms=terms, hint=ignored)
         collections, hint, every = self._resolve(parsed, scope)
-        hint = "; ".join(h for h in (hint, ignored) if h) or None
+        cut = _cut_hint(parsed.text, embedder, mode) if mode in ("vector", "hybrid") and embedder is not None else None
+        hint = "; ".join(h for h in (hint, ignored, cut) if h) or None
         if mode in ("vector", "hybrid") and embedder is None:
             return SearchOutcome(
                 False, query, mode, tuple(collections), error="search-not-performed",
@@ -550,15 +494,34 @@ class ContentChunkSearch(HybridRanking):
             return SearchOutcome(False, query, mode, (), hint=hint, model=model if mode != "keyword" else None,
                                  terms=terms)
 
-        want = limit * 4 if per_file else limit
-        while True:
+        # per_file (trial6 #5): a file's hit is its best chunk in one ranking whose depth does not
+        # depend on limit (<= FUSION_DEPTH), so more hits never reorder or rescore the first ones.
+        # Hybrid (an RRF score depends on the depth): the fusion of the top `depth` chunks of each
+        # list, depth the first of max(limit, FUSION_DEPTH) x 1, 4, 16... whose chunks come from at
+        # least max(limit, FUSION_DEPTH) files, or from every file of the scope, or that holds the
+        # whole lists. Vector and keyword scores do not depend on the depth: `limit` files.
+        # Over a store's row ids (engine.hybrid._per_file_hybrid) only the hits' rows are read.
+        hybrid_files = per_file and mode == "hybrid"
+        want = max(limit, FUSION_DEPTH) if hybrid_files else (limit * 4 if per_file else limit)
+        want_files = max(limit, FUSION_DEPTH) if hybrid_files else limit
+        in_scope: int | None = None
+        try:
+            fast = self._per_file_hybrid(parsed.text, None if every else collections, limit, embedder,
+                                         weight, min_score) if hybrid_files else None
+        except EmbedError as e:
+            return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
+                                 model=model, terms=terms, hint=hint)
+        hits, kind = (fast, "rrf") if fast is not None else ([], None)
+        while fast is None:
             try:
-                ranked, kind = self._rank(parsed.text, None if every else collections, want, mode,
-                                          embedder, weight)
+                ranked, kind = self._rank(parsed.text, None if every else collections,
+                                          2 * want if hybrid_files else want, mode, embedder, weight,
+                                          want if hybrid_files else None)
             except EmbedError as e:
                 return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
                                      model=model, terms=terms, hint=hint)
             got = len(ranked)
+            reached = len({(r.chunk.collection_path, r.chunk.file_path) for r in ranked}) if per_file else 0
             if min_score is not None:
                 ranked = [r for r in ranked if r.score >= min_score]
             if not per_file:
@@ -568,7 +531,11 @@ class ContentChunkSearch(HybridRanking):
             for r in ranked:
                 best.setdefault((r.chunk.collection_path, r.chunk.file_path), r)
             hits = list(best.values())[:limit]
-            if len(hits) >= limit or got < want:
+            if len(best) >= want_files or got < want:
+                break  # enough files, or the lists ran out (fewer fused chunks than the depth)
+            if in_scope is None:  # the files there are: no deeper pass once every one is reached
+                in_scope = self._scope_files(None if every else collections)
+            if 0 <= in_scope <= reached:
                 break
             want *= 4
         if mode in ("vector", "hybrid") and not hits and model and not self.has_vectors(model):
@@ -579,10 +546,14 @@ class ContentChunkSearch(HybridRanking):
                              terms=terms, vector_weight=weight, min_score=min_score)
 
     def _rank(self, text: str, collections: list[str] | None, want: int, mode: str, embedder,
-              vector_weight: float | None) -> tuple[list[RankedChunk], str]:
+              vector_weight: float | None, depth: int | None = None) -> tuple[list[RankedChunk], str]:
+        """The best ``want`` chunks of ``mode`` and the score kind. ``depth``: chunks each
+        list ranks (default ``want`` for vector, ``max(want, FUSION_DEPTH)`` for hybrid, the
+        fusion depth; keyword ignores it)."""
         if mode == "keyword":
             return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
-        depth = want if mode == "vector" else max(want, FUSION_DEPTH)
+        if depth is None:
+            depth = want if mode == "vector" else max(want, FUSION_DEPTH)
         if mode != "hybrid":
             return [RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)], \
                 "cosine"
@@ -602,7 +573,7 @@ class ContentChunkSearch(HybridRanking):
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
         """
-        qv = embedder.embed_query(text)
+        qv = embedder.embed_query(embeddable(text, _input_limit(embedder)))  # a long query: its start
         stored_dim = self.store.vector_dim(embedder.model)
         if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
             from engine.embed import dimension_changed

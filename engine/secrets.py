@@ -67,7 +67,8 @@ _json_literals: tuple[str, ...] = ()  # each of _literals as it reads inside a J
 _ESCAPE = r"[\\%+]"
 
 # generic credential shapes (``generic=True``: provider bodies, where any of them is a credential)
-_BEARER = r"(?i)\b(bearer)\s+[^\s\"',;}\]\\]+"
+# (a token may hold a registered secret redacted already: "[REDACTED]" is taken whole, no stray "]")
+_BEARER = r"(?i)\b(bearer)\s+(?:\[REDACTED\]|[^\s\"',;}\]\\])+"
 _BASIC = r"(?i)\b(basic)\s+[A-Za-z0-9+/_\-]{6,}={0,2}"
 _SK = r"\bsk-[A-Za-z0-9_\-*.]{6,}"
 # the same shapes, strict enough for document text ("a basic concept", "the bearer of")

@@ -106,6 +106,8 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.store.vector_top",  # vec: the best k of a scan, with less work
     "engine.store.term_scores",  # session 5: the any-term pass from per-term BM25 lists
     "explorer.run_views",  # session 6: index run and Status views, split out of explorer.widgets
+    "engine.query_text",  # session 6: the query in NFKC, cut to what the embedder takes
+    "engine.snippets",  # session 6: split out of engine.search by noun
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

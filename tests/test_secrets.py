@@ -387,3 +387,30 @@ def test_call_tool_envelopes_are_redacted_with_and_without_the_walk(tmp_path):
     clean = call_tool(engine, "search_chunks", {"query": "apples", "scope": "C", "mode": "keyword", "limit": 5})
     assert clean == S.redact_obj(clean)
     engine.close()
+
+
+def test_a_bearer_key_echoed_by_a_401_leaves_no_stray_bracket(tmp_path, embed_stub):
+    """trial6 #18: a 401 body echoing ``Bearer <key>`` became ``Bearer [REDACTED]]`` (the registered
+    key was replaced first, then the generic Bearer shape took ``[REDACTED`` as the token)."""
+    from engine.config import Settings
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("heat pumps move heat\n")
+    embed_stub.reply = Reply(401, lambda rec: {"error": {"message": f"invalid token: Bearer {KEY}; "
+                                                         f"header was {rec.headers.get('Authorization', '')}",
+                                                         "type": "invalid_request_error"}})
+    engine = Engine(Settings(db=str(tmp_path / "i.db"), embed_provider="openai", embed_url=embed_stub.url,
+                             embed_model="stub-embed", embed_api_key=KEY, embed_retries=0).validate())
+    engine.add_collection("C", str(root), allow_any_root=True)
+    engine.run_index()
+    env = call_tool(engine, "search_chunks", {"query": "heat", "scope": "C", "mode": "vector"})
+    text = json.dumps(env, ensure_ascii=False)
+    assert env["error"] == "embedding-credential-rejected", env
+    assert KEY not in text and "Bearer [REDACTED]; header was Bearer [REDACTED]" in env["responseBody"], env
+    assert "[REDACTED]]" not in text, text
+    # the generic shape alone, and a secret inside a longer token, are still taken whole
+    assert S.redact(f"Authorization: Bearer {KEY}", generic=True) == "Authorization: Bearer [REDACTED]"
+    assert S.redact(f"Bearer {KEY}tail, next", generic=True) == "Bearer [REDACTED], next"
+    assert S.redact("Bearer abc.def", generic=True) == "Bearer [REDACTED]"
+    engine.close()

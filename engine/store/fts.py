@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 
 __all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "STOPWORDS", "content_terms", "CJK_GLOB", "KeywordTerms", "keyword_terms", "is_cjk", "quote",
@@ -74,10 +75,14 @@ def is_cjk(text: str) -> bool:
 def keyword_terms(text: str, max_terms: int = MAX_TERMS) -> KeywordTerms:
     """Cut plain words into deduplicated, capped Latin and CJK terms.
 
-    Control characters (NUL included) end a token; tokens without a letter or
-    digit are dropped; each term is cut to ``MAX_TERM_CHARS``; at most
-    ``max_terms`` terms are kept in all (first occurrences win).
+    The text is first put in NFKC, the form every stored text has (``engine.query_text``
+    does the same for the engine's queries; ASCII is left as it is): "x²" is the term
+    "x2", "ｶﾀｶﾅ" the CJK term "カタカナ". Control characters (NUL included) end a token;
+    tokens without a letter or digit are dropped; each term is cut to ``MAX_TERM_CHARS``;
+    at most ``max_terms`` terms are kept in all (first occurrences win).
     """
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
     text = "".join(" " if ch < " " else ch for ch in text)
     seen: dict[str, None] = {}
     latin: list[str] = []

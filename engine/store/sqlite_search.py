@@ -257,6 +257,30 @@ class SqliteSearch:
         """``chunks`` rowid -> Chunk for the rowids that exist (one query); see ``search_vector_refs``."""
         return {rid: chunk_of(row) for rid, row in chunk_rows(self._read, list(rowids)).items()}
 
+    def chunk_files(self, rowids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+        """``chunks`` rowid -> ``(collection_path, file_path, chunk_id)`` for the rowids that exist
+        (one query, no text, boxes or regions decoded): which file each fused row of a per-file
+        hybrid search belongs to (``engine.hybrid``)."""
+        ids = list(rowids)
+        if not ids:
+            return {}
+        with self._read() as conn:
+            return {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+                "SELECT rowid, collection_path, file_path, chunk_id FROM chunks "
+                f"WHERE rowid IN ({','.join('?' * len(ids))})", ids)}
+
+    def file_count(self, collection_paths: Iterable[str] | None) -> int:
+        """Documents holding at least one chunk in ``collection_paths`` (every collection when
+        None): the most files a per-file search can reach (``engine.search``: it stops going
+        deeper once every one is reached). One ``count(*)`` over the documents' key."""
+        sql, args = "SELECT count(*) FROM documents WHERE chunk_count > 0", []
+        if collection_paths is not None:
+            paths = sorted(set(collection_paths))
+            sql += f" AND collection_path IN ({','.join('?' * len(paths))})"
+            args = paths
+        with self._read() as conn:
+            return int(conn.execute(sql, args).fetchone()[0])
+
     # -- keyword search -------------------------------------------------------------------
     def search_keyword(
         self, query: str, collection_paths: Iterable[str] | None, limit: int
