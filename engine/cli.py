@@ -474,9 +474,18 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         from engine.runs import exit_code
 
         t0 = time.perf_counter()
-        with _cancel_on_signals() as cancel:
-            summary = engine.run_index(args.collection, args.force, _progress_printer(),
-                                       embed=not args.no_embed, cancel=cancel)
+        try:
+            with _cancel_on_signals() as cancel:
+                summary = engine.run_index(args.collection, args.force, _progress_printer(),
+                                           embed=not args.no_embed, cancel=cancel)
+        except IndexBusyError as e:  # refused at once: another run holds the index lock
+            s = engine.settings
+            where = s.dsn.split("@")[-1] if s.dsn else os.path.abspath(s.db)  # never the DSN's password
+            message = f"{e} on {where}: this run did not start and changed nothing; run it again when that one ends"
+            if args.json:  # a --json caller always gets an envelope to parse
+                _print({"error": "index-busy", "message": message, "status": "refused"})
+            _err(message)
+            return 1
         if args.json:
             _print(summary)
         else:

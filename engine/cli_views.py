@@ -24,7 +24,9 @@ def human_index(s: dict) -> str:
         f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
         f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
         f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
-        f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed",
+        f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed"
+        + (f", {len(s['rootErrors'])} collection root{'' if len(s['rootErrors']) == 1 else 's'} not listed"
+           if s.get("rootErrors") else ""),
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
         + (f", truncated {s['truncated']}" if s.get("truncated") else "")
         + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
@@ -33,6 +35,8 @@ def human_index(s: dict) -> str:
         code, reason = f.get("code") or "", f.get("reason") or ""
         return reason if not code or reason.startswith(code) else f"{code}: {reason}"
 
+    for r in s.get("rootErrors") or []:
+        lines.append(f"  root    {r['collectionPath']} <- {r['root']}: {why(r)}")
     for f in s.get("failed", []):
         lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {why(f)}")
     for f in s.get("empty", []):
@@ -46,6 +50,8 @@ def human_index(s: dict) -> str:
         lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")
     if s.get("status") == "cancelled":
         lines.append("run cancelled at a file boundary: everything above is committed; run again to finish")
+    elif s.get("cancelRequested"):
+        lines.append(f"note: {s.get('message')}")
     err = s.get("embedError")
     if err:
         lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}"
@@ -57,13 +63,21 @@ def human_index(s: dict) -> str:
 def human_status(st: dict) -> str:
     """The ``index_status`` envelope for people: counts, collections, what needs
     attention (last run's outcome, embedding failures, models with chunks
-    lacking vectors, truncated chunks, stale and failed files), the provider."""
+    lacking vectors, truncated chunks, stale and failed files), the provider. An envelope
+    carrying ``error`` (``index-unavailable``: a corrupt, truncated or unopenable index) is
+    that error, its message and who can fix it: no counts that would look like an empty index."""
+    if st.get("error"):
+        return "\n".join([f"error: {st['error']}: {st.get('message', '')}",
+                          f"  who can fix it: {WHO_FIXES.get(st['error'], 'the operator')}",
+                          "  nothing was read from the index: its counts are unknown"])
     prov = st["provider"]
     probe = prov.get("probe") or {}
     out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
+    roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
     for c in st["collections"]:
+        r = roots.get(c["collectionPath"])
         out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
-                   f"{c['failed']:>3} failed  <- {c['root']}")
+                   f"{c['failed']:>3} failed  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else ""))
     for v in st["vectors"]:
         line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
         if v.get("truncated"):
@@ -101,17 +115,19 @@ def last_run_line(run: dict) -> str:
     elif run.get("embedError"):
         outcome = "embedding failed"
     else:
-        outcome = "finished with failures" if c["failed"] else "finished"
+        outcome = "finished with failures" if c["failed"] or run.get("rootErrors") else "finished"
     when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
     return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
             + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
                                                      "stale", "removed"))
-            + f", {run.get('embedded', 0)} vectors embedded")
+            + f", {run.get('embedded', 0)} vectors embedded"
+            + (f", {len(run['rootErrors'])} collection root{'' if len(run['rootErrors']) == 1 else 's'} "
+               "not listed" if run.get("rootErrors") else ""))
 
 
 def attention(st: dict) -> list[str]:
-    """The lines an operator must not miss: last run, embedding failure, missing
-    vectors per model, truncated chunks, stale files."""
+    """The lines an operator must not miss: last run, collection roots it could not list,
+    embedding failure, missing vectors per model, truncated chunks, stale files."""
     out = []
     run = st.get("lastRun")
     if not run:
@@ -120,6 +136,8 @@ def attention(st: dict) -> list[str]:
         out.append(last_run_line(run))
         if run.get("message"):
             out.append(f"  {run['message']}")
+        for r in run.get("rootErrors") or []:  # which collection and why (its documents are listed stale)
+            out.append(f"attention: collection {r['collectionPath']}: {r['code']}: {r['reason']}")
         err = run.get("embedError")
         if err:
             out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")

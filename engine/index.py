@@ -115,6 +115,9 @@ class Indexer(WalkPass, TextPass):
                 (extract), chunks (embed).
             cancel: when set, the run stops at the next file boundary (or
                 embedding batch), keeps what it committed, and ends ``cancelled``.
+                Set while the last file is read or written (or the last batch runs), no boundary is left:
+                the run ends ``finished`` with ``cancelRequested: true`` and a
+                ``message`` saying so.
 
         Returns:
             The summary dict (``engine.runs``), saved with ``store.save_run``
@@ -141,6 +144,11 @@ class Indexer(WalkPass, TextPass):
                 if self.embedder is not None:
                     self._embed_pass(summary, emit, t0)
                 summary["status"] = "finished"
+                if cancel is not None and cancel.is_set():  # asked during the last file: nothing was left
+                    summary["cancelRequested"] = True
+                    summary["message"] = ("a stop was requested while the last file was being read or "
+                                          "written (or the last embedding batch ran): no file boundary was "
+                                          "left to stop at, so the run finished and is recorded finished")
             except RunCancelled:
                 summary["status"] = "cancelled"
                 log.warning("index run cancelled at a file boundary; committed work is kept")

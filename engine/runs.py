@@ -14,6 +14,7 @@ Summary keys (camelCase, JSON-able)::
     counts {indexed, empty, unchanged, failed, skipped, stale, removed},
     empty [...], failed [...], skippedFiles [...], stale [...],
     unsupported [...] (the skippedFiles with code unsupported-type),
+    rootErrors [...] (collection roots that could not be listed),
     removed, chunksWritten, embedded, reused, embedError, error,
     seconds, startedAt, finishedAt
 
@@ -22,11 +23,17 @@ There is no top-level ``skipped``: files skipped with a reason are
 top-level ``skipped`` that meant ``unchanged``; readers fall back to it only
 when ``unchanged`` is missing (``unchanged_of``).
 
-``status``: ``running`` (saved at the start), ``finished``, ``cancelled``
-(a cancel request stopped it at a file boundary), ``stopped`` (``error``
+``status``: ``running`` (saved at the start), ``finished`` (with
+``cancelRequested: true`` and a ``message`` when the cancel request came
+while the last file or embedding batch was read: no boundary was left),
+``cancelled`` (a cancel request stopped it at a file boundary, work left), ``stopped`` (``error``
 says why, e.g. ``store-busy``); ``run_outcome`` adds ``interrupted``.
 Each file list entry is ``{"collectionPath", "filePath", "code", "reason"}``
-(``reason`` the message for people). ``filesSeen`` counts every entry the
+(``reason`` the message for people). A ``rootErrors`` entry is
+``{"collectionPath", "root", "code", "reason"}`` (code ``root-missing``: the
+root vanished or is not a folder; ``unreadable``: it cannot be listed); every
+document of that collection is then in ``stale`` with the same code (the root
+is not a walk entry: it is in no count). ``filesSeen`` counts every entry the
 walk reported: ``counts.indexed + empty + unchanged + failed + skipped +
 stale == filesSeen`` once the run finished, less the stale documents under a
 folder that could not be entered (the folder is the one skipped entry). A
@@ -59,7 +66,7 @@ def new_summary(force: bool, collections: list[str], started_at: str) -> dict[st
         "startedAt": started_at, "filesSeen": 0, "indexed": 0, "unchanged": 0,
         "counts": {"indexed": 0, "empty": 0, "unchanged": 0, "failed": 0, "skipped": 0,
                    "stale": 0, "removed": 0},
-        "empty": [], "failed": [], "skippedFiles": [], "stale": [], "unsupported": [],
+        "empty": [], "failed": [], "skippedFiles": [], "stale": [], "unsupported": [], "rootErrors": [],
         "removed": 0, "chunksWritten": 0, "embedded": 0, "reused": 0, "embedError": None,
         "error": None,
     }
@@ -109,7 +116,8 @@ def run_outcome(run: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def exit_code(summary: dict[str, Any]) -> int:
-    """CLI exit code of a run: 1 when a file failed, the run did not finish, or embedding failed; else 0."""
-    if summary.get("failed") or summary.get("embedError") or summary.get("error"):
+    """CLI exit code of a run: 1 when a file failed, a collection root could not be listed, the
+    run did not finish, or embedding failed; else 0."""
+    if summary.get("failed") or summary.get("rootErrors") or summary.get("embedError") or summary.get("error"):
         return 1
     return 0 if summary.get("status", "finished") == "finished" else 1

@@ -100,6 +100,8 @@ _SCOPES_KEPT = 256
 
 
 _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
+#: ``namespace:"Acme Inc/Sub Dir"``: a collection path with spaces, in double quotes (no ``"`` inside).
+_QUOTED_NAMESPACE = re.compile(r'(?<!\S)namespace:"([^"]+)"(?!\S)', re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -209,12 +211,19 @@ def parse_query(query: str) -> Scope:
     ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
     collected in ``ignored``: the caller names them in a hint; they are not
     searched as words. The words kept (``Scope.text``) are put in NFKC
-    (``engine.query_text.normal_query``); namespace paths stay as written.
+    (``engine.query_text.normal_query``); namespace paths stay as written. A path
+    with spaces goes in double quotes: ``namespace:"Acme Inc/Sub Dir"`` (the whole
+    token, quotes included, standing alone).
     """
     namespaces: dict[str, None] = {}
     qualifier = None
     ignored: list[str] = []
     kept: list[str] = []
+    if '"' in query:  # namespace:"a path with spaces": one token, quotes included
+        for m in _QUOTED_NAMESPACE.finditer(query):
+            ns = normalise_collection_path(m.group(1))
+            namespaces.setdefault(ns, None) if ns else ignored.append(m.group(0))
+        query = _QUOTED_NAMESPACE.sub(" ", query)
     for part in query.split():
         m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'
         if m is None or m.group(2).startswith("/"):

@@ -90,6 +90,18 @@ class Engine:
         """The configured Embedder or None (provider ``none``). Raises EmbedError."""
         return self.search.embedder()
 
+    def auto_mode(self) -> str:
+        """Which ranking ``mode="auto"`` runs now (as ``ContentChunkSearch.search`` decides):
+        ``keyword`` without a provider or without vectors for its model, else ``hybrid``
+        (also when the provider cannot be built: the search then reports that failure)."""
+        from engine.errors import EmbedError
+
+        try:
+            emb = self.embedder()
+        except EmbedError:
+            return "hybrid"
+        return "hybrid" if emb is not None and self.search.has_vectors(emb.model) else "keyword"
+
     # -- operator actions (not agent tools) -------------------------------
     def add_collection(self, collection_path: str, root: str, password_ref: str | None = None, *,
                        replace: bool = False, allow_any_root: bool = False) -> Collection:

@@ -5,9 +5,11 @@ Run from the repo root: ``chunknav gui`` (or ``make run``), which is
 values as ``--section.key`` flags. Pages are the files in ``pages/``, routed
 by ``st.navigation``; every view keeps its state in ``st.query_params``.
 
-On first start (an index without collections) the bundled sample corpus
-(``assets/samples``) is added as collection ``Samples`` and indexed in the
-background, with a progress bar in the sidebar (not in read-only mode).
+On a brand-new index (no collection and no index run recorded in it, and no
+collection seen by this process) the bundled sample corpus (``assets/samples``)
+is added as collection ``Samples`` and indexed in the background, with a
+progress bar in the sidebar (not in read-only mode). Once only: an index whose
+collections were removed keeps its run records, so they stay removed.
 
 Before any page runs (``explorer/access.py``): a non-loopback bind or client
 without ``CHUNKNAV_ACCESS_TOKEN`` is refused; with a token the session must
@@ -30,7 +32,7 @@ import streamlit as st  # noqa: E402
 
 from engine.runs import unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
-from explorer import access, links, state, widgets  # noqa: E402
+from explorer import access, links, run_views, state, widgets  # noqa: E402
 
 install_log_redaction()  # engine.secrets: no log line carries a configured secret
 st.set_page_config(page_title="chunknav explorer", page_icon=state.ICON, layout="wide")
@@ -52,11 +54,19 @@ access.gate(state.settings())  # st.stop() unless this session may see the explo
 
 
 def _first_start() -> None:
-    """Index the bundled samples when the index has no collection yet."""
+    """Add and index the bundled samples once, on a brand-new index: no collection, no index
+    run ever recorded in it, and no collection seen in it by this explorer process. Removing
+    collections (the samples too) therefore sticks: the index keeps its run records."""
     engine = state.engine()
-    if state.settings().read_only or engine.store.collections() or state.job().snapshot()["status"] != "idle":
+    seen = state.index_seen()
+    if engine.store.collections():
+        seen["collections"] = True
+        return
+    if (state.settings().read_only or seen["collections"] or state.job().snapshot()["status"] != "idle"
+            or engine.store.last_run() is not None):
         return
     if state.SAMPLES.is_dir() and any(state.SAMPLES.iterdir()):
+        seen["collections"] = True
         engine.add_collection(state.SAMPLE_COLLECTION, str(state.SAMPLES))
         state.job().start(engine, force=False)
 
@@ -67,7 +77,7 @@ def _sidebar_job_live() -> None:
     if snap["status"] != "running":
         st.rerun(scope="app")  # the run ended: redraw the whole view once, stop polling
     st.markdown("**Indexing…**")
-    widgets.job_progress(snap)
+    run_views.job_progress(snap)
 
 
 def _sidebar_job() -> None:
@@ -76,8 +86,11 @@ def _sidebar_job() -> None:
         _sidebar_job_live()
     elif snap["status"] == "done" and snap.get("summary"):
         s = snap["summary"]
+        roots = len(s.get("rootErrors") or [])
         st.caption(f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
-                   f"{len(s.get('failed') or [])} failed, {s.get('seconds', 0)} s")
+                   f"{len(s.get('failed') or [])} failed, "
+                   + (f"{roots} collection root{'' if roots == 1 else 's'} not listed, " if roots else "")
+                   + f"{s.get('seconds', 0)} s")
 
 
 with st.sidebar:

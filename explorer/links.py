@@ -23,12 +23,16 @@ import streamlit as st
 
 from engine.tools import REGISTRY
 
-__all__ = ["PARAMS", "MAX_TEXT_CHARS", "MAX_PATH_CHARS", "validate_params", "validate"]
+__all__ = ["PARAMS", "REPEATED", "MAX_TEXT_CHARS", "MAX_PATH_CHARS", "MAX_MIN_SCORE", "validate_params", "validate"]
 
 #: Longest query text a link may carry, characters.
 MAX_TEXT_CHARS = 2000
 #: Longest filePath a link may carry, characters.
 MAX_PATH_CHARS = 1024
+#: Highest ``min`` (minScore) a link may carry: the mode's own score, and keyword BM25 is
+#: unbounded (cosine stops at 1, fused RRF at ~0.033: the Explore page says when a link's
+#: threshold is above what its mode can score).
+MAX_MIN_SCORE = 10_000.0
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _search = REGISTRY["search_chunks"].schema["properties"]
@@ -37,7 +41,7 @@ _MODES = list(_search["mode"]["enum"])
 _KINDS = ["chunks", "documents"]
 _ZOOM = (1.0, 4.0)  # the Source view's zoom range (explorer/source_view.py ZOOMS, i12)
 
-Rule = Callable[[str, str, dict[str, Any]], tuple[str | None, str | None]]
+Rule = Callable[[str, str, dict[str, Any]], tuple[Any, str | None]]  # (clean value: str, list or None; notice)
 
 
 def _text(max_chars: int) -> Rule:
@@ -110,18 +114,24 @@ def _collection(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None,
                   f"{', '.join(known) if known else 'none'}): ignored")
 
 
-def _scope(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
-    """``*`` (every collection) or known collectionPaths joined by ``,`` (the Explore multi-select)."""
+def _scope(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | list[str] | None, str | None]:
+    """One ``scope`` value: ``*`` (every collection) or a known collectionPath, taken whole
+    (commas included); a value that is no known path is read as a link of older versions,
+    known paths joined by ``,`` (returned as a list). The parameter repeats, one per path."""
     if value.strip() == "*":
         return "*", None
     known = ctx.get("collections") or []
+    whole = value.strip().strip("/")
+    if whole in known:
+        return whole, None
     parts = [p.strip().strip("/") for p in value.split(",") if p.strip()]
     kept = [p for p in parts if p in known]
     if len(kept) == len(parts) and kept:
-        return ",".join(kept), None
-    dropped = ", ".join(f"`{_CONTROL.sub('?', p)[:80]}`" for p in parts if p not in known) or "(empty)"
-    return (",".join(kept) or None), (f"`{name}`: there is no collection {dropped} (known: "
-                                      f"{', '.join(known) if known else 'none'}): ignored")
+        return kept, None
+    dropped = (", ".join(f"`{_CONTROL.sub('?', p)[:80]}`" for p in parts if p not in known)
+               if kept else f"`{_CONTROL.sub('?', whole)[:80]}`" if whole else "(empty)")
+    return (kept or None), (f"`{name}`: there is no collection {dropped} (known: "
+                            f"{', '.join(known) if known else 'none'}): ignored")
 
 
 def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -129,6 +139,10 @@ def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str |
         return value, None
     return None, f"`{name}` takes only `1`: ignored"
 
+
+#: Parameters that may repeat, one value each (``scope=A&scope=B``: one collection path per
+#: value, so a path with a comma stays whole); every other parameter keeps its last value.
+REPEATED = frozenset({"scope"})
 
 _SEARCH_PARAMS: dict[str, Rule] = {
     "q": _text(MAX_TEXT_CHARS),
@@ -149,7 +163,7 @@ PARAMS: dict[str, dict[str, Rule]] = {
     "status": {},
     "rebuild": {},
     # retrieval testing (issue 13): threshold, vector weight, compare modes, the file list
-    "explore": {**_SEARCH_PARAMS, "min": _float(0.0, 1.0, 0.0), "w": _float(0.0, 1.0, 0.5), "cmp": _flag,
+    "explore": {**_SEARCH_PARAMS, "min": _float(0.0, MAX_MIN_SCORE, 0.0), "w": _float(0.0, 1.0, 0.5), "cmp": _flag,
                 "files": _collection, "doc": _path},
     "chunk": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "full": _flag, "p": _int(1, None, None)},
     "source": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "p": _int(1, None, None),
@@ -163,16 +177,18 @@ def validate_params(page: str, params: dict[str, str], collections: list[str]) -
 
     Args:
         page: the page's url_path (a ``PARAMS`` key; others accept no parameters).
-        params: name -> value as the URL gave them.
+        params: name -> value as the URL gave them (a list for a parameter given more
+            than once: ``REPEATED`` ones check each value, others keep the last).
         collections: the known collectionPaths (for ``c``, ``files`` and ``scope``; ``scope`` may
-            also be ``*`` or several paths joined by ``,``).
+            also be ``*``, repeat once per path, or, in links of older versions, join paths by ``,``).
 
     Returns:
         ``(clean, notices)``: the parameters to keep (changed values
-        included), and one sentence per change, for people.
+        included; a ``REPEATED`` one with several values as a list), and one
+        sentence per change, for people.
     """
     rules = PARAMS.get(page, {})
-    clean: dict[str, str] = {}
+    clean: dict[str, str | list[str]] = {}
     notices: list[str] = []
     ctx = {"collections": collections}
     for name, value in params.items():
@@ -181,7 +197,22 @@ def validate_params(page: str, params: dict[str, str], collections: list[str]) -
             shown = _CONTROL.sub("?", name)[:40]
             notices.append(f"`{shown}` is not a parameter of this page: ignored")
             continue
-        new, note = rule(name, str(value), ctx)
+        if name in REPEATED:  # every value checked; kept in order, without repeats
+            kept: list[str] = []
+            for item in (value if isinstance(value, list) else [value]):
+                new, note = rule(name, str(item), ctx)
+                if note:
+                    notices.append(note)
+                for v in new if isinstance(new, list) else [new]:
+                    if v not in (None, "") and v not in kept:
+                        kept.append(v)
+            if "*" in kept and len(kept) > 1:
+                notices.append(f"`{name}`: `*` (every collection) already includes the others: using `*`")
+                kept = ["*"]
+            if kept:
+                clean[name] = kept[0] if len(kept) == 1 else kept
+            continue
+        new, note = rule(name, str(value[-1] if isinstance(value, list) else value), ctx)
         if note:
             notices.append(note)
         if new not in (None, ""):
@@ -195,14 +226,20 @@ def validate(page: str, collections: list[str]) -> list[str]:
     Returns:
         The notices shown (one ``st.warning`` listing them when there are any).
     """
-    given = {k: st.query_params.get(k) for k in list(st.query_params.keys())}
-    clean, notices = validate_params(page, {k: str(v) for k, v in given.items() if v is not None}, collections)
+    def now(k: str) -> str | list[str] | None:
+        if k in REPEATED:
+            values = st.query_params.get_all(k)
+            return values[0] if len(values) == 1 else values or None
+        return st.query_params.get(k)
+
+    given = {k: now(k) for k in list(st.query_params.keys())}
+    clean, notices = validate_params(page, {k: v for k, v in given.items() if v is not None}, collections)
     if clean != given:
         for k in list(st.query_params.keys()):
             if k not in clean:
                 del st.query_params[k]
         for k, v in clean.items():
-            if st.query_params.get(k) != v:
+            if now(k) != v:
                 st.query_params[k] = v
     if notices:
         st.warning("**This link had parameters that were changed.**\n\n"

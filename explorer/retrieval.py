@@ -2,7 +2,8 @@
 breakdown, the side-by-side mode comparison and a collection's file list.
 
 Owns: how the page's scope choice ("All collections" or a multi-select) becomes
-the ``scope`` argument and the ``scope`` deep-link parameter; the one-line
+the ``scope`` argument and the ``scope`` deep-link parameter; the threshold
+slider's range per mode (``score_scale``: cosine, BM25, fused RRF); the one-line
 score breakdown of a hybrid hit; the comparison of one query in vector,
 keyword and hybrid mode (three ``search``/``search_chunks`` calls); the file
 list of a collection (``list_documents``) with a document node
@@ -13,14 +14,17 @@ registry only through ``explorer.widgets``; no SQL, no store access.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import streamlit as st
+
+from engine.search import RRF_K
 
 from explorer import widgets
 from explorer.table import table
 
-__all__ = ["ALL", "COMPARED_MODES", "scope_param", "scope_from_param", "scope_argument", "breakdown",
+__all__ = ["ALL", "COMPARED_MODES", "ScoreScale", "SCORE_SCALES", "HYBRID_TOP", "score_scale", "scope_param", "scope_paths", "scope_from_param", "scope_argument", "breakdown",
            "compare_modes", "file_list", "show"]
 
 #: The ``scope`` value (and deep-link parameter) meaning every collection.
@@ -29,30 +33,89 @@ ALL = "*"
 COMPARED_MODES = ("vector", "keyword", "hybrid")
 
 
-def scope_param(all_collections: bool, picked: list[str]) -> str | None:
-    """The ``scope`` deep-link parameter: ``*``, the picked paths joined by ``,``, or None."""
+def scope_param(all_collections: bool, picked: list[str]) -> str | list[str] | None:
+    """The ``scope`` deep-link parameter: ``*``, the picked paths as a list (written as one
+    repeated ``scope=`` parameter per path, so a path with a comma stays whole), or None."""
     if all_collections:
         return ALL
-    return ",".join(picked) or None
+    return list(picked) or None
 
 
-def scope_from_param(value: str | None, known: list[str]) -> tuple[bool, list[str]]:
-    """``(all collections?, picked paths)`` from the ``scope`` parameter; unknown paths are dropped."""
-    if not value:
-        return False, []
-    if value.strip() == ALL:
+def _values(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def scope_paths(value: str | list[str] | None, known: list[str]) -> list[str]:
+    """The collection paths a ``scope`` parameter names, in order, without repeats.
+
+    Args:
+        value: every ``scope`` value of the URL (a repeated parameter: one path each), or one.
+        known: the known collectionPaths.
+
+    Returns:
+        Each value that is a known path, taken whole (commas and spaces included); a value
+        that is not one is read as a link of older versions, known paths joined by ``,``.
+        Unknown paths are dropped; ``*`` is not a path (see ``scope_from_param``).
+    """
+    out: list[str] = []
+    for v in _values(value):
+        whole = v.strip().strip("/")
+        parts = [whole] if whole in known else [p.strip().strip("/") for p in v.split(",")]
+        out += [p for p in parts if p in known and p not in out]
+    return out
+
+
+def scope_from_param(value: str | list[str] | None, known: list[str]) -> tuple[bool, list[str]]:
+    """``(all collections?, picked paths)`` from the ``scope`` parameter(s); unknown paths are dropped."""
+    if any(v.strip() == ALL for v in _values(value)):
         return True, []
-    return False, [p for p in (x.strip().strip("/") for x in value.split(",")) if p in known]
+    return False, scope_paths(value, known)
 
 
-def scope_argument(value: str | None) -> str | list[str] | None:
-    """The tool's ``scope`` argument for the parameter: ``"*"``, one path, a list, or None."""
-    if not value:
-        return None
-    if value.strip() == ALL:
+def scope_argument(value: str | list[str] | None) -> str | list[str] | None:
+    """The tool's ``scope`` argument for ``scope_param``'s value: ``"*"``, one path, a list, or None."""
+    paths = [p for p in _values(value) if p]
+    if ALL in paths:
         return ALL
-    paths = [p for p in value.split(",") if p]
+    if not paths:
+        return None
     return paths[0] if len(paths) == 1 else paths
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreScale:
+    """The threshold slider of one ranking mode: 0..``top`` in steps of ``step`` (the mode's
+    own score units), shown with ``fmt``; ``bounded``: no score can pass ``top``."""
+
+    mode: str
+    top: float
+    step: float
+    fmt: str
+    bounded: bool
+    meaning: str
+
+
+#: The highest fused score: a chunk first in both lists, ``2w/(k+1) + 2(1-w)/(k+1)``.
+HYBRID_TOP = 2.0 / (RRF_K + 1)
+#: mode -> its threshold slider (keyword BM25 is unbounded: its top is only the slider's end).
+SCORE_SCALES = {
+    "vector": ScoreScale("vector", 1.0, 0.01, "%.2f", True, "cosine similarity, at most 1"),
+    "keyword": ScoreScale("keyword", 25.0, 0.1, "%.1f", False,
+                          "BM25, unbounded (typically 2-20 for a few words; more for long queries)"),
+    "hybrid": ScoreScale("hybrid", round(HYBRID_TOP, 4), 0.0005, "%.4f", True,
+                         f"fused reciprocal rank, at most 2/({RRF_K}+1) = {HYBRID_TOP:.4f}"),
+}
+
+
+def score_scale(mode: str | None, resolve: Callable[[], str] | None = None) -> ScoreScale:
+    """The threshold slider for a search mode. ``auto`` runs hybrid or keyword (the engine
+    decides: a provider and vectors for its model); ``resolve()`` answers which, or without
+    it auto is scaled as hybrid."""
+    if mode == "auto" or mode not in SCORE_SCALES:
+        mode = resolve() if resolve is not None else "hybrid"
+    return SCORE_SCALES.get(mode or "hybrid", SCORE_SCALES["hybrid"])
 
 
 def breakdown(hit: dict[str, Any], score_kind: str | None) -> str | None:
@@ -78,13 +141,16 @@ def show(rows: list[dict[str, Any]]) -> None:
     table(rows)
 
 
-def compare_modes(tool: str, arguments: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+def compare_modes(tool: str, arguments: dict[str, Any],
+                  threshold_mode: str | None = None) -> dict[str, dict[str, Any] | None]:
     """Run the same search in each of ``COMPARED_MODES`` and show which hits each found.
 
     Args:
         tool: ``search`` or ``search_chunks``.
         arguments: the page's search arguments; ``mode`` is replaced per column
             (``vectorWeight`` is kept for hybrid only).
+        threshold_mode: the mode whose score ``minScore`` is in (``score_scale``); the
+            other columns run without it (a BM25 threshold means nothing for cosine or RRF).
 
     Returns:
         mode -> envelope (None when the arguments were refused).
@@ -96,6 +162,8 @@ def compare_modes(tool: str, arguments: dict[str, Any]) -> dict[str, dict[str, A
         args = {**arguments, "mode": mode}
         if mode != "hybrid":
             args.pop("vectorWeight", None)
+        if mode != threshold_mode:
+            args.pop("minScore", None)
         with col:
             st.markdown(f"**{mode}**")
             env = widgets.run_tool(tool, args, label=f"{mode}: this maps to a tool call")

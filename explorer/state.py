@@ -22,8 +22,8 @@ from engine.config import Settings, load_settings
 from engine.tools import Engine
 from explorer.jobs import IndexJob
 
-__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "qp_get", "qp_int",
-           "qp_float", "qp_set"]
+__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "index_seen",
+           "qp_get", "qp_all", "qp_int", "qp_float", "qp_set"]
 
 REPO = Path(__file__).resolve().parents[1]
 _HERE = Path(__file__).resolve().parent
@@ -38,7 +38,7 @@ def _shipped(inside: str, checkout: str) -> Path:
 
 #: The page scripts (``pages/`` of the checkout; ``explorer/_pages`` when installed).
 PAGES_DIR = _shipped("_pages", "pages")
-#: The bundled sample corpus indexed on first start (when the index has no collection).
+#: The bundled sample corpus, added and indexed once, on a brand-new index (``explorer/app.py``).
 SAMPLES = _shipped("_assets", "assets") / "samples"
 SAMPLE_COLLECTION = "Samples"
 #: The browser tab icon: a local PNG served by Streamlit itself (an emoji or material
@@ -65,6 +65,18 @@ def _job(key: str) -> IndexJob:
     return IndexJob()
 
 
+@st.cache_resource(show_spinner=False)
+def _seen(key: str) -> dict[str, bool]:
+    return {"collections": False}
+
+
+def index_seen() -> dict[str, bool]:
+    """What this explorer process has seen of the current settings' index (one mutable dict
+    per process and index): ``collections`` is True once any script run found a collection
+    in it (the bundled samples are then never added again by ``explorer/app.py``)."""
+    return _seen(_key(settings()))
+
+
 def engine() -> Engine:
     """The shared Engine for the current settings (built once per process)."""
     s = settings()
@@ -81,6 +93,11 @@ def qp_get(name: str, default: str | None = None) -> str | None:
     """A query parameter as text, or ``default``."""
     value = st.query_params.get(name)
     return default if value in (None, "") else str(value)
+
+
+def qp_all(name: str) -> list[str]:
+    """Every value of a repeated query parameter (``scope=A&scope=B``), in order; [] when absent."""
+    return [str(v) for v in st.query_params.get_all(name) if v not in (None, "")]
 
 
 def qp_int(name: str, default: int | None = None) -> int | None:
@@ -100,10 +117,13 @@ def qp_float(name: str, default: float) -> float:
 
 
 def qp_set(**values: Any) -> None:
-    """Set query parameters; ``None`` removes one. Values are stored as text."""
+    """Set query parameters; ``None`` removes one. Values are stored as text; a list or
+    tuple becomes one repeated parameter per item (``scope=A&scope=B``)."""
     for k, v in values.items():
-        if v is None or v == "":
+        if v is None or v == "" or (isinstance(v, (list, tuple)) and not v):
             if k in st.query_params:
                 del st.query_params[k]
+        elif isinstance(v, (list, tuple)):
+            st.query_params[k] = [str(x) for x in v]
         else:
             st.query_params[k] = str(v)

@@ -1,5 +1,5 @@
 """Shared explorer widgets: tool calls with their panel, failure callouts, hits,
-marked text, index progress and page images.
+marked text and page images (the index run and Status views: ``explorer.run_views``).
 
 Owns: ``run_tool`` (every page calls the engine through it: one
 ``engine.tools.call_tool`` per action, shown in the "This maps to a tool call"
@@ -21,12 +21,10 @@ import streamlit as st
 
 from engine.errors import WHO_FIXES, ChunknavError
 from engine.paths import resolve_inside
-from engine.runs import unchanged_of
 from engine.secrets import public_dsn, redact, redact_obj
 from engine.search import parse_query, query_terms, shown_terms
 from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
 from explorer import state
-from explorer.table import table
 
 __all__ = [
     "PAGES",
@@ -40,8 +38,6 @@ __all__ = [
     "mark_terms",
     "marked_block",
     "overlap_caption",
-    "job_progress",
-    "run_summary",
     "source_file",
     "page_image",
     "FAILURE_TITLES",
@@ -75,8 +71,11 @@ def selected_chunk(button: str) -> tuple[str, str, int]:
 
 
 def go(name: str, **params: Any) -> None:
-    """Switch to a page with the given query parameters (a deep link)."""
-    st.switch_page(page_path(name), query_params={k: str(v) for k, v in params.items() if v is not None})
+    """Switch to a page with the given query parameters (a deep link; a list value becomes
+    one repeated parameter per item)."""
+    st.switch_page(page_path(name), query_params={
+        k: [str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)
+        for k, v in params.items() if v is not None and v != []})
 
 
 # -- tool calls -----------------------------------------------------------------
@@ -288,60 +287,6 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False,
         return clicked
 
 
-# -- index runs --------------------------------------------------------------------
-def job_progress(snap: dict[str, Any]) -> None:
-    """Live progress of a running index job: files done/total, current file, elapsed."""
-    total = int(snap.get("total") or 0)
-    done = int(snap.get("done") or 0)
-    phase = snap.get("phase") or "start"
-    unit = {"embed": "chunks embedded", "walk": "files found", "hash": "files hashed"}.get(phase, "files")
-    frac = min(1.0, done / total) if total else 0.0
-    what = "Rebuild (forced)" if snap.get("force") else "Re-index (hash-gated)"
-    count = f"{done}/{total}" if total else f"{done}"
-    if snap.get("bytesHashed") and phase == "hash":
-        count += f" ({snap['bytesHashed'] / 1e6:.1f} MB hashed)"
-    if snap.get("cancelRequested"):
-        what += " · cancelling at the next file boundary"
-    st.progress(frac, text=f"{what}: {phase} · {count} {unit} · {snap.get('elapsedS', 0):.1f} s")
-    if snap.get("file"):
-        st.caption(f"Current file: `{snap['file']}`")
-
-
-def run_summary(summary: dict[str, Any], heading: str = "Summary") -> None:
-    """The summary of an index run: counts, failures with reasons, embedding failure."""
-    st.markdown(f"**{heading}**" + (f" · {summary.get('finishedAt')}" if summary.get("finishedAt") else ""))
-    cols = st.columns(6)
-    for col, (label, key) in zip(cols, [("files seen", "filesSeen"), ("indexed", "indexed"),
-                                        ("unchanged", "unchanged"), ("chunks written", "chunksWritten"),
-                                        ("vectors embedded", "embedded"), ("seconds", "seconds")]):
-        col.metric(label, unchanged_of(summary) if key == "unchanged" else summary.get(key, 0))
-    extra = []
-    for label, key in (("removed", "removed"), ("vectors reused", "reused"),
-                       ("embedded truncated", "truncated"), ("chunks without a vector", "embedFailed")):
-        if summary.get(key):
-            extra.append(f"{label}: {summary[key]}")
-    if summary.get("collections"):
-        extra.append("collections: " + ", ".join(f"`{c}`" for c in summary["collections"]))
-    extra.append("forced rebuild" if summary.get("force") else "hash-gated")
-    st.caption(" · ".join(extra))
-    counts = summary.get("counts")
-    if counts:  # every class of outcome (issue 10)
-        st.caption(f"Run **{summary.get('status', 'finished')}** · " + " · ".join(
-            f"{k}: {counts.get(k, 0)}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
-                                                 "stale", "removed")))
-    if summary.get("status") in ("cancelled", "interrupted", "stopped"):
-        st.warning(summary.get("message") or (summary.get("error") or {}).get("message")
-                   or f"The run was {summary['status']}: what it committed is kept; run again to finish.")
-    if summary.get("embedError"):
-        failure_callout(summary["embedError"])
-    lists = ("failed", "empty", "skippedFiles", "stale") if counts else ("failed", "empty", "unsupported")
-    rows = [{"status": {"skippedFiles": "skipped"}.get(kind, kind), **f} for kind in lists
-            for f in summary.get(kind) or []]
-    if rows:
-        st.markdown(f"**Files not indexed ({len(rows)})**")
-        table(rows, columns=["status", "code", "collectionPath", "filePath", "reason"])
-
-
 # -- sources and page images ---------------------------------------------------------
 def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str | None, str | None]:
     """``(path, password, problem)`` of a document's file, confined to its collection root."""
@@ -376,72 +321,6 @@ def page_image(path: Path, password: str | None, page: int, zoom: float,
 
     return _render(str(path), os.stat(path).st_mtime_ns, page, round(zoom, 3),
                    json.dumps(regions, sort_keys=True), tuple(texts), password)
-
-
-# -- status --------------------------------------------------------------------------
-def provider_view(provider: dict[str, Any]) -> None:
-    """The embedding provider with model, dimension, endpoint and the probe's result."""
-    line = (f"Provider **`{provider.get('provider')}`** · model `{provider.get('model') or '-'}` · "
-            f"dimension {provider.get('dim') or '-'}")
-    if provider.get("endpoint"):
-        line += f" · endpoint `{provider['endpoint']}`"
-    st.markdown(line)
-    probe = provider.get("probe")
-    if probe is None:
-        st.caption("Probe not run.")
-    elif probe.get("ok"):
-        st.success(f"Probe ok: embedded a test string in {probe.get('seconds', 0):.3f} s.",
-                   icon=":material/check_circle:")
-    else:
-        failure_callout(probe)
-
-
-def status_view(status: dict[str, Any]) -> None:
-    """The ``index_status`` envelope: counts, collections, vectors per model, failures, last run."""
-    c = st.columns(5)
-    c[0].metric("collections", len(status["collections"]))
-    c[1].metric("documents", status["documents"])
-    c[2].metric("chunks", status["chunks"])
-    c[3].metric("stale vectors", status["staleVectors"],
-                help="vectors whose chunk no longer exists (kept: rows are only added)")
-    model = status["provider"].get("model")
-    row = next((v for v in status["vectors"] if v["model"] == model), None)
-    c[4].metric("chunks lacking vectors", row["missing"] if row else status["chunks"],
-                help=f"for the configured model `{model}`; every model below")
-    st.subheader("Embedding provider")
-    provider_view(status["provider"])
-    st.subheader("Collections")
-    if status["collections"]:
-        table(status["collections"], columns=["collectionPath", "root", "documents", "chunks", "failed"])
-    else:
-        st.info("No collection yet: add one on the Rebuild page.")
-    st.subheader("Vectors per model")
-    if status["vectors"]:
-        table(status["vectors"], labels={"missing": "chunks lacking vectors", "stale": "stale vectors"})
-    else:
-        st.caption("No vectors stored yet.")
-    if status.get("embedFailures"):
-        st.markdown(f"**Chunks the embedding pass could not embed ({len(status['embedFailures'])})**")
-        table(status["embedFailures"], columns=["model", "collectionPath", "filePath", "chunkIndex", "error", "reason"])
-    st.subheader(f"Files not indexed ({len(status['failures'])})")
-    if status["failures"]:
-        table(status["failures"], columns=["status", "collectionPath", "filePath", "reason"])
-    else:
-        st.caption("None: every file was indexed.")
-    noted = status.get("notes") or []
-    if noted:
-        st.subheader(f"Indexed with notes ({len(noted)})")
-        st.caption("Text decoded from a detected encoding, OCR'd pages, parts not read: "
-                   "the file is searchable, but check these.")
-        table([{**n, "notes": "; ".join(n["notes"])} for n in noted],
-              columns=["collectionPath", "filePath", "encoding", "encodingConfidence", "notes"])
-    st.subheader("Last run")
-    if status.get("lastRun"):
-        run_summary(status["lastRun"], heading="Last index run")
-        with st.expander("Last run summary as JSON"):
-            st.json(status["lastRun"])
-    else:
-        st.caption("No index run yet.")
 
 
 # -- chunk and document views -------------------------------------------------------------
@@ -514,7 +393,9 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
                                 "p": chunk.get("page"), "q": query or None}.items() if v is not None}
     l1, l2, l3 = st.columns(3)
     l1.page_link(page_path("source"), label="Source view", icon=":material/visibility:", query_params=params)
-    back = {k: st.query_params[k] for k in ("q", "scope", "kind", "mode", "limit", "hit") if k in st.query_params}
+    back: dict[str, Any] = {k: st.query_params[k] for k in ("q", "kind", "mode", "limit", "hit") if k in st.query_params}
+    if st.query_params.get_all("scope"):  # one repeated parameter per collection path
+        back["scope"] = st.query_params.get_all("scope")
     if back.get("q"):
         l2.page_link(page_path("explore"), label="Back to results", icon=":material/search:", query_params=back)
     st.session_state["chunk_full"] = st.query_params.get("full") == "1"

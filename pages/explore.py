@@ -3,7 +3,7 @@ the threshold and the vector weight; compare the modes side by side; list a coll
 
 Tools: ``search`` (documents) or ``search_chunks`` (chunks); the comparison runs the
 same tool once per mode; the file list is ``list_documents`` + ``get_document``.
-State lives in the URL: ``q``, ``scope`` (``*`` or paths joined by ``,``), ``kind``,
+State lives in the URL: ``q``, ``scope`` (``*``, or one ``scope=`` per collection path), ``kind``,
 ``mode``, ``limit``, ``min`` (minScore), ``w`` (vectorWeight), ``cmp`` (compare
 modes), ``files`` (a collection whose files are listed), ``doc``, ``hit``.
 """
@@ -18,12 +18,23 @@ collections = [c.collection_path for c in engine.store.collections()]
 KINDS = {"chunks": "search_chunks", "documents": "search"}
 MODES = ["auto", "vector", "keyword", "hybrid"]
 
-scope_qp = state.qp_get("scope")
+scope_qp = state.qp_all("scope")  # one repeated parameter per collection path
 all_qp, picked_qp = retrieval.scope_from_param(scope_qp, collections)
-if scope_qp is None and len(collections) == 1:
+if not scope_qp and len(collections) == 1:
     picked_qp = collections[:]
 weight_qp = min(1.0, max(0.0, state.qp_float("w", 0.5)))
 min_qp = max(0.0, state.qp_float("min", 0.0))
+
+
+def _runs_auto() -> str:
+    """What mode auto runs (keyword or hybrid): settings first, the provider only for a query."""
+    if state.settings().embed_provider == "none":
+        return "keyword"
+    return engine.auto_mode() if state.qp_get("q") or st.session_state.get("q") else "hybrid"
+
+
+# the threshold slider in the units of the mode's own score (cosine, BM25, fused RRF)
+scale = retrieval.score_scale(state.qp_get("mode", "auto"), _runs_auto)
 
 with st.form("search", border=False):
     q = st.text_input("Query", value=state.qp_get("q", ""), key="q",
@@ -37,8 +48,9 @@ with st.form("search", border=False):
     mode = c3.segmented_control("Mode", MODES, key="mode", default=state.qp_get("mode", "auto"))
     limit = c4.number_input("Limit", 1, 1000, state.qp_int("limit", 10) or 10, key="limit")
     s1, s2, s3 = st.columns([3, 3, 2])
-    min_score = s1.slider("Threshold (minScore)", 0.0, 1.0, min(1.0, min_qp), 0.005, key="min",
-                          help="drop hits whose score (cosine, BM25 or fused) is below this; 0 = off")
+    min_score = s1.slider(f"Threshold (minScore, {scale.mode} score)", 0.0, max(scale.top, min_qp), min_qp,
+                          scale.step, format=scale.fmt, key=f"min_{scale.mode}",
+                          help=f"drop hits whose score ({scale.meaning}) is below this; 0 = off")
     weight = s2.slider("Vector weight (hybrid)", 0.0, 1.0, weight_qp, 0.05, key="w",
                        help="1 = vector order, 0 = keyword order, 0.5 = plain reciprocal rank fusion")
     compare = s3.toggle("Compare modes", value=state.qp_get("cmp") == "1", key="cmp",
@@ -46,14 +58,25 @@ with st.form("search", border=False):
     submitted = st.form_submit_button("Search", icon=":material/search:", type="primary")
 
 if submitted:
+    rescaled = retrieval.score_scale(mode or "auto", _runs_auto).mode != scale.mode
     state.qp_set(q=q, scope=retrieval.scope_param(every, picked), kind=kind or "chunks",
-                 mode=mode or "auto", limit=int(limit), min=min_score or None,
+                 mode=mode or "auto", limit=int(limit), min=None if rescaled else (min_score or None),
                  w=weight if weight != 0.5 else None, cmp="1" if compare else None, hit=None)
+    if rescaled and min_score:  # another mode's score has other units: its threshold means nothing here
+        st.session_state["threshold_reset"] = scale.mode
+    if rescaled:
+        st.rerun()  # draw the slider in the new mode's units
+if st.session_state.pop("threshold_reset", None):
+    st.caption(f"The threshold was reset: minScore is now on the {scale.mode} score ({scale.meaning}).")
+if scale.bounded and min_qp > scale.top:
+    st.warning(f"minScore {min_qp:g} is above the highest {scale.mode} score ({scale.meaning}): "
+               "every hit is dropped.", icon=":material/filter_alt_off:")
 
 query = state.qp_get("q")
 if query:
     tool = KINDS.get(state.qp_get("kind", "chunks"), "search_chunks")
-    args = {"query": query, "scope": retrieval.scope_argument(state.qp_get("scope")),
+    # the scope the form shows (a deep link without `scope` on a one-collection index pre-selects it)
+    args = {"query": query, "scope": retrieval.scope_argument(retrieval.scope_param(every, picked)),
             "limit": state.qp_int("limit", 10) or 10, "mode": state.qp_get("mode", "auto")}
     if args["scope"] is None:
         del args["scope"]
@@ -73,12 +96,14 @@ if query:
                                       detail=retrieval.breakdown(hit, envelope.get("scoreKind")))
             if clicked:
                 widgets.go(clicked, c=hit["collectionPath"], f=hit["filePath"], i=hit["chunkIndex"],
-                           p=hit.get("page"), q=query, scope=state.qp_get("scope"), hit=hit["rank"],
+                           p=hit.get("page"), q=query, scope=retrieval.scope_param(every, picked), hit=hit["rank"],
                            kind=state.qp_get("kind"), mode=state.qp_get("mode"), limit=args["limit"])
     widgets.tool_call_panel(tool, args, envelope)
     if state.qp_get("cmp") == "1":
         st.subheader("Compare modes")
-        retrieval.compare_modes(tool, {k: v for k, v in args.items() if k != "mode"})
+        if "minScore" in args:
+            st.caption(f"The threshold is on the {scale.mode} score: only that column applies it.")
+        retrieval.compare_modes(tool, {k: v for k, v in args.items() if k != "mode"}, threshold_mode=scale.mode)
 else:
     st.caption("Type a query. Pick collections (or All collections), or put `namespace:<collectionPath>` "
                "in the query.")

@@ -12,7 +12,7 @@ import streamlit as st
 
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError
 from engine.roots import allowed_roots
-from explorer import state, widgets
+from explorer import run_views, state, widgets
 from explorer.table import table
 
 st.title("Rebuild")
@@ -42,14 +42,14 @@ def live() -> None:
     snap = job.snapshot()
     if snap["status"] != "running":
         st.rerun(scope="app")
-    widgets.job_progress(snap)
+    run_views.job_progress(snap)
 
 
 snap = job.snapshot()
 if snap["status"] == "running":
     live()
 elif snap["status"] == "done":
-    widgets.run_summary(snap["summary"], heading=f"Run {snap['summary'].get('status', 'finished')} "
+    run_views.run_summary(snap["summary"], heading=f"Run {snap['summary'].get('status', 'finished')} "
                                                  f"in {snap.get('elapsedS', 0)} s")
 elif snap["status"] in ("busy", "error"):
     widgets.failure_callout({"error": snap["error"], "message": snap["message"]})

@@ -5,7 +5,7 @@ One tool: ``index_status`` (with the provider probe).
 
 import streamlit as st
 
-from explorer import widgets
+from explorer import run_views, widgets
 
 st.title("Status")
 probe = st.toggle("Probe the embedding provider", value=True, key="status_probe",
@@ -13,5 +13,5 @@ probe = st.toggle("Probe the embedding provider", value=True, key="status_probe"
 status = widgets.run_tool("index_status", {"probe": probe}, panel=False)
 
 if status is not None:
-    widgets.status_view(status)
+    run_views.status_view(status)
     widgets.tool_call_panel("index_status", {"probe": probe}, status)

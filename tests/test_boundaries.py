@@ -107,6 +107,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
     "engine.cli_views",  # start: the CLI's human views, split out of engine.cli
     "engine.store.vector_top",  # vec: the best k of a scan, with less work
     "engine.store.term_scores",  # session 5: the any-term pass from per-term BM25 lists
+    "explorer.run_views",  # session 6: index run and Status views, split out of explorer.widgets
     "engine.query_text",  # session 6: the query in NFKC, cut to what the embedder takes
     "engine.snippets",  # session 6: split out of engine.search by noun
 ])

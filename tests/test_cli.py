@@ -87,6 +87,51 @@ def test_status_human_and_json(tmp_path, corpus, capsys, monkeypatch):
     assert code == 0 and env["documents"] == 3 and env["failures"][0]["filePath"] == "broken.pdf"
 
 
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "directory"])
+def test_status_of_an_index_that_cannot_be_opened_says_so(tmp_path, corpus, capsys, monkeypatch, kind):
+    """trial6 #9: human ``status`` on a corrupt, truncated or directory index prints the error
+    code and message (as --json does), never counts that look like an empty index."""
+    monkeypatch.setenv("EMBED_PROVIDER", "none")
+    db = tmp_path / "i.db"
+    if kind == "garbage":
+        db.write_bytes(os.urandom(100_000))
+    elif kind == "directory":
+        db.mkdir()
+    else:
+        run(capsys, "--db", str(db), "collections", "add", "C", str(corpus))
+        run(capsys, "--db", str(db), "index")
+        data = db.read_bytes()
+        db.write_bytes(data[: len(data) // 2])
+    code, out, _ = run(capsys, "--db", str(db), "status", "--json")
+    env = json.loads(out)
+    assert code == 1 and env["error"] == "index-unavailable"
+    code, out, _ = run(capsys, "--db", str(db), "status")
+    assert code == 1
+    assert out.startswith(f"error: index-unavailable: {env['message']}"), out
+    assert "who can fix it: the operator" in out and "documents 0" not in out and "last run" not in out
+
+
+def test_a_collection_path_with_spaces_is_named_in_a_quoted_namespace_token(tmp_path, capsys, monkeypatch):
+    """trial6 #11: ``namespace:"Acme Inc/Sub Dir"`` names a path with spaces (the unquoted token
+    stops at the first space); a path with a comma works as --scope."""
+    monkeypatch.setenv("EMBED_PROVIDER", "none")
+    root = tmp_path / "commadir"
+    root.mkdir()
+    (root / "a.txt").write_text("comma collection okra", "utf-8")
+    db = str(tmp_path / "i.db")
+    for name in ("Acme,Inc", "Acme Inc/Sub Dir"):
+        assert run(capsys, "--db", db, "collections", "add", name, str(root))[0] == 0
+    run(capsys, "--db", db, "index")
+    code, out, _ = run(capsys, "--db", db, "search-chunks", 'namespace:"Acme Inc/Sub Dir" okra', "--mode", "keyword")
+    env = json.loads(out)
+    assert code == 0 and env["searched"] and env["collections"] == ["Acme Inc/Sub Dir"] and env["count"] == 1
+    code, out, _ = run(capsys, "--db", db, "search-chunks", "namespace:Acme Inc/Sub Dir okra", "--mode", "keyword")
+    assert json.loads(out)["searched"] is False  # unquoted: the token is `namespace:Acme`
+    code, out, _ = run(capsys, "--db", db, "search-chunks", "okra", "--scope", "Acme,Inc", "--mode", "keyword")
+    env = json.loads(out)
+    assert env["collections"] == ["Acme,Inc"] and env["count"] == 1
+
+
 def test_usage_errors_exit_2(tmp_path, capsys):
     db = str(tmp_path / "i.db")
     assert run(capsys, "--db", db, "get-chunk", "C", "a.md", "not-a-number")[0] == 2

@@ -159,12 +159,86 @@ def test_zero_hits_looks_different_from_could_not_search(app):
     assert shown["searched"] is True and shown["count"] == 0
 
 
+def test_a_link_without_scope_searches_the_scope_the_form_shows(app, sample_engine):
+    """trial6 #10: /explore?q=... without scope on a one-collection index pre-selects that
+    collection, and the search uses it; a cleared picker stays cleared and unsearched."""
+    at = app("explore", q=QUERY)
+    assert at.multiselect(key="scopes").value == [SAMPLE_COLLECTION]
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["scope"] == SAMPLE_COLLECTION and shown["searched"] is True and shown["count"] > 0
+    assert not any("Not searched" in i.value for i in at.info)
+    at.multiselect(key="scopes").set_value([])
+    next(b for b in at.button if b.label == "Search").click().run()
+    at.run()  # a rerun shows what was submitted and searches that
+    assert at.multiselect(key="scopes").value == []
+    call, shown = _panel(at, "search_chunks")
+    assert "scope" not in call["arguments"] and shown["searched"] is False
+    assert any("Not searched" in i.value for i in at.info)
+
+
 def test_no_scope_is_not_searched_with_hint(app):
     at = app("explore", q=QUERY)
     at.multiselect(key="scopes").set_value([])
     next(b for b in at.button if b.label == "Search").click().run()
     assert any("Not searched" in i.value and "namespace:" in i.value for i in at.info)
     assert not at.error
+
+
+@pytest.fixture
+def odd_names(tmp_path, monkeypatch):
+    """Collections whose paths hold a comma and spaces (trial6 #11), indexed, no provider."""
+    root = tmp_path / "commadir"
+    root.mkdir()
+    (root / "a.txt").write_text("comma collection okra", "utf-8")
+    settings = Settings(db=str(tmp_path / "odd.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="none").validate()
+    eng = Engine(settings)
+    for name in ("Acme,Inc", "Acme Inc/Sub Dir", "Other"):
+        eng.add_collection(name, str(root))
+    eng.run_index()
+    eng.close()
+    _env(monkeypatch, settings)
+    yield settings
+    st.cache_resource.clear()
+
+
+def _explore(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page(PAGE["explore"]).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_collection_path_with_a_comma_is_searched_from_the_explorer(odd_names):
+    """trial6 #11: scopes travel as one repeated `scope` parameter per path, never split."""
+    at = _explore()
+    at.text_input(key="q").input("okra")
+    at.multiselect(key="scopes").set_value(["Acme,Inc"])
+    at.segmented_control(key="mode").set_value("keyword")
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert at.query_params["scope"] == "Acme,Inc"
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["scope"] == "Acme,Inc" and shown["collections"] == ["Acme,Inc"] and shown["count"] == 1
+    at.multiselect(key="scopes").set_value(["Acme,Inc", "Acme Inc/Sub Dir"])
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert at.query_params["scope"] == ["Acme,Inc", "Acme Inc/Sub Dir"]
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["scope"] == ["Acme,Inc", "Acme Inc/Sub Dir"] and shown["count"] == 2
+    assert not at.warning  # the link is clean: no "there is no collection `Acme`"
+    # the same link opened again (a new session), then a hit's chunk keeps both scopes
+    at = _explore(q="okra", mode="keyword", scope=["Acme,Inc", "Acme Inc/Sub Dir"])
+    assert at.multiselect(key="scopes").value == ["Acme,Inc", "Acme Inc/Sub Dir"] and not at.warning
+    assert _panel(at, "search_chunks")[1]["count"] == 2
+    next(b for b in at.button if b.label == "Open chunk").click().run()
+    assert at.title[0].value == "Chunk" and at.query_params["scope"] == ["Acme,Inc", "Acme Inc/Sub Dir"]
+    # a link of older versions (paths joined by ',') still opens; a quoted namespace token names spaces
+    at = _explore(q="okra", mode="keyword", scope="Other,Acme Inc/Sub Dir")
+    assert at.multiselect(key="scopes").value == ["Other", "Acme Inc/Sub Dir"] and not at.warning
+    at = _explore(q='namespace:"Acme Inc/Sub Dir" okra', mode="keyword", scope="Nope")
+    assert any("no collection `Nope`" in w.value for w in at.warning)
+    shown = _panel(at, "search_chunks")[1]
+    assert shown["collections"] == ["Acme Inc/Sub Dir"] and shown["count"] == 1
 
 
 # -- retrieval testing (issue 13) ---------------------------------------------------------
@@ -191,7 +265,7 @@ def test_all_collections_is_scope_star(app, sample_engine):
 def test_weight_and_threshold_sliders_are_tool_arguments_and_hits_show_the_breakdown(app, sample_engine):
     at = app("explore", q=QUERY, scope=SAMPLE_COLLECTION, mode="hybrid")
     at.slider(key="w").set_value(0.8)
-    at.slider(key="min").set_value(0.01)
+    at.slider(key="min_hybrid").set_value(0.01)
     next(b for b in at.button if b.label == "Search").click().run()
     assert not at.exception, at.exception
     call, shown = _panel(at, "search_chunks")
@@ -201,6 +275,39 @@ def test_weight_and_threshold_sliders_are_tool_arguments_and_hits_show_the_break
     captions = _texts(at.caption)
     assert "fused (rrf)" in captions and ("vector " in captions and "keyword " in captions)
     assert all(h["score"] >= 0.01 for h in shown["hits"])
+
+
+def test_the_threshold_slider_fits_the_score_of_the_mode(app, sample_engine):
+    """trial6 #12: keyword BM25 thresholds above 1 can be set (slider and link), hybrid's slider
+    spans the fused RRF range, vector's the cosine; a mode change resets the threshold."""
+    from explorer.retrieval import HYBRID_TOP
+
+    at = app("explore", q="population capital", scope=SAMPLE_COLLECTION, mode="keyword", min="5")
+    assert not at.warning  # no "clamped to 1"
+    slider = at.slider(key="min_keyword")
+    assert slider.value == 5.0 and slider.max >= 20 and slider.step == 0.1
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["minScore"] == 5.0 and shown["searched"] and shown["count"] > 0
+    assert all(h["score"] >= 5.0 for h in shown["hits"])
+    assert shown == call_tool(sample_engine, "search_chunks", call["arguments"])
+    at.slider(key="min_keyword").set_value(9.5)
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert at.query_params["min"] == "9.5" and _panel(at, "search_chunks")[0]["arguments"]["minScore"] == 9.5
+    # to hybrid: the BM25 threshold means nothing for fused scores: reset, slider in RRF units
+    at.segmented_control(key="mode").set_value("hybrid")
+    next(b for b in at.button if b.label == "Search").click().run()
+    assert not at.exception, at.exception
+    assert "min" not in at.query_params and any("threshold was reset" in c.value for c in at.caption)
+    slider = at.slider(key="min_hybrid")
+    assert slider.max == round(HYBRID_TOP, 4) and abs(HYBRID_TOP - 2 / 61) < 1e-12 and slider.step == 0.0005
+    assert "minScore" not in _panel(at, "search_chunks")[0]["arguments"]
+    # auto on an index with vectors runs hybrid: the same scale; vector: cosine 0..1
+    assert app("explore", q=QUERY, scope=SAMPLE_COLLECTION).slider(key="min_hybrid").max == round(HYBRID_TOP, 4)
+    assert app("explore", q=QUERY, scope=SAMPLE_COLLECTION, mode="vector").slider(key="min_vector").max == 1.0
+    # a link above what the mode can score says so
+    at = app("explore", q=QUERY, scope=SAMPLE_COLLECTION, mode="hybrid", min="5")
+    assert any("above the highest hybrid score" in w.value for w in at.warning)
+    assert _panel(at, "search_chunks")[1]["count"] == 0
 
 
 def test_compare_modes_runs_each_mode_and_marks_what_each_found(app, sample_engine):
@@ -216,6 +323,18 @@ def test_compare_modes_runs_each_mode_and_marks_what_each_found(app, sample_engi
     assert lines and all(line.rstrip(" |").split("|")[-1].strip().replace(" ", "") and
                          set(line.rstrip(" |").split("|")[-1].strip().replace(" ", "")) <= set("VKH")
                          for line in lines)
+
+
+def test_compare_modes_applies_the_threshold_only_to_the_mode_it_is_in(app, sample_engine):
+    """trial6 #12: a keyword (BM25) threshold is not applied to the vector and hybrid columns."""
+    at = app("explore", q="population capital countries", scope=SAMPLE_COLLECTION, mode="keyword", min="5", cmp="1")
+    assert not at.exception, at.exception
+    panels = _all_panels(at, "search_chunks")
+    by_mode = {c["arguments"]["mode"]: (c, e) for c, e in panels[1:]}
+    assert by_mode["keyword"][0]["arguments"]["minScore"] == 5.0
+    assert "minScore" not in by_mode["vector"][0]["arguments"] and "minScore" not in by_mode["hybrid"][0]["arguments"]
+    assert by_mode["hybrid"][1]["count"] > 0 and by_mode["vector"][1]["count"] > 0
+    assert any("only that column applies it" in c.value for c in at.caption)
 
 
 def test_files_list_documents_with_node_and_chunk_link(app, sample_engine):
@@ -493,6 +612,34 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
     assert "ACME/Reports" not in at.selectbox(key="remove_path").options
 
 
+def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
+    """trial6 #7: the Status page and the run summary name the collection whose root could not
+    be listed, with the reason; its documents are listed stale."""
+    settings, root = small_index
+    eng = Engine(settings)
+    try:
+        eng.run_index()
+        root.rename(root.with_name("docs-gone"))
+        summary = eng.run_index()
+    finally:
+        eng.close()
+    assert summary["rootErrors"][0]["code"] == "root-missing"
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["status"]).run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error if "cannot be listed" in e.value]
+    assert len(errors) == 1 and "`Small`" in errors[0] and str(root) in errors[0] and "root-missing" in errors[0]
+    assert any("Files not indexed (2)" in m.value for m in at.subheader)
+    shown = "\n".join(t.value for t in at.markdown)
+    assert "minimal\\-document\\.pdf" in shown and "root\\-missing" in shown  # Markdown-escaped cells
+    # a run from the Rebuild page says the same, and so does the sidebar
+    at.switch_page(PAGE["rebuild"]).run()
+    at.button(key="reindex").click().run()
+    _wait_for_run(at)
+    assert any("`Small`" in e.value and "cannot be listed" in e.value for e in at.error)
+    assert any("1 collection root not listed" in c.value for c in at.sidebar.caption)
+
+
 def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
     """An empty index: the app adds assets/samples as 'Samples' and indexes it with a progress bar."""
     settings = Settings(db=str(tmp_path / "fresh.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()
@@ -512,6 +659,63 @@ def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
         assert call_tool(eng, "index_status", {"probe": False})["chunks"] > 0
     finally:
         eng.close()
+
+
+def _collections_of(settings: Settings) -> list[str]:
+    eng = Engine(settings)
+    try:
+        return [c.collection_path for c in eng.store.collections()]
+    finally:
+        eng.close()
+
+
+def _remove_on_rebuild(at: AppTest, name: str) -> AppTest:
+    at.switch_page(PAGE["rebuild"]).run()
+    at.selectbox(key="remove_path").set_value(name)
+    at.button(key="remove").click().run()
+    at.button(key="confirm_remove").click().run()
+    assert any(f"Removed `{name}`" in s.value for s in at.success)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_removing_the_last_collection_sticks_no_samples_come_back(small_index):
+    """trial6 #8: the samples are offered only on a brand-new index; removing the user's last
+    collection (in this process, in a new session, after a restart) adds nothing back."""
+    from explorer import state
+
+    settings, _root = small_index
+    eng = Engine(settings)
+    try:
+        eng.run_index()
+    finally:
+        eng.close()
+    at = _remove_on_rebuild(AppTest.from_file(APP, default_timeout=90).run(), "Small")
+    at.switch_page(PAGE["status"]).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
+    AppTest.from_file(APP, default_timeout=90).run()  # another browser session
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
+    st.cache_resource.clear()  # a restarted explorer: the index's run records remember
+    AppTest.from_file(APP, default_timeout=90).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
+
+
+def test_the_samples_are_offered_once_and_removing_them_sticks(tmp_path, monkeypatch):
+    from explorer import state
+
+    settings = Settings(db=str(tmp_path / "fresh.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="none").validate()
+    _env(monkeypatch, settings)
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    assert state.job().runs_started == 1 and state.job().wait(120)
+    assert _collections_of(settings) == ["Samples"]
+    _remove_on_rebuild(at, "Samples")
+    at.run()
+    AppTest.from_file(APP, default_timeout=90).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 1
+    st.cache_resource.clear()  # a restarted explorer
+    AppTest.from_file(APP, default_timeout=90).run()
+    assert _collections_of(settings) == [] and state.job().runs_started == 0
 
 
 def test_status_lists_files_indexed_with_notes(app, sample_engine):

@@ -286,3 +286,11 @@ def test_explore_retrieval_params_are_validated():
     clean, notes = validate_params("explore", {"scope": f"{SAMPLE_COLLECTION},Nope", "w": "7", "cmp": "yes"},
                                    [SAMPLE_COLLECTION])
     assert clean == {"scope": SAMPLE_COLLECTION, "w": "1"} and len(notes) == 3
+    # trial6 #11: one repeated `scope` per path; a path with a comma stays whole
+    known = ["Acme,Inc", "Acme", "B"]
+    clean, notes = validate_params("explore", {"scope": ["Acme,Inc", "B", "B", "Nope"]}, known)
+    assert clean == {"scope": ["Acme,Inc", "B"]} and len(notes) == 1 and "`Nope`" in notes[0]
+    clean, notes = validate_params("explore", {"scope": "Acme,B"}, known)  # a link of older versions
+    assert clean == {"scope": ["Acme", "B"]} and not notes
+    clean, notes = validate_params("explore", {"scope": ["B", "*"]}, known)
+    assert clean == {"scope": "*"} and len(notes) == 1

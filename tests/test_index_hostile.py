@@ -26,7 +26,7 @@ import pytest
 
 import engine.extract
 from engine.config import Settings
-from engine.errors import IndexBusyError, TooLargeError, ExtractError, REASON_CODES
+from engine.errors import ERROR_CODES, IndexBusyError, TooLargeError, ExtractError, REASON_CODES
 from engine.extract.limits import check_docx
 from engine.index import Indexer
 from engine.model import Collection
@@ -177,9 +177,155 @@ def test_a_missing_root_keeps_every_document(tmp_path):
     Indexer(store, settings).run()
     shutil.rmtree(root)
     summary = Indexer(store, settings).run()
-    assert summary["failed"][0]["code"] == "root-missing" and summary["removed"] == 0
+    assert summary["rootErrors"][0]["code"] == "root-missing" and summary["removed"] == 0
+    assert summary["failed"] == [] and [f["filePath"] for f in summary["stale"]] == ["a.txt"]
     assert store.chunk_count("M", "a.txt") == 1
     store.close()
+
+
+def test_stale_marks_of_a_vanished_root_touch_only_the_document_rows(store, tmp_path):
+    """A root that vanished marks every document stale without rewriting its text and chunks
+    (``set_document_metadata``: one row each; a rewrite cost as much as indexing again), on
+    SQLite and Postgres; the root back clears the marks the same way."""
+    root = tmp_path / "share"
+    root.mkdir()
+    for i in range(3):
+        (root / f"f{i}.txt").write_text(f"file {i} zqshare " + "words " * 400, "utf-8")
+    settings = _settings(tmp_path)
+    store.add_collection(Collection("S", str(root)))
+    Indexer(store, settings).run()
+
+    def rows() -> dict:
+        if hasattr(store, "path"):  # SQLite: the rowids too (a rewrite gives new ones)
+            with sqlite3.connect(store.path) as raw:
+                return {"rowids": raw.execute("SELECT group_concat(rowid) FROM chunks").fetchone()[0],
+                        "gen": raw.execute("SELECT value FROM meta WHERE key = 'chunks_gen'").fetchone()[0]}
+        return {fp: [(c.chunk_id, c.chunk_text) for c in store.chunks("S", fp)]
+                for fp in ("f0.txt", "f1.txt", "f2.txt")}
+
+    before = rows()
+    root.rename(tmp_path / "share-away")
+    summary = Indexer(store, settings).run()
+    assert {f["filePath"] for f in summary["stale"]} == {"f0.txt", "f1.txt", "f2.txt"}
+    assert all(store.get_document("S", fp).metadata["stale"]["code"] == "root-missing"
+               for fp in ("f0.txt", "f1.txt", "f2.txt"))
+    assert rows() == before
+    assert len(store.search_keyword("zqshare", ["S"], 5)) == 3  # still searchable
+    (tmp_path / "share-away").rename(root)
+    summary = Indexer(store, settings).run()
+    assert summary["stale"] == [] and summary["counts"]["unchanged"] == 3
+    assert not any((store.get_document("S", f"f{i}.txt").metadata or {}).get("stale") for i in range(3))
+    assert rows() == before
+
+
+@pytest.mark.parametrize("how", ["vanished", "not-a-folder", "unreadable"])
+def test_a_root_that_cannot_be_listed_lists_every_document_stale_and_status_says_which_and_why(tree, how):
+    """trial6 #7: the documents of a vanished or unreadable root are stale with the root's reason;
+    ``status`` (human and --json) names the collection and the reason; the next run recovers."""
+    root = tree / "share"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("heron words on a share that goes away", "utf-8")
+    (root / "sub" / "b.txt").write_text("egret words in a folder of that share", "utf-8")
+    other = tree / "other"
+    other.mkdir()
+    (other / "c.txt").write_text("a collection that stays readable", "utf-8")
+    db = tree / "index.db"
+    assert _cli(db, "collections", "add", "V", str(root)).returncode == 0
+    assert _cli(db, "collections", "add", "Keep", str(other)).returncode == 0
+    assert _cli(db, "index").returncode == 0
+    moved = tree / "share-moved"
+    if how == "vanished":
+        root.rename(moved)
+    elif how == "not-a-folder":
+        root.rename(moved)
+        root.write_text("a file where the folder was", "utf-8")
+    else:
+        root.chmod(0)
+    want = "unreadable" if how == "unreadable" else "root-missing"
+    r = _cli(db, "index", "--json", drop_caps=True)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1  # something the operator must look at
+    summary = json.loads(r.stdout)
+    assert summary["status"] == "finished" and summary["failed"] == [] and summary["removed"] == 0
+    assert [(e["collectionPath"], e["root"], e["code"]) for e in summary["rootErrors"]] == [("V", str(root), want)]
+    assert "2 documents kept" in summary["rootErrors"][0]["reason"]
+    stale = {f["filePath"]: f for f in summary["stale"]}
+    assert set(stale) == {"a.txt", "sub/b.txt"}
+    assert {(f["collectionPath"], f["code"]) for f in stale.values()} == {("V", want)}
+    assert all(str(root) in f["reason"] and "cannot be listed" in f["reason"] for f in stale.values())
+    assert summary["counts"]["stale"] == 2 and summary["counts"]["failed"] == 0
+    assert summary["counts"]["unchanged"] == 1  # the other collection
+    # the chunks are kept, searchable, and get_chunk says stale
+    hits = json.loads(_cli(db, "search-chunks", "heron", "--scope", "V", "--mode", "keyword").stdout)
+    assert hits["count"] == 1
+    chunk = json.loads(_cli(db, "get-chunk", "V", "a.txt", "0", drop_caps=True).stdout)
+    assert chunk["found"] and chunk["stale"] is True
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert {(f["collectionPath"], f["filePath"], f["status"]) for f in st["failures"]} == {
+        ("V", "a.txt", "stale"), ("V", "sub/b.txt", "stale")}
+    assert all(f["reason"].startswith(f"{want}: collection root {root}") for f in st["failures"])
+    assert st["lastRun"]["rootErrors"][0]["code"] == want
+    human = _cli(db, "status")
+    assert human.returncode == 0, human.stdout
+    assert f"attention: collection V: {want}: collection root {root} cannot be listed" in human.stdout
+    assert f"({want} at the last run)" in next(ln for ln in human.stdout.splitlines() if ln.strip().startswith("V "))
+    assert "finished with failures" in human.stdout and "1 collection root not listed" in human.stdout
+    assert f"stale   V/a.txt: {want}:" in human.stdout
+    out = _cli(db, "index", drop_caps=True)
+    assert out.returncode == 1 and "1 kept stale" not in out.stdout and "2 kept stale" in out.stdout
+    assert "0 removed, 1 collection root not listed" in out.stdout.splitlines()[0]
+    assert f"  root    V <- {root}: {want}: collection root {root} cannot be listed" in out.stdout
+    # a second run changes nothing; the root back: every document is current again
+    again = json.loads(_cli(db, "index", "--json", drop_caps=True).stdout)
+    assert {f["filePath"] for f in again["stale"]} == {"a.txt", "sub/b.txt"}
+    if how == "unreadable":
+        root.chmod(0o755)
+    else:
+        if root.is_file():
+            root.unlink()
+        moved.rename(root)
+    back = _cli(db, "index", "--json", drop_caps=True)
+    summary = json.loads(back.stdout)
+    assert back.returncode == 0 and summary["rootErrors"] == [] and summary["stale"] == []
+    assert summary["counts"]["unchanged"] == 3
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert st["failures"] == []
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_file_replaced_by_a_folder_of_the_same_name_is_removed(tree, closed):
+    """trial6 #13: a folder at a document's path means its file is gone: the document goes
+    (it was kept stale forever, "the file exists but the walk did not reach it"); the folder's
+    own files are indexed, or, for a folder that cannot be entered, it is skipped."""
+    root = tree / "gate"
+    root.mkdir()
+    (root / "b.txt").write_text("file becomes dir zqfolded", "utf-8")
+    (root / "c.txt").write_text("a file that stays", "utf-8")
+    db = tree / "index.db"
+    _cli(db, "collections", "add", "G", str(root))
+    assert _cli(db, "index").returncode == 0
+    (root / "b.txt").unlink()
+    (root / "b.txt").mkdir()
+    (root / "b.txt" / "inner.txt").write_text("inner words", "utf-8")
+    if closed:
+        (root / "b.txt").chmod(0)
+    r = _cli(db, "index", "--json", drop_caps=True)
+    assert "Traceback" not in r.stderr, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["removed"] == 1 and summary["stale"] == [], summary["stale"]
+    skipped = {f["filePath"]: f["code"] for f in summary["skippedFiles"]}
+    assert skipped == ({"b.txt": "unreadable"} if closed else {})
+    assert summary["indexed"] == (0 if closed else 1)
+    again = json.loads(_cli(db, "index", "--json", drop_caps=True).stdout)
+    assert again["removed"] == 0 and again["stale"] == []
+    hits = json.loads(_cli(db, "search-chunks", "zqfolded", "--scope", "G", "--mode", "keyword").stdout)
+    assert hits["count"] == 0
+    chunk = json.loads(_cli(db, "get-chunk", "G", "b.txt", "0").stdout)
+    assert chunk["found"] is False
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert not [f for f in st["failures"] if f["filePath"] == "b.txt"]
+    docs = {d["filePath"] for d in json.loads(_cli(db, "documents", "G").stdout)["documents"]}
+    assert docs == ({"c.txt"} if closed else {"c.txt", "b.txt/inner.txt"})
 
 
 # -- names that are not UTF-8, NUL bytes ----------------------------------------------------------
@@ -405,6 +551,31 @@ def test_a_held_writer_lock_is_retried_then_the_run_stops_cleanly_with_its_summa
     assert ok.returncode == 0 and json.loads(ok.stdout)["indexed"] == 1
 
 
+def test_a_second_index_run_while_one_holds_the_lock_prints_an_index_busy_envelope(tmp_path):
+    """trial6 #14: ``chunknav index --json`` refused by a run in progress prints a JSON envelope
+    (``error: index-busy``) on stdout, the reason on stderr, exit 1, and changes nothing."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("words", "utf-8")
+    db = tmp_path / "index.db"
+    _cli(db, "collections", "add", "W", str(root))
+    store = SqliteStore(str(db))
+    try:
+        with store.index_lock():  # what a running `chunknav index` holds (flock on <db>.lock)
+            r = _cli(db, "index", "--json", env=_env(CHUNKNAV_LOCK_WAIT_S="1"))
+            human = _cli(db, "index")
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        env = json.loads(r.stdout)
+        assert env["error"] == "index-busy" and env["status"] == "refused"
+        assert "already in progress" in env["message"] and str(db) in env["message"]
+        assert env["error"] in ERROR_CODES  # declared in engine/errors.py
+        assert "already in progress" in r.stderr
+        assert human.returncode == 1 and human.stdout == "" and "already in progress" in human.stderr
+        assert store.last_run() is None and store.documents("W") == []  # nothing started
+    finally:
+        store.close()
+
+
 # -- cancel, kill, exit codes, records ----------------------------------------------------------------
 def test_cancel_stops_at_a_file_boundary_and_keeps_what_was_committed(tmp_path):
     root = tmp_path / "root"
@@ -475,6 +646,51 @@ def test_sigterm_and_ctrl_c_cancel_a_cli_run_cleanly(tmp_path, sig):
     assert 0 < summary["indexed"] < 3000
     st = json.loads(_cli(db, "status", "--json").stdout)
     assert st["lastRun"]["status"] == "cancelled" and st["documents"] == summary["indexed"]
+
+
+def _big_text(path: Path, mib: int = 64) -> None:
+    """One text file of ``mib`` MiB (a 1 MiB block of words repeated): seconds of extraction."""
+    words = [f"w{i:04d}x" for i in range(4000)]
+    block = "\n".join(" ".join(words[(j * 37 + k) % 4000] for k in range(100)) for j in range(1500))
+    block = (block + "\n") * max(1, (1 << 20) // (len(block) + 1))
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(mib):
+            f.write(block)
+
+
+@pytest.mark.parametrize("after", [0, 20])
+def test_ctrl_c_during_a_big_file_is_cancelled_when_files_remain_and_said_when_none_do(tmp_path, after):
+    """trial6 #15: SIGINT while a big file is extracted: the file is finished (the boundary);
+    with files left the run is recorded ``cancelled`` with its counts (exit 1); with none left it
+    is ``finished`` with ``cancelRequested`` and a message saying the stop came during the last file."""
+    root = tmp_path / "root"
+    root.mkdir()
+    _big_text(root / "a-big.txt")
+    for i in range(after):
+        (root / f"b{i:03d}.txt").write_text(f"a small file {i} after the big one", "utf-8")
+    db = tmp_path / "index.db"
+    _cli(db, "collections", "add", "C", str(root))
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "--db", str(db), "index", "--json"], cwd=REPO,
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_running(db, proc, documents=0)
+    time.sleep(0.5)  # walked and hashed (~0.05 s): now inside the big file's extraction
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    assert "stopping at the next file boundary" in err
+    summary = json.loads(out)
+    st = json.loads(_cli(db, "status", "--json").stdout)
+    assert summary["indexed"] >= 1  # the interrupted file itself is finished and kept
+    if after:
+        assert proc.returncode == 1 and summary["status"] == "cancelled"
+        assert summary["counts"]["indexed"] == summary["indexed"] < 1 + after
+        assert st["lastRun"]["status"] == "cancelled" and st["documents"] == summary["indexed"]
+    else:
+        assert proc.returncode == 0 and summary["status"] == "finished" and summary["cancelRequested"] is True
+        assert "stop was requested while the last file was being read or written" in summary["message"]
+        assert st["lastRun"]["cancelRequested"] is True and "last file" in st["lastRun"]["message"]
+        human = _cli(db, "status").stdout
+        assert "last run: finished" in human and "stop was requested while the last file" in human
 
 
 def test_a_killed_run_shows_as_interrupted_and_the_next_run_carries_on(tmp_path):

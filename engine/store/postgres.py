@@ -355,6 +355,19 @@ class PostgresStore(PgEmbedNotes):
                 with conn.cursor() as cur:
                     cur.executemany(sql.SQL(CHUNK_INSERT).format(s), [chunk_params(c) for c in chunks])
 
+    def set_document_metadata(self, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
+        """Replace one document's ``metadata`` only: its text, chunks and vectors stay as they
+        are (the indexer's stale marks). False: no such document."""
+        schema = self._schema(collection_path)
+        if schema is None:
+            return False
+        s = sql.Identifier(schema)
+        with self._tx() as conn:
+            cur = conn.execute(sql.SQL("UPDATE {}.documents SET metadata = %s::jsonb "
+                                       "WHERE collection_path = %s AND file_path = %s").format(s),
+                               (pg_jsonb(metadata or {}), collection_path, file_path))
+            return cur.rowcount > 0
+
     def remove_document(self, collection_path: str, file_path: str) -> None:
         """Delete the document row, its text and its chunks (vectors stay, counted stale)."""
         schema = self._schema(collection_path)

@@ -401,6 +401,14 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
                                  "AND chunk_text GLOB ?", (*key, CJK_GLOB))
             self._bump(conn, "chunks_gen")
 
+    def set_document_metadata(self, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
+        """Replace one document's ``metadata`` only: its text, chunks (rowids), keyword rows
+        and vectors stay as they are (the indexer's stale marks). False: no such document."""
+        with self._write() as conn:
+            n = conn.execute("UPDATE documents SET metadata = ? WHERE collection_path = ? AND file_path = ?",
+                             (to_json(metadata or {}), collection_path, file_path)).rowcount
+        return n > 0
+
     def remove_document(self, collection_path: str, file_path: str) -> None:
         """Delete the document row, its text and its chunks (vectors stay)."""
         with self._write() as conn:
