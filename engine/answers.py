@@ -267,7 +267,11 @@ def _no_text(out: dict[str, Any], doc) -> None:
 
 def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
     """``stale: true`` (+ ``indexedAt``) when the chunk's file changed on disk or vanished
-    since it was indexed (``engine.freshness.check_file``: a stat, a hash only on a difference)."""
+    since it was indexed (``engine.freshness.check_file``: a stat, a hash only on a difference),
+    or when the last index run could not read it and kept its chunks (the document's stale
+    mark: permissions, an unlistable folder or root); then also ``staleReason``, the mark's
+    ``code: reason`` as the run recorded it (a chmod 000 file keeps its size and mtime, so
+    the stat alone cannot tell)."""
     from engine.freshness import check_file
 
     coll = engine.store.get_collection(out["collectionPath"])
@@ -275,9 +279,12 @@ def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
     if coll is None or doc is None:
         return
     fresh = check_file(coll.root, doc)
-    if fresh.stale:
+    kept = (doc.metadata or {}).get("stale")
+    if fresh.stale or kept:
         out["stale"] = True
         out["indexedAt"] = fresh.indexed_at
+    if isinstance(kept, dict):
+        out["staleReason"] = f"{kept.get('code')}: {kept.get('reason', '')}"
 
 
 def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,

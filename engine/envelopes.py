@@ -147,6 +147,7 @@ class ChunkResult(TypedDict):  # get_chunk
     ocr: NotRequired[bool]  # some of the chunk's words came from OCR (regions carry ocr: true)
     stale: NotRequired[bool]  # true: the file changed on disk or vanished since it was indexed
     indexedAt: NotRequired[float]  # with stale: when the indexed version was read (epoch seconds)
+    staleReason: NotRequired[str]  # with stale: "code: reason" when the last run could not read the file
 
 
 class DocumentText(TypedDict):  # read_document

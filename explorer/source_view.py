@@ -65,6 +65,11 @@ def stale_notice(chunk: dict[str, Any]) -> bool:
     at = chunk.get("indexedAt")
     when = (dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
             if at else "an unknown time")
+    if chunk.get("staleReason"):
+        st.warning(f"**The last index run could not read this file ({chunk['staleReason']}); its chunks "
+                   f"are kept from {when}.** The file may have changed since, so the stored line "
+                   "rectangles are not drawn over it.", icon=":material/sync_problem:")
+        return True
     st.warning(f"**This file changed after it was indexed (indexed at {when}); re-index to refresh.** "
                "The stored line rectangles describe the old file, so they are not drawn over the new one.",
                icon=":material/sync_problem:")

@@ -8,6 +8,7 @@ settings in the environment, as ``chunknav gui`` runs it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -782,3 +783,39 @@ def test_source_draws_the_page_of_a_chunk_from_other_paged_formats(monkeypatch, 
     assert last["page"] == chunk["page"] and last["source"] in ("rects", "bbox") and last["boxes"] >= 1
     assert any(f"**Page {chunk['page']}**" in m.value for m in at.markdown)
     assert 'class="cn-span"' not in _texts(at.markdown)  # drawn as a page, not as text
+
+
+def test_source_says_when_the_last_run_could_not_read_the_file(monkeypatch, tmp_path):
+    """A PDF turned chmod 000 keeps its size and mtime: only the run's stale mark tells, and the
+    Source page words it as that (not as a changed file) and draws no stored rectangle."""
+    import subprocess
+    import sys
+
+    from tests.hostile import DROP_CAPS, restore_permissions
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    shutil.copy(Path(__file__).parent / "corpus" / "pdf" / "minimal-document.pdf", root / "a.pdf")
+    settings = Settings(db=str(tmp_path / "index.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="none").validate()
+    eng = Engine(settings)
+    eng.add_collection("D", str(root))
+    eng.run_index(["D"])
+    eng.close()
+    (root / "a.pdf").chmod(0)
+    env = {**os.environ, "EMBED_PROVIDER": "none", "CHUNKNAV_ALLOWED_ROOTS": ALLOWED_ROOTS}
+    try:
+        run = subprocess.run(DROP_CAPS + [sys.executable, "-m", "engine", "--db", settings.db, "index", "--json"],
+                             cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert [s["filePath"] for s in json.loads(run.stdout)["stale"]] == ["a.pdf"], run.stdout + run.stderr
+        _env(monkeypatch, settings)
+        at = AppTest.from_file(APP, default_timeout=90).run()
+        for k, v in {"c": "D", "f": "a.pdf", "i": 0}.items():
+            at.query_params[k] = str(v)
+        at.switch_page(PAGE["source"]).run()
+        assert not at.exception, at.exception
+        said = " ".join(w.value for w in at.warning)
+        assert "The last index run could not read this file (unreadable: " in said, said
+        assert "changed after it was indexed" not in said
+    finally:
+        restore_permissions(tmp_path)
+        st.cache_resource.clear()

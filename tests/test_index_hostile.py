@@ -159,12 +159,17 @@ def test_unreadable_folder_and_file_keep_their_documents_stale_then_recover(tree
         store.close()
     st = json.loads(_cli(db, "status", "--json").stdout)
     assert {f["filePath"] for f in st["failures"] if f["status"] == "stale"} == set(stale)
+    # get_chunk says so too: a chmod 000 file keeps its size and mtime, only the run's mark tells
+    got = json.loads(_cli(db, "get-chunk", "C", "c.txt", "0", drop_caps=True).stdout)
+    assert got["found"] and got["stale"] is True and got["staleReason"].startswith("unreadable: "), got
     restore_permissions(tree)
     r = _cli(db, "index", "--json", drop_caps=True)
     summary = json.loads(r.stdout)
     assert summary["stale"] == [] and summary["counts"]["unchanged"] == 4
     st = json.loads(_cli(db, "status", "--json").stdout)
     assert not [f for f in st["failures"] if f["status"] == "stale"]
+    got = json.loads(_cli(db, "get-chunk", "C", "c.txt", "0", drop_caps=True).stdout)
+    assert got["found"] and "stale" not in got and "staleReason" not in got, got  # read again: fresh
 
 
 def test_a_missing_root_keeps_every_document(tmp_path):
