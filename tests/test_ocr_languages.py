@@ -45,6 +45,16 @@ def _engine(tmp_path: Path, languages: str) -> Engine:
                            ocr="auto", ocr_languages=languages, ocr_dpi=150).validate())
 
 
+def _scan_collection(tmp_path: Path, folder: str, languages: str) -> Engine:
+    """An engine with OCR languages ``languages`` and collection O: ``folder`` holding scan.pdf."""
+    root = tmp_path / folder
+    root.mkdir()
+    _scan(root / "scan.pdf")
+    engine = _engine(tmp_path, languages)
+    engine.add_collection("O", str(root))
+    return engine
+
+
 def _zebra(engine: Engine) -> dict:
     return call_tool(engine, "search_chunks", {"query": "zebra", "scope": "O", "mode": "keyword"})
 
@@ -74,12 +84,8 @@ def test_a_missing_second_language_still_reads_with_the_first(tmp_path):
 
 @needs_tesseract
 def test_indexed_scan_keeps_its_text_when_no_language_has_data(tmp_path):
-    root = tmp_path / "ocrl"
-    root.mkdir()
-    _scan(root / "scan.pdf")
-    engine = _engine(tmp_path, "eng")
+    engine = _scan_collection(tmp_path, "ocrl", "eng")
     try:
-        engine.add_collection("O", str(root))
         assert engine.run_index()["indexed"] == 1
         assert _zebra(engine)["count"] == 1
     finally:
@@ -130,12 +136,8 @@ def test_indexed_scan_keeps_its_text_when_no_language_has_data(tmp_path):
 
 def test_never_ocrd_scan_without_language_data_is_empty(tmp_path):
     """Nothing stored before: the scan is ``empty`` with the note (as before), not stale."""
-    root = tmp_path / "fresh"
-    root.mkdir()
-    _scan(root / "scan.pdf")
-    engine = _engine(tmp_path, "xqz")
+    engine = _scan_collection(tmp_path, "fresh", "xqz")
     try:
-        engine.add_collection("O", str(root))
         s = engine.run_index()
         assert s["counts"]["empty"] == 1 and not s["stale"], s
         assert "not OCR'd: page 1" in s["empty"][0]["reason"]
