@@ -21,7 +21,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from engine import blas, tools
 from engine.config import Settings
 from engine.model import Collection
-from engine.search import make_snippet
+from engine.snippets import _first_start
 from engine.store.sqlite import SqliteStore
 from engine.tools import Engine, ToolArgumentError, call_tool
 from tests.conftest import ALLOWED_ROOTS
@@ -55,23 +55,15 @@ def test_each_tool_has_one_validator_built_on_first_use():
 
 
 # -- snippets ----------------------------------------------------------------------------
-def _snippet_per_term(text: str, terms: tuple[str, ...], width: int = 240) -> str:
-    """The earlier implementation: one regex per term per hit (the reference)."""
+def _first_per_term(text: str, terms: tuple[str, ...]) -> int:
+    """The earlier implementation's snippet anchor: one regex per term per hit (the reference)."""
     low = text.lower()
     pos = -1
     for t in sorted(terms, key=len, reverse=True):
         m = re.search(r"(?<!\w)" + re.escape(t), low)
         if m and (pos < 0 or m.start() < pos):
             pos = m.start()
-    if pos < 0:
-        start = 0
-    else:
-        start = max(0, pos - width // 3)
-        while start > 0 and not text[start - 1].isspace() and pos - start < width // 2:
-            start -= 1
-    end = min(len(text), start + width)
-    out = " ".join(text[start:end].split())
-    return ("…" if start > 0 else "") + out + ("…" if end < len(text) else "")
+    return pos
 
 
 _WORDS = st.sampled_from(["king", "kin", "the", "he", "a.b", "naïve", "x+y", "über", "ing", "queen"])
@@ -80,9 +72,9 @@ _WORDS = st.sampled_from(["king", "kin", "the", "he", "a.b", "naïve", "x+y", "�
 @hsettings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(_WORDS, st.text(" \n,.", min_size=1, max_size=3)), max_size=200),
        st.lists(_WORDS, max_size=4, unique=True))
-def test_one_regex_per_query_finds_what_one_per_term_found(parts, terms):
+def test_the_snippet_anchor_is_where_one_regex_per_term_found_it(parts, terms):
     text = " ".join(parts) * 3
-    assert make_snippet(text, tuple(terms)) == _snippet_per_term(text, tuple(terms))
+    assert _first_start(text.lower(), tuple(terms)) == _first_per_term(text, tuple(terms))
 
 
 # -- BLAS threads --------------------------------------------------------------------------
