@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import load_settings, settings_table
 from engine.secrets import install_log_redaction, redact
-from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError
+from engine.errors import (ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError,
+                           StoreUnavailableError)
 from engine.cli_views import human_index as _human_index, human_status as _human_status
 
 if TYPE_CHECKING:
@@ -378,6 +379,14 @@ def _main(argv: list[str] | None) -> int:
     except RootRefusedError as e:
         _err(f"{e}; or pass --allow-any-root to accept it once" if "outside the allowed roots" in str(e) else e)
         return 2
+    except StoreUnavailableError as e:
+        if args.command != "index":
+            _err(e)
+            return 2
+        if args.json:  # a --json caller always gets an envelope to parse (as for index-busy)
+            _print({"error": "index-unavailable", "message": str(e), "status": "refused"})
+        _err(e)
+        return 1
     except (ValueError, ChunknavError) as e:  # engine.tools.ToolArgumentError (a ValueError) too
         _err(e)
         return 2

@@ -109,6 +109,11 @@ def test_status_of_an_index_that_cannot_be_opened_says_so(tmp_path, corpus, caps
     assert code == 1
     assert out.startswith(f"error: index-unavailable: {env['message']}"), out
     assert "who can fix it: the operator" in out and "documents 0" not in out and "last run" not in out
+    # an index run on it is refused with an envelope a --json caller can parse (verify6 D1)
+    code, out, err = run(capsys, "--db", str(db), "index", "--json")
+    run_env = json.loads(out)
+    assert code == 1 and run_env["error"] == "index-unavailable" and run_env["status"] == "refused", out
+    assert "cannot be opened" in run_env["message"] and "cannot be opened" in err
 
 
 def test_a_collection_path_with_spaces_is_named_in_a_quoted_namespace_token(tmp_path, capsys, monkeypatch):
