@@ -113,6 +113,31 @@ def test_genuine_central_european_text_stays_cp1250():
         assert d.encoding == "cp1250" and d.language == lang and d.confidence >= LOW_CONFIDENCE, d
 
 
+def test_text_the_detector_gives_up_on_is_still_read_by_its_alphabet(tmp_path):
+    """verify6 D4: charset-normalizer finds no encoding for this Polish cp1250 text (its
+    ``best()`` is None), which was stored as latin-1 with C1 controls; the alphabet rule
+    reads it, and bytes no language writes stay latin-1 with the low-confidence note."""
+    from charset_normalizer import from_bytes
+
+    text = "Zażółć gęślą jaźń. Łódź jest dużym miastem w Polsce, mówił Paweł.\n" * 3
+    data = text.encode("cp1250")
+    assert from_bytes(data).best() is None  # the case: the detector gives up
+    d = decode(data)
+    assert d.encoding == "cp1250" and d.text == text and d.language == "Polish", d
+    noise = bytes((i * 151 + 89) % 128 + 128 for i in range(3000))
+    n = decode(noise)
+    assert n.encoding == "latin-1" and n.confidence == 0.0 and "low confidence" in n.notes[0], n
+    (tmp_path / "pl.txt").write_bytes(data)
+    eng = Engine(Settings(db=str(tmp_path / "i.db"), embed_provider="none", allowed_roots=ALLOWED_ROOTS).validate())
+    try:
+        eng.add_collection("P", str(tmp_path))
+        eng.run_index()
+        hits = call_tool(eng, "search_chunks", {"query": "Łódź", "scope": "P", "mode": "keyword"})
+        assert hits["count"] == 1, hits
+    finally:
+        eng.close()
+
+
 def test_confidence_is_lowered_when_another_page_reads_as_well():
     """Catalan ``anàvem ... més``: cp1250 reads ``anŕvem``, and ``ŕ é`` are both Slovak
     letters, so the bytes alone cannot tell: the choice is cp1252 (the preference) and the

@@ -144,13 +144,19 @@ def _detect(data: bytes) -> Decoded:
         offered = tuple(dict.fromkeys(e for m in matches for e in (m.could_be_from_charset or [m.encoding])))
     except Exception:  # a detector bug must not lose the file
         best, offered = None, ()
+    high = int(np.count_nonzero(np.frombuffer(data, np.uint8) > 127))
+    evidence = min(1.0, high / _EVIDENCE_BYTES)
     if best is None:
+        # The detector gave up (e.g. Polish cp1250 it found too chaotic): a Latin code page
+        # whose letters one language writes still reads it right (codepages.py); else latin-1.
+        latin = choose_latin(data, ())
+        if latin is not None and latin.fit >= _MIN_FIT:
+            return _decoded(data.decode(latin.encoding), latin.encoding,
+                            evidence * latin.fit * latin.separation, latin.language)
         return Decoded(data.decode("latin-1"), "latin-1", 0.0, "fallback",
                        ("no encoding detected: decoded as latin-1 (every byte kept); low confidence",))
     candidates = list(best.could_be_from_charset) or [best.encoding]
     encoding = next((e for e in _PREFERRED if e in candidates), best.encoding)
-    high = int(np.count_nonzero(np.frombuffer(data, np.uint8) > 127))
-    evidence = min(1.0, high / _EVIDENCE_BYTES)
     latin = choose_latin(data, offered) if set(candidates) & LATIN_PAGES else None
     if latin is not None and latin.fit >= _MIN_FIT:
         # A Latin code page: the one whose letters one language writes (codepages.py).
