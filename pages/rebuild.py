@@ -113,12 +113,15 @@ if pending:
 known = [c.collection_path for c in engine.store.collections()]
 if known:
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    victim = c1.selectbox("Remove a collection", known, key="remove_path")
+    picked = c1.selectbox("Remove a collection", known, key="remove_path")
     if c2.button("Remove…", icon=":material/delete:", key="remove", disabled=busy,
                  help="asks for confirmation first" + (" (an index run is active)" if busy else "")):
         st.session_state.pop("pending_replace", None)
-        st.session_state["pending_remove"] = victim
+        st.session_state["pending_remove"] = picked
     victim = st.session_state.get("pending_remove")
+    if victim is not None and victim != picked:  # another one picked since: ask again, for that one
+        st.session_state.pop("pending_remove", None)
+        victim = None
     if victim in known:
         counts = engine.collection_counts(victim)
         with st.container(border=True):

@@ -603,7 +603,12 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
     at.text_input(key="add_root").input(str(tmp_path / "missing"))
     next(b for b in at.button if b.label == "Add collection").click().run()
     assert any("not a directory" in e.value for e in at.error)
-    at.selectbox(key="remove_path").set_value("ACME/Reports")
+    at.selectbox(key="remove_path").set_value("Small")
+    at.button(key="remove").click().run()
+    assert any("Remove `Small`?" in w.value for w in at.warning)
+    at.selectbox(key="remove_path").set_value("ACME/Reports").run()  # another one picked: no stale question
+    assert not any("Remove `Small`?" in w.value for w in at.warning)
+    assert not [b for b in at.button if b.key == "confirm_remove"]
     at.button(key="remove").click().run()
     assert not any("Removed `ACME/Reports`" in s.value for s in at.success)  # asks first
     assert any("Remove `ACME/Reports`?" in w.value and "0 documents" in w.value for w in at.warning)
