@@ -11,7 +11,6 @@ argparse); raises nothing past ``engine.tools.call_tool`` (which converts
 from __future__ import annotations
 
 import logging
-import unicodedata
 from typing import Any, Callable
 
 from engine import envelopes as E
@@ -19,6 +18,7 @@ from engine.errors import PathEscapeError
 from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
+from engine.query_text import form_found, other_forms
 from engine.runs import run_outcome
 from engine.search import make_snippets, normalise_collection_path, shown_terms
 from engine.service import Engine
@@ -146,19 +146,6 @@ def tool_search_chunks(engine: Engine, query: str, scope: str | list[str] | None
                                                  min_score=minScore, vector_weight=vectorWeight), False)
 
 
-def _other_forms(name: str) -> list[str]:
-    """``name`` in NFC and in NFD where that differs from ``name`` (no duplicates, NFC first);
-    [] for ASCII, which both forms leave alone."""
-    if name.isascii():
-        return []
-    out: list[str] = []
-    for form in ("NFC", "NFD"):
-        alt = unicodedata.normalize(form, name)
-        if alt != name and alt not in out:
-            out.append(alt)
-    return out
-
-
 def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str, str | None]:
     """``(name to use, message)``: ``name`` when it exists as given (the exact match first);
     else the one of its other normalisation forms (NFC, NFD) that exists, so a file named
@@ -167,7 +154,7 @@ def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str,
     them (never a guess); none: ``name`` and None."""
     if exists(name):
         return name, None
-    found = [alt for alt in _other_forms(name) if exists(alt)]
+    found = [alt for alt in other_forms(name) if exists(alt)]
     if len(found) == 1:
         return found[0], None
     if found:
@@ -392,18 +379,18 @@ def _find_document(engine: Engine, doc_path: str):
     The exact node path first. Else a file named in one Unicode normalisation form
     (NFD from macOS or an SMB share) is found by the node path of the other (NFC) name
     that looks the same, and a collection part in the other form is tried the same way
-    (``_other_forms``); only when exactly one document matches so (never a guess)."""
+    (``other_forms``); only when exactly one document matches so (never a guess)."""
     coll, sep, _slug = doc_path.rpartition("/_Documents/")
     if not sep:
         return None
-    colls = [coll] + _other_forms(coll)
+    colls = [coll] + other_forms(coll)
     docs = [d for name in colls for d in engine.store.documents(name)]
     for d in docs:
         if document_path(d.collection_path, d.file_path) == doc_path:
             return d
     found = [d for d in docs if any(document_path(c, f) == doc_path
-                                    for c in [d.collection_path] + _other_forms(d.collection_path)
-                                    for f in [d.file_path] + _other_forms(d.file_path))]
+                                    for c in [d.collection_path] + other_forms(d.collection_path)
+                                    for f in [d.file_path] + other_forms(d.file_path))]
     return found[0] if len(found) == 1 else None
 
 
@@ -465,7 +452,8 @@ def tool_list_documents(engine: Engine, collectionPath: str, offset: int = 0,
     extractor recorded them the text ``encoding`` and the ``ocrPages``.
     Unknown collection: ``found: false`` with a message (an answer, not an error).
     """
-    collectionPath = normalise_collection_path(collectionPath)
+    collectionPath = form_found(normalise_collection_path(collectionPath),
+                                lambda c: engine.store.get_collection(c) is not None)  # NFC / NFD
     out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "offset": offset}
     if engine.store.get_collection(collectionPath) is None:
         known = ", ".join(c.collection_path for c in engine.store.collections()) or "none"

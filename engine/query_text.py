@@ -12,8 +12,9 @@ term). Imports nothing of the engine; no face (streamlit, mcp, argparse).
 from __future__ import annotations
 
 import unicodedata
+from typing import Callable
 
-__all__ = ["normal_query", "embeddable", "input_limit", "cut_hint"]
+__all__ = ["normal_query", "embeddable", "input_limit", "cut_hint", "other_forms", "form_found"]
 
 
 def normal_query(text: str) -> str:
@@ -67,3 +68,27 @@ def cut_hint(text: str, embedder, mode: str) -> str | None:
     return (f"the query's first {kept:,} of {len(text):,} characters (its words) were embedded: model "
             f"{getattr(embedder, 'model', '')!r} takes at most {most:,}"
             + ("; the keyword side searched the whole query" if mode == "hybrid" else ""))
+
+
+def other_forms(name: str) -> list[str]:
+    """``name`` in NFC and in NFD where that differs from ``name`` (no duplicates, NFC first);
+    [] for ASCII, which both forms leave alone. A name typed in NFC finds a file or collection
+    named in NFD (macOS, SMB shares) and the other way round (``engine.answers``, the scope
+    of a search)."""
+    if name.isascii():
+        return []
+    out: list[str] = []
+    for form in ("NFC", "NFD"):
+        alt = unicodedata.normalize(form, name)
+        if alt != name and alt not in out:
+            out.append(alt)
+    return out
+
+
+def form_found(name: str, found: Callable[[str], bool]) -> str:
+    """``name`` when ``found(name)`` or when not exactly one of its ``other_forms`` is found;
+    else that one form (never a guess between two)."""
+    if found(name):
+        return name
+    alts = [alt for alt in other_forms(name) if found(alt)]
+    return alts[0] if len(alts) == 1 else name

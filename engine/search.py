@@ -50,7 +50,7 @@ from typing import Callable, Sequence
 from engine.errors import EmbedError
 from engine.hybrid import HybridRanking, _fuse_entries
 from engine.model import Chunk, Collection
-from engine.query_text import cut_hint as _cut_hint, embeddable, input_limit as _input_limit, normal_query
+from engine.query_text import cut_hint as _cut_hint, embeddable, form_found, input_limit as _input_limit, normal_query
 from engine.store.base import Store
 from engine.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
 from engine.store.fts import MAX_TERMS
@@ -387,7 +387,8 @@ class ContentChunkSearch(HybridRanking):
             ), False
         found: set[str] = set()
         missing: list[str] = []
-        for path in paths:
+        for path in paths:  # a path in NFC finds a collection named in NFD and back (one form only)
+            path = form_found(path, lambda p: any(self._in_scope(c, p, qualifier) for c in known))
             hit = [c for c in known if self._in_scope(c, path, qualifier)]
             if not hit:
                 missing.append(path)

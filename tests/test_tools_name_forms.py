@@ -87,3 +87,19 @@ def test_the_exact_name_wins_and_two_look_alike_files_are_never_guessed(engine):
 def test_an_unknown_name_still_says_so(engine):
     chunk = call_tool(engine, "get_chunk", {"collectionPath": "One", "filePath": "thé.txt", "chunkIndex": 0})
     assert not chunk["found"] and chunk["message"] == "'thé.txt' is not indexed in 'One'", chunk
+
+
+def test_list_documents_and_search_scope_take_the_other_form_of_a_collection(engine):
+    """verify6 D5: ``list_documents``, a search's ``scope`` and a ``namespace:`` token find the
+    collection named in NFD by its NFC name too (the exact name first, one form only)."""
+    nfc = unicodedata.normalize("NFC", COLL_NFD)
+    assert nfc != COLL_NFD
+    for name in (COLL_NFD, nfc):
+        docs = call_tool(engine, "list_documents", {"collectionPath": name})
+        assert docs["found"] and docs["collectionPath"] == COLL_NFD and docs["total"] == 1, docs
+        by_scope = call_tool(engine, "search_chunks", {"query": "marmot", "scope": name, "mode": "keyword"})
+        assert by_scope["searched"] and by_scope["collections"] == [COLL_NFD] and by_scope["count"] == 1, by_scope
+        by_token = call_tool(engine, "search_chunks", {"query": f"namespace:{name} marmot", "mode": "keyword"})
+        assert by_token["collections"] == [COLL_NFD] and by_token["count"] == 1, by_token
+    missing = call_tool(engine, "search_chunks", {"query": "marmot", "scope": "Ëquipe", "mode": "keyword"})
+    assert not missing["searched"] and "no collection at 'Ëquipe'" in missing["hint"], missing
