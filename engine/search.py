@@ -248,10 +248,10 @@ _PARSED_KEPT = 256
 
 
 def _parsed(query: str) -> tuple[Scope, tuple[str, ...]]:
-    """``(parse_query(query), query_terms(of its text))``, remembered for the last
-    ``_PARSED_KEPT`` distinct queries (both are functions of the string alone and their
-    answers are frozen): a question asked again skips ~45 us of parsing on caches cold
-    after a vector scan."""
+    """``(parse_query(query), query_terms(of its text))``, remembered for up to
+    ``_PARSED_KEPT`` distinct queries, all dropped when full (as ``_scopes``; both are
+    functions of the string alone and their answers are frozen): a question asked again
+    skips ~45 us of parsing on caches cold after a vector scan."""
     got = _PARSED.get(query)
     if got is None:
         parsed = parse_query(query)
