@@ -214,9 +214,10 @@ def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache:
     if len(terms) <= 2:
         return any_query
     with read() as conn:
-        keyword_state(conn, cache)
-        df = document_counts(conn, cache, terms)
+        gen = keyword_state(conn, cache)
+        n = cache["n"] if cache.get("gen") == gen else conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        df = document_counts(conn, cache, terms, gen)
     ranked = sorted(terms, key=lambda t: df[t])
-    common = max(1, int(cache["n"] * KEYWORD_COMMON_SHARE))
+    common = max(1, int(n * KEYWORD_COMMON_SHARE))
     kept = [t for t in ranked if df[t] <= common][:KEYWORD_ANY_TERMS] or ranked[:2]
     return " OR ".join(kept)

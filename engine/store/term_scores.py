@@ -128,21 +128,28 @@ class TermLists:
 
 def keyword_state(conn: sqlite3.Connection, cache: dict[str, Any]) -> object:
     """The ``chunks_gen`` value now; when it is not the one ``cache`` holds, the cache is
-    emptied and set for it (``gen``, ``n`` = chunk count, ``df`` = {} and no term lists)."""
+    set for it (``n`` = chunk count, ``df`` = {}, no term lists, then ``gen``). The keys are
+    replaced, never cleared, and ``gen`` last: a reader on another thread of the same store
+    finds ``df`` and ``n`` at every moment (``cache.clear()`` here let one such reader
+    fail with ``KeyError: 'df'`` during a write, seen once in CI)."""
     gen = conn.execute(_GEN_SQL).fetchone()
     if cache.get("gen") != gen:
-        cache.clear()
-        cache["gen"] = gen
-        cache["n"] = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         cache["df"] = {}
+        cache["n"] = n
+        cache.pop("term_lists", None)
+        cache["gen"] = gen
     return gen
 
 
-def document_counts(conn: sqlite3.Connection, cache: dict[str, Any], terms: list[str]) -> dict[str, int]:
+def document_counts(conn: sqlite3.Connection, cache: dict[str, Any], terms: list[str],
+                    gen: object = None) -> dict[str, int]:
     """``cache["df"]`` with each of ``terms`` in it: the chunks matching the term in
     ``chunks_fts`` (``count(*)`` of its MATCH, no scoring: ~0.06 us per row), kept per
-    ``chunks_gen`` (``keyword_state`` first); past 50,000 terms the counts restart."""
-    df: dict[str, int] = cache["df"]
+    ``chunks_gen`` (``keyword_state`` first); past 50,000 terms the counts restart. With
+    ``gen`` (what ``keyword_state`` returned on ``conn``) and a cache another thread has
+    since set for another state, the counts are computed into a dict of their own, not kept."""
+    df: dict[str, int] = cache["df"] if gen is None or cache.get("gen") == gen else {}
     for t in terms:
         if t not in df:
             if len(df) > 50_000:
@@ -269,7 +276,7 @@ def any_term_refs(read: Callable[[], ContextManager[sqlite3.Connection]], cache:
         have = {t: lists.get(t) for t in terms}
         missing = [t for t, v in have.items() if v is None]
         if missing:
-            df = document_counts(conn, cache, terms)
+            df = document_counts(conn, cache, terms, gen)
             new = sum(df[t] for t in missing if not lists.seen(t))
             total = sum(df[t] for t in terms)
             if new > max(NEW_TERMS_FLOOR, NEW_TERMS_SHARE * total):
