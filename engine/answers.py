@@ -18,7 +18,7 @@ from engine.errors import PathEscapeError
 from engine.extract.reasons import reason_code
 from engine.model import Chunk
 from engine.paths import document_path, resolve_inside
-from engine.query_text import form_found, other_forms
+from engine.query_text import form_found, forms_found, other_forms
 from engine.runs import run_outcome
 from engine.search import make_snippets, normalise_collection_path, shown_terms
 from engine.service import Engine
@@ -152,9 +152,7 @@ def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str,
     in NFD (macOS, SMB shares) is found by the NFC name that looks the same, and the other
     way round. Two that exist are different files: ``name`` is kept and the message names
     them (never a guess); none: ``name`` and None."""
-    if exists(name):
-        return name, None
-    found = [alt for alt in other_forms(name) if exists(alt)]
+    found = forms_found(name, exists)
     if len(found) == 1:
         return found[0], None
     if found:

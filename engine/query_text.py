@@ -14,7 +14,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Callable
 
-__all__ = ["normal_query", "embeddable", "input_limit", "cut_hint", "other_forms", "form_found"]
+__all__ = ["normal_query", "embeddable", "input_limit", "cut_hint", "other_forms", "forms_found", "form_found"]
 
 
 def normal_query(text: str) -> str:
@@ -85,10 +85,14 @@ def other_forms(name: str) -> list[str]:
     return out
 
 
+def forms_found(name: str, found: Callable[[str], bool]) -> list[str]:
+    """``[name]`` when ``found(name)`` (the exact name first), else those of its
+    ``other_forms`` that are found (none, one, or two different look-alikes)."""
+    return [name] if found(name) else [alt for alt in other_forms(name) if found(alt)]
+
+
 def form_found(name: str, found: Callable[[str], bool]) -> str:
-    """``name`` when ``found(name)`` or when not exactly one of its ``other_forms`` is found;
-    else that one form (never a guess between two)."""
-    if found(name):
-        return name
-    alts = [alt for alt in other_forms(name) if found(alt)]
-    return alts[0] if len(alts) == 1 else name
+    """The one name of ``forms_found``, or ``name`` when there is none or two (never a
+    guess between two)."""
+    hits = forms_found(name, found)
+    return hits[0] if len(hits) == 1 else name
