@@ -10,7 +10,7 @@ envelopes: no argparse, no store, no I/O. Split out of ``engine.cli`` by noun
 from __future__ import annotations
 
 from engine.errors import WHO_FIXES
-from engine.runs import unchanged_of
+from engine.runs import roots_not_listed, unchanged_of
 
 __all__ = ["human_index", "human_status", "last_run_line", "attention"]
 
@@ -25,8 +25,7 @@ def human_index(s: dict) -> str:
         f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
         f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
         f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed"
-        + (f", {len(s['rootErrors'])} collection root{'' if len(s['rootErrors']) == 1 else 's'} not listed"
-           if s.get("rootErrors") else ""),
+        + roots_not_listed(s),
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
         + (f", truncated {s['truncated']}" if s.get("truncated") else "")
         + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
@@ -120,9 +119,7 @@ def last_run_line(run: dict) -> str:
     return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
             + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
                                                      "stale", "removed"))
-            + f", {run.get('embedded', 0)} vectors embedded"
-            + (f", {len(run['rootErrors'])} collection root{'' if len(run['rootErrors']) == 1 else 's'} "
-               "not listed" if run.get("rootErrors") else ""))
+            + f", {run.get('embedded', 0)} vectors embedded" + roots_not_listed(run))
 
 
 def attention(st: dict) -> list[str]:

@@ -46,7 +46,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["new_summary", "record", "run_outcome", "exit_code", "unchanged_of", "RUN_STATUSES"]
+__all__ = ["new_summary", "record", "run_outcome", "exit_code", "unchanged_of", "roots_not_listed", "RUN_STATUSES"]
 
 #: Every ``status`` a run record can carry (``interrupted`` only as shown by run_outcome).
 RUN_STATUSES = ("running", "finished", "cancelled", "stopped", "interrupted")
@@ -78,6 +78,14 @@ def unchanged_of(summary: dict[str, Any]) -> int:
     if "unchanged" in summary:
         return int(summary["unchanged"] or 0)
     return int(summary.get("skipped") or 0)
+
+
+def roots_not_listed(summary: dict[str, Any]) -> str:
+    """``", N collection root(s) not listed"`` for a run summary (or record) with
+    ``rootErrors``, else ``""``: the phrase the CLI's run and status lines and the
+    explorer's sidebar append to their counts."""
+    n = len(summary.get("rootErrors") or [])
+    return f", {n} collection root{'' if n == 1 else 's'} not listed" if n else ""
 
 
 def record(collection_path: str, file_path: str, code: str | None, reason: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ if _REPO not in sys.path:  # `streamlit run explorer/app.py` puts explorer/ firs
 
 import streamlit as st  # noqa: E402
 
-from engine.runs import unchanged_of  # noqa: E402
+from engine.runs import roots_not_listed, unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
 from explorer import access, links, run_views, state, widgets  # noqa: E402
 
@@ -86,11 +86,8 @@ def _sidebar_job() -> None:
         _sidebar_job_live()
     elif snap["status"] == "done" and snap.get("summary"):
         s = snap["summary"]
-        roots = len(s.get("rootErrors") or [])
         st.caption(f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
-                   f"{len(s.get('failed') or [])} failed, "
-                   + (f"{roots} collection root{'' if roots == 1 else 's'} not listed, " if roots else "")
-                   + f"{s.get('seconds', 0)} s")
+                   f"{len(s.get('failed') or [])} failed{roots_not_listed(s)}, {s.get('seconds', 0)} s")
 
 
 with st.sidebar:
