@@ -5,7 +5,7 @@ ships without editing a list. The explorer's pages, assets and Streamlit
 settings ship inside the ``explorer`` package without moving their folders:
 ``pages/`` -> ``explorer/_pages``, ``assets/`` -> ``explorer/_assets``,
 ``streamlit_config.toml`` -> ``explorer/_config`` (``explorer.state`` and
-``engine.cli`` look there first, then in the checkout).
+``engine.faces.cli`` look there first, then in the checkout).
 """
 
 from pathlib import Path

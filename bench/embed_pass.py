@@ -47,9 +47,9 @@ import pymupdf  # noqa: E402
 from engine.config import Settings  # noqa: E402
 from engine.embed import make_embedder  # noqa: E402
 from engine.embed.local import _shared_model  # noqa: E402
-from engine.index import Indexer  # noqa: E402
-from engine.model import Collection  # noqa: E402
-from engine.store.sqlite import SqliteStore  # noqa: E402
+from engine.index.indexer import Indexer  # noqa: E402
+from engine.values import Collection  # noqa: E402
+from engine.store.sqlite.store import SqliteStore  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
 

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.retrieval_quality import open_engine  # noqa: E402
-from engine.tools import call_tool  # noqa: E402
+from engine.tools.registry import call_tool  # noqa: E402
 from tests.eval_text import load_questions  # noqa: E402
 
 

@@ -28,10 +28,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import engine.store.sqlite as sqlite_store  # noqa: E402
+import engine.store.sqlite.store as sqlite_store  # noqa: E402
 from engine.config import Settings  # noqa: E402
-from engine.index import Indexer  # noqa: E402
-from engine.model import Collection  # noqa: E402
+from engine.index.indexer import Indexer  # noqa: E402
+from engine.values import Collection  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "7"))
 

@@ -15,7 +15,7 @@ p50 in the same run (target: hybrid p50 <= 1.5x vector p50):
 
 1. each question asked for the first time, hybrid then vector (alternated):
    the any-term keyword pass finds in the per-term lists
-   (``engine/store/term_scores.py``) only what the questions before it left,
+   (``engine/store/sqlite/term_scores.py``) only what the questions before it left,
    the case of a new question in a running server;
 2. asked again: vector, keyword and hybrid mode interleaved per question,
    twice, after one untimed keyword pass over every question (so a term asked
@@ -23,9 +23,9 @@ p50 in the same run (target: hybrid p50 <= 1.5x vector p50):
 
 ``--no-term-lists`` scores every any-term pass with FTS5's OR query (the rows
 before session 5). In table 2, beside the engine's own hybrid
-(its timed choice, ``engine.hybrid._HYBRID_CHOICE``) it times the two ways
+(its timed choice, ``engine.search.hybrid._HYBRID_CHOICE``) it times the two ways
 forced: "1-by-1" (one list after the other) and "shared" (keyword thread that
-then scores blocks of the vector scan, ``engine/scan_share.py``), prints CPU
+then scores blocks of the vector scan, ``engine/store/scan_share.py``), prints CPU
 ms per query of this process, the choice's and the BLAS threads' timings and
 the load average.
 """
@@ -44,11 +44,11 @@ sys.path.insert(0, str(REPO))
 import engine as _engine_first  # noqa: E402,F401  (before numpy, as the CLI and MCP server do: engine/__init__.py)
 import numpy as np  # noqa: E402
 
-from engine.blas import FixedChoice  # noqa: E402
+from engine.store.threads import FixedChoice  # noqa: E402
 from engine.chunk import chunk_id  # noqa: E402
 from engine.config import Settings  # noqa: E402
-from engine.model import Chunk, Document  # noqa: E402
-from engine.tools import Engine  # noqa: E402
+from engine.values import Chunk, Document  # noqa: E402
+from engine.tools.registry import Engine  # noqa: E402
 from tests.eval_text import CORPUS, corpus_windows, load_questions  # noqa: E402
 
 PER_FILE = 50
@@ -83,9 +83,9 @@ def build(engine: Engine, n: int, model: str) -> str:
             made += len(chunks)
             f += 1
     for i in range(COLLECTIONS):
-        from engine.model import Collection
+        from engine.values import Collection
         store.add_collection(Collection(f"Bench/C{i:02d}", str(CORPUS), None))
-    from engine.store.sqlite_keyword import fts_segments
+    from engine.store.sqlite.keyword import fts_segments
 
     with store._read() as conn:
         before = fts_segments(conn)
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     """Build, measure, print the table; returns 0."""
     import os
 
-    import engine.hybrid as search_mod  # its _HYBRID_CHOICE is the timed choice
+    import engine.search.hybrid as search_mod  # its _HYBRID_CHOICE is the timed choice
 
     args = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--")]
     n = int(args[0]) if args else 100_000
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         names = list(variants)
         lists_off = "--no-term-lists" in sys.argv[1:]
         if lists_off:  # the any-term pass as FTS5's OR query every time (the row before session 5)
-            import engine.store.sqlite_keyword as sk
+            import engine.store.sqlite.keyword as sk
 
             sk.any_term_refs = lambda *a, **k: None
         for name in names:  # warm: matrix file, FTS pages, model, the hybrid choice's first timings
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine.search.search(q, "*", 10, mode)
         # 1. each question asked for the first time: hybrid (the engine's choice) is the first
         # keyword search of the question, so its any-term pass finds only what the questions
-        # before it left in the per-term lists (engine/store/term_scores.py); vector beside it
+        # before it left in the per-term lists (engine/store/sqlite/term_scores.py); vector beside it
         search_mod._HYBRID_CHOICE = chosen
         first: dict[str, list[float]] = {"vector": [], "hybrid": []}
         for i, q in enumerate(questions[3:]):
@@ -186,14 +186,14 @@ def main(argv: list[str] | None = None) -> int:
         p50, p95 = pct(times[name])
         print(f"{name:>14} | {p50:8.2f} | {p95:8.2f} | {p50 / vec[0]:15.2f}x | {cpu[name] / len(times[name]) * 1000:12.2f}")
     print(kept)
-    import engine.blas as blas
+    import engine.store.threads as blas
 
     per_row = {k: (f"{v * 1e9:.1f} ns/row" if v else "untimed") for k, v in chosen.per_row_s.items()}
     blas_row = {k: (f"{v * 1e9:.1f} ns/row" if v else "untimed") for k, v in blas._choice.per_row_s.items()}
     print(f"({n:,} chunks, {len(questions)} evaluation questions x 2, limit 10, scope '*', local model "
           "embeds each query; target hybrid p50 <= 1.5x vector p50;\n hybrid = the engine's timed choice "
           f"(1 = one list after the other, 2 = keyword thread + shared scan: {per_row});\n the vector scan's "
-          f"BLAS threads (engine.blas): {blas_row}; load average "
+          f"BLAS threads (engine.store.threads): {blas_row}; load average "
           f"{os.getloadavg()})")
     return 0
 

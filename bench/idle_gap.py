@@ -45,7 +45,7 @@ def child(db: str, gap: float, queries: int, int8_rows: int | None = None) -> No
     """In a fresh process: warm up, then time one search per query after ``gap`` seconds idle."""
     import engine  # noqa: F401  (before numpy, as the CLI and the MCP server)
     from engine.config import Settings
-    from engine.tools import Engine, call_tool
+    from engine.tools.registry import Engine, call_tool
 
     extra = {} if int8_rows is None else {"vector_int8_min_rows": int8_rows}
     eng = Engine(Settings(db=db, embed_provider="local", **extra).validate())

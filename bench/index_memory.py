@@ -33,9 +33,9 @@ _CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {repo!r})
 from engine.config import load_settings
-from engine.index import Indexer
-from engine.model import Collection
-from engine.store.sqlite import SqliteStore
+from engine.index.indexer import Indexer
+from engine.values import Collection
+from engine.store.sqlite.store import SqliteStore
 settings = load_settings({{"db": {db!r}, "embed_provider": "none"}})
 store = SqliteStore(settings.db)
 store.add_collection(Collection("B", {root!r}))

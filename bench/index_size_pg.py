@@ -22,9 +22,9 @@ import psycopg  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
 from engine.config import Settings  # noqa: E402
-from engine.index import Indexer  # noqa: E402
-from engine.model import Collection  # noqa: E402
-from engine.store.postgres import PostgresStore  # noqa: E402
+from engine.index.indexer import Indexer  # noqa: E402
+from engine.values import Collection  # noqa: E402
+from engine.store.postgres.store import PostgresStore  # noqa: E402
 from tests.pg import pg_dsn  # noqa: E402
 
 

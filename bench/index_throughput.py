@@ -36,9 +36,9 @@ sys.path.insert(0, str(REPO))
 
 from engine.config import Settings  # noqa: E402
 from engine.extract import extract  # noqa: E402
-from engine.index import Indexer  # noqa: E402
-from engine.model import Collection  # noqa: E402
-from engine.store.sqlite import SqliteStore  # noqa: E402
+from engine.index.indexer import Indexer  # noqa: E402
+from engine.values import Collection  # noqa: E402
+from engine.store.sqlite.store import SqliteStore  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "15"))
 

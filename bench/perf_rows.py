@@ -16,7 +16,7 @@ Sections (``--only``; default all, a few minutes on a busy 2-core machine):
   (goal: within 1.5x); ``--big 1000000`` adds the 1M one-collection row.
   The small row is printed again over 150 new queries (each hit row's
   first fetch; the 30 queries of the row repeat in every pair).
-* ``start``     process start: ``python -c 'import engine.cli'`` and one
+* ``start``     process start: ``python -c 'import engine.faces.cli'`` and one
   ``chunknav get-chunk`` vs ``python -c pass``; an unchanged ``chunknav index``
   of 100 files vs the first index (goal <= 0.05).
 * ``extract``   index without embedding (workers 1 and 2) vs bare single-process
@@ -59,10 +59,10 @@ import engine as _engine_first  # noqa: E402,F401
 import numpy as np  # noqa: E402
 
 from engine.config import Settings  # noqa: E402
-from engine.index import Indexer  # noqa: E402
-from engine.model import Collection  # noqa: E402
-from engine.store.sqlite import SqliteStore  # noqa: E402
-from engine.tools import Engine, call_tool, tool_get_chunk  # noqa: E402
+from engine.index.indexer import Indexer  # noqa: E402
+from engine.values import Collection  # noqa: E402
+from engine.store.sqlite.store import SqliteStore  # noqa: E402
+from engine.tools.registry import Engine, call_tool, tool_get_chunk  # noqa: E402
 
 CORPUS = REPO / "tests" / "corpus"
 PY = sys.executable
@@ -252,7 +252,7 @@ def bench_search(args, work: Path, n: int) -> None:
     def tool_call(q):
         call_tool(engine, "search_chunks", {"query": q, "limit": 10, "mode": "vector"})
 
-    import engine.search as engine_search
+    import engine.search.searcher as engine_search
 
     def tool_call_new(q):  # as if never asked: the query vector and parse memos emptied first
         emb._queries.clear()
@@ -315,7 +315,7 @@ def bench_load(args, work: Path, n: int) -> None:
         matrix = np.array(np.fromfile(path + f".{MODEL}.f32", np.float32).reshape(n, DIM))
     occ = store._vectors.occurrences[MODEL]
     scopes = {"3 small collections": names[-3:], "largest collection": names[:1], "all (full scan)": None}
-    from engine.store.sqlite_vectors import top_occurrences
+    from engine.store.sqlite.vectors import top_occurrences
 
     m = store._vectors.matrices[MODEL]
     with Busy():
@@ -406,16 +406,16 @@ def bench_start(args, work: Path) -> None:
         first.append(run_s([chunknav, "index"], e, cpu=cpu["first"]))
         again.append(run_s([chunknav, "index"], e, cpu=cpu["again"]))
         bare.append(run_s([PY, "-c", "pass"], e, cpu=cpu["bare"]))
-        imp.append(run_s([PY, "-c", "import engine.cli"], e, cpu=cpu["imp"]))
+        imp.append(run_s([PY, "-c", "import engine.faces.cli"], e, cpu=cpu["imp"]))
         getc.append(run_s([chunknav, "get-chunk", "Hundred", "piece-003.txt", "2"], e, cpu=cpu["getc"]))
     header("process start (separate processes)", "A", "B", unit="s")
-    row("python -c 'import engine.cli' / python -c pass", imp, bare, unit=1)
+    row("python -c 'import engine.faces.cli' / python -c pass", imp, bare, unit=1)
     row("chunknav get-chunk / python -c pass", getc, bare, unit=1)
     row("chunknav index unchanged / first index (100 files)", again, first, unit=1, goal="(goal <= 0.05)")
     r = [a / b for a, b in zip(again, first)]
     print(f"  {'  the same ratio, three decimals':46} {'':19}   {med(r):6.3f}  [{min(r):.3f}-{max(r):.3f}]")
     header("process start, CPU time (user + system of the child, getrusage)", "A", "B", unit="ms")
-    row("python -c 'import engine.cli' / python -c pass", cpu["imp"], cpu["bare"])
+    row("python -c 'import engine.faces.cli' / python -c pass", cpu["imp"], cpu["bare"])
     row("chunknav get-chunk / python -c pass", cpu["getc"], cpu["bare"])
     row("chunknav index unchanged / first index (100 files)", cpu["again"], cpu["first"])
     print("  (bench/process_start.py: these processes over >= 15 runs, CPU and wall, against another checkout)")
@@ -502,7 +502,7 @@ import sys, time
 t0 = time.perf_counter()
 import numpy as np
 sys.path.insert(0, sys.argv[2])
-from engine.store.sqlite import SqliteStore
+from engine.store.sqlite.store import SqliteStore
 q = np.ones(256, np.float32) / 16
 t1 = time.perf_counter()
 s = SqliteStore(sys.argv[1])
@@ -543,7 +543,7 @@ _MEM_CHILD = """
 import resource, sys
 sys.path.insert(0, sys.argv[1])
 from engine.config import Settings
-from engine.tools import Engine
+from engine.tools.registry import Engine
 s = Settings(db=sys.argv[2], embed_provider=sys.argv[4]).validate()
 e = Engine(s)
 e.add_collection("Mem", sys.argv[3], allow_any_root=True)

@@ -5,7 +5,7 @@
 Rows (separate processes, each the median of ``--runs`` runs, default 21):
 
 * ``python -c pass``                       the anchor (interpreter and site only)
-* ``python -c 'import engine.cli'``        the CLI's imports
+* ``python -c 'import engine.faces.cli'``        the CLI's imports
 * ``chunknav index`` of an unchanged corpus of 100 files (``bench/perf_rows.py``'s
   ``start`` corpus: the corpus PDFs and text files plus pieces of Tiny Shakespeare)
 * ``chunknav get-chunk Hundred piece-003.txt 2``
@@ -85,7 +85,7 @@ def main() -> None:
             subprocess.run([chunknav, "index"], env=env, check=True, stdout=subprocess.DEVNULL)  # the first index
         rows = {
             "python -c pass": [PY, "-c", "pass"],
-            "python -c 'import engine.cli'": [PY, "-c", "import engine.cli"],
+            "python -c 'import engine.faces.cli'": [PY, "-c", "import engine.faces.cli"],
             "chunknav index (unchanged, 100 files)": [chunknav, "index"],
             "chunknav get-chunk": [chunknav, "get-chunk", "Hundred", "piece-003.txt", "2"],
         }

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine import secrets as S  # noqa: E402
 from engine.config import Settings  # noqa: E402
-from engine.tools import Engine, call_tool, normalise, to_json  # noqa: E402
+from engine.tools.registry import Engine, call_tool, normalise, to_json  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 REPEAT = 30

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from engine.config import Settings  # noqa: E402
-from engine.tools import Engine  # noqa: E402
+from engine.tools.registry import Engine  # noqa: E402
 from tests.eval_text import CORPUS, load_questions, metrics, rank_of_answer  # noqa: E402
 
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 import engine  # noqa: E402,F401  (before numpy, as the CLI and MCP server do: engine/__init__.py)
 import numpy as np  # noqa: E402
 
-from engine.store.sqlite import SqliteStore  # noqa: E402
+from engine.store.sqlite.store import SqliteStore  # noqa: E402
 
 DIM = 256
 COLLECTIONS = 20
@@ -93,7 +93,7 @@ import sys, time
 t0 = time.perf_counter()
 import numpy as np
 sys.path.insert(0, sys.argv[2])
-from engine.store.sqlite import SqliteStore
+from engine.store.sqlite.store import SqliteStore
 t1 = time.perf_counter()
 q = np.ones(int(sys.argv[3]), np.float32) / np.sqrt(int(sys.argv[3]))
 s = SqliteStore(sys.argv[1])

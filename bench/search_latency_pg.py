@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.model import Chunk, Document  # noqa: E402
+from engine.values import Chunk, Document  # noqa: E402
 
 __all__ = ["clustered_vectors", "queries_near", "exact_top", "load_store", "time_search", "run_postgres"]
 
@@ -183,7 +183,7 @@ def run_postgres(n: int, queries: int = 200, dsn: str | None = None, build_memor
         ``{"load": {...seconds}, "all@<ef>": {p50_ms, p95_ms, recall}, "scoped@<ef>": {...}}``
         for each ``hnsw.ef_search`` in ``ef_values``.
     """
-    from engine.store.postgres import PostgresStore
+    from engine.store.postgres.store import PostgresStore
 
     x = clustered_vectors(n) if x is None else x
     q = queries_near(x, queries)
@@ -205,7 +205,7 @@ def run_postgres(n: int, queries: int = 200, dsn: str | None = None, build_memor
 
 def run_sqlite(n: int, x: np.ndarray, queries: int = 200) -> dict[str, dict[str, float]]:
     """The same load and timings on the SQLite store (numpy exact over a memory-mapped matrix)."""
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     q = queries_near(x, queries)
     with tempfile.TemporaryDirectory(prefix="chunknav-bench-sqlite-") as d:

@@ -20,7 +20,7 @@ in RAM for the scan), all in one run. Methods:
     candidates: 1-bit sign codes with Hamming distance (numpy
     ``bitwise_count``), the 64-d Matryoshka prefix in float32, and usearch's
     SIMD exact search over int8 and float16 copies;
-(b') the engine's int8 scan (``engine/store/int8_scan.py``, simsimd int8 dot
+(b') the engine's int8 scan (``engine/store/sqlite/int8.py``, simsimd int8 dot
     products on 1 or 2 threads, top R kept per half) + float32 rescoring of
     R rows (``--int8-r``), and the same with per-dimension scales;
 (c) ANN (``--ann``, test-only dependencies): usearch HNSW and hnswlib HNSW
@@ -238,9 +238,9 @@ def main() -> None:
     for r in (4000, 16000):
         methods[f"(b) 64-d prefix f32 + rescore {r}, 1 thr"] = prefix64(r)
     methods["(b) 64-d prefix f32 + rescore 16000, 2 thr"] = prefix64(16000, 2)
-    # (b') the engine's int8 scan (engine/store/int8_scan.py): global scale from the dimension,
+    # (b') the engine's int8 scan (engine/store/sqlite/int8.py): global scale from the dimension,
     # simsimd int8 dot products on 1 or 2 threads (top R kept inside each worker), float32 rescoring.
-    from engine.store import int8_scan
+    from engine.store.sqlite import int8 as int8_scan
 
     if int8_scan.kernel() is not None:
         t = time.perf_counter()
@@ -266,10 +266,10 @@ def main() -> None:
         methods["(b') int8 per-dim scales, 2 thr + rescore 100"] = int8(100, 2, True)
 
         def int8_shared(r):
-            """As a hybrid search runs it: ~2 MB blocks shared with a helper thread (engine/scan_share.py)."""
+            """As a hybrid search runs it: ~2 MB blocks shared with a helper thread (engine/store/scan_share.py)."""
             import threading
 
-            from engine.scan_share import ScanShare, block_runner
+            from engine.store.scan_share import ScanShare, block_runner
 
             def run(i):
                 share = ScanShare()
@@ -335,8 +335,8 @@ def main() -> None:
 def build_store(m: np.ndarray, path: Path) -> None:
     """A SQLite index of len(m) chunks (4 collections) with m as their vectors, added through
     ``add_vectors`` in 2,000-row calls (the embed pass's appends to the .f32/.i8 files), then ``save_run``."""
-    from engine.model import Collection
-    from engine.store.sqlite import SqliteStore
+    from engine.values import Collection
+    from engine.store.sqlite.store import SqliteStore
 
     tmp = path.with_suffix(".building.db")
     for p in tmp.parent.glob(tmp.name + "*"):
@@ -366,7 +366,7 @@ MODEL_NAME = "l2_supercat_256"
 
 def bench_store(m: np.ndarray, qs: np.ndarray, args) -> None:
     """SqliteStore.search_vectors (full scans, limit 10): exact float32 vs int8 (auto) vs the numpy bound."""
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
     from real_vectors import CACHE
 
     path = CACHE / f"store-{len(m)}.db"

@@ -1,7 +1,7 @@
 """chunknav engine: extraction with provenance, chunking, embedding, stores, search, tools.
 
 The core modules import no face (streamlit, mcp, argparse); only
-``engine/cli.py`` and ``engine/mcp_server.py`` import their own framework.
+``engine/faces/cli.py`` and ``engine/faces/mcp_server.py`` import their own framework.
 
 ``engine.__version__`` is the installed distribution's version (package
 metadata, so ``pyproject.toml`` is the one place it is written), read when
@@ -22,7 +22,7 @@ __all__ = ["__version__"]
 # back 1.28x with 4 against 1.48x with 28: 4 stays (README "How hybrid runs its two lists").
 # Read once, when numpy first
 # loads OpenBLAS: importing the engine before numpy applies it; a value set by the
-# user wins. engine/blas.py chooses the thread counts.
+# user wins. engine/store/threads.py chooses the thread counts.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 

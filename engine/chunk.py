@@ -2,7 +2,7 @@
 
 Owns: the window arithmetic (DESIGN.md "Chunking") and the page/bbox/regions
 of each window. Offsets are recorded while cutting, never found again by
-searching the text. Imports only ``engine.model`` (and numpy); no face, no PyMuPDF.
+searching the text. Imports only ``engine.values`` (and numpy); no face, no PyMuPDF.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import hashlib
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.model import RECT_GRID, Bbox, ExtractedText, Rects, Region, Window
+from engine.values import RECT_GRID, Bbox, ExtractedText, Rects, Region, Window
 
 __all__ = ["windows", "chunk_text", "chunk_plain", "chunk_id", "window_count"]
 
@@ -198,7 +198,7 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
 
 def chunk_plain(extracted: ExtractedText, size: int, overlap: int) -> list[tuple]:
     """``chunk_text`` as plain tuples, with no ``Bbox`` / ``Region`` / ``Window`` object (the
-    SQLite row builder, ``engine.index_rows``, needs only their numbers and codes).
+    SQLite row builder, ``engine.index.rows``, needs only their numbers and codes).
 
     Returns:
         One ``(chunk_index, start, end, page, bbox, regions)`` per window, in

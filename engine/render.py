@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 from engine.extract import open_pdf
 from engine.extract.pdf import PAGE_FILETYPES
-from engine.model import Bbox
+from engine.values import Bbox
 
 __all__ = [
     "HIGHLIGHT_FILL",

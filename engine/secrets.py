@@ -269,12 +269,12 @@ def redact_obj(obj: Any) -> Any:
 def json_may_change(text: str) -> bool:
     """False when ``redact_obj`` would return every string of the envelope
     serialised as ``text`` unchanged, so the caller may skip the walk
-    (``engine.tools.call_tool``: ~0.2 ms per 10-hit search envelope, more with
+    (``engine.tools.registry.call_tool``: ~0.2 ms per 10-hit search envelope, more with
     caches cold after a vector scan). True (walk) when any string might change.
 
     Args:
         text: the envelope as ``json.dumps(obj, ensure_ascii=False)`` wrote it
-            (``engine.tools.to_json``; keys included, any ``indent``).
+            (``engine.tools.registry.to_json``; keys included, any ``indent``).
 
     Returns:
         True when ``text`` holds a ``\\u`` escape (then the checks below could
@@ -296,7 +296,7 @@ def json_may_change(text: str) -> bool:
 def strings_may_change(text: str) -> bool:
     """False only when ``redact`` leaves every string held in ``text`` unchanged, so
     ``redact_obj`` returns an envelope equal to one whose strings (keys included)
-    were joined into ``text`` (``engine.tools.call_tool`` joins a search
+    were joined into ``text`` (``engine.tools.registry.call_tool`` joins a search
     envelope's strings with ``"\\n"`` and then skips its JSON round trip and the walk).
 
     Args:

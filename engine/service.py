@@ -2,7 +2,7 @@
 
 Owns: opening the store and the embedder lazily, the operator actions that
 are not agent tools (add/remove a collection, run the indexer, the provider
-probe). The tool functions in ``engine.tools`` take an ``Engine``. Imports no
+probe). The tool functions in ``engine.tools.registry`` take an ``Engine``. Imports no
 face (streamlit, mcp, argparse).
 """
 
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import Settings, load_settings
 from engine.errors import ChunknavError, CollectionBoundError, EmbedError, IndexBusyError, StoreUnavailableError
-from engine.model import Collection
+from engine.values import Collection
 from engine.secrets import register as register_secrets, register_settings
 
 if TYPE_CHECKING:
-    from engine.search import ContentChunkSearch
+    from engine.search.searcher import ContentChunkSearch
 
 __all__ = ["Engine"]
 
@@ -72,9 +72,9 @@ class Engine:
     def search(self) -> ContentChunkSearch:
         """The ContentChunkSearch over ``store`` with the configured provider."""
         if self._search is None:
-            # engine.search only when a search or the provider is asked for: an index run
+            # engine.search.searcher only when a search or the provider is asked for: an index run
             # or a chunk read never imports it (issue 15: lean no-op runs)
-            from engine.search import ContentChunkSearch
+            from engine.search.searcher import ContentChunkSearch
 
             self._search = ContentChunkSearch(self.store, self._make_embedder)
         return self._search
@@ -115,7 +115,7 @@ class Engine:
 
         Args:
             collection_path: e.g. ``ACME/Reports``.
-            root: an existing directory; must pass ``engine.roots.check_root``
+            root: an existing directory; must pass ``engine.paths.check_root``
                 (``CHUNKNAV_ALLOWED_ROOTS``; never ``/`` or a system directory).
             password_ref: where encrypted PDFs' password comes from: ``env:NAME``
                 or ``file:/path`` (``engine.passwords``); never the password.
@@ -135,7 +135,7 @@ class Engine:
         """
         import os
 
-        from engine.roots import check_root
+        from engine.paths import check_root
 
         path = collection_path.strip("/")
         if not path or any(p in ("", ".", "..", "_Documents") for p in path.split("/")):
@@ -199,17 +199,17 @@ class Engine:
         text is indexed anyway. ``cancel`` set: the run stops at the next file
         boundary and ends ``cancelled``. Raises IndexBusyError when a run is active.
         """
-        from engine.index import Indexer
+        from engine.index.indexer import Indexer
 
         embedder = None
         setup_error = None
         if embed and self.settings.embed_provider == "auto" and self.settings.embed_model:
-            from engine.index_embed import DeferredEmbedder
+            from engine.index.embed_pass import DeferredEmbedder
 
             # auto-detection probes the server: only do it when something needs embedding
             embedder = DeferredEmbedder(self.settings.embed_model, self.embedder)
         elif embed and self.settings.embed_provider == "local" and self.settings.embed_model in ("", _LOCAL_MODEL):
-            from engine.index_embed import DeferredEmbedder
+            from engine.index.embed_pass import DeferredEmbedder
 
             # the local model's name is known without engine.embed: a run with nothing
             # to embed imports no provider code at all (issue 15: lean no-op runs)

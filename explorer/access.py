@@ -11,7 +11,7 @@ Owns: ``gate(settings)``. Rules, in order:
    (``st.context.ip_address``, a second line of defence when Streamlit was
    started by hand without ``--server.address``): the page refuses, naming
    ``CHUNKNAV_ACCESS_TOKEN``. ``chunknav gui`` already refuses to start then
-   (``engine.launcher.check_exposure``).
+   (``engine.faces.gui.check_exposure``).
 
 Anything refused ends the script with ``st.stop()`` before a page runs.
 """
@@ -24,7 +24,7 @@ import time
 import streamlit as st
 
 from engine.config import Settings
-from engine.launcher import is_loopback
+from engine.faces.gui import is_loopback
 
 __all__ = ["WRONG_TOKEN_DELAY_S", "is_open", "gate"]
 

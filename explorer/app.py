@@ -30,7 +30,7 @@ if _REPO not in sys.path:  # `streamlit run explorer/app.py` puts explorer/ firs
 
 import streamlit as st  # noqa: E402
 
-from engine.runs import roots_not_listed, unchanged_of  # noqa: E402
+from engine.index.runs import roots_not_listed, unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
 from explorer import access, links, run_views, state, widgets  # noqa: E402
 

@@ -8,7 +8,7 @@ loses control characters (NUL included) and is cut to ``MAX_TEXT_CHARS``;
 every change is written back to ``st.query_params`` and said in a visible
 notice. Pages then read clean values with ``explorer.state.qp_*``.
 
-Bounds and choices come from the tool registry (``engine.tools.REGISTRY``
+Bounds and choices come from the tool registry (``engine.tools.registry.REGISTRY``
 schemas), so the URL accepts what the tool accepts. ``validate_params`` is
 the pure core (no Streamlit), tested directly.
 """
@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from engine.tools import REGISTRY
+from engine.tools.registry import REGISTRY
 
 __all__ = ["PARAMS", "REPEATED", "MAX_TEXT_CHARS", "MAX_PATH_CHARS", "MAX_MIN_SCORE", "validate_params", "validate"]
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from engine.search import RRF_K
+from engine.search.searcher import RRF_K
 
 from explorer import widgets
 from explorer.table import table

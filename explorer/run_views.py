@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from engine.runs import unchanged_of
+from engine.index.runs import unchanged_of
 from explorer.table import table
 from explorer.widgets import failure_callout
 

@@ -90,7 +90,7 @@ def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str,
     """The page's images (``RenderedPage``): one per run of the highlight
     (``engine.render.highlight_runs``: a chunk that continues in the next
     column gets a second crop), or one of the whole page height (``whole``)."""
-    from engine.model import Bbox
+    from engine.values import Bbox
     from engine.render import clip_around, highlight_runs, page_size_pt, render_page_info
 
     regions = json.loads(regions_json)

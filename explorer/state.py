@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from engine.config import Settings, load_settings
-from engine.tools import Engine
+from engine.tools.registry import Engine
 from explorer.jobs import IndexJob
 
 __all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "index_seen",

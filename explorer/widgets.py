@@ -2,7 +2,7 @@
 marked text and page images (the index run and Status views: ``explorer.run_views``).
 
 Owns: ``run_tool`` (every page calls the engine through it: one
-``engine.tools.call_tool`` per action, shown in the "This maps to a tool call"
+``engine.tools.registry.call_tool`` per action, shown in the "This maps to a tool call"
 expander built from ``REGISTRY`` and ``cli_command``, never written per page),
 the failure callouts (one per error code, with who can fix it from
 ``engine.errors.WHO_FIXES``), hit rows, text with query words or spans
@@ -22,8 +22,8 @@ import streamlit as st
 from engine.errors import WHO_FIXES, ChunknavError
 from engine.paths import resolve_inside
 from engine.secrets import public_dsn, redact, redact_obj
-from engine.search import parse_query, query_terms, shown_terms
-from engine.tools import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
+from engine.search.searcher import parse_query, query_terms, shown_terms
+from engine.tools.registry import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
 from explorer import state
 
 __all__ = [
@@ -198,9 +198,9 @@ def _term_re(terms: Iterable[str]) -> re.Pattern[str] | None:
 def mark_terms(text: str, query: str) -> str:
     """HTML of ``text`` (escaped) with the query's words in ``<mark>``.
 
-    Words are ``engine.search.query_terms`` of the query without its
+    Words are ``engine.search.searcher.query_terms`` of the query without its
     ``namespace:``/``scope:`` tokens and without English stop words unless only
-    those are left (``engine.search.shown_terms``, as the snippets are placed),
+    those are left (``engine.search.searcher.shown_terms``, as the snippets are placed),
     matched case-insensitively at word starts (``_term_re``).
     """
     pattern = _term_re(shown_terms(query_terms(parse_query(query or "").text)))

@@ -11,7 +11,7 @@ next file boundary; what it committed stays.
 import streamlit as st
 
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError
-from engine.roots import allowed_roots
+from engine.paths import allowed_roots
 from explorer import run_views, state, widgets
 from explorer.table import table
 

@@ -129,7 +129,7 @@ def rank_of_answer(engine, q: dict, mode: str, depth: int = 10, collection: str 
     Raises:
         AssertionError: the search did not run (``searched`` false).
     """
-    from engine.tools import call_tool
+    from engine.tools.registry import call_tool
 
     env = call_tool(engine, "search_chunks", {"query": q["query"], "scope": collection, "limit": depth,
                                               "mode": mode, **(extra or {})})

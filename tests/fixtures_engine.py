@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.tools import Engine
+from engine.tools.registry import Engine
 from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]

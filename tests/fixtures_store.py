@@ -3,7 +3,7 @@
 ``store`` runs every contract test on SQLite, and on Postgres when a DSN is
 available: ``CHUNKNAV_TEST_DSN`` read before ``clean_env`` drops it, or
 ``tests.pg.pg_dsn()`` (a private pgserver) when that module exists. A
-missing ``tests/pg.py`` or ``engine/store/postgres.py`` only skips the
+missing ``tests/pg.py`` or ``engine/store/postgres/store.py`` only skips the
 Postgres half, never breaks the SQLite tests.
 """
 
@@ -49,7 +49,7 @@ def store_backend(request) -> str:
 def store(store_backend, tmp_path):
     """A fresh, empty store on each backend (Postgres: its own schema, dropped after)."""
     if store_backend == "sqlite":
-        from engine.store.sqlite import SqliteStore
+        from engine.store.sqlite.store import SqliteStore
 
         s = SqliteStore(str(tmp_path / "db" / "index.db"))
         yield s
@@ -58,7 +58,7 @@ def store(store_backend, tmp_path):
     dsn = _pg_dsn()
     if not dsn:
         pytest.skip("no Postgres: set CHUNKNAV_TEST_DSN or provide tests/pg.py pg_dsn()")
-    postgres = pytest.importorskip("engine.store.postgres")
+    postgres = pytest.importorskip("engine.store.postgres.store")
     s = _open_pg(postgres, dsn, tmp_path)
     yield s
     _drop_pg(s)

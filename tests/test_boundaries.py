@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FACES = {"engine/cli.py", "engine/mcp_server.py", "engine/__main__.py"}  # __main__ only runs the CLI face
+FACES = {"engine/faces/cli.py", "engine/faces/mcp_server.py", "engine/__main__.py"}  # __main__ only runs the CLI face
 FRAMEWORKS = {"streamlit", "mcp", "argparse", "click"}
 
 
@@ -30,7 +30,7 @@ def _core_files():
 
 @pytest.mark.parametrize("path", _core_files(), ids=lambda p: str(p.relative_to(REPO)))
 def test_core_imports_no_face(path):
-    bad = {n for n in _imports(path) if n.split(".")[0] in FRAMEWORKS or n in ("engine.cli", "engine.mcp_server")}
+    bad = {n for n in _imports(path) if n.split(".")[0] in FRAMEWORKS or n in ("engine.faces.cli", "engine.faces.mcp_server")}
     assert not bad, f"{path.relative_to(REPO)} imports {bad}"
 
 
@@ -68,8 +68,8 @@ def test_explorer_uses_no_arrow_backed_element(path):
 def test_engine_core_loads_without_streamlit_or_mcp():
     code = (
         "import sys\n"
-        "import engine.tools, engine.search, engine.index, engine.chunk, engine.extract, engine.embed\n"
-        "import engine.store.sqlite, engine.config, engine.envelopes\n"
+        "import engine.tools.registry, engine.search.searcher, engine.index.indexer, engine.chunk, engine.extract, engine.embed\n"
+        "import engine.store.sqlite.store, engine.config, engine.tools.envelopes\n"
         "bad = [m for m in ('streamlit', 'mcp', 'argparse') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
@@ -77,39 +77,39 @@ def test_engine_core_loads_without_streamlit_or_mcp():
 
 
 @pytest.mark.parametrize("module", [
-    "engine.errors", "engine.model", "engine.envelopes", "engine.config", "engine.chunk",
-    "engine.paths", "engine.search", "engine.tools", "engine.extract", "engine.embed",
-    "engine.index", "engine.store.sqlite", "engine.store.base",
-    "engine.store.postgres_schema", "engine.store.postgres_rows", "engine.store.postgres_vectors",
-    "engine.embed.base", "engine.embed.local", "engine.embed.http", "engine.store.sqlite_vectors",
-    "engine.embed.isolate", "engine.index_embed", "engine.store.sqlite_notes", "engine.store.postgres_notes",
-    "engine.store.sqlite_rows", "engine.service", "engine.answers", "engine.store.sqlite_schema", "engine.store.postgres_keyword", "engine.extract.common", "engine.extract.pdf",
-    "engine.extract.text", "engine.extract.docx", "engine.store.fts", "engine.store.sqlite_keyword",
+    "engine.errors", "engine.values", "engine.tools.envelopes", "engine.config", "engine.chunk",
+    "engine.paths", "engine.search.searcher", "engine.tools.registry", "engine.extract", "engine.embed",
+    "engine.index.indexer", "engine.store.sqlite.store", "engine.store.base",
+    "engine.store.postgres.schema", "engine.store.postgres.rows", "engine.store.postgres.vectors",
+    "engine.embed.base", "engine.embed.local", "engine.embed.http", "engine.store.sqlite.vectors",
+    "engine.embed.isolate", "engine.index.embed_pass", "engine.store.sqlite.notes", "engine.store.postgres.notes",
+    "engine.store.sqlite.rows", "engine.service", "engine.tools.answers", "engine.store.sqlite.schema", "engine.store.postgres.keyword", "engine.extract.common", "engine.extract.pdf",
+    "engine.extract.text", "engine.extract.docx", "engine.store.fts", "engine.store.sqlite.keyword",
     "explorer.retrieval",
     "engine.extract.html", "engine.extract.ocr", "engine.extract.pages", "engine.extract.reasons",
     "engine.extract.saslprep",
-    "engine.walk", "engine.runs", "engine.extract.limits", "engine.outcome",  # issue 10
-    "engine.secrets", "engine.roots", "engine.launcher",
-    "engine.store.vector_purge",  # polish: chunknav vectors purge-stale
-    "engine.freshness", "engine.render",  # i12
-    "engine.blas", "engine.extract_pool",
-    "engine.extract_crash",  # crash: a worker that dies fails only its file
+    "engine.index.walk", "engine.index.runs", "engine.extract.limits", "engine.index.files",  # issue 10
+    "engine.secrets", "engine.paths", "engine.faces.gui",
+    "engine.store.purge",  # polish: chunknav vectors purge-stale
+    "engine.index.gate", "engine.render",  # i12
+    "engine.store.threads", "engine.index.pool",
+    "engine.index.recovery",  # crash: a worker that dies fails only its file
     "engine.lazy",  # idx: numpy and requests on first use
-    "engine.store.int8_scan",  # issue 15, 1M row
-    "engine.scan_share",  # hyb: a hybrid search's shared full scan
-    "engine.index_walk", "engine.index_text",  # split: engine.index by noun
-    "engine.hybrid",  # split: engine.search by noun
-    "engine.store.sqlite_search",  # split: engine.store.sqlite by noun
-    "engine.index_rows",  # par: chunk rows built in the extract workers
+    "engine.store.sqlite.int8",  # issue 15, 1M row
+    "engine.store.scan_share",  # hyb: a hybrid search's shared full scan
+    "engine.index.walk_pass", "engine.index.text_pass",  # split: engine.index.indexer by noun
+    "engine.search.hybrid",  # split: engine.search.searcher by noun
+    "engine.store.sqlite.search",  # split: engine.store.sqlite.store by noun
+    "engine.index.rows",  # par: chunk rows built in the extract workers
     "engine.extract.pdfwords",  # cpu: PDF words without a tuple per word
     "engine.extract.codepages",  # trial6 #1: Latin code pages chosen by language alphabets
     "engine.extract.mupdf_log",  # trial6 #3: MuPDF's messages off stdout, into notes
-    "engine.cli_views",  # start: the CLI's human views, split out of engine.cli
-    "engine.store.vector_top",  # vec: the best k of a scan, with less work
-    "engine.store.term_scores",  # session 5: the any-term pass from per-term BM25 lists
+    "engine.faces.cli_views",  # start: the CLI's human views, split out of engine.faces.cli
+    "engine.store.sqlite.top_k",  # vec: the best k of a scan, with less work
+    "engine.store.sqlite.term_scores",  # session 5: the any-term pass from per-term BM25 lists
     "explorer.run_views",  # session 6: index run and Status views, split out of explorer.widgets
-    "engine.query_text",  # session 6: the query in NFKC, cut to what the embedder takes
-    "engine.snippets",  # session 6: split out of engine.search by noun
+    "engine.search.query",  # session 6: the query in NFKC, cut to what the embedder takes
+    "engine.search.snippets",  # session 6: split out of engine.search.searcher by noun
 ])
 def test_exports_exist_and_are_documented(module):
     mod = importlib.import_module(module)

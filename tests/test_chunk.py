@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine.chunk import chunk_id, chunk_text, window_count, windows
-from engine.model import Bbox, ExtractedText, Word
+from engine.values import Bbox, ExtractedText, Word
 
 sizes = st.integers(min_value=1, max_value=300).flatmap(
     lambda size: st.tuples(st.just(size), st.integers(min_value=0, max_value=size - 1)))

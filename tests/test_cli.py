@@ -1,6 +1,6 @@
 """The CLI face: collections, index (human and --json), status, exit codes, settings.
 
-Runs ``engine.cli.main`` in-process on a real SQLite file, plus one real
+Runs ``engine.faces.cli.main`` in-process on a real SQLite file, plus one real
 ``python -m engine`` subprocess for the console entry and stdout hygiene.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main, streamlit_flags
+from engine.faces.cli import main, streamlit_flags
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from engine.cli import build_parser
+from engine.faces.cli import build_parser
 from engine.config import SETTINGS
-from engine.tools import CLI_NAMES, REGISTRY
+from engine.tools.registry import CLI_NAMES, REGISTRY
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.cli import streamlit_flags
+from engine.faces.cli import streamlit_flags
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / "tests" / "output"

@@ -21,7 +21,7 @@ from PIL import Image
 
 from engine.config import Settings
 from tests.conftest import ALLOWED_ROOTS
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.test_e2e_browser import CHROMIUM, FLAGS, OUTPUT, REPO, streamlit_server
 
 playwright = pytest.importorskip("playwright.sync_api")

@@ -16,7 +16,7 @@ import pytest
 
 from engine import embed as E
 from engine.config import load_settings
-from engine.envelopes import FailureFields
+from engine.tools.envelopes import FailureFields
 from engine.errors import EmbedError, SettingsError
 from tests.stub import ERRORS, QUOTA_429, Reply, stub_vector
 

@@ -2,7 +2,7 @@
 
 import typing
 
-from engine import envelopes as E
+from engine.tools import envelopes as E
 
 
 def test_notrequired_is_visible():

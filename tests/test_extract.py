@@ -12,7 +12,7 @@ import pytest
 from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
 from engine.extract import PAGE_SEPARATOR, SUPPORTED_SUFFIXES, extract, no_text_note
-from engine.model import Bbox, ExtractedText
+from engine.values import Bbox, ExtractedText
 from tests.fixtures_corpus import BUILT, REAL_CORPUS
 
 TOL_X = 0.01  # x and w (EXPECTED.md "Tolerances")

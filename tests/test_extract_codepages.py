@@ -14,7 +14,7 @@ from engine.config import Settings
 from engine.extract import extract
 from engine.extract.codepages import choose_latin
 from engine.extract.text import LOW_CONFIDENCE, decode
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 #: (language, codec written with, text). Two sentences per language where the

@@ -15,7 +15,7 @@ from engine.config import Settings
 from engine.errors import ExtractError
 from engine.extract import extract
 from engine.extract.docx import omml_text
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.docx_builder import PHRASES
 from tests.conftest import ALLOWED_ROOTS
 

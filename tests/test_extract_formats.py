@@ -14,7 +14,7 @@ import pytest
 from engine.config import Settings
 from engine.extract import SUPPORTED_SUFFIXES, extract
 from engine.extract.ocr import OcrSettings, ocr_unavailable
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 FORMATS = Path(__file__).resolve().parent / "corpus" / "formats"

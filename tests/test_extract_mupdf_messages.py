@@ -20,7 +20,7 @@ from engine.config import Settings
 from engine.extract import extract
 from engine.extract.mupdf_log import damage_note
 from engine.extract.pdf import REPAIRED_NOTE
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""engine/extract_pool.py: outcomes from worker processes equal those of extracting here.
+"""engine/index/pool.py: outcomes from worker processes equal those of extracting here.
 
 The pool runs in a fresh single-threaded interpreter (a process with other
 threads, such as pytest's leftovers, keeps extraction in-process by design),
@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 
 from engine.config import Settings
-from engine.extract_pool import ExtractPool, worker_count
-from engine.store.sqlite import SqliteStore
+from engine.index.pool import ExtractPool, worker_count
+from engine.store.sqlite.store import SqliteStore
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"
@@ -26,7 +26,7 @@ import hashlib, json, sys
 from pathlib import Path
 from engine.errors import ExtractError
 from engine.extract import extract
-from engine.extract_pool import ExtractPool
+from engine.index.pool import ExtractPool
 
 def digest(x):
     if isinstance(x, ExtractError):
@@ -105,7 +105,7 @@ def test_small_runs_and_threaded_processes_stay_in_process():
 def _chunks(db: Path) -> list[tuple]:
     """Every stored column of every chunk (in rowid order: the order they were written) and
     document (all but ``indexed_at``, a clock reading), and the FTS rows."""
-    from engine.store.sqlite_rows import CHUNK_COLUMNS, DOC_COLUMNS
+    from engine.store.sqlite.rows import CHUNK_COLUMNS, DOC_COLUMNS
 
     s = SqliteStore(str(db))
     with s._read() as conn:
@@ -119,7 +119,7 @@ def _chunks(db: Path) -> list[tuple]:
 
 _INDEX_CHILD = r"""
 import os, sys
-import engine.extract_pool as P
+import engine.index.pool as P
 _close = P.ExtractPool.close
 def close(self):  # report how many files came from workers
     print("in_workers", self.in_workers)
@@ -133,9 +133,9 @@ def join(*a):  # in a worker: note each PDF whose page ranges it joined
     return out
 P._join_spilled = join
 from engine.config import Settings
-from engine.index import Indexer
-from engine.model import Collection
-from engine.store.sqlite import SqliteStore
+from engine.index.indexer import Indexer
+from engine.values import Collection
+from engine.store.sqlite.store import SqliteStore
 s = SqliteStore(sys.argv[1])
 s.add_collection(Collection("C", sys.argv[2]))
 Indexer(s, Settings(db=sys.argv[1], embed_provider="none", extract_workers=int(sys.argv[3])).validate()).run()
@@ -179,7 +179,7 @@ def test_the_setting_is_validated():
 
 _CRASH_CHILD = r"""
 import json, os, sys
-import engine.extract_pool as P
+import engine.index.pool as P
 _whole = P._extract_in_worker
 def whole(path, *a):  # the PDF library dying on one file (a segfault, say)
     if path.endswith(sys.argv[3]):
@@ -189,9 +189,9 @@ whole.__qualname__ = whole.__name__ = "_extract_in_worker"
 whole.__module__ = P.__name__
 P._extract_in_worker = whole
 from engine.config import Settings
-from engine.index import Indexer
-from engine.model import Collection
-from engine.store.sqlite import SqliteStore
+from engine.index.indexer import Indexer
+from engine.values import Collection
+from engine.store.sqlite.store import SqliteStore
 s = SqliteStore(sys.argv[1])
 s.add_collection(Collection("C", sys.argv[2]))
 r = Indexer(s, Settings(db=sys.argv[1], embed_provider="none", extract_workers=2).validate()).run()
@@ -227,7 +227,7 @@ def test_a_worker_that_dies_fails_its_file_and_the_run_goes_on(tmp_path):
 
 _SIGNAL_CHILD = r"""
 import ctypes, json, os, signal, sys
-import engine.extract_pool as P
+import engine.index.pool as P
 # victims: name:how[:part] -- how: segv (a real segfault in native code, as MuPDF's) or kill
 # (SIGKILL, as the kernel's OOM killer); part: the page range of a split PDF that dies
 victims = dict((v.split(":")[0], v.split(":")[1:]) for v in sys.argv[3].split(",") if v)
@@ -254,12 +254,12 @@ def close(self):
     counts.update(here=self.here, in_workers=self.in_workers, restarts=self._restarts)
     _close(self)
 P.ExtractPool.close = close
-import engine.extract_crash as C
+import engine.index.recovery as C
 C.MAX_RESTARTS = int(sys.argv[4]) if len(sys.argv) > 4 else C.MAX_RESTARTS
 from engine.config import Settings
-from engine.index import Indexer
-from engine.model import Collection
-from engine.store.sqlite import SqliteStore
+from engine.index.indexer import Indexer
+from engine.values import Collection
+from engine.store.sqlite.store import SqliteStore
 s = SqliteStore(sys.argv[1])
 s.add_collection(Collection("C", sys.argv[2]))
 r = Indexer(s, Settings(db=sys.argv[1], embed_provider="none", extract_workers=2).validate()).run()

@@ -13,7 +13,7 @@ import pytest
 from engine.config import Settings
 from engine.extract import extract
 from engine.extract.text import decode
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 ENC = Path(__file__).resolve().parent / "corpus" / "text" / "encodings"

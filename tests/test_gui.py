@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.config import Settings
 from engine.errors import WHO_FIXES
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 from tests.fixtures_engine import SAMPLE_COLLECTION, SAMPLES
 from tests.stub import Reply, ollama_error
@@ -739,7 +739,7 @@ def test_status_lists_files_indexed_with_notes(app, sample_engine):
 def test_a_too_long_query_link_is_cut_with_a_notice_and_the_tool_refuses_past_its_maximum(app):
     """A deep link carries at most explorer.links.MAX_TEXT_CHARS of query (cut, with a notice naming
     `q`); a call past the tool's own maximum is refused by name and shown as "Invalid argument"."""
-    from engine.search import MAX_QUERY_CHARS
+    from engine.search.searcher import MAX_QUERY_CHARS
     from explorer.links import MAX_TEXT_CHARS
 
     at = app("explore", q="x" * (MAX_QUERY_CHARS + 1), scope=SAMPLE_COLLECTION)
@@ -749,7 +749,7 @@ def test_a_too_long_query_link_is_cut_with_a_notice_and_the_tool_refuses_past_it
     assert len(call["arguments"]["query"]) == MAX_TEXT_CHARS
 
     def page():  # the page's own widget on a call past the tool's maximum
-        from engine.search import MAX_QUERY_CHARS
+        from engine.search.searcher import MAX_QUERY_CHARS
         from explorer import widgets
 
         widgets.run_tool("search_chunks", {"query": "x" * (MAX_QUERY_CHARS + 1), "scope": "Samples"})

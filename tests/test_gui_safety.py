@@ -19,7 +19,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from engine.config import Settings
-from engine.tools import Engine, cli_command
+from engine.tools.registry import Engine, cli_command
 from explorer.links import validate_params
 from tests.conftest import ALLOWED_ROOTS
 from tests.fixtures_engine import SAMPLE_COLLECTION, SAMPLES

@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from engine.config import Settings
-from engine.tools import Engine
+from engine.tools.registry import Engine
 from tests.conftest import ALLOWED_ROOTS
 from tests.stub import ERRORS, Reply
 

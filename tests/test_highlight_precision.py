@@ -22,8 +22,8 @@ import pytest
 
 from engine.config import Settings
 from tests.conftest import ALLOWED_ROOTS
-from engine.model import Bbox, Region, rects_code, rects_decode
-from engine.tools import Engine, call_tool
+from engine.values import Bbox, Region, rects_code, rects_decode
+from engine.tools.registry import Engine, call_tool
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
@@ -137,7 +137,7 @@ def test_rects_round_trip_through_every_store(store):
     """Real windows of a page-crossing PDF, stored and read back (SQLite; Postgres when available)."""
     from engine.chunk import chunk_id, chunk_text
     from engine.extract import extract
-    from engine.model import Chunk, Document
+    from engine.values import Chunk, Document
 
     ex = extract(CORPUS / "pdf" / "pdflatex-4-pages.pdf")
     wins = chunk_text(ex, 1000, 150)

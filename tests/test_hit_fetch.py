@@ -1,4 +1,4 @@
-"""The vector search's hit fetch (engine/store/sqlite_search.py) on a real SQLite file.
+"""The vector search's hit fetch (engine/store/sqlite/search.py) on a real SQLite file.
 
 The hits of ``search_vectors`` / ``search_vector_refs`` must be exactly what the fetch
 of session 3 gave: the scan's picks, their rows read by ``rowid IN (...)`` and put back
@@ -18,13 +18,13 @@ import sqlite3
 import numpy as np
 import pytest
 
-from engine.answers import _search_envelope
+from engine.tools.answers import _search_envelope
 from engine.chunk import chunk_id
-from engine.model import Bbox, Chunk, Document, Region, VectorHit
-from engine.search import RankedChunk, SearchOutcome
-from engine.store.sqlite import SqliteStore
-from engine.store.sqlite_rows import CHUNK_COLUMNS
-from engine.store.sqlite_vectors import scope_rows, top_occurrences
+from engine.values import Bbox, Chunk, Document, Region, VectorHit
+from engine.search.searcher import RankedChunk, SearchOutcome
+from engine.store.sqlite.store import SqliteStore
+from engine.store.sqlite.rows import CHUNK_COLUMNS
+from engine.store.sqlite.vectors import scope_rows, top_occurrences
 
 DIM = 16
 MODEL = "m"
@@ -163,7 +163,7 @@ def test_hits_equal_the_reference_fetch_on_every_scope_and_limit(index):
     qs = _unit(rng, 6)
     store.search_vectors(MODEL, qs[0], None, 1)  # the cache built: later searches take the trusted path
     m, occ = store._prepare(MODEL)
-    from engine.store.sqlite_vectors import _scope_runs
+    from engine.store.sqlite.vectors import _scope_runs
 
     spans = {c: _scope_runs(occ, scope_rows(occ, [c])) for c in ("Org/C1", "Org/C3")}
     assert [r for _, _, r in spans["Org/C1"]] == [None] and len(spans["Org/C3"]) == 1 and spans["Org/C3"][0][2] is not None

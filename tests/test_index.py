@@ -1,4 +1,4 @@
-"""The indexer (engine/index.py) on real files: a copy of the bundled samples
+"""The indexer (engine/index/indexer.py) on real files: a copy of the bundled samples
 (or, while assets/samples is empty, a few files of tests/corpus) plus every
 file of tests/corpus/edge."""
 
@@ -14,9 +14,9 @@ import pytest
 import engine.extract
 from engine.config import Settings
 from engine.errors import EmbedError, IndexBusyError
-from engine.index import Indexer, walk
-from engine.model import Collection
-from engine.store.sqlite import SqliteStore
+from engine.index.indexer import Indexer, walk
+from engine.values import Collection
+from engine.store.sqlite.store import SqliteStore
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"

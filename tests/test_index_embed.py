@@ -1,4 +1,4 @@
-"""The indexer's embed pass (engine/index_embed.py) on real files and a real store:
+"""The indexer's embed pass (engine/index/embed_pass.py) on real files and a real store:
 one refused chunk never blocks the others, a changed dimension is a classified
 failure everywhere (index, search, status), chunks are embedded in length
 order with the right vectors, vectors are reused by window text (a re-saved
@@ -17,9 +17,9 @@ import pymupdf
 import pytest
 
 from engine.config import Settings
-from engine.index import Indexer
-from engine.model import Collection
-from engine.tools import Engine, call_tool
+from engine.index.indexer import Indexer
+from engine.values import Collection
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 from tests.stub import ERRORS, Reply, stub_vector
 
@@ -112,7 +112,7 @@ def test_an_over_long_chunk_is_embedded_truncated_and_counted(tmp_path, embed_st
     assert eng.store.vector_counts()["stub-embed"]["missing"] == 0
     status = call_tool(eng, "index_status", {"probe": False})
     assert next(v for v in status["vectors"] if v["model"] == "stub-embed")["truncated"] == long_chunks
-    from engine.cli import _human_status
+    from engine.faces.cli import _human_status
 
     assert f"truncated {long_chunks}" in _human_status(status)
     eng.close()
@@ -153,7 +153,7 @@ def test_a_changed_dimension_is_a_classified_failure(tmp_path, embed_stub, capsy
     assert probe["ok"] is False and probe["error"] == "embedding-dimension-changed"
     eng.close()
 
-    from engine.cli import main
+    from engine.faces.cli import main
 
     env = {"CHUNKNAV_DB": s.db, "EMBED_PROVIDER": "ollama", "EMBED_URL": embed_stub.url,
            "EMBED_MODEL": "stub-embed", "EMBED_RETRIES": "0"}
@@ -311,7 +311,7 @@ def test_an_unchanged_index_run_does_not_load_wordllama(tmp_path):
     code = (
         "import sys, json\n"
         "from engine.config import Settings\n"
-        "from engine.tools import Engine\n"
+        "from engine.tools.registry import Engine\n"
         f"s = Settings(allowed_roots={ALLOWED_ROOTS!r}, db={str(tmp_path / 'index.db')!r}, embed_provider='local').validate()\n"
         "e = Engine(s)\n"
         f"e.add_collection('C', {str(tmp_path / 'docs')!r})\n"
@@ -328,8 +328,8 @@ def test_an_unchanged_index_run_does_not_load_wordllama(tmp_path):
 
 def test_check_hook_stops_the_pass_between_batches_keeping_what_was_stored(tmp_path, embed_stub):
     from engine.embed import make_embedder
-    from engine.index_embed import embed_pass
-    from engine.store.sqlite import SqliteStore
+    from engine.index.embed_pass import embed_pass
+    from engine.store.sqlite.store import SqliteStore
 
     _write_corpus(tmp_path / "docs", n=6)
     s = _ollama(tmp_path, embed_stub, chunk_size=200, chunk_overlap=20, batch=4)

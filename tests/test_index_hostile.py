@@ -28,12 +28,12 @@ import engine.extract
 from engine.config import Settings
 from engine.errors import ERROR_CODES, IndexBusyError, TooLargeError, ExtractError, REASON_CODES
 from engine.extract.limits import check_docx
-from engine.index import Indexer
-from engine.model import Collection
-from engine.runs import run_outcome
+from engine.index.indexer import Indexer
+from engine.values import Collection
+from engine.index.runs import run_outcome
 from engine.service import Engine
-from engine.store.sqlite import SqliteStore
-from engine.tools import call_tool
+from engine.store.sqlite.store import SqliteStore
+from engine.tools.registry import call_tool
 from tests.conftest import ALLOWED_ROOTS
 from tests.hostile import DROP_CAPS, build_hostile_folder, docx_bomb, restore_permissions
 
@@ -732,7 +732,7 @@ def test_status_into_a_closed_pipe_prints_no_traceback(tmp_path):
 
 
 def test_extract_error_codes_are_reason_codes():
-    from engine.outcome import code_of as _code_of
+    from engine.index.files import code_of as _code_of
 
     assert _code_of(ExtractError("corrupt: x")) == "corrupt"
     assert _code_of(TooLargeError("too-large: x")) == "too-large"
@@ -741,8 +741,8 @@ def test_extract_error_codes_are_reason_codes():
 
 def test_orphan_rows_are_repaired_on_every_store(store):
     """Documents whose collection is gone leave at the next run, SQLite and Postgres alike."""
-    from engine.index import repair_orphans
-    from engine.model import Chunk, Document
+    from engine.index.indexer import repair_orphans
+    from engine.values import Chunk, Document
 
     store.add_collection(Collection("Kept", "/nowhere"))
     for cp in ("Kept", "Gone/Sub"):

@@ -1,4 +1,4 @@
-"""engine/index_rows.py and the extract workers' join: rows built ahead equal the rows built here.
+"""engine/index/rows.py and the extract workers' join: rows built ahead equal the rows built here.
 
 Real corpus files, in this process (the worker functions are plain functions);
 the pool itself, forked, is tested in tests/test_extract_pool.py.
@@ -13,12 +13,12 @@ import pytest
 
 from engine.extract import extract
 from engine.extract.pdf import PdfPart, extract_pdf_part
-from engine.extract_pool import ExtractPool, _extract_part_in_worker
-from engine.index_rows import ReadyText, RowChunks, WindowChunks, ready_text
-from engine.model import Collection
-from engine.outcome import HashedFile, LazyChunks
+from engine.index.pool import ExtractPool, _extract_part_in_worker
+from engine.index.rows import ReadyText, RowChunks, WindowChunks, ready_text
+from engine.values import Collection
+from engine.index.files import HashedFile, LazyChunks
 from engine.store.fts import is_cjk
-from engine.store.sqlite_rows import chunk_of, chunk_params
+from engine.store.sqlite.rows import chunk_of, chunk_params
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 FILES = sorted((CORPUS / "pdf").glob("*.pdf"))[:8] + [CORPUS / "pdf" / "test-3820.pdf"] + \
@@ -60,7 +60,7 @@ def test_ready_rows_are_the_rows_of_the_chunks_made_here(path):
 
 
 def test_blank_text_and_repaired_empty_pdfs_have_no_rows():
-    from engine.model import ExtractedText, WordArray
+    from engine.values import ExtractedText, WordArray
 
     assert ready_text(ExtractedText(" \n\f ", WordArray.empty(), (), "txt", (), {}), H, 1000, 150).rows == ()
     repaired = ExtractedText("text", WordArray.empty(), (), "pdf", (), {"repaired": True})
@@ -115,7 +115,7 @@ def test_plain_rows_equal_the_rows_of_chunk_objects_on_every_corpus_pdf(size, ov
     """``chunk_rows`` (no Chunk/Region/Bbox objects) == ``chunk_params`` of the ``LazyChunks``
     chunks, on every corpus PDF, with windows that reach over pages (asserted) and labels."""
     from engine.chunk import chunk_plain, chunk_text
-    from engine.index_rows import _row, chunk_rows
+    from engine.index.rows import _row, chunk_rows
 
     multi = labelled = 0
     for path in sorted((CORPUS / "pdf").glob("*.pdf")):

@@ -19,14 +19,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.blas import FixedChoice
+from engine.store.threads import FixedChoice
 from engine.config import Settings
 from engine.errors import SettingsError
-from engine.model import Chunk, Collection, Document
-from engine.store import int8_scan, open_store
-from engine.store.sqlite import SqliteStore
-from engine.store.sqlite_vectors import APPEND_ROWS
-from engine.tools import Engine
+from engine.values import Chunk, Collection, Document
+from engine.store.sqlite import int8 as int8_scan
+from engine.store import open_store
+from engine.store.sqlite.store import SqliteStore
+from engine.store.sqlite.vectors import APPEND_ROWS
+from engine.tools.registry import Engine
 from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -324,7 +325,7 @@ def test_without_simsimd_the_scan_is_exact_and_says_why(tmp_path):
         "sys.modules['simsimd'] = None  # an install without it: the import fails\n"
         "logging.basicConfig(level=logging.WARNING)\n"
         "import numpy as np\n"
-        "from engine.store.sqlite import SqliteStore\n"
+        "from engine.store.sqlite.store import SqliteStore\n"
         f"s = SqliteStore({str(path)!r}, vector_scan='int8')\n"
         f"v = np.frombuffer(open({str(path) + '.m.f32'!r}, 'rb').read(), np.float32).reshape(-1, 16)\n"
         "print(json.dumps([h.chunk.chunk_id for h in s.search_vectors('m', v[3], None, 10)]))\n"
@@ -342,7 +343,7 @@ def test_a_shared_int8_scan_gives_the_exact_float32_hits(corpus_index, monkeypat
     import itertools
     import threading
 
-    import engine.scan_share as scan_share
+    import engine.store.scan_share as scan_share
 
     db, model, qs = corpus_index
     monkeypatch.setattr(scan_share, "MIN_ROWS", 1)
@@ -379,8 +380,8 @@ def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkey
     """call2: hybrid search with the int8 scan, one list after the other or with the keyword
     thread helping the int8 scan's blocks, gives the hits, order, fused scores and ranks of a
     hybrid search over exact float32 scans (vector scores equal within float32 rounding)."""
-    import engine.hybrid as hybrid
-    import engine.scan_share as scan_share
+    import engine.search.hybrid as hybrid
+    import engine.store.scan_share as scan_share
 
     db, _model, _qs = corpus_index
     monkeypatch.setattr(hybrid, "LARGE_SCAN_ROWS", 1)
@@ -427,8 +428,8 @@ def test_hybrid_takes_the_keyword_list_before_the_helper_leaves_and_sees_its_fai
     the keyword list from a future set before the thread helps (so it never waits for the
     helper's way out of the scan); a keyword search that raises still raises in the calling
     thread, and the next hybrid search on the same pool answers as before."""
-    import engine.hybrid as hybrid
-    import engine.scan_share as scan_share
+    import engine.search.hybrid as hybrid
+    import engine.store.scan_share as scan_share
 
     db, _model, _qs = corpus_index
     monkeypatch.setattr(hybrid, "LARGE_SCAN_ROWS", 1)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from engine.model import Chunk, Document
+from engine.values import Chunk, Document
 from engine.store.fts import MAX_TERMS, keyword_terms, trigrams
-from engine.store.sqlite import SqliteStore
+from engine.store.sqlite.store import SqliteStore
 
 TEXTS = {
     "run.txt": "The engine runs every night and the runner logged the results.",

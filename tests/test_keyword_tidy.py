@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.model import Chunk, Document
-from engine.store.sqlite import SqliteStore
-from engine.store.sqlite_keyword import FTS_MAX_SEGMENTS, fts_segments
-from engine.tools import Engine
+from engine.values import Chunk, Document
+from engine.store.sqlite.store import SqliteStore
+from engine.store.sqlite.keyword import FTS_MAX_SEGMENTS, fts_segments
+from engine.tools.registry import Engine
 from tests.conftest import ALLOWED_ROOTS
 from tests.eval_text import CORPUS, corpus_windows, load_questions
 
@@ -59,7 +59,7 @@ def _segments(store: SqliteStore) -> int:
 
 
 def test_merging_the_keyword_index_changes_no_ranking_or_score(tmp_path, monkeypatch):
-    import engine.store.sqlite_keyword as sk
+    import engine.store.sqlite.keyword as sk
 
     # FTS5 answers every pass: the per-term lists (session 5) would answer repeated any-term
     # passes from what they read before the merge (the index state does not change with it)

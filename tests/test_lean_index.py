@@ -1,6 +1,6 @@
 """Lean ``chunknav index`` of an unchanged corpus (issue 15, start): correctness only, no timings.
 
-The CLI builds only the subcommand ``argv`` names (``engine.cli.command_in``): its parse,
+The CLI builds only the subcommand ``argv`` names (``engine.faces.cli.command_in``): its parse,
 help and errors must equal the full parser's for every subcommand. The no-op run keeps
 the registry, search and row builders unimported, asks the store one statement for the
 embed pass (``vector_coverage``), and still re-reads a file whose bytes changed under the
@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cli import OWN_COMMANDS, build_parser, command_in, main
+from engine.faces.cli import OWN_COMMANDS, build_parser, command_in, main
 from engine.config import Settings
-from engine.index import Indexer
-from engine.model import Chunk, Collection
-from engine.store.sqlite import SqliteStore
+from engine.index.indexer import Indexer
+from engine.values import Chunk, Collection
+from engine.store.sqlite.store import SqliteStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -135,11 +135,11 @@ def test_an_unchanged_index_run_imports_no_registry_search_or_row_builders(tmp_p
            "EMBED_PROVIDER": "none"}
     for argv in (["collections", "add", "R", str(root)], ["index"]):
         subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, env=env, check=True, capture_output=True)
-    lazy = ("engine.tools", "engine.search", "engine.answers", "engine.envelopes", "engine.hybrid",
-            "engine.index_rows", "engine.extract_pool", "engine.embed", "tomllib", "socket", "jsonschema", "numpy")
+    lazy = ("engine.tools.registry", "engine.search.searcher", "engine.tools.answers", "engine.tools.envelopes", "engine.search.hybrid",
+            "engine.index.rows", "engine.index.pool", "engine.embed", "tomllib", "socket", "jsonschema", "numpy")
     code = (
         "import sys\n"
-        "from engine.cli import main\n"
+        "from engine.faces.cli import main\n"
         "assert main(['index', '--no-embed']) == 0\n"
         f"print([m for m in {lazy!r} if m in sys.modules])\n"
     )
@@ -187,7 +187,7 @@ def _chunk(fp: str, i: int, cid: str) -> Chunk:
 
 
 def test_vector_coverage_equals_what_vector_counts_says(tmp_path):
-    from engine.model import Document
+    from engine.values import Document
 
     store = SqliteStore(str(tmp_path / "x.db"))
     store.add_collection(Collection("C", str(tmp_path)))
@@ -274,7 +274,7 @@ def test_an_unchanged_run_reads_no_document_row_per_file(tmp_path):
 def test_hashes_read_ahead_equal_one_by_one_in_order_with_read_errors_in_place(tmp_path, monkeypatch):
     import hashlib
 
-    import engine.index_walk as iw
+    import engine.index.walk_pass as iw
 
     monkeypatch.setattr(iw, "_PARALLEL_HASH_BYTES", 1 << 16)  # small files, the threaded path
     monkeypatch.setattr(iw, "_HASH_BATCH_BYTES", 1 << 15)
@@ -310,7 +310,7 @@ def test_hashes_read_ahead_equal_one_by_one_in_order_with_read_errors_in_place(t
 def test_a_run_over_the_threaded_hash_path_finds_the_same_and_leaves_no_thread(tmp_path, monkeypatch):
     import threading
 
-    import engine.index_walk as iw
+    import engine.index.walk_pass as iw
 
     root, settings, store = _notes_store(tmp_path, 30, 400)
     first = Indexer(store, settings).run()
@@ -357,7 +357,7 @@ def test_only_the_process_command_line_freezes_the_collector_and_the_index_close
     for argv in (["collections", "add", "R", str(root)], ["index"], ["index"]):
         subprocess.run([sys.executable, "-m", "engine", *argv], cwd=REPO, env=env, check=True, capture_output=True)
         assert not Path(f"{db}-wal").exists()  # closed (and checkpointed) before the exit
-    code = ("import gc, sys\nsys.argv = ['chunknav', 'status', '--json']\nfrom engine.cli import main\n"
+    code = ("import gc, sys\nsys.argv = ['chunknav', 'status', '--json']\nfrom engine.faces.cli import main\n"
             "code = main()\nprint('frozen', gc.get_freeze_count() > 0, code)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert out.stdout.strip().splitlines()[-1] == "frozen True 0", out.stderr[-2000:]
@@ -368,7 +368,7 @@ def test_only_the_process_command_line_freezes_the_collector_and_the_index_close
 def test_a_walk_whose_hash_selection_drifts_fails_instead_of_pairing_a_wrong_hash(tmp_path, monkeypatch):
     """Each digest travels with its path: if ``_to_hash`` ever picks other files than the
     classification hashes, the run fails loudly rather than storing one file's hash for another."""
-    import engine.index_walk as iw
+    import engine.index.walk_pass as iw
 
     _root, settings, store = _notes_store(tmp_path, 3, 10)
     real = iw._to_hash

@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, settings as hsettings, strategies as st
 
 from engine.extract import ocr
-from engine.model import RECT_GRID, Bbox, rects_code, rects_decode
+from engine.values import RECT_GRID, Bbox, rects_code, rects_decode
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_lazy_numpy_loads_on_first_use_and_is_numpy_after():
     code = (
         "import sys, threading\n"
-        "import engine.model, engine.chunk, engine.store.sqlite, engine.extract, engine.index\n"
+        "import engine.values, engine.chunk, engine.store.sqlite.store, engine.extract, engine.index.indexer\n"
         "assert 'numpy' not in sys.modules\n"
         "from engine.lazy import np\n"
         "out = []\n"

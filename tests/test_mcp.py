@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from mcp import types
 
-from engine import mcp_server
-from engine.tools import REGISTRY, call_tool, to_json
+from engine.faces import mcp_server
+from engine.tools.registry import REGISTRY, call_tool, to_json
 from tests.fixtures_engine import SAMPLE_COLLECTION
 from tests.mcp_session import TRANSPORTS, call, run_script, run_session
 from tests.test_tools_get_chunk import pick, walk
@@ -294,7 +294,7 @@ def test_missing_mcp_package_names_it():
     from pathlib import Path
 
     code = ("import sys; sys.modules['mcp'] = None\n"
-            "try:\n    import engine.mcp_server\nexcept ImportError as e:\n    print(e)\n")
+            "try:\n    import engine.faces.mcp_server\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                          capture_output=True, text=True, check=True).stdout
     assert "'mcp'" in out and "pip install" in out

@@ -17,8 +17,8 @@ import pytest
 from engine.config import Settings
 from engine.extract import extract
 from engine.extract.ocr import OcrSettings, ocr_unavailable, tesseract_version
-from engine.model import Bbox
-from engine.tools import Engine, call_tool
+from engine.values import Bbox
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

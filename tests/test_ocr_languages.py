@@ -17,7 +17,7 @@ import pytest
 from engine.config import Settings
 from engine.extract import extract
 from engine.extract.ocr import OcrSettings, ocr_unavailable, resolve_languages
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 needs_tesseract = pytest.mark.skipif(

@@ -3,7 +3,7 @@ purpose, allowed roots, the human status view, MCP parse errors, the bundled
 samples, and the ``chunknav gui`` launcher's rules (ports, addresses, token).
 
 Engine and CLI run on real SQLite files in tmp; the CLI in-process
-(``engine.cli.main``) and as a subprocess; MCP as a subprocess on stdio.
+(``engine.faces.cli.main``) and as a subprocess; MCP as a subprocess on stdio.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import roots
-from engine.cli import main
+from engine import paths as roots
+from engine.faces.cli import main
 from engine.config import Settings, load_settings
 from engine.errors import CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError
-from engine.launcher import check_exposure, gui_command, is_loopback, streamlit_env_name, streamlit_flags
-from engine.tools import Engine, call_tool
+from engine.faces.gui import check_exposure, gui_command, is_loopback, streamlit_env_name, streamlit_flags
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]

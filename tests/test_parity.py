@@ -2,7 +2,7 @@
 
 The MCP side is one ``chunknav mcp`` subprocess (official client) per
 transport for the whole module: the ``mcp_answers`` fixture, parametrized over
-stdio and streamable HTTP, makes every case's call on one session. The CLI argv comes from ``engine.tools.cli_command`` (the same line
+stdio and streamable HTTP, makes every case's call on one session. The CLI argv comes from ``engine.tools.registry.cli_command`` (the same line
 the GUI shows), so that is checked too. Equality is on the serialised text:
 ``to_json`` of each side must match character for character (key order,
 score rounding, null vs absent).
@@ -15,11 +15,11 @@ import shlex
 
 import pytest
 
-from engine import envelopes as E
-from engine.cli import main as cli_main
+from engine.tools import envelopes as E
+from engine.faces.cli import main as cli_main
 from engine.paths import document_path
-from engine.search import MAX_QUERY_CHARS
-from engine.tools import REGISTRY, Engine, ToolArgumentError, call_tool, cli_command, to_json
+from engine.search.searcher import MAX_QUERY_CHARS
+from engine.tools.registry import REGISTRY, Engine, ToolArgumentError, call_tool, cli_command, to_json
 from tests.fixtures_engine import SAMPLE_COLLECTION
 from tests.mcp_session import TRANSPORTS, run_session
 

@@ -10,13 +10,13 @@ import sqlite3
 
 import pytest
 
-from engine.cli import main
+from engine.faces.cli import main
 from engine.config import Settings
 from engine.errors import EncryptedError, SettingsError
 from engine.extract import extract
 from engine.extract.saslprep import saslprep
 from engine.passwords import check_password_ref, resolve_password
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 TYPED = "S\u00aaSL\u00adprep"  # as the user knows it: feminine ordinal, soft hyphen
@@ -140,12 +140,12 @@ def test_cli_refuses_a_plain_password(tmp_path, capsys):
 def test_legacy_plain_password_blanked_on_open_on_every_store(store, store_backend, tmp_path):
     """Both stores: a plain password written by an older version is blanked when the store
     opens again; references survive; the schema keeps working (add/list collections)."""
-    from engine.model import Collection
+    from engine.values import Collection
 
     store.add_collection(Collection("Ref", str(tmp_path), "env:PDF_PW"))
     store.add_collection(Collection("Old", str(tmp_path), None))
     if store_backend == "sqlite":
-        from engine.store.sqlite import SqliteStore
+        from engine.store.sqlite.store import SqliteStore
 
         path = str(tmp_path / "db" / "index.db")
         with sqlite3.connect(path) as conn:
@@ -155,7 +155,7 @@ def test_legacy_plain_password_blanked_on_open_on_every_store(store, store_backe
     else:
         import psycopg
 
-        from engine.store.postgres import PostgresStore
+        from engine.store.postgres.store import PostgresStore
 
         with psycopg.connect(store._test_dsn, autocommit=True) as conn:
             conn.execute("UPDATE chunknav.collections SET password = 'hunter2' WHERE collection_path = 'Old'")

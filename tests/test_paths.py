@@ -7,7 +7,7 @@ import itertools
 
 from engine.config import Settings
 from engine.paths import document_path, node_slug
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 NAMES = ["報告.pdf", "計畫.pdf", "a/b.txt", "a-b.txt", "a b.txt", "a_b.txt", "a/b/c.md", "a-b-c.md",

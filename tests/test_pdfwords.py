@@ -110,7 +110,7 @@ def test_chunker_rect_codes_and_objects_equal_the_plain_ones():
     """engine.chunk builds boxes, regions and windows without the dataclass __init__ and
     carries each region's rects_code on its ``Rects``: both equal the plain computation."""
     from engine.chunk import chunk_text
-    from engine.model import Bbox, Rects, Region, Window, rects_code
+    from engine.values import Bbox, Rects, Region, Window, rects_code
 
     seen = 0
     for path in sorted((CORPUS / "pdf").glob("*.pdf")):

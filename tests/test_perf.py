@@ -18,12 +18,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from engine import blas, tools
+from engine.store import threads as blas
+from engine.tools import registry as tools
 from engine.config import Settings
-from engine.model import Collection
-from engine.snippets import _first_start
-from engine.store.sqlite import SqliteStore
-from engine.tools import Engine, ToolArgumentError, call_tool
+from engine.values import Collection
+from engine.search.snippets import _first_start
+from engine.store.sqlite.store import SqliteStore
+from engine.tools.registry import Engine, ToolArgumentError, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -185,7 +186,7 @@ def test_a_chunk_read_imports_no_sqlite_utils_pandas_or_provider(tmp_path):
     engine.close()
     code = (
         "import sys\n"
-        "from engine.cli import main\n"
+        "from engine.faces.cli import main\n"
         f"assert main(['--db', {str(db)!r}, 'get-chunk', 'A', 'a.txt', '0']) == 0\n"
         "bad = [m for m in ('sqlite_utils', 'pandas', 'requests', 'wordllama', 'engine.embed') if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -216,7 +217,7 @@ def test_an_unchanged_index_run_imports_no_numpy_jsonschema_pymupdf_or_provider(
     heavy = "('numpy', 'jsonschema', 'pymupdf', 'requests', 'sqlite_utils', 'pandas', 'wordllama', 'engine.embed')"
     code = (
         "import sys\n"
-        "from engine.cli import main\n"
+        "from engine.faces.cli import main\n"
         "assert main(['index']) == 0\n"
         f"bad = [m for m in {heavy} if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -246,7 +247,7 @@ def _store_with_chunks(path: Path, n: int) -> SqliteStore:
 def _matrix_from_sql(path: Path, model: str) -> tuple[bytes, bytes, bytes]:
     import sqlite3
 
-    from engine.store.sqlite_vectors import id_bytes
+    from engine.store.sqlite.vectors import id_bytes
 
     conn = sqlite3.connect(str(path))
     rows = conn.execute("SELECT rowid, chunk_id, vec FROM vectors WHERE model = ? ORDER BY rowid",
@@ -261,7 +262,7 @@ def _cache_files(path: Path, model: str) -> tuple[bytes, bytes, bytes]:
 
 
 def test_embed_pass_appends_to_the_matrix_so_the_first_search_rebuilds_nothing(tmp_path):
-    from engine.store.sqlite_vectors import APPEND_ROWS
+    from engine.store.sqlite.vectors import APPEND_ROWS
 
     path = tmp_path / "x.db"
     n = APPEND_ROWS + 2500  # crosses the append threshold once, the rest waits for the run's end
@@ -375,7 +376,7 @@ def test_the_first_term_start_is_the_regex_alternations_leftmost_match(parts, te
     the position must be the regex's, for any text and any terms (Unicode word boundaries too)."""
     import re as _re
 
-    from engine.search import _first_start
+    from engine.search.searcher import _first_start
 
     low = "".join(parts).lower()
     alts = "|".join(_re.escape(t) for t in sorted(terms, key=len, reverse=True))

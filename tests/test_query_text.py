@@ -1,4 +1,4 @@
-"""A query's text as the index holds it (engine/query_text.py; trial6 #4 and #6).
+"""A query's text as the index holds it (engine/search/query.py; trial6 #4 and #6).
 
 A real SQLite index of real .txt files, embedded by the loopback stub (Ollama wire
 format, which records every text it is sent), searched through ``call_tool`` (what
@@ -21,10 +21,10 @@ import unicodedata
 import pytest
 
 from engine.config import Settings
-from engine.query_text import embeddable, normal_query
-from engine.search import MAX_QUERY_CHARS, parse_query, query_terms
+from engine.search.query import embeddable, normal_query
+from engine.search.searcher import MAX_QUERY_CHARS, parse_query, query_terms
 from engine.store.fts import keyword_terms
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 LIMIT = 400  # EMBED_MAX_INPUT_CHARS of the index below (every file is shorter)
@@ -89,7 +89,7 @@ def test_a_query_that_fits_is_embedded_whole_and_gets_no_hint(engine, embed_stub
 
 
 def test_the_longest_query_the_schema_takes_is_searched_through_the_cli(engine, embed_stub, capsys, monkeypatch):
-    from engine.cli import main
+    from engine.faces.cli import main
 
     s = engine.settings
     for k, v in {"CHUNKNAV_DB": s.db, "EMBED_PROVIDER": "ollama", "EMBED_URL": embed_stub.url,
@@ -146,7 +146,7 @@ def test_a_string_copied_from_the_file_finds_it(engine, query):
 def test_the_any_term_pass_and_its_per_term_lists_see_the_normal_form(engine):
     """Over every collection, a term no chunk holds sends the keyword search to its any-term
     pass, which the SQLite store ranks from per-term lists from the second time a term is
-    asked (engine/store/term_scores.py): both find "x²" as the stored "x2"."""
+    asked (engine/store/sqlite/term_scores.py): both find "x²" as the stored "x2"."""
     for _ in range(3):
         env = call_tool(engine, "search_chunks", {"query": "x² zeppelinoid", "scope": "*", "mode": "keyword"})
         assert [h["filePath"] for h in env["hits"]] == ["nfkc.txt"], env

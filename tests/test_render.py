@@ -22,7 +22,7 @@ from engine import render
 from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError
 from engine.extract import extract
-from engine.model import Bbox
+from engine.values import Bbox
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 EXPECTED = CORPUS / "expected.json"

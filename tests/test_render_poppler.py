@@ -26,7 +26,7 @@ from engine import render
 from engine.chunk import chunk_text
 from engine.errors import ExtractError
 from engine.extract import extract
-from engine.model import Bbox
+from engine.values import Bbox
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))

@@ -84,7 +84,7 @@ def test_lock_is_the_closure_of_the_installed_runtime():
 def test_postgres_without_the_extra_names_it():
     code = ("import sys\n"
             "sys.modules['psycopg'] = None\n"
-            "try:\n    import engine.store.postgres\nexcept ImportError as e:\n    print(e)\n")
+            "try:\n    import engine.store.postgres.store\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert "[postgres]" in out and "chunknav[postgres]" in out and "'psycopg'" in out, out
 
@@ -93,7 +93,7 @@ def test_cli_with_a_dsn_and_no_driver_says_which_extra(tmp_path):
     """CHUNKNAV_DSN set, psycopg missing: the CLI says so (exit 2), no traceback."""
     code = ("import sys\n"
             "sys.modules['psycopg'] = None\n"
-            "from engine.cli import main\n"
+            "from engine.faces.cli import main\n"
             "sys.exit(main(['--dsn', 'postgresql://u@127.0.0.1:1/db', 'status', '--json']))\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                        env={"PYTHONPATH": str(REPO), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})

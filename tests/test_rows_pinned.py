@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.index import Indexer
-from engine.model import Collection
-from engine.store.sqlite import SqliteStore
+from engine.index.indexer import Indexer
+from engine.values import Collection
+from engine.store.sqlite.store import SqliteStore
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 

@@ -1,4 +1,4 @@
-"""engine.scan_share: a full vector scan scored in blocks by the scanning thread and a helper.
+"""engine.store.scan_share: a full vector scan scored in blocks by the scanning thread and a helper.
 
 The blocks must give the bits of a one-thread ``matrix @ q`` (so a hybrid
 search that shares its scan ranks exactly as one that does not), a helper
@@ -13,8 +13,8 @@ import threading
 import numpy as np
 import pytest
 
-from engine import blas
-from engine.scan_share import MIN_ROWS, ScanShare, block_rows, block_runner, full_scores
+from engine.store import threads as blas
+from engine.store.scan_share import MIN_ROWS, ScanShare, block_rows, block_runner, full_scores
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +90,7 @@ def test_no_share_or_no_helpers_means_the_usual_scan():
 
 
 def test_a_block_failing_on_the_helper_is_scored_by_the_scanning_thread(monkeypatch):
-    import engine.scan_share as mod
+    import engine.store.scan_share as mod
 
     rng = np.random.default_rng(9)
     m = rng.standard_normal((4096, 16), dtype=np.float32)

@@ -8,8 +8,8 @@ arms come from the stub answering with the real servers' error bodies.
 import pytest
 
 from engine.config import Settings
-from engine.envelopes import ChunkHit, SearchHit, SearchResult
-from engine.tools import Engine, ToolArgumentError, call_tool
+from engine.tools.envelopes import ChunkHit, SearchHit, SearchResult
+from engine.tools.registry import Engine, ToolArgumentError, call_tool
 from tests.conftest import ALLOWED_ROOTS
 from tests.stub import Reply, ollama_error
 
@@ -260,7 +260,7 @@ def test_min_score_is_a_threshold_on_the_modes_own_score(engine):
 
 
 def test_a_query_over_the_maximum_is_refused_naming_the_argument(engine):
-    from engine.search import MAX_QUERY_CHARS
+    from engine.search.searcher import MAX_QUERY_CHARS
 
     with pytest.raises(ToolArgumentError, match=r"search_chunks: argument 'query': \d+ characters, the most is"):
         call_tool(engine, "search_chunks", {"query": "a" * (MAX_QUERY_CHARS + 1), "scope": "ACME"})

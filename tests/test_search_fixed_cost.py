@@ -1,7 +1,7 @@
 """The fixed cost around a vector search's scan (issue 15): each shorter path gives exactly
 what the path it replaced gave.
 
-* ``engine.store.vector_top.top_k``: the best k of a score array through a lower bound
+* ``engine.store.sqlite.top_k.top_k``: the best k of a score array through a lower bound
   from block maxima, against session 4's ``argpartition`` + stable ``argsort`` (written out
   here as ``_reference_top``): the same indices in the same order, ties and NaN included.
 * ``LocalEmbedder.embed_query``: one query's vector, bit for bit ``embed([text])[0]``, and
@@ -23,11 +23,11 @@ from engine import embed as E
 from engine.chunk import chunk_id
 from engine.embed.base import BaseEmbedder
 from engine.errors import EmbedError
-from engine.model import Chunk, Document
-from engine.store import sqlite_vectors as SV
-from engine.store import vector_top as VT
-from engine.store.sqlite import SqliteStore
-from engine.store.sqlite_rows import CHUNK_COLUMNS
+from engine.values import Chunk, Document
+from engine.store.sqlite import vectors as SV
+from engine.store.sqlite import top_k as VT
+from engine.store.sqlite.store import SqliteStore
+from engine.store.sqlite.rows import CHUNK_COLUMNS
 
 MODEL = "m"
 DIM = 16
@@ -181,7 +181,7 @@ def test_a_refused_question_is_not_kept(local):
 
 
 def test_a_query_parsed_again_is_parsed_as_the_first_time():
-    from engine import search as S
+    from engine.search import searcher as S
 
     rng = random.Random(6)
     words = ["namespace:ACME/Reports/", "scope:subtree", "scope:EXACT", "scope:sideways", "key:value",
@@ -274,7 +274,7 @@ def _session_4_call_tool(engine, name: str, arguments: dict) -> dict:
     """``call_tool`` as session 4 finished it: the tool's envelope through ``to_json`` and
     ``json.loads``, the redaction walk when ``json_may_change`` says a string might change."""
     from engine.secrets import json_may_change, redact_obj
-    from engine.tools import REGISTRY, _integers, _validate, to_json
+    from engine.tools.registry import REGISTRY, _integers, _validate, to_json
 
     tool = REGISTRY[name]
     arguments = dict(arguments)
@@ -298,7 +298,7 @@ _CALLS = [
 
 
 def _check_calls(engine) -> int:
-    from engine.tools import call_tool, to_json
+    from engine.tools.registry import call_tool, to_json
 
     hits = 0
     for name, args in _CALLS:
@@ -314,7 +314,7 @@ def test_call_tool_search_envelopes_equal_the_json_round_trip(sample_engine):
     JSON types included, to session 4's round trip; with a secret registered too (its
     escape characters then send envelopes through the walk)."""
     from engine import secrets as S
-    from engine.tools import call_tool
+    from engine.tools.registry import call_tool
 
     assert _check_calls(sample_engine) > 40
     S.register("sk-live-Q7f9ZkLmN2pR8sT4")  # tests/test_secrets.py's KEY: found in no sample
@@ -332,8 +332,8 @@ def test_remembered_scope_answers_equal_fresh_ones(tmp_path):
     """``_resolve`` remembers its answers per (known collections, namespaces, qualifier, scope):
     every query x scope gives what the matching itself gives, on the first and the repeated
     call, and a collection added (a real SQLite write) changes the answers that name it."""
-    from engine.model import Collection
-    from engine.search import ContentChunkSearch, parse_query
+    from engine.values import Collection
+    from engine.search.searcher import ContentChunkSearch, parse_query
 
     store = SqliteStore(str(tmp_path / "i.db"))
     for cp in ("Org", "Org/A", "Org/A/B", "Org/C", "Other"):

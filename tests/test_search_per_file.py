@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.tools import call_tool
+from engine.tools.registry import call_tool
 from tests.fixtures_engine import SAMPLE_COLLECTION
 
 QUERIES = [
@@ -76,7 +76,7 @@ def many_files(tmp_path, embed_stub):
     """A real index of 40 one-chunk .txt files (stub embeddings), so the fused top-20 lists
     of a question reach 20 files and no deeper pass runs."""
     from engine.config import Settings
-    from engine.tools import Engine
+    from engine.tools.registry import Engine
     from tests.conftest import ALLOWED_ROOTS
 
     root = tmp_path / "many"
@@ -127,7 +127,7 @@ def test_no_deeper_pass_once_every_file_of_the_scope_is_reached(tmp_path, embed_
     """A collection of one long file: the first pass reaches its only file, so ``search``
     ranks once (before: 4x deeper until the lists ran out, every pass a scan)."""
     from engine.config import Settings
-    from engine.tools import Engine
+    from engine.tools.registry import Engine
     from tests.conftest import ALLOWED_ROOTS
 
     root = tmp_path / "one"
@@ -152,11 +152,11 @@ def test_no_deeper_pass_once_every_file_of_the_scope_is_reached(tmp_path, embed_
 
 
 def test_the_row_id_path_gives_what_the_rows_path_gives(sample_engine, sample_index):
-    """``engine.hybrid._per_file_hybrid`` (the file of each fused row, the hits' rows read once)
+    """``engine.search.hybrid._per_file_hybrid`` (the file of each fused row, the hits' rows read once)
     against the path that reads every fused row (taken by a store without ``chunk_files``, as
     Postgres): the same hits, order and scores, for every question, limit and weight."""
-    from engine.search import ContentChunkSearch
-    from engine.store.sqlite import SqliteStore
+    from engine.search.searcher import ContentChunkSearch
+    from engine.store.sqlite.store import SqliteStore
 
     class RowsOnly(SqliteStore):
         chunk_files = None  # the real SQLite store, without the row-id file lookup

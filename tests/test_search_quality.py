@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.blas import FixedChoice
+from engine.store.threads import FixedChoice
 from engine.config import Settings
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 from tests.eval_text import load_questions, metrics, rank_of_answer
 
@@ -136,9 +136,9 @@ def test_hybrid_with_a_shared_scan_ranks_exactly_as_one_list_after_the_other(cor
     after the other (and as fusing the store's two lists by hand, today's definition).
     The corpus is small, so the sharing threshold is lowered and blocks are 64 rows
     (dozens of blocks, both threads scoring them)."""
-    import engine.hybrid as search_mod  # the hybrid tuning points (_HYBRID_CHOICE, LARGE_SCAN_ROWS, ScanShare)
-    import engine.scan_share as scan_share
-    from engine.search import FUSION_DEPTH, fuse
+    import engine.search.hybrid as search_mod  # the hybrid tuning points (_HYBRID_CHOICE, LARGE_SCAN_ROWS, ScanShare)
+    import engine.store.scan_share as scan_share
+    from engine.search.searcher import FUSION_DEPTH, fuse
 
     monkeypatch.setattr(search_mod, "LARGE_SCAN_ROWS", 1)
     monkeypatch.setattr(scan_share, "MIN_ROWS", 1)

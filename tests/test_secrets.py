@@ -31,7 +31,7 @@ from streamlit.testing.v1 import AppTest
 from engine import secrets as S
 from engine.config import load_settings
 from engine.embed import redact as embed_redact
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.mcp_session import run_session
 from tests.stub import Reply
 
@@ -296,14 +296,14 @@ def _random_envelope(rng) -> dict:
 
 def _json_text(env) -> str:
     """An envelope as ``call_tool`` serialises it (what ``json_may_change`` reads)."""
-    from engine.tools import to_json
+    from engine.tools.registry import to_json
 
     return to_json(env)
 
 
 def _joined(env) -> str:
     """An envelope's strings as ``call_tool`` joins them (what ``strings_may_change`` reads)."""
-    from engine.tools import _plain
+    from engine.tools.registry import _plain
 
     strings: list[str] = []
     assert _plain(env, strings)
@@ -354,7 +354,7 @@ def test_the_envelope_check_never_lets_a_string_that_would_change_through():
     and indented."""
     import random
 
-    from engine.tools import to_json
+    from engine.tools.registry import to_json
 
     _lets_nothing_through("json_may_change", _json_text, 15)
     rng = random.Random(19)
@@ -365,7 +365,7 @@ def test_the_envelope_check_never_lets_a_string_that_would_change_through():
 
 
 def test_the_strings_check_never_lets_a_string_that_would_change_through():
-    """``strings_may_change`` over an envelope's strings (``engine.tools._plain``, joined as
+    """``strings_may_change`` over an envelope's strings (``engine.tools.registry._plain``, joined as
     ``call_tool`` joins them for a search envelope it hands out without the round trip)."""
     _lets_nothing_through("strings_may_change", _joined, 17)
 

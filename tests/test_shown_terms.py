@@ -10,8 +10,8 @@ explorer's own ``mark_terms``.
 from __future__ import annotations
 
 from engine.config import Settings
-from engine.search import make_snippet, shown_terms
-from engine.tools import Engine, call_tool
+from engine.search.searcher import make_snippet, shown_terms
+from engine.tools.registry import Engine, call_tool
 
 FILLER = ("The report of the year is in the archive and the notes of the team are with it. " * 6)
 TAIL = "Pagination: every folio is numbered in the lower margin, roman for the front matter."

@@ -12,9 +12,9 @@ import pytest
 
 from engine.chunk import chunk_id
 from engine.errors import IndexBusyError
-from engine.model import Bbox, Chunk, Collection, Document, Region
+from engine.values import Bbox, Chunk, Collection, Document, Region
 from engine.store.base import Store
-from engine.store.sqlite import SqliteStore
+from engine.store.sqlite.store import SqliteStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -245,7 +245,7 @@ def test_runs(store):
 
 def test_index_lock_is_exclusive_between_store_objects(store, store_backend, tmp_path):
     if store_backend == "sqlite":
-        from engine.store.sqlite import SqliteStore
+        from engine.store.sqlite.store import SqliteStore
 
         other = SqliteStore(store.path)
     else:
@@ -264,7 +264,7 @@ def test_index_lock_is_exclusive_between_store_objects(store, store_backend, tmp
 
 _HOLDER = """
 import sys
-from engine.store.sqlite import SqliteStore
+from engine.store.sqlite.store import SqliteStore
 s = SqliteStore(sys.argv[1])
 with s.index_lock():
     print("held", flush=True)
@@ -273,7 +273,7 @@ with s.index_lock():
 
 
 def test_sqlite_index_lock_is_exclusive_across_processes(tmp_path):
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     path = str(tmp_path / "index.db")
     store = SqliteStore(path)
@@ -293,7 +293,7 @@ def test_sqlite_index_lock_is_exclusive_across_processes(tmp_path):
 
 
 def test_memory_store_works():
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     s = SqliteStore(":memory:")
     _put(s, "A", "f.txt", "h", ["alpha beta"])
@@ -310,7 +310,7 @@ def test_memory_store_works():
 
 def test_sqlite_other_process_writes_are_seen_by_the_vector_cache(tmp_path):
     """Two store objects on one file: vectors and chunks written by one are searched by the other."""
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     path = str(tmp_path / "index.db")
     reader, writer = SqliteStore(path), SqliteStore(path)
@@ -332,7 +332,7 @@ def test_sqlite_other_process_writes_are_seen_by_the_vector_cache(tmp_path):
 
 
 def test_sqlite_file_settings(tmp_path):
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     s = SqliteStore(str(tmp_path / "deep" / "dir" / "index.db"))
     conn = s._conn()
@@ -345,7 +345,7 @@ def test_sqlite_file_settings(tmp_path):
 _SEARCHER = """
 import sys, json
 import numpy as np
-from engine.store.sqlite import SqliteStore
+from engine.store.sqlite.store import SqliteStore
 s = SqliteStore(sys.argv[1])
 q = np.asarray(json.loads(sys.argv[2]), dtype=np.float32)
 print(json.dumps([[h.chunk.file_path, h.chunk.chunk_index, round(h.score, 5)]
@@ -364,7 +364,7 @@ def _search_in_child(path: str, q: np.ndarray) -> list[list]:
 
 def test_sqlite_second_process_sees_vectors_added_by_the_first(tmp_path):
     """A new process reuses the cache files (matrix, occurrence file) and still sees every write."""
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     path = str(tmp_path / "index.db")
     s = SqliteStore(path)
@@ -396,7 +396,7 @@ def test_sqlite_stale_occurrence_file_is_never_used(tmp_path):
     The replacement reuses the chunk rowid and the chunk id (same content at another
     collection), so only the collection scope can tell a stale table from a fresh one.
     """
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     path = str(tmp_path / "index.db")
     s = SqliteStore(path)
@@ -436,7 +436,7 @@ def test_sqlite_stale_occurrence_file_is_never_used(tmp_path):
 
 def test_sqlite_occurrence_file_of_another_database_is_rebuilt(tmp_path):
     """A database recreated at the same path (new db_id, same counters) never reuses old cache files."""
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     path = str(tmp_path / "index.db")
     v = np.eye(2, 4, dtype=np.float32)
@@ -500,7 +500,7 @@ def test_sqlite_batch_commits_together_and_rolls_back_whole(tmp_path):
 
 
 def test_purge_stale_vectors_deletes_only_vectors_without_a_chunk(store):
-    from engine.store.vector_purge import purge_stale_vectors
+    from engine.store.purge import purge_stale_vectors
 
     chunks = _put(store, "A", "f.txt", "h1", ["one ", "two ", "three"])
     keep = _put(store, "B", "g.txt", "k1", ["kept words"])
@@ -529,8 +529,8 @@ def test_purge_stale_vectors_deletes_only_vectors_without_a_chunk(store):
 
 _WRITER = """
 import sys
-from engine.model import Collection
-from engine.store.sqlite import SqliteStore
+from engine.values import Collection
+from engine.store.sqlite.store import SqliteStore
 s = SqliteStore(sys.argv[1])
 s.add_collection(Collection(sys.argv[2], "/tmp"))
 s.close()
@@ -600,8 +600,8 @@ def test_sqlite_vector_search_of_an_unchanged_index_is_one_statement(tmp_path):
 def test_chunk_rows_built_through_the_slots_equal_the_dataclass_init():
     import pickle
 
-    from engine.model import VectorHit
-    from engine.store import sqlite_rows as R
+    from engine.values import VectorHit
+    from engine.store.sqlite import rows as R
 
     R._build_twins()
     assert R._CHUNK_SLOTS is not None and R._HIT_SLOTS[VectorHit] is not None  # the fast path is the one taken
@@ -621,7 +621,7 @@ def test_chunk_rows_built_through_the_slots_equal_the_dataclass_init():
 def test_slot_twin_refuses_classes_it_cannot_stand_for():
     from dataclasses import dataclass, field
 
-    from engine.store import sqlite_rows as R
+    from engine.store.sqlite import rows as R
 
     @dataclass(frozen=True)
     class NoSlots:

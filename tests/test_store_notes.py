@@ -1,4 +1,4 @@
-"""The store's embedding notes on every backend (engine/store/sqlite_notes.py,
+"""The store's embedding notes on every backend (engine/store/sqlite/notes.py,
 postgres_notes.py): vectors found by window-text hash (stale ones too), truncation
 and failure notes over live chunks, the missing-vector cursor, and the one-time
 backfill of an index made before text hashes were kept."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.index_embed import text_hash
-from engine.model import Collection
+from engine.index.embed_pass import text_hash
+from engine.values import Collection
 from tests.test_store import _chunks, _doc
 
 

@@ -1,4 +1,4 @@
-"""Session 5: the any-term keyword pass answered from per-term BM25 lists (engine/store/term_scores.py).
+"""Session 5: the any-term keyword pass answered from per-term BM25 lists (engine/store/sqlite/term_scores.py).
 
 Real SQLite files with real FTS5 indexes of the real corpus text (the
 evaluation questions' files cut into windows); the reference is FTS5's own
@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.model import Chunk, Document
-from engine.store import term_scores
-from engine.store.sqlite import SqliteStore
-from engine.store.sqlite_keyword import selective_any
-from engine.store.sqlite_rows import fts_queries
-from engine.store.term_scores import TermLists, any_term_refs
+from engine.values import Chunk, Document
+from engine.store.sqlite import term_scores
+from engine.store.sqlite.store import SqliteStore
+from engine.store.sqlite.keyword import selective_any
+from engine.store.sqlite.rows import fts_queries
+from engine.store.sqlite.term_scores import TermLists, any_term_refs
 from tests.eval_text import corpus_windows, load_questions
 
 QUERIES = [q["query"] for q in load_questions()] + [
@@ -226,7 +226,7 @@ def test_a_score_below_one_is_read_row_by_row_with_the_same_bits(tmp_path):
 
 
 def test_keyword_search_through_the_store_is_unchanged_by_the_lists(store, monkeypatch):
-    import engine.store.sqlite_keyword as sk
+    import engine.store.sqlite.keyword as sk
 
     for _rep in range(2):
         for q in QUERIES:

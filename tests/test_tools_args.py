@@ -1,4 +1,4 @@
-"""Argument validation of the registry (engine/tools.py ``_validate``): the accept-only
+"""Argument validation of the registry (engine/tools/registry.py ``_validate``): the accept-only
 check that skips jsonschema for plainly valid calls never accepts what jsonschema refuses,
 and every refusal keeps jsonschema's wording."""
 
@@ -9,8 +9,8 @@ import random
 import jsonschema
 import pytest
 
-from engine import tools as T
-from engine.tools import REGISTRY, ToolArgumentError
+from engine.tools import registry as T
+from engine.tools.registry import REGISTRY, ToolArgumentError
 
 _VALUES = [None, True, False, 0, 1, -1, 3, 20, 1000, 1001, 2**70, 0.0, 0.5, 1.0, 3.0, 1.5, -0.1, float("inf"),
            float("nan"), "", "a", "vector", "auto", "hybrid", "VECTOR", "x" * 50_001, "ACME/Reports", "*",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import envelopes as E
-from engine.tools import Engine, ToolArgumentError, call_tool
+from engine.tools import envelopes as E
+from engine.tools.registry import Engine, ToolArgumentError, call_tool
 from tests.fixtures_engine import SAMPLE_COLLECTION
 
 C = SAMPLE_COLLECTION

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import envelopes as E
+from engine.tools import envelopes as E
 from engine.config import Settings
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

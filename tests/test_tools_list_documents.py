@@ -1,8 +1,8 @@
 """list_documents: a collection's files with status, pages, chunks, encoding; paged; shapes."""
 
-from engine.envelopes import DocumentEntry, DocumentList
+from engine.tools.envelopes import DocumentEntry, DocumentList
 from engine.paths import document_path
-from engine.tools import call_tool
+from engine.tools.registry import call_tool
 from tests.fixtures_engine import SAMPLE_COLLECTION as C
 
 

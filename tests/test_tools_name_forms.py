@@ -14,7 +14,7 @@ import pytest
 
 from engine.config import Settings
 from engine.paths import document_path
-from engine.tools import Engine, call_tool
+from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
 NFC = unicodedata.normalize("NFC", "café.txt")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine import envelopes as E
+from engine.tools import envelopes as E
 from engine.paths import document_path
-from engine.tools import READ_LIMIT_DEFAULT, ToolArgumentError, call_tool
+from engine.tools.registry import READ_LIMIT_DEFAULT, ToolArgumentError, call_tool
 from tests.fixtures_engine import SAMPLE_COLLECTION
 from tests.test_tools_get_chunk import KINDS, pick, read_all
 
@@ -108,9 +108,9 @@ def long_doc(tmp_path):
     ends) and one short file, no provider."""
     import random
 
-    from engine.answers import READ_FROM_CHUNKS_CHARS
+    from engine.tools.answers import READ_FROM_CHUNKS_CHARS
     from engine.config import Settings
-    from engine.tools import Engine
+    from engine.tools.registry import Engine
     from tests.conftest import ALLOWED_ROOTS
 
     rng = random.Random(6)

@@ -6,7 +6,7 @@ separators). Callers import from here only.
 
 Owns: reading PDF and the other PyMuPDF page formats, plain text / Markdown,
 ``.docx`` (its XML) and HTML files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
-``Bbox`` of the displayed page. Imports ``engine.model`` and ``engine.errors``
+``Bbox`` of the displayed page. Imports ``engine.values`` and ``engine.errors``
 from the engine (``pymupdf`` and ``docx`` lazily, when a file needs them);
 never a face (streamlit, mcp, argparse, click), a store or HTTP. Page images
 are not made here (``engine/render.py``).
@@ -49,7 +49,7 @@ from engine.errors import ExtractError, UnsupportedFileError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
 from engine.extract.common import PAGE_FILETYPES as PAGE_FORMATS
 from engine.extract.ocr import OcrSettings
-from engine.model import ExtractedText
+from engine.values import ExtractedText
 
 #: Names read from the reader modules on first use (PEP 562): importing the package
 #: (for ``SUPPORTED_SUFFIXES``, ``reasons``) does not import every reader (~15 ms).

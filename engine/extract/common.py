@@ -3,7 +3,7 @@
 Owns: ``PAGE_SEPARATOR``, ``BLOCK_SEPARATOR``, ``LINE_SEPARATOR``,
 ``WORD_SEPARATOR`` (the layout rules in ``engine.extract``'s docstring) and
 ``words_of`` (whitespace-separated spans without page or box, for formats
-that carry no geometry). Imports ``engine.model`` only.
+that carry no geometry). Imports ``engine.values`` only.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.model import WordArray
+from engine.values import WordArray
 
 __all__ = ["PAGE_SEPARATOR", "BLOCK_SEPARATOR", "LINE_SEPARATOR", "WORD_SEPARATOR", "words_of", "PAGE_FILETYPES",
            "gc_paused"]

@@ -5,7 +5,7 @@ the zip members (``zipfile`` + ``xml.etree``; python-docx is not used, so
 ISO/IEC 29500 *Strict* files, whose ``http://purl.oclc.org/ooxml/...``
 namespaces python-docx rejects, read like transitional ones). Every member
 is read through ``_member`` (one place for a size / zip-bomb guard).
-Imports ``engine.model``, ``engine.errors`` and ``engine.extract.common``.
+Imports ``engine.values``, ``engine.errors`` and ``engine.extract.common``.
 
 Layout (the offsets index into it):
 
@@ -45,7 +45,7 @@ from xml.etree import ElementTree as ET
 
 from engine.errors import ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
-from engine.model import ExtractedText
+from engine.values import ExtractedText
 
 __all__ = ["extract_docx", "omml_text"]
 

@@ -8,7 +8,7 @@ inline ``display:none`` elements and comments are dropped; block elements
 ``"\\n\\n"``; ``<br>`` a line break; table cells of one row are joined by
 ``" | "``; headings are kept as their own blocks. Bytes are decoded by the
 ``<meta charset>`` / BOM when present, else as ``engine.extract.text.decode``
-does. Imports ``engine.model``, ``engine.errors`` and ``engine.extract``'s
+does. Imports ``engine.values``, ``engine.errors`` and ``engine.extract``'s
 ``common`` / ``text``.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from engine.errors import ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
 from engine.extract.text import decode
-from engine.model import ExtractedText
+from engine.values import ExtractedText
 
 __all__ = ["extract_html", "html_text"]
 

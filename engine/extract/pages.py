@@ -16,7 +16,7 @@ from pathlib import Path
 
 from engine.extract.ocr import OcrSettings
 from engine.extract.pdf import PAGE_FILETYPES, extract_pdf
-from engine.model import ExtractedText
+from engine.values import ExtractedText
 
 __all__ = ["PAGE_FORMATS", "extract_pages"]
 

@@ -4,7 +4,7 @@ Owns: opening and decrypting PDFs (``open_pdf``, shared with ``engine.render``),
 the word layout (block / line / word order, separators from
 ``engine.extract.common``), rotation and CropBox handling (``rotation_affine``:
 PyMuPDF unrotated points in, ``Bbox`` of the displayed page out), page labels
-and "no text layer" notes. Imports ``engine.model``, ``engine.errors`` and
+and "no text layer" notes. Imports ``engine.values``, ``engine.errors`` and
 ``engine.extract.common``; ``pymupdf`` lazily. Never a face, a store or HTTP.
 """
 
@@ -27,7 +27,7 @@ from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
 from engine.extract.pdfwords import (CompiledWords, PageWords, box_filler, join_pages, read_page, text_filler,
                                      tuple_words)
-from engine.model import ExtractedText, PageInfo, WordArray
+from engine.values import ExtractedText, PageInfo, WordArray
 
 __all__ = ["open_pdf", "rotation_affine", "extract_pdf", "extract_pdf_part", "merge_pdf_parts", "PdfPart",
            "no_text_note", "page_ranges", "PAGE_FILETYPES"]
@@ -194,7 +194,7 @@ def extract_pdf(path: Path, password: str | None = None, ocr: OcrSettings | None
 
 def extract_pdf_part(path: Path, password: str | None, ocr: OcrSettings | None, part: int,
                      parts: int, max_pages: int = 0) -> PdfPart | ExtractedText:
-    """Read the pages of part ``part`` of ``parts`` of one PDF (``engine.extract_pool`` splits a
+    """Read the pages of part ``part`` of ``parts`` of one PDF (``engine.index.pool`` splits a
     large PDF across its workers this way; ``merge_pdf_parts`` joins them).
 
     Part k holds pages ``[k * n // parts, (k + 1) * n // parts)`` of the n pages.

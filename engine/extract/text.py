@@ -2,7 +2,7 @@
 
 Owns: decoding bytes to text (``decode``: BOM, strict UTF-8, UTF-8 with a
 few stray bytes, then charset-normalizer detection), line-end normalisation
-and NFKC. Imports ``engine.model``, ``engine.errors`` and
+and NFKC. Imports ``engine.values``, ``engine.errors`` and
 ``engine.extract.common``; ``charset_normalizer`` lazily (only when a file is
 not UTF-8).
 """
@@ -19,7 +19,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.errors import ExtractError
 from engine.extract.codepages import LATIN_PAGES, choose_latin
 from engine.extract.common import words_of
-from engine.model import ExtractedText
+from engine.values import ExtractedText
 
 __all__ = ["Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
 

@@ -31,10 +31,10 @@ def open_store(settings) -> Store:
         SettingsError: the DSN or database path is unusable.
     """
     if settings.dsn:
-        from engine.store.postgres import PostgresStore
+        from engine.store.postgres.store import PostgresStore
 
         return PostgresStore(settings.dsn)
-    from engine.store.sqlite import SqliteStore
+    from engine.store.sqlite.store import SqliteStore
 
     # one write waits up to a quarter of lock_wait_s (0.5..30 s) for another
     # process's writer lock; the indexer retries with backoff up to lock_wait_s

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Protocol, runtime_checkable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.model import Chunk, Collection, Document, KeywordHit, VectorHit
+from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 
 __all__ = ["Store", "as_vector_rows"]
 
@@ -92,7 +92,7 @@ class Store(Protocol):
         vectors whose chunk_id is in no chunk, missing = chunk ids without a
         vector for that model."""
 
-    # -- embedding notes (engine/store/sqlite_notes.py, postgres_notes.py) ----
+    # -- embedding notes (engine/store/sqlite/notes.py, postgres_notes.py) ----
     def vector_dim(self, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
 

@@ -75,7 +75,7 @@ def is_cjk(text: str) -> bool:
 def keyword_terms(text: str, max_terms: int = MAX_TERMS) -> KeywordTerms:
     """Cut plain words into deduplicated, capped Latin and CJK terms.
 
-    The text is first put in NFKC, the form every stored text has (``engine.query_text``
+    The text is first put in NFKC, the form every stored text has (``engine.search.query``
     does the same for the engine's queries; ASCII is left as it is): "x²" is the term
     "x2", "ｶﾀｶﾅ" the CJK term "カタカナ". Control characters (NUL included) end a token;
     tokens without a letter or digit are dropped; each term is cut to ``MAX_TERM_CHARS``;

@@ -1,0 +1,159 @@
+"""The human views of ``chunknav index`` and ``chunknav status`` (the CLI face's text output).
+
+Owns: ``human_index`` (an index run's summary for people), ``human_status``
+(the ``index_status`` envelope for people), ``last_run_line`` and
+``attention`` (the lines an operator must not miss). Plain functions of the
+envelopes: no argparse, no store, no I/O. Split out of ``engine.faces.cli`` by noun
+(STYLE.md: modules under ~600 lines); ``engine.faces.cli`` imports them.
+"""
+
+from __future__ import annotations
+
+from engine.errors import WHO_FIXES
+from engine.index.runs import roots_not_listed, unchanged_of
+
+__all__ = ["human_index", "human_status", "last_run_line", "attention"]
+
+
+def human_index(s: dict) -> str:
+    """An index run's summary (``engine.index.runs``) as lines for people: the counts, each failed,
+    empty, skipped and stale file with its reason, and what stopped the run or its embedding."""
+    counts = s.get("counts") or {}
+    lines = [
+        f"{'Rebuild' if s.get('force') else 'Index'} {s.get('status', 'finished')} in {s.get('seconds', 0):.2f} s: "
+        f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
+        f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
+        f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
+        f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed"
+        + roots_not_listed(s),
+        f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
+        + (f", truncated {s['truncated']}" if s.get("truncated") else "")
+        + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
+    ]
+    def why(f: dict) -> str:  # "code: message", without repeating a code the message starts with
+        code, reason = f.get("code") or "", f.get("reason") or ""
+        return reason if not code or reason.startswith(code) else f"{code}: {reason}"
+
+    for r in s.get("rootErrors") or []:
+        lines.append(f"  root    {r['collectionPath']} <- {r['root']}: {why(r)}")
+    for f in s.get("failed", []):
+        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {why(f)}")
+    for f in s.get("empty", []):
+        lines.append(f"  empty   {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    for f in s.get("skippedFiles", s.get("unsupported", [])):
+        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {why(f)}")
+    for f in s.get("stale", []):
+        lines.append(f"  stale   {f['collectionPath']}/{f['filePath']}: {why(f)} (chunks kept)")
+    if s.get("error"):
+        lines.append(f"run stopped: {s['error'].get('error')}: {s['error'].get('message')}")
+        lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")
+    if s.get("status") == "cancelled":
+        lines.append("run cancelled at a file boundary: everything above is committed; run again to finish")
+    elif s.get("cancelRequested"):
+        lines.append(f"note: {s.get('message')}")
+    err = s.get("embedError")
+    if err:
+        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}"
+                     + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else ""))
+        lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
+    return "\n".join(lines)
+
+
+def human_status(st: dict) -> str:
+    """The ``index_status`` envelope for people: counts, collections, what needs
+    attention (last run's outcome, embedding failures, models with chunks
+    lacking vectors, truncated chunks, stale and failed files), the provider. An envelope
+    carrying ``error`` (``index-unavailable``: a corrupt, truncated or unopenable index) is
+    that error, its message and who can fix it: no counts that would look like an empty index."""
+    if st.get("error"):
+        return "\n".join([f"error: {st['error']}: {st.get('message', '')}",
+                          f"  who can fix it: {WHO_FIXES.get(st['error'], 'the operator')}",
+                          "  nothing was read from the index: its counts are unknown"])
+    prov = st["provider"]
+    probe = prov.get("probe") or {}
+    out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
+    roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
+    for c in st["collections"]:
+        r = roots.get(c["collectionPath"])
+        out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
+                   f"{c['failed']:>3} failed  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else ""))
+    for v in st["vectors"]:
+        line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
+        if v.get("truncated"):
+            line += f", truncated {v['truncated']}"
+        if v.get("failed"):
+            line += f", without a vector {v['failed']}"
+        out.append(line)
+    for f in st.get("embedFailures", []):
+        out.append(f"  no vector {f['model']} {f['collectionPath']}/{f['filePath']} chunk {f['chunkIndex']}: "
+                   f"{f['error']}: {f['reason']}")
+    out.append(f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
+               + (f" at {prov['endpoint']}" if prov.get("endpoint") else ""))
+    if probe:
+        out.append("  probe: ok (%.3f s)" % probe.get("seconds", 0) if probe.get("ok")
+                   else f"  probe: {probe.get('error')}: {probe.get('message')}")
+    out += attention(st)
+    for f in st["failures"]:
+        out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
+    return "\n".join(out)
+
+
+def last_run_line(run: dict) -> str:
+    """The one ``last run:`` line of ``chunknav status``: the outcome (``finished``,
+    ``finished with failures``, ``embedding failed``, or the status of a run that did
+    not finish: ``running``, ``cancelled``, ``stopped``, ``interrupted``), when, and
+    every class of ``counts`` (older records without ``counts``: their top-level fields)."""
+    status = run.get("status", "finished")
+    c = dict(run.get("counts") or {})
+    c.setdefault("indexed", run.get("indexed", 0))
+    c.setdefault("unchanged", unchanged_of(run))
+    c.setdefault("failed", len(run.get("failed") or []))
+    c.setdefault("removed", run.get("removed", 0))
+    if status != "finished":
+        outcome = status
+    elif run.get("embedError"):
+        outcome = "embedding failed"
+    else:
+        outcome = "finished with failures" if c["failed"] or run.get("rootErrors") else "finished"
+    when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
+    return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
+            + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
+                                                     "stale", "removed"))
+            + f", {run.get('embedded', 0)} vectors embedded" + roots_not_listed(run))
+
+
+def attention(st: dict) -> list[str]:
+    """The lines an operator must not miss: last run, collection roots it could not list,
+    embedding failure, missing vectors per model, truncated chunks, stale files."""
+    out = []
+    run = st.get("lastRun")
+    if not run:
+        out.append("last run: none yet (chunknav index)")
+    else:
+        out.append(last_run_line(run))
+        if run.get("message"):
+            out.append(f"  {run['message']}")
+        for r in run.get("rootErrors") or []:  # which collection and why (its documents are listed stale)
+            out.append(f"attention: collection {r['collectionPath']}: {r['code']}: {r['reason']}")
+        err = run.get("embedError")
+        if err:
+            out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")
+            out.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
+                       f"keyword search works meanwhile, the next run embeds what is missing")
+    for v in st["vectors"]:
+        if v.get("missing"):
+            out.append(f"attention: model {v['model']} has {v['missing']} chunks without vectors "
+                       f"(run chunknav index to embed them)")
+    # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
+    truncated = (sum(int(v.get("truncated") or 0) for v in st["vectors"]) or int(st.get("truncatedChunks") or 0)
+                 or int((run or {}).get("truncated") or 0 if not isinstance((run or {}).get("truncated"), list)
+                        else len(run["truncated"])))
+    if truncated:
+        out.append(f"attention: {truncated} chunks were truncated before embedding")
+    stale = [f for f in st["failures"] if f.get("status") == "stale" or f.get("stale")]
+    if stale:
+        out.append(f"attention: {len(stale)} stale files (changed or unreadable since indexing)")
+    model = st["provider"].get("model")
+    if st["chunks"] and model and not any(v["model"] == model for v in st["vectors"]):
+        out.append(f"attention: the configured model {model} has no vectors yet ({st['chunks']} chunks lack them)")
+    return out

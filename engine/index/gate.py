@@ -1,0 +1,107 @@
+"""Is the file on disk still the one that was indexed? (the stale-file check).
+
+Owns: ``check_file`` (stat first; the content hash only when size or mtime
+differ) and a small cache of hashes keyed by ``(path, size, mtime_ns)`` so a
+touched-but-unchanged file is hashed once, not on every ``get_chunk``.
+Imports ``engine.values`` and ``engine.paths``; no face, no store, no PyMuPDF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from engine.errors import ChunknavError
+from engine.values import Document
+from engine.paths import resolve_inside
+
+__all__ = ["FileState", "Freshness", "check_file", "HASH_CACHE_ENTRIES"]
+
+#: What the check found: ``same`` (size and mtime as indexed), ``same-content``
+#: (size or mtime differ, bytes hash equal: touched or copied back), ``changed``
+#: (other bytes), ``missing`` (no file, or not a regular file, or unreadable).
+FileState = Literal["same", "same-content", "changed", "missing"]
+#: Hashes remembered per (path, size, mtime_ns).
+HASH_CACHE_ENTRIES = 256
+_MTIME_TOLERANCE_S = 1e-6
+_BLOCK_BYTES = 1 << 20
+
+_cache: OrderedDict[tuple[str, int, int], str] = OrderedDict()
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """Outcome of ``check_file``.
+
+    Attributes:
+        state: a ``FileState``.
+        indexed_at: when the indexed version was read, epoch seconds (0.0 unknown).
+        size_bytes, last_modified: the file now (bytes, epoch seconds); 0 when missing.
+    """
+
+    state: FileState
+    indexed_at: float = 0.0
+    size_bytes: int = 0
+    last_modified: float = 0.0
+
+    @property
+    def stale(self) -> bool:
+        """True when the indexed chunks no longer describe the file (changed or missing)."""
+        return self.state in ("changed", "missing")
+
+
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+    key = (str(path), size, mtime_ns)
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(_BLOCK_BYTES):
+            h.update(block)
+    digest = h.hexdigest()
+    with _lock:
+        _cache[key] = digest
+        while len(_cache) > HASH_CACHE_ENTRIES:
+            _cache.popitem(last=False)
+    return digest
+
+
+def check_file(root: str | os.PathLike[str], doc: Document) -> Freshness:
+    """Compare the file of ``doc`` under ``root`` with what was indexed.
+
+    Stat first: size and mtime equal to the stored ``size_bytes`` /
+    ``last_modified`` -> ``same`` without reading a byte. Otherwise the file's
+    sha256 is compared with ``doc.content_hash`` (cached per path, size and
+    mtime), so ``touch`` alone is not "changed".
+
+    Args:
+        root: the collection root directory.
+        doc: the stored document row (``file_path`` relative to ``root``).
+
+    Returns:
+        ``Freshness``; never raises for a missing, unreadable or escaping path
+        (all ``missing``).
+    """
+    try:
+        path = resolve_inside(root, doc.file_path)
+        st = path.stat()
+    except (OSError, ChunknavError):
+        return Freshness("missing", doc.indexed_at)
+    if not path.is_file():
+        return Freshness("missing", doc.indexed_at)
+    if st.st_size == doc.size_bytes and abs(st.st_mtime - doc.last_modified) <= _MTIME_TOLERANCE_S:
+        return Freshness("same", doc.indexed_at, st.st_size, st.st_mtime)
+    try:
+        digest = _sha256(path, st.st_size, st.st_mtime_ns)
+    except OSError:
+        return Freshness("missing", doc.indexed_at)
+    state: FileState = "same-content" if digest == doc.content_hash else "changed"
+    return Freshness(state, doc.indexed_at, st.st_size, st.st_mtime)

@@ -1,0 +1,325 @@
+"""The indexer's text pass: hash-gate, extract, re-check, chunk and commit each file.
+
+Owns: ``TextPass``, the part of ``engine.index.indexer.Indexer`` that skips files
+whose content hash, settings and (for encrypted PDFs) password are
+unchanged, extracts the rest once per duplicate content *and* extractor
+(``engine.index.pool`` reads ahead in worker processes), re-checks the
+hash after extraction (``changed-during-read``), chunks (``engine.chunk``),
+and writes outcomes in groups of about ``BATCH_SECONDS`` of work
+(``prepare`` / ``commit``, the per-file seam); ``SUMMARY_CHARS``.
+``TextPass`` is a mixin of ``Indexer`` (uses its ``store``, ``settings``,
+``limits``, ``_ocr``, ``_passwords``, ``_add``, ``_check_cancel``,
+``_retrying`` and ``WalkPass._mark_stale`` / ``_clear_stale``). Moved out
+of ``engine.index.indexer`` unchanged; ``engine.index.indexer`` re-exports ``SUMMARY_CHARS``
+and ``BATCH_SECONDS``. Imports ``engine.extract`` (on first use),
+``engine.chunk``, ``engine.index.files``, ``engine.index.runs``, ``engine.values`` and
+``engine.index.walk_pass``; never a face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from engine.chunk import chunk_text
+from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
+from engine.extract.common import gc_paused
+from engine.extract.reasons import reason_code
+from engine.index.walk_pass import file_hash
+from engine.values import Document, ExtractedText
+from engine.index.files import HashedFile, LazyChunks, Prepared, code_of, read_code
+from engine.index.runs import record
+
+if TYPE_CHECKING:
+    from engine.index.rows import ReadyText
+
+__all__ = ["TextPass", "SUMMARY_CHARS", "BATCH_SECONDS"]
+
+log = logging.getLogger("engine.index.indexer")  # the indexer's logger, as before the move
+
+#: Characters of text kept as a document's summary.
+SUMMARY_CHARS = 300
+#: Seconds of extraction grouped into one store commit (other writers wait at
+#: most about this long; readers are never blocked).
+BATCH_SECONDS = 1.0
+
+
+def _password_key(password: str | None, content_hash: str) -> str:
+    """Which password a failed encrypted file was tried with: a per-file salted
+    digest (the password itself is never stored)."""
+    return hashlib.sha256(f"{content_hash}\0{password or ''}".encode("utf-8")).hexdigest()[:16]
+
+
+class TextPass:
+    """Gate, extract, chunk and commit each hashed file (a mixin of
+    ``engine.index.indexer.Indexer``; its only state is the run's extract pool)."""
+
+    # -- the text pass -----------------------------------------------------------------
+    def _is_current(self, f: HashedFile) -> bool:
+        if (f.collection.collection_path, f.file_path) in self._current:
+            return True  # same hash and settings, a plain row: WalkPass._settle saw it (one read per collection)
+        doc = self.store.get_document(f.collection.collection_path, f.file_path)
+        if doc is None or doc.content_hash != f.content_hash or doc.settings_key != self.settings.settings_key:
+            return False
+        # An encrypted file is retried once its collection's password changes.
+        if doc.status == "failed" and doc.metadata.get("encrypted"):
+            return doc.metadata.get("passwordKey") == _password_key(self._password(f), f.content_hash)
+        if (doc.metadata or {}).get("stale"):
+            self._clear_stale(doc)  # readable again and unchanged
+        return True
+
+    def _password(self, f: HashedFile) -> str | None:
+        """The PDF password of ``f``'s collection, read from its reference
+        (``engine.passwords``) once per run and kept in memory only."""
+        cp = f.collection.collection_path
+        if cp not in self._passwords:
+            from engine.passwords import resolve_password
+
+            self._passwords[cp] = resolve_password(f.collection.password_ref)
+        return self._passwords[cp]
+
+    def _cache_key(self, f: HashedFile) -> tuple[str, str, str | None]:
+        """Duplicate cache key: the bytes, the extractor (by suffix) and the password it is read with."""
+        return (f.content_hash, f.suffix, self._password(f) if f.suffix == ".pdf" else None)
+
+    def _text_pass(self, files: list[HashedFile], force: bool, summary: dict,
+                   emit: Callable[[dict], None], t0: float) -> None:
+        remaining: dict[tuple, int] = {}
+        todo = []
+        for f in files:
+            if not force and self._is_current(f):
+                summary["unchanged"] += 1
+                summary["counts"]["unchanged"] += 1
+                continue
+            todo.append(f)
+            key = self._cache_key(f)
+            remaining[key] = remaining.get(key, 0) + 1
+        if not todo:  # nothing to read: no pool, and the pool's modules stay unimported
+            return
+        cache: dict[tuple, ExtractedText | ExtractError] = {}
+        total = len(files)
+        done = summary["unchanged"]
+        group: list[Prepared] = []
+        started = time.perf_counter()
+        self._pool = self._extract_pool(todo)  # worker processes extract ahead; this process stores
+        try:
+            for f in todo:
+                self._check_cancel()
+                if group and self._pool.would_wait(str(Path(f.path)), self._password(f)):
+                    # the next file is still being read by a worker: write the group now
+                    self.commit(group, summary)
+                    group = []
+                    started = time.perf_counter()
+                group.append(self.prepare(f, cache, remaining))
+                done += 1
+                emit({"phase": "extract", "done": done, "total": total,
+                      "file": f"{f.collection.collection_path}/{f.file_path}",
+                      "elapsedS": round(time.perf_counter() - t0, 3)})
+                # Files are committed in groups of up to BATCH_SECONDS of work: one
+                # commit per group instead of per file (each file is still atomic).
+                if time.perf_counter() - started >= BATCH_SECONDS:
+                    self.commit(group, summary)
+                    group = []
+                    started = time.perf_counter()
+        finally:
+            self._pool.close()
+            self._pool = None
+            if group:
+                self.commit(group, summary)
+
+    def _extract_pool(self, todo: list[HashedFile]):
+        """An ``ExtractPool`` told to extract ahead the first file of each duplicate key
+        that passes the limits (a file over a limit is never extracted)."""
+        from engine.extract.limits import check_limits
+        from engine.index.pool import ExtractPool, worker_count
+
+        def admitted(f: HashedFile) -> bool:
+            try:
+                return check_limits(f.path, f.size_bytes, f.suffix, self.limits, pdf_pages=False) is None
+            except Exception:  # refused or unreadable: _extract reports it, in this process
+                return False
+
+        pool = ExtractPool(worker_count(self.settings.extract_workers), self._ocr)
+        pool.max_pages = self.limits.max_pages  # checked on the document each worker opens
+        if self._takes_rows():  # workers chunk and build the rows too: this process only writes
+            pool.chunking = (self.settings.chunk_size, self.settings.chunk_overlap)
+        if pool.workers > 1:
+            firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
+            pool.prefetch((str(Path(f.path)), self._password(f), f.size_bytes, f.content_hash)
+                          for f in todo if id(f) in firsts and admitted(f))
+        return pool
+
+    def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
+        """One hashed file -> its outcome, with no store write (the per-file seam).
+
+        Checks the limits, extracts (once per duplicate key while ``cache``
+        holds it), re-reads size, mtime and hash afterwards: a file that changed
+        meanwhile is extracted once more from its new bytes, and a file that
+        changes again is ``skipped`` as ``changed-during-read``. Then chunks.
+
+        Returns:
+            A ``Prepared``; never raises for a bad file (library bugs become
+            ``extractor-error``).
+        """
+        key = self._cache_key(f)
+        outcome = cache.get(key) if cache is not None else None
+        if outcome is None:
+            outcome = self._extract(f)
+        if cache is not None and remaining is not None and key in remaining:
+            remaining[key] -= 1
+            if remaining[key] > 0:
+                cache[key] = outcome
+            else:
+                cache.pop(key, None)
+        for attempt in range(2):
+            try:
+                st = os.stat(f.path)
+                same = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (f.size_bytes, f.mtime_ns, f.ctime_ns)
+                        and file_hash(f.path) == f.content_hash)
+                if same:
+                    return self._prepared(f, outcome)
+                if attempt == 1:
+                    break
+                # changed since it was hashed: extract once more from the new bytes
+                f = dataclasses.replace(f, content_hash=file_hash(f.path), size_bytes=st.st_size,
+                                        mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+            except OSError as e:
+                return Prepared(f, "skipped", read_code(e), f"cannot read after extraction: {e.strerror or e}")
+            outcome = self._extract(f)
+        return Prepared(f, "skipped", "changed-during-read",
+                        "the file changed while it was read (size, mtime or hash moved); the next run retries")
+
+    def _extract(self, f: HashedFile) -> ExtractedText | ReadyText | ExtractError:
+        from engine.extract import extract
+        from engine.extract.limits import check_limits
+
+        try:
+            # a PDF's page count is checked by the extractor on the document it opens (one open)
+            check_limits(f.path, f.size_bytes, f.suffix, self.limits, pdf_pages=False)
+            pool = getattr(self, "_pool", None)  # engine.index.pool: the same outcome, maybe from a worker
+            if pool is not None:
+                # the pool carries OCR, max_pages and the chunk settings
+                return pool.extract(Path(f.path), self._password(f), f.content_hash)
+            pages = {"max_pages": self.limits.max_pages} if f.suffix == ".pdf" and self.limits.max_pages else {}
+            return extract(Path(f.path), self._password(f), self._ocr, **pages)
+        except ExtractError as e:
+            return e
+        except OSError as e:
+            return ExtractError(f"cannot read: {e.strerror or e}")
+        except Exception as e:  # a library bug on one file must not stop the run
+            log.exception("extracting %s failed", f.path)
+            return ExtractError(f"extractor error: {type(e).__name__}: {e}")
+
+    def _prepared(self, f: HashedFile, outcome: ExtractedText | ReadyText | ExtractError) -> Prepared:
+        # the row builders only once a file was read: an unchanged run never imports them
+        from engine.index.rows import ReadyText, RowChunks, WindowChunks, chunk_rows
+
+        ready = None
+        if isinstance(outcome, ReadyText):  # chunk rows built by an extract worker
+            ready, outcome = outcome, outcome.extracted
+            if (ready.content_hash, ready.size, ready.overlap) != (
+                    f.content_hash, self.settings.chunk_size, self.settings.chunk_overlap):
+                raise ValueError(f"chunk rows of {f.file_path!r} were built for other bytes or settings")
+        cp = f.collection.collection_path
+        base = dict(collection_path=cp, file_path=f.file_path, content_hash=f.content_hash,
+                    settings_key=self.settings.settings_key, size_bytes=f.size_bytes,
+                    last_modified=f.last_modified, indexed_at=time.time())
+        if isinstance(outcome, ExtractedText) and outcome.file_type == "pdf" and not outcome.pages \
+                and outcome.metadata.get("repaired"):
+            outcome = ExtractError("corrupt: truncated or damaged PDF (MuPDF repaired it to 0 pages)")
+        if isinstance(outcome, ExtractedText) and outcome.metadata.get("ocrUnavailable"):
+            # trial6 #2: OCR could not run (no language data); OCR text stored before for
+            # these bytes is kept, stale with the reason, rather than replaced by less
+            old = self.store.get_document(cp, f.file_path)
+            if old is not None and old.content_hash == f.content_hash and (old.metadata or {}).get("ocrPages"):
+                return Prepared(f, "stale", "ocr-unavailable", outcome.metadata["ocrUnavailable"]["reason"])
+        if isinstance(outcome, UnsupportedFileError):
+            return Prepared(f, "skipped", "unsupported-type", outcome.reason, drop=True)
+        if isinstance(outcome, (TooLargeError,)) or (isinstance(outcome, ExtractError)
+                                                     and code_of(outcome) == "unreadable"):
+            return Prepared(f, "skipped", code_of(outcome), outcome.reason)
+        if isinstance(outcome, ExtractError):
+            meta: dict[str, Any] = {"code": code_of(outcome), "reasonCode": reason_code("failed", outcome.reason)}
+            if isinstance(outcome, EncryptedError):
+                meta.update(encrypted=True, passwordKey=_password_key(self._password(f), f.content_hash))
+            doc = Document(**base, file_type=f.suffix.lstrip("."), status="failed", reason=outcome.reason,
+                           metadata=meta)
+            return Prepared(f, "failed", meta["code"], outcome.reason, doc)
+        ex = outcome
+        meta = dict(ex.metadata)
+        if ex.notes:
+            meta["notes"] = list(ex.notes)
+        if not ex.text.strip():  # empty means empty: no chunk for whitespace
+            reason = "; ".join(ex.notes) or "no text"
+            meta["reasonCode"] = reason_code("empty", reason)
+            doc = Document(**base, file_type=ex.file_type, status="empty", reason=reason,
+                           page_count=len(ex.pages), metadata=meta)
+            return Prepared(f, "empty", None, reason, doc)
+        text = ex.text
+        if ready is not None:  # rows built by a worker
+            chunks: Any = RowChunks(f, text, ready.rows)
+        elif self._takes_rows() and ex.file_type == "pdf" and not ex.metadata.get("ocrPages"):
+            # the SQLite store: a PDF's rows made here without a Bbox/Region per line (smaller
+            # than its windows); other files stream their rows from the windows below
+            chunks = RowChunks(f, text, chunk_rows(ex, f.content_hash, self.settings.chunk_size,
+                                                   self.settings.chunk_overlap))
+        else:  # read here (or joined from page ranges): Chunk values made on demand
+            labels = {p.number: p.label for p in ex.pages if p.label}
+            with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
+                windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
+            ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
+            chunks = LazyChunks(f, text, windows, labels, ocr_pages)
+            if self._takes_rows():  # the SQLite store: INSERT parameters as each chunk is made
+                chunks = WindowChunks(chunks, (cp, f.file_path), text)
+        doc = Document(**base, file_type=ex.file_type, status="indexed",
+                       reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
+                       chunk_count=len(chunks), text_length=len(text),
+                       summary=text[:SUMMARY_CHARS], metadata=meta)
+        return Prepared(f, "indexed", None, doc.reason, doc, text, chunks)
+
+    def _takes_rows(self) -> bool:
+        """True when the store takes ready chunk rows (``engine.index.rows``; the SQLite store)."""
+        return bool(getattr(self.store, "takes_chunk_rows", False))
+
+    def commit(self, group: list[Prepared], summary: dict) -> None:
+        """Write a group of outcomes in one store batch (retried while the writer
+        lock is busy), then count them in ``summary``.
+
+        Raises:
+            StoreBusyError: the writer lock stayed busy for ``lock_wait_s``.
+        """
+        def write() -> None:
+            with self.store.batch(), gc_paused():  # chunk rows are acyclic: no collector passes
+                for p in group:
+                    self._store_one(p)
+
+        self._retrying(write)
+        for p in group:
+            cp, fp = p.file.collection.collection_path, p.file.file_path
+            entry = record(cp, fp, p.code, p.reason or "")
+            self._add(summary, p.kind, entry)
+            if p.kind == "indexed":
+                summary["indexed"] += 1
+                summary["chunksWritten"] += len(p.chunks)
+
+    def _store_one(self, p: Prepared) -> None:
+        cp, fp = p.file.collection.collection_path, p.file.file_path
+        if p.drop:
+            if self.store.get_document(cp, fp) is not None:
+                self.store.remove_document(cp, fp)
+            return
+        if p.document is None:
+            old = self.store.get_document(cp, fp)
+            if old is not None and p.code == "gone":  # vanished since the walk: really gone
+                self.store.remove_document(cp, fp)
+            elif old is not None and p.code:  # kept, marked stale with the reason
+                self._mark_stale(old, p.code, p.reason or "")
+            return
+        self.store.replace_document(p.document, p.text, p.chunks)  # type: ignore[arg-type]
+
+

@@ -1,0 +1,599 @@
+"""ContentChunkSearch: scoped search, chunk reads and document reads over a Store.
+
+Owns: the query grammar (``namespace:<collectionPath>`` tokens, the
+``scope:exact|subtree|ancestorsandself`` qualifier, unknown ``key:value``
+tokens named in a hint and never searched as words), scope resolution (the
+anchored ``scope`` argument: one path or a list, each searched with its
+ancestors; ``"*"`` = every collection), the normal form of a collectionPath
+argument (``normalise_collection_path``), the three ranking modes (vector
+cosine, keyword BM25, hybrid fusion of both with its score breakdown),
+``auto`` mode, per-file resolution for ``search``, snippets, and chunk
+stepping. Returns internal values (``SearchOutcome``, ``RankedChunk``,
+``Chunk``); ``engine/tools/registry.py`` turns them into envelopes. Imports no face
+(streamlit, mcp, argparse).
+
+A refusal from the embedding provider is carried as the ``EmbedFailure`` that
+``engine/embed/`` classified; it is never re-derived and never turned into
+an empty result.
+
+Fusion (hybrid): each list contributes its top ``FUSION_DEPTH`` chunks (or
+more when more hits are wanted); a chunk's fused score is reciprocal-rank
+fusion ``2w/(RRF_K + vector_rank + 1) + 2(1-w)/(RRF_K + keyword_rank + 1)``
+with ``w = vectorWeight`` (0.5: the classic unweighted RRF sum), ranks 0-based
+and a term absent when that list did not return the chunk. Chosen on the
+evaluation set (tests/data/eval_questions.json, see README "Retrieval").
+``per_file`` (the ``search`` tool) fuses at that depth and 4x deeper until the fused
+chunks come from ``max(limit, FUSION_DEPTH)`` files (or every file of the scope, or
+the lists run out): for limits up to 20 the depth does not depend on the limit, so
+more hits never reorder or rescore the first ones.
+
+Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
+(ranking the two lists, the ``chunknav-hybrid`` keyword worker pool, fusion
+over the stores' row ids: ``_hybrid_lists``, ``_hybrid_by_refs``,
+``_keyword_then_help``, ``_fuse_entries``, ``_hybrid_pool``) lives in
+``engine.search.hybrid`` (``HybridRanking``, a mixin of ``ContentChunkSearch``);
+``fuse`` here is ``_fuse_entries`` over chunks. Its tuning points
+(``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``) are that module's.
+Snippets (``make_snippet``, ``make_snippets``, ``shown_terms``) live in
+``engine.search.snippets`` and the query's NFKC and embedding cut in ``engine.search.query``;
+both re-exported or used here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from engine.errors import EmbedError
+from engine.search.hybrid import HybridRanking, _fuse_entries
+from engine.values import Chunk, Collection
+from engine.search.query import cut_hint as _cut_hint, embeddable, form_found, input_limit as _input_limit, normal_query
+from engine.store.base import Store
+from engine.search.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
+from engine.store.fts import MAX_TERMS
+
+__all__ = [
+    "MODES",
+    "RRF_K",
+    "FUSION_DEPTH",
+    "VECTOR_WEIGHT_DEFAULT",
+    "MAX_QUERY_CHARS",
+    "SCOPE_QUALIFIERS",
+    "ALL_COLLECTIONS",
+    "Scope",
+    "RankedChunk",
+    "SearchOutcome",
+    "ContentChunkSearch",
+    "parse_query",
+    "make_snippet",
+    "make_snippets",
+    "shown_terms",
+    "query_terms",
+    "normalise_collection_path",
+    "fuse",
+]
+
+log = logging.getLogger(__name__)
+
+#: Ranking modes; "auto" = hybrid when a provider is configured and vectors
+#: exist for its model, else keyword (the envelope's ``mode`` says which ran).
+MODES = ("auto", "vector", "keyword", "hybrid")
+#: Reciprocal-rank-fusion constant (Cormack et al. 2009: score = sum 1/(k + rank)).
+RRF_K = 60
+#: Candidates each ranked list contributes to a hybrid fusion (at least).
+FUSION_DEPTH = 20
+#: Weight of the vector list in hybrid fusion when ``vectorWeight`` is not given.
+VECTOR_WEIGHT_DEFAULT = 0.5
+#: Longest ``query`` accepted, in characters (the tools' schema refuses longer ones).
+MAX_QUERY_CHARS = 50_000
+#: Values of the ``scope:`` qualifier token.
+SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
+#: ``scope`` value meaning every collection, explicitly.
+ALL_COLLECTIONS = "*"
+#: Scope answers ``ContentChunkSearch._resolve`` remembers (known collections, namespaces,
+#: qualifier, scope -> collections, hint): a search on caches cold after a vector scan then
+#: skips the matching (~0.02 ms for 20 collections).
+_SCOPES_KEPT = 256
+
+
+_KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
+#: ``namespace:"Acme Inc/Sub Dir"``: a collection path with spaces, in double quotes (no ``"`` inside).
+_QUOTED_NAMESPACE = re.compile(r'(?<!\S)namespace:"([^"]+)"(?!\S)', re.IGNORECASE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def normalise_collection_path(path: str) -> str:
+    """The one normal form of a collectionPath argument: no leading, trailing or doubled ``/``.
+
+    ``"ACME/Reports/"`` -> ``"ACME/Reports"``; ``"*"`` stays ``"*"``. Every face
+    and tool argument (scope, namespace tokens, get_chunk, read_document)
+    goes through here, so a trailing slash is accepted everywhere.
+    """
+    return "/".join(part for part in path.split("/") if part)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A parsed query: the text to rank by and the collections it targets.
+
+    Attributes:
+        text: the query without ``key:value`` tokens, words joined by one space, in NFKC
+            (``engine.search.query.normal_query``: the form every stored text has).
+        namespaces: collectionPaths of ``namespace:`` tokens (normalised), in order, unique.
+        qualifier: ``exact | subtree | ancestorsandself`` from a ``scope:`` token, or None.
+        ignored: tokens not understood (unknown key, unknown ``scope:`` value,
+            empty namespace); named in the envelope's hint, never searched.
+    """
+
+    text: str
+    namespaces: tuple[str, ...] = ()
+    qualifier: str | None = None
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def namespace(self) -> str | None:
+        """The first namespace, or None."""
+        return self.namespaces[0] if self.namespaces else None
+
+    @property
+    def subtree(self) -> bool:
+        """True for ``scope:subtree``."""
+        return self.qualifier == "subtree"
+
+
+@dataclass(frozen=True, slots=True)
+class RankedChunk:
+    """One ranked chunk and what ranked it.
+
+    Attributes:
+        chunk: the chunk.
+        score: the mode's score (cosine, -bm25, or the fused score).
+        vector_score / vector_rank: cosine and 0-based rank in the vector list
+            (hybrid only; None when that list did not return the chunk).
+        keyword_score / keyword_rank: -bm25 and 0-based rank in the keyword list
+            (hybrid only; None likewise).
+    """
+
+    chunk: Chunk
+    score: float
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    keyword_score: float | None = None
+    keyword_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """What a search did, before it becomes an envelope.
+
+    Attributes:
+        searched: False when no ranking ran (failure, no scope, no query).
+        query: the query as given.
+        mode: the mode that ran (``vector | keyword | hybrid``).
+        collections: collection paths searched, sorted.
+        hits: ``RankedChunk`` best first; for ``per_file`` one per file.
+        score_kind: ``cosine | bm25 | rrf``.
+        model: the embedding model for vector/hybrid.
+        failure: the classified ``EmbedFailure`` when the provider refused.
+        error: an ErrorCode when ``failure`` is None but searching failed
+            (``search-not-performed``).
+        hint / message: human text for the caller.
+        vector_weight: the fusion weight used (hybrid only).
+        min_score: the threshold applied, or None.
+    """
+
+    searched: bool
+    query: str
+    mode: str
+    collections: tuple[str, ...] = ()
+    hits: tuple[RankedChunk, ...] = ()
+    score_kind: str | None = None
+    model: str | None = None
+    failure: object | None = None  # engine.embed.EmbedFailure
+    error: str | None = None
+    hint: str | None = None
+    message: str | None = None
+    terms: tuple[str, ...] = field(default_factory=tuple)
+    vector_weight: float | None = None
+    min_score: float | None = None
+
+
+def parse_query(query: str) -> Scope:
+    """Split ``key:value`` tokens off a query.
+
+    ``namespace:<path>`` adds a target collection (repeatable; trailing ``/``
+    accepted); ``scope:exact|subtree|ancestorsandself`` sets the qualifier
+    (the last one wins). Any other ``key:value`` token (a key of letters,
+    digits, ``_``, ``-`` starting with a letter; a value not starting with
+    ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
+    collected in ``ignored``: the caller names them in a hint; they are not
+    searched as words. The words kept (``Scope.text``) are put in NFKC
+    (``engine.search.query.normal_query``); namespace paths stay as written. A path
+    with spaces goes in double quotes: ``namespace:"Acme Inc/Sub Dir"`` (the whole
+    token, quotes included, standing alone).
+    """
+    namespaces: dict[str, None] = {}
+    qualifier = None
+    ignored: list[str] = []
+    kept: list[str] = []
+    if '"' in query:  # namespace:"a path with spaces": one token, quotes included
+        for m in _QUOTED_NAMESPACE.finditer(query):
+            ns = normalise_collection_path(m.group(1))
+            namespaces.setdefault(ns, None) if ns else ignored.append(m.group(0))
+        query = _QUOTED_NAMESPACE.sub(" ", query)
+    for part in query.split():
+        m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'
+        if m is None or m.group(2).startswith("/"):
+            kept.append(part)
+            continue
+        key, value = m.group(1).lower(), m.group(2)
+        if key == "namespace":
+            ns = normalise_collection_path(value)
+            if ns:
+                namespaces.setdefault(ns, None)
+            else:
+                ignored.append(part)
+        elif key == "scope" and value.lower() in SCOPE_QUALIFIERS:
+            qualifier = value.lower()
+        else:
+            ignored.append(part)
+    return Scope(normal_query(" ".join(kept)), tuple(namespaces), qualifier, tuple(ignored))
+
+
+_PARSED: dict[str, tuple[Scope, tuple[str, ...]]] = {}  # _parsed's answers (frozen values)
+_PARSED_KEPT = 256
+
+
+def _parsed(query: str) -> tuple[Scope, tuple[str, ...]]:
+    """``(parse_query(query), query_terms(of its text))``, remembered for up to
+    ``_PARSED_KEPT`` distinct queries, all dropped when full (as ``_scopes``; both are
+    functions of the string alone and their answers are frozen): a question asked again
+    skips ~45 us of parsing on caches cold after a vector scan."""
+    got = _PARSED.get(query)
+    if got is None:
+        parsed = parse_query(query)
+        got = (parsed, query_terms(parsed.text))
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[query] = got
+    return got
+
+
+def query_terms(text: str) -> tuple[str, ...]:
+    """Lower-cased word terms of a query (Unicode word characters) after NFKC
+    (``normal_query``, as the stored text), in order, unique, at most ``MAX_TERMS``
+    (``engine.store.fts``)."""
+    seen: dict[str, None] = {}
+    for w in _WORD.findall(normal_query(text).lower()):
+        seen.setdefault(w, None)
+        if len(seen) >= MAX_TERMS:
+            break
+    return tuple(seen)
+
+
+def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, float]],
+         vector_weight: float = VECTOR_WEIGHT_DEFAULT, k: int = RRF_K) -> list[RankedChunk]:
+    """Weighted reciprocal-rank fusion of two ranked lists, best first.
+
+    Args:
+        vector: ``(chunk, cosine)`` best first.
+        keyword: ``(chunk, -bm25)`` best first.
+        vector_weight: w in 0..1; score = 2w/(k+rv+1) + 2(1-w)/(k+rk+1), a
+            term absent when that list lacks the chunk (w = 0.5: plain RRF).
+        k: the RRF constant.
+
+    Returns:
+        One ``RankedChunk`` per distinct chunk key (collection, file, index)
+        with its fused score and both lists' scores and 0-based ranks; ties
+        keep vector order, then keyword order.
+    """
+    out = _fuse_entries(vector, keyword, vector_weight, k,
+                        lambda chunk: (chunk.collection_path, chunk.file_path, chunk.chunk_index))
+    return [RankedChunk(e["chunk"], e["score"], e.get("vector_score"), e.get("vector_rank"),
+                        e.get("keyword_score"), e.get("keyword_rank")) for e in out]
+
+
+class ContentChunkSearch(HybridRanking):
+    """Search and read over one Store.
+
+    Args:
+        store: the Store (SQLite or Postgres); must be safe for concurrent reads.
+        embedder_factory: returns the configured Embedder, or None when the
+            provider is ``none``; called lazily, at most once (thread-safe).
+            It may raise ``EmbedError`` (e.g. a failed load), which is carried
+            as data.
+    """
+
+    def __init__(self, store: Store, embedder_factory: Callable[[], object | None]):
+        self.store = store
+        self._factory = embedder_factory
+        self._embedder: object | None = None
+        self._loaded = False
+        self._lock = threading.Lock()
+        self._hybrid_rows = 0  # rows the last hybrid search's vector scan read (0: none yet)
+        self._scopes: dict[tuple, tuple[tuple[str, ...], str | None, bool]] = {}  # _resolve's answers
+
+    # -- provider ------------------------------------------------------------
+    def embedder(self):
+        """The Embedder (loaded once) or None when no provider is configured.
+
+        Raises:
+            EmbedError: the provider could not be set up.
+        """
+        with self._lock:
+            if not self._loaded:
+                self._embedder = self._factory()
+                self._loaded = True
+            return self._embedder
+
+    # -- scope -----------------------------------------------------------------
+    def resolve_scope(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None]:
+        """Collections to search and a hint (None when there is nothing to say); see ``_resolve``."""
+        collections, hint, _every = self._resolve(parsed, scope)
+        return collections, hint
+
+    def _resolve(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
+        """``(collections, hint, every)``: every = the collections are all the known ones (the
+        stores then search unfiltered, their fast path).
+
+        Targeted (``namespace:`` tokens) wins over ``scope``; each namespace
+        is searched by the qualifier (default ``exact``). The ``scope``
+        argument is one node path or a list of them, each anchored (default
+        qualifier ``ancestorsandself``: the path and each ancestor prefix; an
+        explicit ``scope:`` token applies to them instead); ``"*"`` is every
+        collection. Only existing collections are returned, sorted; paths that
+        match none are named in the hint.
+        """
+        known = [c.collection_path for c in self.store.collections()]
+        try:  # the answer is a function of these alone (remembered per value, _SCOPES_KEPT at most)
+            key = (tuple(known), parsed.namespaces, parsed.qualifier,
+                   scope if scope is None or isinstance(scope, str) else tuple(scope))
+            kept = self._scopes.get(key)
+        except TypeError:  # an unhashable scope item: resolved, not remembered
+            key, kept = None, None
+        if kept is not None:
+            return list(kept[0]), kept[1], kept[2]
+        collections, hint, every = self._resolve_known(known, parsed, scope)
+        if key is not None:
+            if len(self._scopes) >= _SCOPES_KEPT:
+                self._scopes.clear()
+            self._scopes[key] = (tuple(collections), hint, every)
+        return collections, hint, every
+
+    def _resolve_known(self, known: list[str], parsed: Scope,
+                       scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
+        """``_resolve`` over the known collection paths ``known`` (sorted)."""
+        known_txt = ", ".join(known) or "none"
+        if parsed.namespaces:
+            paths, qualifier, what = list(parsed.namespaces), parsed.qualifier or "exact", "namespace"
+        elif scope:
+            raw = [scope] if isinstance(scope, str) else list(scope)
+            if any(p.strip() == ALL_COLLECTIONS for p in raw):
+                if not known:
+                    return [], "no collections are indexed yet", False
+                return sorted(known), None, True
+            paths = [p for p in (normalise_collection_path(p) for p in raw) if p]
+            qualifier, what = parsed.qualifier or "ancestorsandself", "scope"
+            if not paths:
+                return [], f"scope names no collection path; known collections: {known_txt}", False
+        else:
+            return [], (
+                "no scope given: pass scope=<collectionPath> (or a list, or '*' for every collection) "
+                "or put namespace:<collectionPath> in the query"
+                + (f"; known collections: {', '.join(known)}" if known else "; no collections are indexed yet")
+            ), False
+        found: set[str] = set()
+        missing: list[str] = []
+        for path in paths:  # a path in NFC finds a collection named in NFD and back (one form only)
+            path = form_found(path, lambda p: any(self._in_scope(c, p, qualifier) for c in known))
+            hit = [c for c in known if self._in_scope(c, path, qualifier)]
+            if not hit:
+                missing.append(path)
+            found.update(hit)
+        hint = None
+        if missing:
+            where = {"exact": "", "subtree": " or below it", "ancestorsandself": " or above it"}[qualifier]
+            names = ", ".join(repr(m) for m in missing)
+            hint = f"no collection at {names}{where} ({what}, scope:{qualifier}); known: {known_txt}"
+            if what == "scope" and qualifier == "ancestorsandself":
+                hint += ". Add 'namespace:<collectionPath> scope:subtree' to search below a path."
+        return sorted(found), hint, bool(found) and len(found) == len(known)
+
+    @staticmethod
+    def _in_scope(collection: str, path: str, qualifier: str) -> bool:
+        if qualifier == "exact":
+            return collection == path
+        if qualifier == "subtree":
+            return collection == path or collection.startswith(path + "/")
+        return collection == path or path.startswith(collection + "/")  # ancestorsandself
+
+    # -- search ------------------------------------------------------------------
+    def has_vectors(self, model: str | None) -> bool:
+        """True when the store holds vectors for ``model`` (``auto`` runs hybrid then)."""
+        if not model:
+            return False
+        probe = getattr(self.store, "has_vectors", None)
+        if probe is not None:
+            return bool(probe(model))
+        counts = self.store.vector_counts().get(model)
+        return bool(counts and counts.get("vectors"))
+
+    def search(self, query: str, scope: str | Sequence[str] | None = None, limit: int = 20,
+               mode: str = "auto", per_file: bool = False, min_score: float | None = None,
+               vector_weight: float | None = None) -> SearchOutcome:
+        """Rank chunks for ``query`` within the resolved scope.
+
+        Args:
+            query: free text, at most ``MAX_QUERY_CHARS``; may carry
+                ``namespace:``/``scope:`` tokens (see ``parse_query``).
+            scope: anchored node path, a list of them, or ``"*"`` (every
+                collection); ignored when a namespace token is given.
+            limit: hits to return, >= 1.
+            mode: ``auto | vector | keyword | hybrid`` (see ``MODES``).
+            per_file: resolve to the best chunk of each file (the ``search`` tool).
+            min_score: drop hits whose score (the mode's own: cosine, -bm25 or
+                fused) is below this.
+            vector_weight: hybrid fusion weight of the vector list, 0..1
+                (default ``VECTOR_WEIGHT_DEFAULT``); other modes ignore it.
+
+        Returns:
+            A ``SearchOutcome``; failures are data: a provider refusal sets
+            ``failure`` (``searched`` False), no provider with an explicit
+            vector/hybrid mode sets ``error="search-not-performed"``. Tokens
+            not understood are named in ``hint``.
+
+        Raises:
+            ValueError: ``mode`` not in ``MODES``, ``limit`` < 1, a query
+                longer than ``MAX_QUERY_CHARS`` or ``vector_weight`` outside 0..1.
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        if query and len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is {len(query)} characters; the most is {MAX_QUERY_CHARS}")
+        if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
+            raise ValueError(f"vectorWeight must be within 0..1, got {vector_weight}")
+        parsed, terms = _parsed(query or "")
+        ignored = (f"not understood, so not searched: {', '.join(parsed.ignored)} (known keys: "
+                   f"namespace:<collectionPath>, scope:{'|'.join(SCOPE_QUALIFIERS)})") if parsed.ignored else None
+        try:
+            embedder = self.embedder() if mode != "keyword" else None
+        except EmbedError as e:
+            return SearchOutcome(False, query, "hybrid" if mode == "auto" else mode, (),
+                                 failure=e.failure, terms=terms, hint=ignored)
+        model = getattr(embedder, "model", None) if embedder is not None else None
+        message = None
+        if mode == "auto":
+            if embedder is None:
+                mode = "keyword"
+                message = "no embedding provider configured (EMBED_PROVIDER=none): keyword (BM25) results"
+            elif not self.has_vectors(model):
+                mode = "keyword"
+                message = (f"no vectors stored for model {model!r} yet: keyword (BM25) results; run "
+                           "'chunknav index' to embed the chunks and get hybrid results")
+            else:
+                mode = "hybrid"
+        if not parsed.text.strip():
+            return SearchOutcome(False, query, mode, message="no query text: give words to search for",
+                                 terms=terms, hint=ignored)
+        collections, hint, every = self._resolve(parsed, scope)
+        cut = _cut_hint(parsed.text, embedder, mode) if mode in ("vector", "hybrid") and embedder is not None else None
+        hint = "; ".join(h for h in (hint, ignored, cut) if h) or None
+        if mode in ("vector", "hybrid") and embedder is None:
+            return SearchOutcome(
+                False, query, mode, tuple(collections), error="search-not-performed",
+                message="no embedding provider is configured (EMBED_PROVIDER=none), so no "
+                        f"{mode} search was performed; set EMBED_PROVIDER or use mode=keyword",
+                terms=terms, hint=hint,
+            )
+        weight = (VECTOR_WEIGHT_DEFAULT if vector_weight is None else float(vector_weight)) if mode == "hybrid" else None
+        if not collections:
+            return SearchOutcome(False, query, mode, (), hint=hint, model=model if mode != "keyword" else None,
+                                 terms=terms)
+
+        # per_file (trial6 #5): a file's hit is its best chunk in one ranking whose depth does not
+        # depend on limit (<= FUSION_DEPTH), so more hits never reorder or rescore the first ones.
+        # Hybrid (an RRF score depends on the depth): the fusion of the top `depth` chunks of each
+        # list, depth the first of max(limit, FUSION_DEPTH) x 1, 4, 16... whose chunks come from at
+        # least max(limit, FUSION_DEPTH) files, or from every file of the scope, or that holds the
+        # whole lists. Vector and keyword scores do not depend on the depth: `limit` files.
+        # Over a store's row ids (engine.search.hybrid._per_file_hybrid) only the hits' rows are read.
+        hybrid_files = per_file and mode == "hybrid"
+        want = max(limit, FUSION_DEPTH) if hybrid_files else (limit * 4 if per_file else limit)
+        want_files = max(limit, FUSION_DEPTH) if hybrid_files else limit
+        in_scope: int | None = None
+        try:
+            fast = self._per_file_hybrid(parsed.text, None if every else collections, limit, embedder,
+                                         weight, min_score) if hybrid_files else None
+        except EmbedError as e:
+            return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
+                                 model=model, terms=terms, hint=hint)
+        hits, kind = (fast, "rrf") if fast is not None else ([], None)
+        while fast is None:
+            try:
+                ranked, kind = self._rank(parsed.text, None if every else collections,
+                                          2 * want if hybrid_files else want, mode, embedder, weight,
+                                          want if hybrid_files else None)
+            except EmbedError as e:
+                return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
+                                     model=model, terms=terms, hint=hint)
+            got = len(ranked)
+            reached = len({(r.chunk.collection_path, r.chunk.file_path) for r in ranked}) if per_file else 0
+            if min_score is not None:
+                ranked = [r for r in ranked if r.score >= min_score]
+            if not per_file:
+                hits = ranked[:limit]
+                break
+            best: dict[tuple[str, str], RankedChunk] = {}
+            for r in ranked:
+                best.setdefault((r.chunk.collection_path, r.chunk.file_path), r)
+            hits = list(best.values())[:limit]
+            if len(best) >= want_files or got < want:
+                break  # enough files, or the lists ran out (fewer fused chunks than the depth)
+            if in_scope is None:  # the files there are: no deeper pass once every one is reached
+                in_scope = self._scope_files(None if every else collections)
+            if 0 <= in_scope <= reached:
+                break
+            want *= 4
+        if mode in ("vector", "hybrid") and not hits and model and not self.has_vectors(model):
+            message = (f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
+                       "the chunks (keyword mode works meanwhile)")
+        return SearchOutcome(True, query, mode, tuple(collections), tuple(hits), kind,
+                             model if mode != "keyword" else None, hint=hint, message=message,
+                             terms=terms, vector_weight=weight, min_score=min_score)
+
+    def _rank(self, text: str, collections: list[str] | None, want: int, mode: str, embedder,
+              vector_weight: float | None, depth: int | None = None) -> tuple[list[RankedChunk], str]:
+        """The best ``want`` chunks of ``mode`` and the score kind. ``depth``: chunks each
+        list ranks (default ``want`` for vector, ``max(want, FUSION_DEPTH)`` for hybrid, the
+        fusion depth; keyword ignores it)."""
+        if mode == "keyword":
+            return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
+        if depth is None:
+            depth = want if mode == "vector" else max(want, FUSION_DEPTH)
+        if mode != "hybrid":
+            return [RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)], \
+                "cosine"
+        weight = VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight
+        if all(hasattr(self.store, a) for a in ("search_vector_refs", "search_keyword_refs", "chunks_at")):
+            ranked = self._hybrid_by_refs(text, collections, depth, embedder, weight, want)
+            if ranked is not None:
+                return ranked, "rrf"
+        vec, kw = self._hybrid_lists(text, collections, depth, embedder)
+        return fuse(vec, kw, weight)[:want], "rrf"
+
+    def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder,
+                     refs: bool = False) -> list:
+        """Embed ``text`` and scan: the store's ``VectorHit``s, best first (``refs``: its
+        ``search_vector_refs`` tuples).
+
+        Raises:
+            EmbedError: the provider refused, or the model's dimension changed.
+        """
+        qv = embedder.embed_query(embeddable(text, _input_limit(embedder)))  # a long query: its start
+        stored_dim = self.store.vector_dim(embedder.model)
+        if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
+            from engine.embed import dimension_changed
+
+            raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
+                                               stored_dim, int(qv.shape[0])))
+        search = self.store.search_vector_refs if refs else self.store.search_vectors
+        return search(embedder.model, qv, collections, depth)
+
+    # -- reads -------------------------------------------------------------------
+    def collection(self, collection_path: str) -> Collection | None:
+        """The named collection, or None."""
+        return self.store.get_collection(collection_path)
+
+    def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> tuple[Chunk | None, int]:
+        """``(chunk or None, totalChunks)`` for one key; never raises on a bad index.
+        ``collection_path`` is normalised (``normalise_collection_path``)."""
+        collection_path = normalise_collection_path(collection_path)
+        total = self.store.chunk_count(collection_path, file_path)
+        if chunk_index < 0 or chunk_index >= total:
+            return None, total
+        return self.store.get_chunk(collection_path, file_path, chunk_index), total

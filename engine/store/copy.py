@@ -1,0 +1,135 @@
+"""Copy an index from one store to another (``chunknav migrate --from sqlite:PATH --to postgresql://...``).
+
+Owns: the store-to-store copy: collections, documents with their text,
+chunks, vectors (as stored: nothing is re-embedded) and the last run summary.
+Imports ``engine.store`` and ``engine.values`` only; never a face (streamlit,
+mcp, argparse) and never an embedding provider.
+
+The ``Store`` protocol has no vector reader, so vectors come from the source's
+``iter_vectors`` when it has one (``PostgresStore``), else, for a
+``SqliteStore``, from its ``vectors`` table read in one snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from engine.store.base import Store
+
+__all__ = ["migrate", "iter_vectors", "open_location"]
+
+log = logging.getLogger(__name__)
+
+#: Vectors per ``add_vectors`` call while copying.
+VECTOR_BATCH = 10_000
+
+
+def iter_vectors(store: Store, batch: int = VECTOR_BATCH) -> Iterator[tuple[str, list[str], np.ndarray]]:
+    """Every stored vector of ``store`` (stale ones too), in batches.
+
+    Yields:
+        ``(model, chunk_ids, vectors)``, vectors float32 of shape
+        (len(chunk_ids), dim), one model per batch.
+
+    Raises:
+        TypeError: the store offers no way to read its vectors.
+    """
+    if hasattr(store, "iter_vectors"):
+        yield from store.iter_vectors(batch=batch)  # type: ignore[attr-defined]
+        return
+    from engine.store.sqlite.store import SqliteStore
+
+    if not isinstance(store, SqliteStore):
+        raise TypeError(f"cannot read vectors from {type(store).__name__}: it has no iter_vectors()")
+    # One statement = one snapshot; rows arrive in (model, rowid) order.
+    with store._read() as conn:  # noqa: SLF001 - SqliteStore has no public vector reader yet
+        cur = conn.execute("SELECT model, dim, chunk_id, vec FROM vectors ORDER BY model, rowid")
+        model: str | None = None
+        dim = 0
+        ids: list[str] = []
+        blobs: list[bytes] = []
+        for m, d, cid, blob in cur:
+            if ids and (m != model or d != dim or len(ids) >= batch):
+                yield model, ids, np.frombuffer(b"".join(blobs), np.float32).reshape(len(ids), dim)  # type: ignore[misc]
+                ids, blobs = [], []
+            model, dim = m, int(d)
+            ids.append(cid)
+            blobs.append(blob)
+        if ids:
+            yield model, ids, np.frombuffer(b"".join(blobs), np.float32).reshape(len(ids), dim)  # type: ignore[misc]
+
+
+def open_location(location: str) -> Store:
+    """Open a store from a ``migrate`` argument.
+
+    Args:
+        location: ``sqlite:PATH`` (or a bare path) for the SQLite store,
+            ``postgresql://...`` / ``postgres://...`` for Postgres.
+
+    Raises:
+        ValueError: an empty location.
+    """
+    if not location:
+        raise ValueError("a store location is required: sqlite:PATH or postgresql://...")
+    if location.startswith(("postgresql://", "postgres://")):
+        from engine.store.postgres.store import PostgresStore
+
+        return PostgresStore(location)
+    from engine.store.sqlite.store import SqliteStore
+
+    return SqliteStore(location.removeprefix("sqlite:"))
+
+
+def migrate(src: Store, dst: Store, on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Copy every collection, document, chunk and vector of ``src`` into ``dst``.
+
+    Idempotent: documents are replaced per file (``replace_document``, one
+    transaction each) and vectors are only added, so running it again copies
+    nothing twice. Holds ``dst.index_lock()`` for the whole copy (no indexer
+    may write meanwhile; on Postgres the HNSW index of a new model is then
+    built once, in bulk, at the end). Nothing is embedded.
+
+    Args:
+        src: the store to read (not modified).
+        dst: the store to write; existing rows of other files stay.
+        on_progress: called with ``{"phase": "documents"|"vectors", "done": n}``.
+
+    Returns:
+        Counts: ``{"collections", "documents", "chunks", "vectors" (rows read),
+        "vectorsAdded", "models": {model: rows read}, "seconds"}``.
+
+    Raises:
+        IndexBusyError: an index run holds ``dst``'s lock.
+        TypeError: vectors cannot be read from ``src``.
+    """
+    t0 = time.perf_counter()
+    emit = on_progress or (lambda _event: None)
+    counts: dict[str, Any] = {"collections": 0, "documents": 0, "chunks": 0, "vectors": 0,
+                              "vectorsAdded": 0, "models": {}}
+    with dst.index_lock():
+        for coll in src.collections():
+            dst.add_collection(coll)
+            counts["collections"] += 1
+        for doc in src.documents():
+            text = src.document_text(doc.collection_path, doc.file_path) or ""
+            chunks = src.chunks(doc.collection_path, doc.file_path)
+            dst.replace_document(doc, text, chunks)
+            counts["documents"] += 1
+            counts["chunks"] += len(chunks)
+            if counts["documents"] % 100 == 0:
+                emit({"phase": "documents", "done": counts["documents"]})
+        for model, ids, vectors in iter_vectors(src):
+            counts["vectorsAdded"] += dst.add_vectors(model, ids, vectors)
+            counts["vectors"] += len(ids)
+            counts["models"][model] = counts["models"].get(model, 0) + len(ids)
+            emit({"phase": "vectors", "done": counts["vectors"]})
+        run = src.last_run()
+        if run is not None:
+            dst.save_run(run)
+    counts["seconds"] = round(time.perf_counter() - t0, 3)
+    log.info("migrated %s", counts)
+    return counts

@@ -1,0 +1,223 @@
+"""The SQLite store's keyword indexes: FTS5 schema upkeep and BM25 search.
+
+Owns: the two FTS5 indexes over ``chunks.chunk_text`` (``chunks_fts`` with the
+``porter`` stemmer over ``unicode61``; ``chunks_tri`` with the ``trigram``
+tokenizer over the chunks holding CJK characters, kept in step by
+conditional triggers), their migration from an older tokenizer, and
+``search_keyword`` (all terms, then any term; the any-term pass cut to the
+query's rarest terms, and answered from per-term BM25 lists when they are kept:
+``engine.store.sqlite.term_scores``). ``engine.store.sqlite.store.SqliteStore`` calls these with
+its connections; query text comes from ``engine.store.sqlite.rows.fts_queries``.
+Imports ``engine.values``, ``engine.store.fts``, ``engine.store.sqlite.rows`` and
+``engine.store.sqlite.term_scores``; never a face.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Callable, ContextManager, Iterable
+
+from engine.values import KeywordHit
+from engine.store.fts import CJK_GLOB
+from engine.store.sqlite.rows import CHUNK_COLUMNS, chunk_of, fts_queries
+from engine.store.sqlite.term_scores import any_term_refs, document_counts, keyword_state
+
+__all__ = ["FTS_TOKENIZE", "KEYWORD_ANY_TERMS", "KEYWORD_COMMON_SHARE", "ensure_fts", "fts_is_current",
+           "search_keyword", "keyword_refs", "chunk_rows", "selective_any", "FTS_MAX_SEGMENTS",
+           "fts_segments", "tidy_fts"]
+
+#: The any-term keyword pass keeps at most this many of the query's rarest terms
+#: (8 before session 4: 6 measured equal or better on the evaluation set, README "Keyword cost").
+KEYWORD_ANY_TERMS = 6
+#: ... and leaves out terms in more than this share of all chunks while rarer terms remain
+#: (0.03 before session 4; 0.02 measured equal or better and ~25% cheaper at 100k).
+KEYWORD_COMMON_SHARE = 0.02
+#: Tokenizer of ``chunks_fts``; an index made with another one is rebuilt at open.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+
+#: Objects ``ensure_fts`` makes (besides ``chunks_fts`` with ``FTS_TOKENIZE``).
+_FTS_OBJECTS = ("chunks_tri", "chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui")
+
+
+def fts_is_current(conn: sqlite3.Connection) -> bool:
+    """True when the keyword indexes already have this version's shape (a read, no lock)."""
+    rows = dict(conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE name IN ('chunks_fts', "
+        + ", ".join(f"'{n}'" for n in _FTS_OBJECTS) + ")").fetchall())
+    return FTS_TOKENIZE in (rows.get("chunks_fts") or "") and all(n in rows for n in _FTS_OBJECTS)
+
+
+def ensure_fts(conn: sqlite3.Connection) -> None:
+    """Bring the keyword indexes to this version's shape, rebuilding what changed.
+
+    ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (an index
+    made with another tokenizer is dropped and rebuilt from ``chunks``);
+    ``chunks_tri`` is a ``trigram`` FTS5 index over the chunks holding a CJK
+    character (created and filled when missing), kept in step by
+    conditional triggers. Idempotent; run inside the caller's write transaction.
+    """
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+    if row is None or FTS_TOKENIZE not in row[0]:
+        conn.execute("DROP TABLE IF EXISTS chunks_fts")
+        conn.execute("CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, "
+                     f"tokenize='{FTS_TOKENIZE}', content=\"chunks\")")
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_tri'").fetchone() is None:
+        conn.execute("CREATE VIRTUAL TABLE chunks_tri USING FTS5 (chunk_text, "
+                     "tokenize='trigram', content=\"chunks\")")
+        conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
+                     "FROM chunks WHERE chunk_text GLOB ?", (CJK_GLOB,))
+    # Only CJK chunks are in chunks_tri: a 'delete' of a row never added would corrupt it.
+    cjk_old = f"old.chunk_text GLOB '{CJK_GLOB}'"
+    cjk_new = f"new.chunk_text GLOB '{CJK_GLOB}'"
+    conn.execute(
+        f"CREATE TRIGGER IF NOT EXISTS chunks_tri_ad AFTER DELETE ON chunks WHEN {cjk_old} BEGIN "
+        "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
+        "VALUES('delete', old.rowid, old.chunk_text); END")
+    conn.execute(
+        f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aud AFTER UPDATE ON chunks WHEN {cjk_old} BEGIN "
+        "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
+        "VALUES('delete', old.rowid, old.chunk_text); END")
+    conn.execute(
+        f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aui AFTER UPDATE ON chunks WHEN {cjk_new} BEGIN "
+        "INSERT INTO chunks_tri (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
+
+
+#: An index run that wrote chunks merges ``chunks_fts`` into one segment when it has more
+#: segments than this (and the run wrote enough of the index: ``tidy_fts``).
+FTS_MAX_SEGMENTS = 4
+#: ... the run's chunks must be at least this share of all chunks (bounds the rewrite's cost).
+_TIDY_SHARE = 1 / 16
+
+
+def fts_segments(conn: sqlite3.Connection) -> int:
+    """Segments of the ``chunks_fts`` index (distinct ``segid`` of its ``%_idx`` table; a read)."""
+    return int(conn.execute("SELECT count(DISTINCT segid) FROM chunks_fts_idx").fetchone()[0])
+
+
+def tidy_fts(conn: sqlite3.Connection, written: int) -> bool:
+    """Merge ``chunks_fts`` into one segment (FTS5 ``optimize``) after a run that wrote
+    ``written`` chunks, when the index has more than ``FTS_MAX_SEGMENTS`` segments and
+    ``written`` is at least ``_TIDY_SHARE`` of all chunks. True when it merged.
+
+    Why: each FTS5 query looks every term up in every segment, and the keyword
+    passes (all terms, then any term) pay that per term and per query: a 100k
+    index built in one run has ~14 segments; merged, ``keyword_refs`` took ~18%
+    less (README "Keyword cost"). Rankings and scores are unchanged (the same
+    doclists, merged). The rewrite costs ~0.6 s per 100k chunks, hence the share:
+    a small run on a large index leaves it to FTS5's own automerge.
+    Run inside the caller's write transaction.
+    """
+    if written <= 0:
+        return False
+    total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    if total == 0 or written < _TIDY_SHARE * total or fts_segments(conn) <= FTS_MAX_SEGMENTS:
+        return False
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+    return True
+
+
+def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_cache: dict[str, Any],
+                   query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
+    """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
+
+    ``query`` is plain words, cut by ``engine.store.fts.keyword_terms``
+    (deduplicated, at most ``MAX_TERMS``); each term is quoted, so no FTS5
+    syntax error can occur. Latin terms match the ``porter`` index (so
+    "running" finds "runs"); CJK terms match the ``trigram`` index as
+    substrings (so "东北电气" is found inside a longer run of characters).
+    All terms must match; when that finds nothing, any term may (CJK terms
+    then match by their 3-character pieces). With both kinds of terms a
+    chunk's score is the sum of its two BM25 scores.
+    Returns [] for a query without a letter or digit or a limit <= 0.
+    The ranking is ``keyword_refs``; then the k rows are read (``chunk_rows``).
+    An any-term pass over every collection without CJK terms is ranked from
+    per-term lists when the store keeps them (``engine.store.sqlite.term_scores``:
+    the same rows, order and scores, bit for bit).
+    """
+    best = keyword_refs(read, df_cache, query, collection_paths, limit)
+    if not best:
+        return []
+    rows = chunk_rows(read, [b[0] for b in best])
+    return [KeywordHit(chunk_of(rows[rid]), float(score)) for rid, score in best if rid in rows]
+
+
+def keyword_refs(read: Callable[[], ContextManager[sqlite3.Connection]], df_cache: dict[str, Any],
+                 query: str, collection_paths: Iterable[str] | None, limit: int) -> list[tuple[int, float]]:
+    """The ranking of ``search_keyword`` without reading the rows: ``(chunks rowid, -bm25)`` best first."""
+    q = fts_queries(query)
+    if q is None or limit <= 0:
+        return []
+    where = ""
+    args: list[Any] = []
+    if collection_paths is not None:
+        paths = sorted(set(collection_paths))
+        if not paths:
+            return []
+        where = f" AND c.collection_path IN ({','.join('?' * len(paths))})"
+        args = paths
+    for every, (porter, tri) in zip((True, False), q):
+        if not every and porter:
+            porter = selective_any(read, df_cache, porter)
+            if not tri and collection_paths is None:  # per-term lists when they are kept (exact)
+                got = any_term_refs(read, df_cache, porter, int(limit))
+                if got is not None:
+                    return got
+        parts = [(t, m) for t, m in (("chunks_fts", porter), ("chunks_tri", tri)) if m]
+        if not parts:
+            continue
+        sub = [f"SELECT rowid AS rid, -bm25({t}) AS s FROM {t} WHERE {t} MATCH ?" for t, _ in parts]
+        if len(sub) == 1:
+            ranked = sub[0]
+        elif every:  # all terms: a chunk must match in both indexes
+            ranked = (f"SELECT a.rid AS rid, a.s + b.s AS s FROM ({sub[0]}) a "
+                      f"JOIN ({sub[1]}) b ON a.rid = b.rid")
+        else:  # any term: either index, scores summed
+            ranked = (f"SELECT rid, sum(s) AS s FROM ({sub[0]} UNION ALL {sub[1]}) GROUP BY rid")
+        # rank first (rowid + score only, so the sorter stays small), then read the k rows
+        if where:
+            top = (f"SELECT r.rid, r.s FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
+                   f"WHERE 1{where} ORDER BY r.s DESC, r.rid LIMIT ?")
+        else:
+            top = f"SELECT r.rid, r.s FROM ({ranked}) r ORDER BY r.s DESC, r.rid LIMIT ?"
+        with read() as conn:
+            best = conn.execute(top, [*(m for _, m in parts), *args, int(limit)]).fetchall()
+        if best:
+            return [(rid, float(score)) for rid, score in best]
+    return []
+
+
+def chunk_rows(read: Callable[[], ContextManager[sqlite3.Connection]], rowids: list[int]) -> dict[int, tuple]:
+    """``chunks`` rowid -> its row in ``CHUNK_COLUMNS`` order, for the rowids that exist (one query)."""
+    if not rowids:
+        return {}
+    cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
+    marks = ",".join("?" * len(rowids))
+    with read() as conn:
+        return {r[0]: r[1:] for r in conn.execute(
+            f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", rowids)}
+
+
+def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache: dict[str, Any],
+                 any_query: str) -> str:
+    """The any-term porter query cut to its ``KEYWORD_ANY_TERMS`` rarest terms, leaving out
+    terms found in more than ``KEYWORD_COMMON_SHARE`` of the chunks while rarer ones remain.
+
+    Why: scoring cost grows with the chunks an OR query matches, and a term in a
+    large share of the chunks carries little BM25 weight (FTS5 clamps an IDF <= 0
+    to 1e-6) yet makes the pass score most of the index. Document frequencies
+    come from ``count(*)`` of each term's match (cheap: no scoring), cached in
+    ``cache`` (the store's dict) per ``chunks_gen``.
+    """
+    terms = any_query.split(" OR ")
+    if len(terms) <= 2:
+        return any_query
+    with read() as conn:
+        gen = keyword_state(conn, cache)
+        n = cache["n"] if cache.get("gen") == gen else conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        df = document_counts(conn, cache, terms, gen)
+    ranked = sorted(terms, key=lambda t: df[t])
+    common = max(1, int(n * KEYWORD_COMMON_SHARE))
+    kept = [t for t in ranked if df[t] <= common][:KEYWORD_ANY_TERMS] or ranked[:2]
+    return " OR ".join(kept)

@@ -1,0 +1,622 @@
+"""SQLite store (the default backend): one file, WAL, FTS5 and numpy cosine.
+
+Owns: the SQLite schema, its transactions, the FTS5 keyword indexes (kept and
+searched by ``engine.store.sqlite.keyword``) and the
+in-memory / memory-mapped vector matrix used by ``search_vectors`` (built,
+refreshed and scored in ``engine.store.sqlite.vectors``). Imports
+``engine.values``, ``engine.errors``, ``engine.store.sqlite.vectors`` and
+``sqlite_utils`` (lazily: only to create the schema of a new file); never a
+face (streamlit, mcp, argparse), never extract/embed.
+
+Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
+
+    collections(collection_path PK, root, password)
+    documents(collection_path, file_path PK pair, content_hash, settings_key,
+              file_type, status, reason, size_bytes, last_modified, indexed_at,
+              page_count, chunk_count, text_length, summary, metadata JSON, text)
+    chunks(collection_path, file_path, chunk_index PK triple; chunk_id (indexed),
+           content_hash, start, end, chunk_text, page, page_label, bbox JSON,
+           regions JSON, metadata JSON, last_modified)
+    chunks_fts   FTS5 (porter over unicode61) over chunks.chunk_text (external content;
+                 rows added in bulk by replace_document, removed by the delete/update triggers)
+    chunks_tri   FTS5 (trigram) over the chunks holding CJK characters (same upkeep,
+                 conditional triggers; see engine.store.sqlite.keyword)
+    vectors(chunk_id, model PK pair; dim, vec float32 blob, created)
+    runs(id, saved_at, summary JSON)
+    meta(key PK, value)   db_id, chunks_gen, vectors_gen:<model>
+
+Concurrency: one ``sqlite3`` connection per thread (``threading.local``) for a
+file; readers never wait for the writer (WAL) and every multi-row read is one
+statement, so it sees one snapshot. ``:memory:`` uses one shared connection
+behind a lock. Every write bumps a counter in ``meta`` so that the vector cache
+of this or another process notices the change.
+
+Vector cache: per model, a float32 matrix (n, dim) of every stored vector,
+memory-mapped for a file database (``<db>.<model>.f32``/``.rowids``/``.ids``/
+``.json``), in RAM for ``:memory:``, and the chunk -> matrix row table persisted
+beside it (``<db>.<model>.occ.npz``, keyed by ``db_id`` and the counters); see
+``engine.store.sqlite.vectors``.
+
+Split by noun (STYLE.md: modules under ~600 lines), as mixins of
+``SqliteStore``: the schema in ``engine.store.sqlite.schema``
+(``SqliteSchema``), the embedding notes in ``engine.store.sqlite.notes``
+(``SqliteEmbedNotes``), and the search side (the vector-cache glue
+``_prepare``, ``search_vectors`` / ``search_vector_refs``, ``search_keyword``
+/ ``search_keyword_refs``, ``chunks_at``) in ``engine.store.sqlite.search``
+(``SqliteSearch``). This module keeps connections, transactions, the rows
+of collections, documents, chunks and vectors, locks and runs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from engine.lazy import np  # numpy on first use (engine.lazy)
+
+from engine.errors import IndexBusyError, StoreBusyError
+from engine.values import Chunk, Collection, Document
+from engine.passwords import is_password_ref
+from engine.store.fts import CJK_GLOB, is_cjk
+from engine.store.sqlite.rows import (
+    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
+)
+from engine.store.sqlite.vectors import VectorCache
+from engine.store.sqlite.notes import SqliteEmbedNotes
+from engine.store.sqlite.schema import SqliteSchema
+from engine.store.sqlite.search import SqliteSearch
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SqliteStore"]
+
+log = logging.getLogger(__name__)
+
+_PAGE_SIZE = 16384
+_BUSY_TIMEOUT_MS = 30_000
+#: Bytes of the database file each connection reads through a memory map (SQLite's
+#: ``mmap_size``; capped by the library at ~2 GB): pages come from the OS page cache
+#: without a pread and a private copy per connection. hyb measured keyword search at
+#: 100k chunks ~20% faster and a 10-hit fetch 0.105 -> 0.088 ms.
+_MMAP_BYTES = 0x7FFF0000
+
+class _Reading:
+    """``SqliteStore._read()``: the thread's connection for the ``with`` block (a class, not a
+    generator: a search enters it several times, ~1 us less each); ``:memory:``'s shared
+    connection is held under the store's write lock."""
+
+    __slots__ = ("_store", "_locked")
+
+    def __init__(self, store: "SqliteStore"):
+        self._store = store
+        self._locked = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        shared = store._shared
+        if shared is None:
+            return store._conn()
+        store._write_lock.acquire()
+        self._locked = True
+        if store._shared is None:  # closed meanwhile: as the generator did, the thread's own connection
+            return store._conn()
+        return store._shared
+
+    def __exit__(self, *exc: object) -> None:
+        if self._locked:
+            self._locked = False
+            self._store._write_lock.release()
+
+
+class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
+    """The ``Store`` protocol on one SQLite file (or ``":memory:"``).
+
+    Safe to share between threads: each thread reads through its own
+    connection; writes are serialised by SQLite (``busy_timeout``) and by a
+    process-local lock.
+    """
+
+    #: ``replace_document`` takes ``engine.index.rows.RowChunks`` as they are (INSERT
+    #: parameters built ahead, in an extract worker): the indexer then builds rows, not ``Chunk``s.
+    takes_chunk_rows = True
+
+    def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS, vector_scan: str = "auto",
+                 int8_min_rows: int = 200_000):
+        """Open or create the database.
+
+        Args:
+            path: file path (parent directories are created) or ``":memory:"``.
+            busy_timeout_ms: how long one write waits for another process's
+                writer lock before ``StoreBusyError``.
+            vector_scan, int8_min_rows: settings ``vector_scan`` ("auto": full scans of
+                >= int8_min_rows rows use the int8 scan; "int8": every full scan; "exact": none).
+
+        Raises:
+            sqlite3.DatabaseError: the file is not a SQLite database.
+        """
+        self.path = str(path)
+        self.memory = self.path == ":memory:"
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._int8_min_rows = {"exact": None, "int8": 0}.get(vector_scan, int(int8_min_rows))
+        self._local = threading.local()
+        self._write_lock = threading.RLock()  # one writer per process at a time
+        self._index_thread_lock = threading.Lock()  # index_lock for ":memory:"
+        self._connections: list[sqlite3.Connection] = []
+        self._memo: dict[int, tuple[tuple[int, int], dict[tuple, Any]]] = {}  # id(conn) -> (token, reads)
+        self._shared: sqlite3.Connection | None = None
+        if not self.memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        else:
+            self._shared = self._connect()
+        self._create_schema()
+        self.db_id = self._meta_get("db_id")
+        self._vectors = VectorCache(self.path, self.db_id, self._read)
+        self._df_cache: dict[str, Any] = {}  # keyword document frequencies of this chunks_gen
+        self._warm_models: set[str] = set()  # models given vectors since the last warm_vectors()
+
+    # -- connections -----------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                               timeout=self._busy_timeout_ms / 1000)
+        conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        conn.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # only takes effect on a new file
+        if not self.memory:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        self._connections.append(conn)
+        return conn
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._shared is not None:
+            return self._shared
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def _read(self) -> "_Reading":
+        """A connection for reading (a context manager); ``:memory:`` serialises on the write lock."""
+        return _Reading(self)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error).
+
+        Inside ``batch()`` on this thread it is a SAVEPOINT of the batch's
+        transaction instead: atomic on its own, committed with the batch.
+        """
+        with self._write_lock:
+            conn = self._conn()
+            if getattr(self._local, "batch", False):
+                conn.execute("SAVEPOINT write")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK TO write")
+                    conn.execute("RELEASE write")
+                    raise
+                conn.execute("RELEASE write")
+                return
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:  # another process holds the writer lock
+                raise StoreBusyError(f"the index {self.path} is locked by another writer: {e}") from None
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group this thread's writes in the block into one transaction (one WAL
+        commit; Store.batch). Each write stays atomic as a savepoint; other
+        writers in this process wait for the block, other processes' writers
+        wait up to the busy timeout; readers are never blocked (WAL). Nested
+        blocks join the outer one. Vector rows added in the block reach the
+        matrix files (the warm first search) only after the block commits.
+
+        Raises:
+            Whatever the block raises, after rolling back the block's writes.
+        """
+        if getattr(self._local, "batch", False):
+            yield
+            return
+        after_commit: list[Callable[[], None]] = []  # vector rows for the matrix files (add_vectors)
+        with self._write():
+            self._local.batch = True
+            self._local.after_commit = after_commit
+            try:
+                yield
+            finally:
+                self._local.batch = False
+                self._local.after_commit = None
+        for handover in after_commit:  # only once the batch committed: a rollback drops them
+            handover()
+
+    def _meta_get(self, key: str) -> str | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, key: str) -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1", (key,))
+
+    def _gens(self, model: str) -> tuple[int, int]:
+        """(chunks_gen, vectors_gen of model) as one snapshot."""
+        def read(conn: sqlite3.Connection) -> tuple[int, int]:
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)",
+                                     ("chunks_gen", f"vectors_gen:{model}")).fetchall())
+            return int(rows.get("chunks_gen", 0)), int(rows.get(f"vectors_gen:{model}", 0))
+
+        return self._unchanged(("gens", model), read)
+
+    # -- reads remembered while nothing changed (call_tool: search, get_chunk) ----------
+    def _unchanged(self, key: tuple, read: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``read(conn)``, or what it returned last time on this connection when nothing
+        can have changed since: the connection's ``PRAGMA data_version`` (it moves when
+        any other connection, of this process or another, commits) and its own
+        ``total_changes`` (its own writes, rolled back ones too) are both the same. One
+        ~2 us statement instead of the read (collections, vector dim, counters: ~40-60 us
+        each with caches cold after a vector scan). Inside a transaction: always read.
+        Values must be immutable (they are shared by the calls of this connection).
+        """
+        with self._read() as conn:
+            if conn.in_transaction:
+                return read(conn)
+            token = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+            memo = self._memo.get(id(conn))
+            if memo is None or memo[0] != token:
+                memo = self._memo[id(conn)] = (token, {})
+            values = memo[1]
+            if key not in values:
+                values[key] = read(conn)
+                if token[1] != conn.total_changes:  # read() wrote (it never should): keep nothing
+                    values.pop(key)
+            return values[key]
+
+    # -- collections -----------------------------------------------------------
+    def add_collection(self, collection: Collection) -> None:
+        """Insert or update a collection (path -> root directory, password)."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO collections(collection_path, root, password) VALUES (?, ?, ?) "
+                "ON CONFLICT(collection_path) DO UPDATE SET root = excluded.root, "
+                "password = excluded.password",
+                (collection.collection_path, collection.root, collection.password_ref))
+
+    def remove_collection(self, collection_path: str) -> bool:
+        """Drop a collection with its documents and chunks (vectors stay, then stale).
+
+        Returns:
+            False when the collection did not exist.
+        """
+        with self._write() as conn:
+            n = conn.execute("DELETE FROM collections WHERE collection_path = ?",
+                             (collection_path,)).rowcount
+            conn.execute("DELETE FROM chunks WHERE collection_path = ?", (collection_path,))
+            conn.execute("DELETE FROM documents WHERE collection_path = ?", (collection_path,))
+            self._bump(conn, "chunks_gen")
+        return n > 0
+
+    def collections(self) -> list[Collection]:
+        """All collections, sorted by ``collection_path``."""
+        return list(self._collections_by_path().values())
+
+    def get_collection(self, collection_path: str) -> Collection | None:
+        """One collection or None."""
+        return self._collections_by_path().get(collection_path)
+
+    def _collections_by_path(self) -> dict[str, Collection]:
+        """``collection_path -> Collection`` sorted by path (read again only after a change: ``_unchanged``)."""
+        def read(conn: sqlite3.Connection) -> dict[str, Collection]:
+            rows = conn.execute("SELECT collection_path, root, password FROM collections "
+                                "ORDER BY collection_path").fetchall()
+            return {r[0]: Collection(r[0], r[1], r[2] if is_password_ref(r[2]) else None) for r in rows}
+
+        return self._unchanged(("collections",), read)
+
+    # -- documents and chunks -----------------------------------------------------
+    def get_document(self, collection_path: str, file_path: str) -> Document | None:
+        """One document row (no text) or None."""
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {DOC_COLUMNS} FROM documents "
+                               "WHERE collection_path = ? AND file_path = ?",
+                               (collection_path, file_path)).fetchone()
+        return document_of(row) if row else None
+
+    def documents(self, collection_path: str | None = None) -> list[Document]:
+        """Document rows (no text), all or of one collection, sorted by key."""
+        sql = f"SELECT {DOC_COLUMNS} FROM documents"
+        args: tuple = ()
+        if collection_path is not None:
+            sql += " WHERE collection_path = ?"
+            args = (collection_path,)
+        with self._read() as conn:
+            rows = conn.execute(sql + " ORDER BY collection_path, file_path", args).fetchall()
+        return [document_of(r) for r in rows]
+
+    def document_text(self, collection_path: str, file_path: str) -> str | None:
+        """The full extracted text of a stored document ("" for empty/failed), or None."""
+        with self._read() as conn:
+            row = conn.execute("SELECT text FROM documents WHERE collection_path = ? AND file_path = ?",
+                               (collection_path, file_path)).fetchone()
+        return None if row is None else (row[0] or "")
+
+    def replace_document(self, document: Document, text: str, chunks: list[Chunk]) -> None:
+        """Swap the document row, its text and all its chunks (and FTS rows) in one transaction.
+
+        Raises:
+            ValueError: a chunk belongs to another key than ``document``.
+        """
+        key = (document.collection_path, document.file_path)
+        ready = getattr(chunks, "sqlite_params", None)  # engine.index.rows.RowChunks: rows built ahead
+
+        cjk = [False]  # any chunk text holding CJK, seen in the same pass (chunks may be made lazily)
+
+        def rows() -> Iterator[tuple]:  # one pass, no list: a huge file's chunks stream in
+            if ready is not None:
+                cjk[0] = chunks.has_cjk()  # type: ignore[attr-defined]
+                yield from ready(key)
+                return
+            for c in chunks:
+                if (c.collection_path, c.file_path) != key:
+                    raise ValueError(f"chunk {c.chunk_index} of {c.file_path!r} given for {key[1]!r}")
+                if not cjk[0] and is_cjk(c.chunk_text):
+                    cjk[0] = True
+                yield chunk_params(c)
+
+        d = document
+        with self._write() as conn:
+            conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?", key)
+            conn.execute(
+                f"INSERT OR REPLACE INTO documents({DOC_COLUMNS}, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
+                 d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
+                 d.chunk_count, d.text_length, d.summary, to_json(d.metadata or {}), text))
+            if chunks:
+                conn.executemany(
+                    f"INSERT INTO chunks({CHUNK_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+                conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
+                             "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
+                if cjk[0]:
+                    conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
+                                 "FROM chunks WHERE collection_path = ? AND file_path = ? "
+                                 "AND chunk_text GLOB ?", (*key, CJK_GLOB))
+            self._bump(conn, "chunks_gen")
+
+    def set_document_metadata(self, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
+        """Replace one document's ``metadata`` only: its text, chunks (rowids), keyword rows
+        and vectors stay as they are (the indexer's stale marks). False: no such document."""
+        with self._write() as conn:
+            n = conn.execute("UPDATE documents SET metadata = ? WHERE collection_path = ? AND file_path = ?",
+                             (to_json(metadata or {}), collection_path, file_path)).rowcount
+        return n > 0
+
+    def remove_document(self, collection_path: str, file_path: str) -> None:
+        """Delete the document row, its text and its chunks (vectors stay)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?",
+                         (collection_path, file_path))
+            conn.execute("DELETE FROM documents WHERE collection_path = ? AND file_path = ?",
+                         (collection_path, file_path))
+            self._bump(conn, "chunks_gen")
+
+    def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> Chunk | None:
+        """One chunk by key, or None."""
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
+                               "AND file_path = ? AND chunk_index = ?",
+                               (collection_path, file_path, chunk_index)).fetchone()
+        return chunk_of(row) if row else None
+
+    def chunk_count(self, collection_path: str, file_path: str) -> int:
+        """Number of chunks stored for the file (0 when never indexed)."""
+        with self._read() as conn:
+            return conn.execute("SELECT count(*) FROM chunks WHERE collection_path = ? "
+                                "AND file_path = ?", (collection_path, file_path)).fetchone()[0]
+
+    def chunks(self, collection_path: str, file_path: str) -> list[Chunk]:
+        """All chunks of one file by ``chunk_index`` (one statement: one snapshot)."""
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
+                                "AND file_path = ? ORDER BY chunk_index",
+                                (collection_path, file_path)).fetchall()
+        return [chunk_of(r) for r in rows]
+
+    # -- vectors ----------------------------------------------------------------------
+    def chunks_missing_vectors(self, model: str, limit: int | None = None,
+                               after: str | None = None) -> list[tuple[str, str]]:
+        """``(chunk_id, chunk_text)`` for distinct chunk ids without a vector for ``model``,
+        ordered by chunk_id, only ids greater than ``after`` (None: from the
+        start); at most ``limit`` rows (None: all)."""
+        sql = ("SELECT chunk_id, min(chunk_text) FROM chunks c WHERE NOT EXISTS "
+               "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?) "
+               + ("AND chunk_id > ? " if after is not None else "")
+               + "GROUP BY chunk_id ORDER BY chunk_id")
+        args: tuple = (model,) if after is None else (model, after)
+        if limit is not None:
+            sql += " LIMIT ?"
+            args = (*args, int(limit))
+        with self._read() as conn:
+            return [(r[0], r[1]) for r in conn.execute(sql, args).fetchall()]
+
+    def add_vectors(self, model: str, chunk_ids: list[str], vectors: np.ndarray) -> int:
+        """Add vectors for ``model``; existing ``(chunk_id, model)`` rows are kept.
+
+        Args:
+            chunk_ids: n chunk ids, in the row order of ``vectors``.
+            vectors: float32 (or castable), shape (n, dim), L2-normalised.
+
+        Returns:
+            Rows added (0..n).
+
+        Raises:
+            ValueError: shape does not match ``chunk_ids`` or the model's stored dim.
+        """
+        from engine.store.base import as_vector_rows  # here: opening a store needs no protocol class
+
+        arr = as_vector_rows(chunk_ids, vectors)
+        if not chunk_ids:
+            return 0
+        dim = int(arr.shape[1])
+        now = time.time()
+        committed = not self.memory  # rows for the matrix files: handed over after the (batch's) commit
+        fresh = None
+        with self._write() as conn:
+            row = conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
+            if row and row[0] != dim:
+                raise ValueError(f"model {model!r} has dim {row[0]} in this index, got {dim}")
+            prev = conn.execute("SELECT max(rowid) FROM vectors WHERE model = ?", (model,)).fetchone()[0] or 0
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, ?, ?, ?, ?)",
+                ((cid, model, dim, arr[i].tobytes(), now) for i, cid in enumerate(chunk_ids)))
+            added = conn.total_changes - before
+            if added:
+                self._bump(conn, f"vectors_gen:{model}")
+                if committed:  # rows for the matrix files, handed over after the commit
+                    gen = int(conn.execute("SELECT value FROM meta WHERE key = ?",
+                                           (f"vectors_gen:{model}",)).fetchone()[0])
+                    fresh = (prev, conn.execute("SELECT rowid, chunk_id FROM vectors WHERE model = ? AND "
+                                                "rowid > ? ORDER BY rowid", (model, prev)).fetchall(), gen)
+        if fresh is not None:
+            prev, rows, gen = fresh
+            first: dict[str, int] = {}
+            for i, cid in enumerate(chunk_ids):
+                first.setdefault(cid, i)
+            order = [first[cid] for _rid, cid in rows]
+            rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            ids, new_rows = [cid for _rid, cid in rows], arr[order]
+
+            def handover() -> None:
+                self._vectors.appended(model, prev, rowids, ids, new_rows, gen)
+                self._warm_models.add(model)
+
+            pending = getattr(self._local, "after_commit", None) if getattr(self._local, "batch", False) else None
+            if pending is not None:
+                pending.append(handover)  # inside batch(): after the batch commits
+            else:
+                handover()
+        return added
+
+    def has_vectors(self, model: str) -> bool:
+        """True when at least one vector is stored for ``model`` (one indexed lookup)."""
+        return self._unchanged(("has_vectors", model), lambda conn: conn.execute(
+            "SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None)
+
+    def vector_counts(self) -> dict[str, dict[str, int]]:
+        """Per model ``{"vectors", "dim", "stale", "missing"}``.
+
+        stale = vectors whose chunk_id is in no chunk; missing = distinct chunk
+        ids without a vector for that model.
+        """
+        out: dict[str, dict[str, int]] = {}
+        with self._read() as conn:
+            models = conn.execute("SELECT model, count(*), max(dim) FROM vectors GROUP BY model "
+                                  "ORDER BY model").fetchall()
+            for model, n, dim in models:
+                stale = conn.execute(
+                    "SELECT count(*) FROM vectors v WHERE v.model = ? AND NOT EXISTS "
+                    "(SELECT 1 FROM chunks c WHERE c.chunk_id = v.chunk_id)", (model,)).fetchone()[0]
+                missing = conn.execute(
+                    "SELECT count(DISTINCT chunk_id) FROM chunks c WHERE NOT EXISTS "
+                    "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?)",
+                    (model,)).fetchone()[0]
+                out[model] = {"vectors": n, "dim": dim, "stale": stale, "missing": missing}
+        return out
+
+    # -- runs and locks -----------------------------------------------------------------------
+    @contextmanager
+    def index_lock(self) -> Iterator[None]:
+        """Exclusive indexer lock, across processes (``flock`` on ``<db>.lock``).
+
+        Raises:
+            IndexBusyError: another holder has it (raised at once, no waiting).
+        """
+        if self.memory:
+            if not self._index_thread_lock.acquire(blocking=False):
+                raise IndexBusyError("an index run is already in progress")
+            try:
+                yield
+            finally:
+                self._index_thread_lock.release()
+            return
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise IndexBusyError("an index run is already in progress") from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def save_run(self, summary: dict[str, Any]) -> None:
+        """Remember the last index run's summary (JSON-able).
+
+        The end of a run also readies the vector cache of each model this
+        store added vectors to: pending matrix rows are appended and the
+        chunk -> matrix row table is built and persisted, so the first search
+        after the run (in any process) reads them instead of rebuilding.
+        """
+        with self._write() as conn:
+            conn.execute("INSERT INTO runs(saved_at, summary) VALUES (?, ?)",
+                         (time.time(), json.dumps(summary)))
+            conn.execute("DELETE FROM runs WHERE id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT 20)")
+        self.warm_vectors()
+
+    def warm_vectors(self) -> None:
+        """Append pending matrix rows and persist the occurrence table of every
+        model this store added vectors to since the last call (a cache: failures only log)."""
+        models, self._warm_models = self._warm_models, set()
+        for model in sorted(models):
+            try:
+                self._prepare(model)
+            except (OSError, ValueError, sqlite3.Error) as e:
+                log.warning("vector cache of %s not readied: %s", model, e)
+
+    def last_run(self) -> dict[str, Any] | None:
+        """The last saved run summary, or None."""
+        with self._read() as conn:
+            row = conn.execute("SELECT summary FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def close(self) -> None:
+        """Close every connection this store opened and drop the vector caches
+        (rows still pending for the matrix files are written first)."""
+        try:
+            self._vectors.flush()
+        except Exception as e:  # a cache: closing must not fail for it
+            log.warning("vector cache not flushed: %s", e)
+        with self._write_lock, self._vectors.lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()
+            self._memo.clear()
+            self._local = threading.local()
+            self._shared = None
+            self._vectors.clear()
+            self._df_cache.clear()  # keyword document counts and per-term lists (engine.store.sqlite.term_scores)

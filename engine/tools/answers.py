@@ -1,0 +1,531 @@
+"""The tool functions: engine values -> the DESIGN envelopes (internal values -> camelCase).
+
+Owns: one ``tool_<name>`` function per registry tool (``engine.tools.registry`` holds the
+registry, schemas, validation and serialisation), and the envelope helpers
+they share (provenance, failure fields, stale marks, honest reads). Every
+envelope is built here and only here. Imports no face (streamlit, mcp,
+argparse); raises nothing past ``engine.tools.registry.call_tool`` (which converts
+``ChunknavError`` subclasses once).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from engine.tools import envelopes as E
+from engine.errors import PathEscapeError
+from engine.extract.reasons import reason_code
+from engine.values import Chunk
+from engine.paths import document_path, resolve_inside
+from engine.search.query import form_found, forms_found, other_forms
+from engine.index.runs import run_outcome
+from engine.search.searcher import make_snippets, normalise_collection_path, shown_terms
+from engine.service import Engine
+
+__all__ = ["READ_LIMIT_DEFAULT", "LIST_LIMIT_DEFAULT", "SCORE_DECIMALS", "tool_search", "tool_search_chunks",
+           "tool_get_chunk", "tool_read_document", "tool_get_document", "tool_list_documents",
+           "tool_index_status"]
+
+log = logging.getLogger(__name__)
+
+#: Characters ``read_document`` returns per call unless ``limit`` says otherwise.
+READ_LIMIT_DEFAULT = 200_000
+#: Decimals kept on ``score`` in every envelope.
+SCORE_DECIMALS = 6
+
+
+# ---------------------------------------------------------------------------
+# envelope builders
+
+
+def _bbox(b) -> E.BboxDict | None:
+    return None if b is None else b.to_dict()  # type: ignore[return-value]
+
+
+def _provenance(out: dict, chunk: Chunk, regions: bool = True, all_rects: bool = True) -> None:
+    if chunk.page is not None:
+        out["page"] = chunk.page
+    if chunk.page_label:
+        out["pageLabel"] = chunk.page_label
+    if chunk.bbox is not None:
+        out["bbox"] = _bbox(chunk.bbox)
+    if regions and chunk.regions:
+        out["regions"] = [r.to_dict() for r in chunk.regions]
+        if not all_rects:  # search hits: rects of the first region only (README "Highlights")
+            for r in out["regions"][1:]:
+                r.pop("rects", None)
+        ocr_pages = chunk.metadata.get("ocrPages") if chunk.metadata else None
+        if ocr_pages:  # words on these pages came from OCR (engine/extract/ocr.py)
+            conf = chunk.metadata.get("ocrConfidence") or {}
+            for r in out["regions"]:
+                if r["page"] in ocr_pages:
+                    r["ocr"] = True
+                    if conf.get(str(r["page"])) is not None:
+                        r["ocrConfidence"] = conf[str(r["page"])]
+    if chunk.metadata and chunk.metadata.get("ocr"):
+        out["ocr"] = True
+
+
+def _failure_fields(outcome) -> dict[str, Any]:
+    if outcome.failure is not None:
+        return outcome.failure.to_fields()
+    return {"error": outcome.error, "message": outcome.message or ""}
+
+
+def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
+    out: dict[str, Any] = {
+        "searched": outcome.searched,
+        "query": outcome.query,
+        "mode": outcome.mode,
+        "collections": list(outcome.collections),
+    }
+    if outcome.failure is not None or outcome.error:
+        out.update(_failure_fields(outcome))  # count and hits stay absent (DESIGN table)
+        return out  # type: ignore[return-value]
+    hits = []
+    snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], shown_terms(outcome.terms))
+    hybrid, regions = outcome.mode == "hybrid", not per_file
+    for rank, ranked in enumerate(outcome.hits):
+        chunk = ranked.chunk
+        cp, fp = chunk.collection_path, chunk.file_path
+        h: dict[str, Any] = {
+            "documentPath": document_path(cp, fp),
+            "collectionPath": cp,
+            "filePath": fp,
+            "chunkIndex": chunk.chunk_index,
+            "rank": rank,
+            "score": round(float(ranked.score), SCORE_DECIMALS),
+            "snippet": snippets[rank],
+        }
+        if hybrid:
+            _breakdown(h, ranked)
+        _provenance(h, chunk, regions, False)
+        hits.append(h)
+    out["count"] = len(hits)
+    out["hits"] = hits
+    if outcome.score_kind:
+        out["scoreKind"] = outcome.score_kind
+    if outcome.model:
+        out["model"] = outcome.model
+    if outcome.vector_weight is not None:
+        out["vectorWeight"] = outcome.vector_weight
+    if outcome.min_score is not None:
+        out["minScore"] = outcome.min_score
+    if outcome.hint:
+        out["hint"] = outcome.hint
+    if outcome.message:
+        out["message"] = outcome.message
+    return out  # type: ignore[return-value]
+
+
+def _breakdown(h: dict[str, Any], ranked) -> None:
+    """A hybrid hit's fusion inputs: each list's score and 0-based rank, absent where
+    that list did not return the chunk."""
+    if ranked.vector_rank is not None:
+        h["vectorScore"] = round(float(ranked.vector_score), SCORE_DECIMALS)
+        h["vectorRank"] = ranked.vector_rank
+    if ranked.keyword_rank is not None:
+        h["keywordScore"] = round(float(ranked.keyword_score), SCORE_DECIMALS)
+        h["keywordRank"] = ranked.keyword_rank
+
+
+def tool_search(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
+                mode: str = "auto", minScore: float | None = None,
+                vectorWeight: float | None = None) -> E.SearchResult:
+    """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=True,
+                                                 min_score=minScore, vector_weight=vectorWeight), True)
+
+
+def tool_search_chunks(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
+                       mode: str = "auto", minScore: float | None = None,
+                       vectorWeight: float | None = None) -> E.SearchResult:
+    """``search_chunks``: one hit per chunk, not deduplicated by file."""
+    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=False,
+                                                 min_score=minScore, vector_weight=vectorWeight), False)
+
+
+def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str, str | None]:
+    """``(name to use, message)``: ``name`` when it exists as given (the exact match first);
+    else the one of its other normalisation forms (NFC, NFD) that exists, so a file named
+    in NFD (macOS, SMB shares) is found by the NFC name that looks the same, and the other
+    way round. Two that exist are different files: ``name`` is kept and the message names
+    them (never a guess); none: ``name`` and None."""
+    found = forms_found(name, exists)
+    if len(found) == 1:
+        return found[0], None
+    if found:
+        return name, (f"{name!r} is not indexed as written; {len(found)} different {what}s look the same "
+                      f"({', '.join(repr(f) for f in found)}: NFC and NFD forms): give one exactly")
+    return name, None
+
+
+def _indexed_names(engine: Engine, collection_path: str, file_path: str) -> tuple[str, str, str | None]:
+    """``(collectionPath, filePath, message)`` of the indexed document meant by the two names:
+    each exact when indexed so, else in its other Unicode normalisation form (``_one_form``);
+    message when two different ones match. ASCII names are returned as they are (no lookup)."""
+    if collection_path.isascii() and file_path.isascii():
+        return collection_path, file_path, None
+    store = engine.store
+    coll, msg = _one_form(collection_path, lambda c: store.get_collection(c) is not None, "collection")
+    if msg:
+        return collection_path, file_path, msg
+    fp, msg = _one_form(file_path, lambda f: store.get_document(coll, f) is not None, "file")
+    return coll, fp, msg
+
+
+def _check_file_path(engine: Engine, collection_path: str, file_path: str) -> str | None:
+    """A message when ``file_path`` escapes the collection root, else None."""
+    coll = engine.store.get_collection(collection_path)
+    try:
+        if coll is not None:
+            resolve_inside(coll.root, file_path)
+        elif file_path.startswith("/") or ".." in file_path.split("/"):
+            raise PathEscapeError(f"filePath {file_path!r} leaves the collection root")
+    except PathEscapeError as e:
+        return str(e)
+    return None
+
+
+def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkIndex: int) -> E.ChunkResult:
+    """``get_chunk``: one chunk with provenance and its neighbours' indices.
+
+    Out of range or never indexed: ``found: false`` with ``totalChunks`` and a
+    message naming the valid range; never an exception.
+    """
+    collectionPath = normalise_collection_path(collectionPath)
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
+                           "chunkIndex": chunkIndex}
+    escape = _check_file_path(engine, collectionPath, filePath)
+    if escape:
+        out.update(totalChunks=0, error="path-escape", message=escape)
+        return out  # type: ignore[return-value]
+    collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
+    out.update(collectionPath=collectionPath, filePath=filePath)
+    if ambiguous:
+        out.update(totalChunks=0, message=ambiguous)
+        return out  # type: ignore[return-value]
+    chunk, total = engine.search.get_chunk(collectionPath, filePath, chunkIndex)
+    out["totalChunks"] = total
+    if chunk is None:
+        if engine.store.get_collection(collectionPath) is None:
+            out["message"] = f"no collection {collectionPath!r}; see index_status for the known ones"
+        elif total == 0:
+            doc = engine.store.get_document(collectionPath, filePath)
+            if doc is None:
+                out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
+            else:
+                _no_text(out, doc)
+        else:
+            out["message"] = f"chunkIndex {chunkIndex} is out of range: valid 0..{total - 1} ({total} chunks)"
+        return out  # type: ignore[return-value]
+    prev = engine.store.get_chunk(collectionPath, filePath, chunkIndex - 1) if chunkIndex > 0 else None
+    nxt = engine.store.get_chunk(collectionPath, filePath, chunkIndex + 1) if chunkIndex + 1 < total else None
+    out.update(
+        found=True,
+        documentPath=document_path(collectionPath, filePath),
+        text=chunk.chunk_text,
+        start=chunk.start,
+        end=chunk.end,
+        prevIndex=chunkIndex - 1 if chunkIndex > 0 else None,
+        nextIndex=chunkIndex + 1 if chunkIndex + 1 < total else None,
+        chunkId=chunk.chunk_id,
+        overlapPrev=max(0, prev.end - chunk.start) if prev else 0,
+        overlapNext=max(0, chunk.end - nxt.start) if nxt else 0,
+    )
+    _provenance(out, chunk)
+    _mark_stale(engine, out)
+    return out  # type: ignore[return-value]
+
+
+def _no_text(out: dict[str, Any], doc) -> None:
+    """``found: false`` fields of a failed / encrypted / empty document: its
+    ``status``, the recorded ``reasonCode`` and the recorded reason in ``message``."""
+    code = doc.metadata.get("reasonCode") or reason_code(doc.status, doc.reason)
+    out["status"] = doc.status
+    if code:
+        out["reasonCode"] = code
+    what = "failed" if doc.status == "failed" else "has no text"
+    out["message"] = f"{doc.file_path!r} {what} ({code}): {doc.reason or 'no text'}"
+
+
+def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
+    """``stale: true`` (+ ``indexedAt``) when the chunk's file changed on disk or vanished
+    since it was indexed (``engine.index.gate.check_file``: a stat, a hash only on a difference),
+    or when the last index run could not read it and kept its chunks (the document's stale
+    mark: permissions, an unlistable folder or root); then also ``staleReason``, the mark's
+    ``code: reason`` as the run recorded it (a chmod 000 file keeps its size and mtime, so
+    the stat alone cannot tell)."""
+    from engine.index.gate import check_file
+
+    coll = engine.store.get_collection(out["collectionPath"])
+    doc = engine.store.get_document(out["collectionPath"], out["filePath"])
+    if coll is None or doc is None:
+        return
+    fresh = check_file(coll.root, doc)
+    kept = (doc.metadata or {}).get("stale")
+    if fresh.stale or kept:
+        out["stale"] = True
+        out["indexedAt"] = fresh.indexed_at
+    if isinstance(kept, dict):
+        out["staleReason"] = f"{kept.get('code')}: {kept.get('reason', '')}"
+
+
+def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,
+                       limit: int | None = None) -> E.DocumentText:
+    """``read_document``: the extracted text, ``limit`` characters from ``offset``.
+
+    ``nextOffset`` is the offset of the next page, None at the end. Never
+    reads outside the collection root; a ``..``/absolute/escaping path gives
+    ``error: path-escape``.
+    """
+    collectionPath = normalise_collection_path(collectionPath)
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
+                           "offset": offset}
+    escape = _check_file_path(engine, collectionPath, filePath)
+    if escape:
+        out.update(error="path-escape", message=escape)
+        return out  # type: ignore[return-value]
+    collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
+    out.update(collectionPath=collectionPath, filePath=filePath)
+    if ambiguous:
+        out["message"] = ambiguous
+        return out  # type: ignore[return-value]
+    doc = engine.store.get_document(collectionPath, filePath)
+    limit = READ_LIMIT_DEFAULT if limit is None else limit
+    page = None if doc is None or doc.status != "indexed" else _page_from_chunks(engine.store, doc, offset, limit)
+    if page is not None:  # a long document: the page from its chunks, not the whole text
+        end = min(doc.text_length, offset + limit)
+        out.update(found=True, documentPath=document_path(collectionPath, filePath), totalLength=doc.text_length,
+                   text=page, nextOffset=end if end < doc.text_length else None)
+        return out  # type: ignore[return-value]
+    text = None if doc is None or doc.status != "indexed" else engine.store.document_text(collectionPath, filePath)
+    if text is None:
+        if doc is None:
+            out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
+        else:
+            _no_text(out, doc)
+        return out  # type: ignore[return-value]
+    end = min(len(text), offset + limit)
+    out.update(found=True, documentPath=document_path(collectionPath, filePath), totalLength=len(text),
+               text=text[offset:end], nextOffset=end if end < len(text) else None)
+    return out  # type: ignore[return-value]
+
+
+#: Documents of at least this many characters are paged from their chunks (``_page_from_chunks``);
+#: a shorter one is read whole (one row, ~1 ms per million characters).
+READ_FROM_CHUNKS_CHARS = 1_000_000
+#: Longest page read from chunks, characters (~2,400 chunk reads at the default size); a longer
+#: page reads the whole text, which is then about as cheap.
+READ_FROM_CHUNKS_MOST = 2_000_000
+
+
+def _page_from_chunks(store, doc, offset: int, limit: int) -> str | None:
+    """``text[offset:offset + limit]`` of a long indexed document, built from the chunks that
+    overlap it (found by a binary search over ``chunk_index``: the windows are in text order,
+    each ``chunk_text == text[start:end]``, every character in at least one), so paging a
+    200 MB document reads a few rows instead of its whole text (trial6 #17).
+
+    Returns:
+        The page, exactly the slice of the stored text; None to read the whole text instead:
+        a document shorter than ``READ_FROM_CHUNKS_CHARS``, a page longer than
+        ``READ_FROM_CHUNKS_MOST``, or anything that does not add up (a gap between chunks, a
+        chunk whose text is not ``end - start`` long, a last chunk not ending at
+        ``text_length``, or the document replaced while its chunks were read).
+    """
+    total, n = doc.text_length, doc.chunk_count
+    if total < READ_FROM_CHUNKS_CHARS or n <= 0 or limit > READ_FROM_CHUNKS_MOST:
+        return None
+    key = (doc.collection_path, doc.file_path)
+    last = store.get_chunk(*key, n - 1)
+    if last is None or last.end != total:
+        return None
+    end = min(total, offset + limit)
+    if offset >= end:
+        return ""
+    lo, hi = 0, n - 1  # the first chunk ending after offset
+    while lo < hi:
+        mid = (lo + hi) // 2
+        c = store.get_chunk(*key, mid)
+        if c is None:
+            return None
+        if c.end > offset:
+            hi = mid
+        else:
+            lo = mid + 1
+    pieces, pos, i = [], offset, lo
+    while pos < end:
+        c = last if i == n - 1 else store.get_chunk(*key, i)
+        if c is None or c.start > pos or len(c.chunk_text) != c.end - c.start:
+            return None
+        stop = min(c.end, end)
+        pieces.append(c.chunk_text[pos - c.start:stop - c.start])
+        pos, i = stop, i + 1
+        if pos < end and i >= n:
+            return None
+    now = store.get_document(*key)
+    if now is None or (now.content_hash, now.indexed_at, now.chunk_count, now.text_length) != (
+            doc.content_hash, doc.indexed_at, n, total):
+        return None
+    return "".join(pieces)
+
+
+def _find_document(engine: Engine, doc_path: str):
+    """The document whose node path is ``doc_path``, or None.
+
+    The exact node path first. Else a file named in one Unicode normalisation form
+    (NFD from macOS or an SMB share) is found by the node path of the other (NFC) name
+    that looks the same, and a collection part in the other form is tried the same way
+    (``other_forms``); only when exactly one document matches so (never a guess)."""
+    coll, sep, _slug = doc_path.rpartition("/_Documents/")
+    if not sep:
+        return None
+    colls = [coll] + other_forms(coll)
+    docs = [d for name in colls for d in engine.store.documents(name)]
+    for d in docs:
+        if document_path(d.collection_path, d.file_path) == doc_path:
+            return d
+    found = [d for d in docs if any(document_path(c, f) == doc_path
+                                    for c in [d.collection_path] + other_forms(d.collection_path)
+                                    for f in [d.file_path] + other_forms(d.file_path))]
+    return found[0] if len(found) == 1 else None
+
+
+def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
+    """``get_document``: node metadata + summary, never the text; carries
+    ``collectionPath`` + ``filePath`` so the caller can ``read_document``."""
+    d = _find_document(engine, documentPath)
+    if d is None:
+        return {"found": False, "documentPath": documentPath,  # type: ignore[return-value]
+                "message": f"no document node {documentPath!r}; paths look like "
+                           "'<collectionPath>/_Documents/<slug>' (see search hits)"}
+    out: dict[str, Any] = {
+        "found": True, "documentPath": documentPath, "collectionPath": d.collection_path,
+        "filePath": d.file_path, "fileType": d.file_type, "status": d.status,
+        "contentHash": d.content_hash, "sizeBytes": d.size_bytes, "lastModified": d.last_modified,
+        "indexedAt": d.indexed_at, "pageCount": d.page_count, "chunkCount": d.chunk_count,
+        "textLength": d.text_length, "summary": d.summary, "metadata": d.metadata,
+    }
+    if d.reason:
+        out["reason"] = d.reason
+    code = d.metadata.get("reasonCode") or reason_code(d.status, d.reason)
+    if code:
+        out["reasonCode"] = code
+    return out  # type: ignore[return-value]
+
+
+def _noted_file(d) -> dict[str, Any]:
+    """An indexed document's extraction notes (and text encoding) for ``index_status``."""
+    out: dict[str, Any] = {"collectionPath": d.collection_path, "filePath": d.file_path,
+                           "notes": list(d.metadata["notes"])}
+    if "encoding" in d.metadata:
+        out["encoding"] = d.metadata["encoding"]
+    if "encodingConfidence" in d.metadata:
+        out["encodingConfidence"] = d.metadata["encodingConfidence"]
+    return out
+
+
+#: Documents ``list_documents`` returns per call unless ``limit`` says otherwise.
+LIST_LIMIT_DEFAULT = 200
+
+
+def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
+    """Pages read by OCR as the extractor recorded them (``ocrPages``/``ocr_pages``), or None."""
+    pages = meta.get("ocrPages", meta.get("ocr_pages"))
+    if isinstance(pages, dict):  # i11 records {"<page>": mean word confidence}
+        return sorted(int(p) for p in pages)
+    if isinstance(pages, (list, tuple)):
+        return [int(p) for p in pages]
+    return None
+
+
+def tool_list_documents(engine: Engine, collectionPath: str, offset: int = 0,
+                        limit: int = LIST_LIMIT_DEFAULT) -> E.DocumentList:
+    """``list_documents``: a collection's files, sorted by filePath, paged.
+
+    Each entry: ``documentPath`` (for ``get_document``), ``filePath`` (for
+    ``get_chunk`` / ``read_document``), ``fileType``, ``status`` and ``reason``,
+    ``pageCount``, ``chunkCount``, ``textLength``, ``sizeBytes``, and where the
+    extractor recorded them the text ``encoding`` and the ``ocrPages``.
+    Unknown collection: ``found: false`` with a message (an answer, not an error).
+    """
+    collectionPath = form_found(normalise_collection_path(collectionPath),
+                                lambda c: engine.store.get_collection(c) is not None)  # NFC / NFD
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "offset": offset}
+    if engine.store.get_collection(collectionPath) is None:
+        known = ", ".join(c.collection_path for c in engine.store.collections()) or "none"
+        out.update(total=0, count=0, documents=[], nextOffset=None,
+                   message=f"no collection {collectionPath!r}; known: {known}")
+        return out  # type: ignore[return-value]
+    docs = engine.store.documents(collectionPath)
+    page = docs[offset:offset + limit]
+    rows = []
+    for d in page:
+        meta = d.metadata or {}
+        row: dict[str, Any] = {
+            "documentPath": document_path(d.collection_path, d.file_path), "filePath": d.file_path,
+            "fileType": d.file_type, "status": d.status, "pageCount": d.page_count,
+            "chunkCount": d.chunk_count, "textLength": d.text_length, "sizeBytes": d.size_bytes,
+        }
+        if d.reason:
+            row["reason"] = d.reason
+        if meta.get("encoding"):
+            row["encoding"] = str(meta["encoding"])
+        ocr = _ocr_pages(meta)
+        if ocr is not None:
+            row["ocrPages"] = ocr
+        rows.append(row)
+    end = offset + len(page)
+    out.update(found=True, total=len(docs), count=len(rows), documents=rows,
+               nextOffset=end if end < len(docs) else None)
+    return out  # type: ignore[return-value]
+
+
+def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
+    """``index_status``: collections, documents, chunks, vectors per model,
+    stale vectors, failed/empty files with reasons, the provider and its probe."""
+    store = engine.store
+    docs = store.documents()
+    per: dict[str, dict[str, int]] = {}
+    failures = []
+    noted: list[dict[str, Any]] = []
+    for d in docs:
+        p = per.setdefault(d.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
+        p["documents"] += 1
+        p["chunks"] += d.chunk_count
+        if d.status != "indexed":
+            p["failed"] += d.status == "failed"
+            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
+                             "status": d.status, "reason": d.reason or ""})
+        elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            stale = d.metadata["stale"]
+            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
+                             "status": "stale", "reason": f"{stale.get('code')}: {stale.get('reason', '')}"})
+        elif d.metadata.get("notes"):
+            noted.append(_noted_file(d))
+    colls = [{"collectionPath": c.collection_path, "root": c.root,
+              **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0}),
+              **({"passwordRef": c.password_ref} if c.password_ref else {})}  # a reference, never the password
+             for c in store.collections()]
+    vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
+                "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}
+               for m, v in sorted(store.vector_counts().items())]
+    notes = store.embed_notes()  # embed pass: truncated / failed chunks per model
+    for v in vectors:
+        n = notes.get(v["model"], {})
+        v["truncated"] = int(n.get("truncated", 0))
+        v["failed"] = int(n.get("failed", 0))
+    embed_failures = [{"model": m, **f} for m, n in sorted(notes.items()) for f in n.get("failures", [])]
+    return {  # type: ignore[return-value]
+        "collections": colls,
+        "documents": len(docs),
+        "chunks": sum(d.chunk_count for d in docs),
+        "vectors": vectors,
+        "staleVectors": sum(v["stale"] for v in vectors),
+        "embedFailures": embed_failures,
+        "failures": failures,
+        "notes": noted,
+        "provider": engine.provider_status(probe),
+        "lastRun": run_outcome(store.last_run()),
+    }

@@ -1,0 +1,499 @@
+"""The tool registry: one entry per DESIGN.md tool (the ``Engine`` they run on lives in ``engine.service``).
+
+Owns: each tool's name, agent-facing description, JSON Schema for its
+arguments, engine function and envelope type; argument validation; the one
+JSON serialisation every face uses (``to_json``); the equivalent ``chunknav``
+command line of a call (``cli_command``). The CLI subcommands, the MCP tool
+list and the GUI's "maps to a tool call" panel are all built from
+``REGISTRY``: a tool added here appears in all three.
+
+Envelopes are built here and only here (internal values -> camelCase). No
+exception crosses a tool boundary except ``ToolArgumentError`` (bad
+arguments: a protocol-level error for MCP, exit 2 for the CLI).
+Imports no face (streamlit, mcp, argparse).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from engine.tools import envelopes as E
+from engine.errors import StoreUnavailableError
+from engine.search.searcher import MAX_QUERY_CHARS, SCOPE_QUALIFIERS
+from engine.secrets import json_may_change, public_dsn, redact_obj, strings_may_change
+from engine.service import Engine
+
+__all__ = [
+    "Tool",
+    "REGISTRY",
+    "Engine",
+    "ToolArgumentError",
+    "call_tool",
+    "to_json",
+    "normalise",
+    "cli_command",
+    "READ_LIMIT_DEFAULT",
+    "LIST_LIMIT_DEFAULT",
+]
+
+log = logging.getLogger(__name__)
+
+from engine.tools.answers import (  # noqa: E402,F401  (re-exported: the registry's functions)
+    LIST_LIMIT_DEFAULT, READ_LIMIT_DEFAULT, SCORE_DECIMALS, tool_get_chunk, tool_get_document, tool_index_status,
+    tool_list_documents, tool_read_document, tool_search, tool_search_chunks,
+)
+
+
+class ToolArgumentError(ValueError):
+    """Arguments that do not fit the tool's schema; the message names the argument."""
+
+
+# ---------------------------------------------------------------------------
+# registry
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: ``name``, agent-facing ``description``, JSON Schema ``schema``
+    for its arguments, the function ``fn(engine, **arguments)`` and its
+    ``envelope`` TypedDict."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    fn: Callable[..., Any]
+    envelope: type
+
+
+_PATHS = {
+    "collectionPath": {"type": "string", "minLength": 1,
+                       "description": "collection node path, e.g. 'ACME/Reports'"},
+    "filePath": {"type": "string", "minLength": 1,
+                 "description": "POSIX path of the file relative to the collection root"},
+}
+_SEARCH_ARGS = {
+    "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
+              "description": "words to search for (at most "
+              f"{MAX_QUERY_CHARS} characters); may contain 'namespace:<collectionPath>' (targets "
+              f"that collection; repeatable) and 'scope:{'|'.join(SCOPE_QUALIFIERS)}' (exact: that "
+              "collection only, the default; subtree: it and the collections below; "
+              "ancestorsandself: it and its ancestors). Other key:value tokens are named in "
+              "'hint' and not searched"},
+    "scope": {"type": ["string", "array", "null"], "items": {"type": "string", "minLength": 1},
+              "minItems": 1, "maxItems": 100,
+              "description": "anchored scope: a node path, or a list of them; each path and its "
+              "ancestors are searched; '*' = every collection. A trailing '/' is accepted"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20,
+              "description": "hits to return"},
+    "mode": {"type": "string", "enum": ["auto", "vector", "keyword", "hybrid"], "default": "auto",
+             "description": "vector = cosine over embeddings, keyword = BM25 (stemmed; CJK by "
+             "substring), hybrid = weighted reciprocal rank fusion of both (each hit carries "
+             "vectorScore/vectorRank/keywordScore/keywordRank); auto = hybrid when a provider is "
+             "configured and vectors exist for it, else keyword"},
+    "minScore": {"type": ["number", "null"],
+                 "description": "drop hits whose score (the mode's own: cosine, BM25 or fused) is below this"},
+    "vectorWeight": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                     "description": "hybrid only: weight of the vector ranking in the fusion, 0..1 "
+                     "(default 0.5; 1 = vector order, 0 = keyword order)"},
+}
+
+
+def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+REGISTRY: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool("search",
+             "Which documents are about X? Ranks files by their best chunk. Returns one hit per file "
+             "(documentPath, collectionPath, filePath, rank, score, snippet, chunkIndex of the best "
+             "chunk). Give a scope or a namespace: token. On error the envelope has searched=false "
+             "and an 'error' code; never read that as 'no results'.",
+             _schema(_SEARCH_ARGS, ["query"]), tool_search, E.SearchResult),
+        Tool("search_chunks",
+             "Find passages about X. Returns chunks (not deduplicated by file) with rank, score "
+             "(hybrid by default: fused, with vectorScore/vectorRank/keywordScore/keywordRank), "
+             "snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
+             "for the full text and its neighbours.",
+             _schema(_SEARCH_ARGS, ["query"]), tool_search_chunks, E.SearchResult),
+        Tool("get_chunk",
+             "Read one chunk (about 1000 characters; neighbours overlap by 150) with its page, bbox, "
+             "start/end character offsets, and prevIndex/nextIndex to step through the document. "
+             "Out of range answers found=false with totalChunks and the valid range; a file that failed, "
+             "is encrypted or has no text answers found=false with status, reasonCode and message.",
+             _schema({**_PATHS, "chunkIndex": {"type": "integer", "minimum": 0,
+                                               "description": "0-based chunk index"}},
+                     ["collectionPath", "filePath", "chunkIndex"]),
+             tool_get_chunk, E.ChunkResult),
+        Tool("read_document",
+             "Read a document's whole extracted text (use this for a whole table or section, not "
+             "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end. "
+             "A file that failed, is encrypted or has no text answers found=false with status, "
+             "reasonCode and message (never an empty text).",
+             _schema({**_PATHS,
+                      "offset": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "character offset to start at"},
+                      "limit": {"type": ["integer", "null"], "minimum": 1,
+                                "description": f"characters to return (default {READ_LIMIT_DEFAULT})"}},
+                     ["collectionPath", "filePath"]),
+             tool_read_document, E.DocumentText),
+        Tool("get_document",
+             "Metadata and a short summary of a document node (never its text), with collectionPath "
+             "and filePath for read_document.",
+             _schema({"documentPath": {"type": "string", "minLength": 1,
+                                       "description": "'<collectionPath>/_Documents/<slug>' as in search hits"}},
+                     ["documentPath"]),
+             tool_get_document, E.DocumentNode),
+        Tool("list_documents",
+             "List a collection's files (paged, sorted by filePath): documentPath for get_document, "
+             "filePath for get_chunk/read_document, type, status and reason (failed/empty files "
+             "too), pages, chunks, text encoding and OCR pages where recorded.",
+             _schema({"collectionPath": _PATHS["collectionPath"],
+                      "offset": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "documents to skip"},
+                      "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": LIST_LIMIT_DEFAULT,
+                                "description": "documents to return"}},
+                     ["collectionPath"]),
+             tool_list_documents, E.DocumentList),
+        Tool("index_status",
+             "What is indexed: collections, documents, chunks, vectors per model, stale vectors, failed "
+             "files with reasons, and the embedding provider with its probe result.",
+             _schema({"probe": {"type": "boolean", "default": True,
+                                "description": "embed a fixed string to check the provider"}}, []),
+             tool_index_status, E.IndexStatus),
+    )
+}
+
+
+#: One validator per tool, built once, on the tool's first call: ``jsonschema.validate``
+#: would re-check the schema itself on every call (~1 ms; a built validator ~0.02 ms).
+#: jsonschema itself (~40-60 ms of imports) loads with the first call, so a process
+#: that never calls a tool (``chunknav index``, ``collections``) never imports it.
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(tool: Tool):
+    v = _VALIDATORS.get(tool.name)
+    if v is None or v.schema is not tool.schema:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(tool.schema)
+        cls.check_schema(tool.schema)
+        v = _VALIDATORS[tool.name] = cls(tool.schema)
+    return v
+
+
+#: Schema keywords the accept-only check (``_plainly_valid``) understands; a property
+#: using any other keyword is always left to jsonschema.
+_PLAIN_KEYWORDS = frozenset({"type", "minLength", "maxLength", "minimum", "maximum", "enum", "items",
+                             "minItems", "maxItems", "default", "description"})
+_PLAIN_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array"})
+_PLAIN: dict[str, tuple[dict[str, Any], dict[str, Any], tuple[str, ...]] | None] = {}
+
+
+def _plain_check(spec: Any) -> Callable[[Any], bool] | None:
+    """An accept-only checker of one property schema: ``ok(value)`` True only when
+    jsonschema (Draft 2020-12) would accept ``value``; False means "ask jsonschema"
+    (exact types only: a ``str`` subclass, a float for ``integer``, NaN... go there).
+    None when the schema uses a keyword outside ``_PLAIN_KEYWORDS``."""
+    if not isinstance(spec, dict) or set(spec) - _PLAIN_KEYWORDS:
+        return None
+    kinds = spec.get("type")
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds or ())
+    if not kinds or kinds - _PLAIN_TYPES:
+        return None
+    items = _plain_check(spec["items"]) if "items" in spec else None
+    if "items" in spec and items is None:
+        return None
+    lo_len, hi_len = spec.get("minLength", 0), spec.get("maxLength")
+    lo, hi = spec.get("minimum"), spec.get("maximum")
+    lo_items, hi_items = spec.get("minItems", 0), spec.get("maxItems")
+    enum = spec.get("enum")
+    if enum is not None and not all(type(e) is str for e in enum):
+        return None
+    numbers = kinds & {"integer", "number"}
+
+    def number_ok(v: int | float) -> bool:
+        return (lo is None or lo <= v) and (hi is None or v <= hi)
+
+    def ok(v: Any) -> bool:
+        t = type(v)
+        if t is str:
+            return "string" in kinds and lo_len <= len(v) and (hi_len is None or len(v) <= hi_len) and (
+                enum is None or v in enum)
+        if enum is not None:
+            return False
+        if t is int:
+            return bool(numbers) and number_ok(v)
+        if t is float:
+            return "number" in kinds and v == v and number_ok(v)
+        if t is bool:
+            return "boolean" in kinds
+        if v is None:
+            return "null" in kinds
+        if t is list:
+            return "array" in kinds and lo_items <= len(v) and (hi_items is None or len(v) <= hi_items) and (
+                items is None or all(items(x) for x in v))
+        return False
+
+    return ok
+
+
+def _plainly_valid(tool: Tool, arguments: dict[str, Any]) -> bool:
+    """True when ``arguments`` certainly fit the tool's schema, checked without jsonschema
+    (~0.1 ms a call, more with caches cold after a vector scan): an object schema with
+    ``properties``, ``required`` and ``additionalProperties: false`` whose properties use
+    only ``_PLAIN_KEYWORDS``. False sends the call to jsonschema, which alone words errors."""
+    plain = _PLAIN.get(tool.name, False)
+    if plain is False or (plain is not None and plain[0] is not tool.schema):
+        plain = None
+        schema = tool.schema
+        if set(schema) <= {"type", "properties", "required", "additionalProperties"} and \
+                schema.get("type") == "object" and schema.get("additionalProperties") is False:
+            checks = {name: _plain_check(spec) for name, spec in schema.get("properties", {}).items()}
+            if all(c is not None for c in checks.values()):
+                plain = (schema, checks, tuple(schema.get("required", ())))
+        _PLAIN[tool.name] = plain
+    if plain is None:
+        return False
+    _schema_of, checks, required = plain
+    for name in required:
+        if name not in arguments:
+            return False
+    for name, value in arguments.items():
+        check = checks.get(name) if type(name) is str else None
+        if check is None or not check(value):
+            return False
+    return True
+
+
+def _validate(tool: Tool, arguments: dict[str, Any]) -> None:
+    if _plainly_valid(tool, arguments):
+        return
+    import jsonschema
+
+    try:
+        error = jsonschema.exceptions.best_match(_validator(tool).iter_errors(arguments))
+        if error is not None:
+            raise error
+    except jsonschema.ValidationError as e:
+        where = ".".join(str(p) for p in e.absolute_path) or (
+            e.message.split("'")[1] if e.validator in ("required", "additionalProperties") and "'" in e.message else "")
+        raise ToolArgumentError(f"{tool.name}: argument {where!r}: {e.message}" if where
+                                else f"{tool.name}: {e.message}") from None
+
+
+def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate ``arguments`` against the tool's schema and run it.
+
+    Returns:
+        The tool's envelope (a plain dict, JSON-able, camelCase keys): what
+        ``normalise`` makes of the tool's answer, with every configured secret
+        redacted (``engine.secrets``). A search envelope that is already plain
+        JSON values (``_plain``; built anew per call) is returned as built,
+        without the JSON round trip, the redaction checked on its strings
+        (``strings_may_change``): ~0.1 ms less with caches cold after a vector scan.
+
+    Raises:
+        ToolArgumentError: unknown tool, or arguments that break the schema
+            (the message names the argument).
+    """
+    tool = REGISTRY.get(name)
+    if tool is None:
+        raise ToolArgumentError(f"unknown tool {name!r}; tools: {', '.join(REGISTRY)}")
+    arguments = dict(arguments or {})
+    _check_lengths(tool, arguments)
+    _validate(tool, arguments)
+    try:
+        envelope = tool.fn(engine, **_integers(tool, arguments))
+    except StoreUnavailableError as e:
+        envelope = _unavailable(name, arguments, str(e))
+    else:
+        if tool.fn in _FRESH_ENVELOPES:
+            strings: list[str] = []
+            if _plain(envelope, strings):  # already what the JSON round trip would give
+                return redact_obj(envelope) if strings_may_change("\n".join(strings)) else envelope
+    text = to_json(envelope)
+    envelope = json.loads(text)  # normalise(), with the text kept for the redaction check
+    # engine.secrets: no configured secret leaves through any face; the walk over every
+    # string is skipped when the serialised text shows none of them can change
+    return redact_obj(envelope) if json_may_change(text) else envelope
+
+
+#: Tool functions whose envelope is built anew on every call and shares no object with the
+#: engine (``engine.tools.answers._search_envelope``): ``call_tool`` may hand it out as it is.
+_FRESH_ENVELOPES = frozenset({tool_search, tool_search_chunks})
+_SCALARS = (int, float, bool, type(None))
+
+
+def _plain(value: Any, strings: list[str]) -> bool:
+    """True when ``value`` is already what ``json.loads(to_json(value))`` returns (dicts with
+    ``str`` keys, lists, ``str``, ``int``, ``float``, ``bool``, None, exactly those types, no
+    tuple and no subclass), appending every string met, keys included, to ``strings``. False
+    at the first other value (``call_tool`` then takes the JSON round trip, which converts
+    or refuses it as before). Shared sub-objects are fine: nothing is modified."""
+    t = type(value)
+    if t is str:
+        strings.append(value)
+        return True
+    if t is dict:
+        for k in value:
+            if type(k) is not str:
+                return False
+            strings.append(k)
+        return _plain_items(value.values(), strings)
+    if t is list:
+        return _plain_items(value, strings)
+    return t in _SCALARS
+
+
+def _plain_items(values, strings: list[str]) -> bool:
+    """``_plain`` of each of ``values`` (a dict's values or a list), strings appended in order."""
+    for v in values:
+        tv = type(v)
+        if tv is str:
+            strings.append(v)
+        elif tv not in _SCALARS and not _plain(v, strings):
+            return False
+    return True
+
+
+def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
+    """Refuse a string longer than its schema's ``maxLength`` with a short message
+    naming the argument (the schema validator's own message would repeat the value).
+
+    Raises:
+        ToolArgumentError: e.g. ``search: argument 'query': 60000 characters, the most is 50000``.
+    """
+    for arg, most in _arg_kinds(tool)[0]:
+        value = arguments.get(arg)
+        if isinstance(value, str) and len(value) > most:
+            raise ToolArgumentError(f"{tool.name}: argument {arg!r}: {len(value)} characters, the most is {most}")
+
+
+def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str, Any]:
+    """The tool's envelope when the index cannot be opened: ``error:
+    index-unavailable`` with the store's reason, the tool's required keys kept."""
+    fail = {"error": "index-unavailable", "message": message}
+    a = arguments
+    if name in ("search", "search_chunks"):
+        return {"searched": False, "query": a.get("query", ""), "mode": a.get("mode", "auto"),
+                "collections": [], **fail}
+    if name == "get_chunk":
+        return {"found": False, "collectionPath": a["collectionPath"], "filePath": a["filePath"],
+                "chunkIndex": a["chunkIndex"], "totalChunks": 0, **fail}
+    if name == "read_document":
+        return {"found": False, "collectionPath": a["collectionPath"], "filePath": a["filePath"],
+                "offset": a.get("offset", 0), **fail}
+    if name == "get_document":
+        return {"found": False, "documentPath": a["documentPath"], **fail}
+    if name == "list_documents":
+        return {"found": False, "collectionPath": a["collectionPath"], "offset": a.get("offset", 0), **fail}
+    return {"collections": [], "documents": 0, "chunks": 0, "vectors": [], "staleVectors": 0,
+            "failures": [], "provider": {"provider": "", "model": "", "dim": 0}, **fail}
+
+
+def _integers(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema's ``integer`` admits ``3.0``; hand the tool ``3`` (a float
+    index would break slicing and come back as ``3.0`` in the envelope)."""
+    for arg in _arg_kinds(tool)[1]:
+        value = arguments.get(arg)
+        if isinstance(value, float) and value.is_integer():
+            arguments[arg] = int(value)
+    return arguments
+
+
+_ARG_KINDS: dict[str, tuple[dict[str, Any], tuple[tuple[str, int], ...], tuple[str, ...]]] = {}
+
+
+def _arg_kinds(tool: Tool) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+    """``((argument, maxLength) ..., integer-typed arguments)`` of the tool's schema, read once
+    per schema (``_check_lengths`` and ``_integers`` ran over every property of it per call)."""
+    hit = _ARG_KINDS.get(tool.name)
+    if hit is None or hit[0] is not tool.schema:
+        props = tool.schema["properties"]
+        lengths = tuple((arg, spec["maxLength"]) for arg, spec in props.items() if spec.get("maxLength") is not None)
+        ints = tuple(arg for arg, spec in props.items() if spec.get("type") == "integer" or (
+            isinstance(spec.get("type"), list) and "integer" in spec["type"]))
+        hit = _ARG_KINDS[tool.name] = (tool.schema, lengths, ints)
+    return hit[1], hit[2]
+
+
+def normalise(envelope: Any) -> Any:
+    """The envelope as it travels: a JSON round trip of ``to_json`` (tuples
+    become lists, floats keep their rounding)."""
+    return json.loads(to_json(envelope))
+
+
+def to_json(envelope: Any, indent: int | None = None) -> str:
+    """The one serialisation of an envelope: keys in insertion order, UTF-8
+    kept, ``None`` as ``null``; absent optional keys stay absent."""
+    return json.dumps(envelope, ensure_ascii=False, indent=indent)
+
+
+# CLI subcommand spelling of each tool and how arguments map to argv.
+CLI_NAMES = {
+    "search": "search",
+    "search_chunks": "search-chunks",
+    "get_chunk": "get-chunk",
+    "read_document": "read",
+    "get_document": "node",
+    "list_documents": "documents",
+    "index_status": "status",
+}
+CLI_POSITIONAL = {
+    "search": ["query"],
+    "search_chunks": ["query"],
+    "get_chunk": ["collectionPath", "filePath", "chunkIndex"],
+    "read_document": ["collectionPath", "filePath"],
+    "get_document": ["documentPath"],
+    "list_documents": ["collectionPath"],
+    "index_status": [],
+}
+
+
+def cli_option(arg: str) -> str:
+    """``chunkIndex`` -> ``--chunk-index``."""
+    return "--" + "".join("-" + c.lower() if c.isupper() else c for c in arg)
+
+
+def cli_command(name: str, arguments: dict[str, Any], settings: Any = None) -> str:
+    """The ``chunknav`` command line equivalent to a tool call (JSON output).
+
+    Args:
+        name: a ``REGISTRY`` tool name.
+        arguments: the call's arguments.
+        settings: the ``Settings`` of the index the call ran on; when given,
+            the command names that index so it runs from any directory:
+            ``--dsn`` without its password (``engine.secrets.public_dsn``) for
+            Postgres, else ``--db`` with the absolute path of the SQLite file.
+    """
+    parts = ["chunknav"]
+    if settings is not None:
+        if getattr(settings, "dsn", ""):
+            parts += ["--dsn", public_dsn(settings.dsn)]
+        elif getattr(settings, "db", "") and settings.db != ":memory:":
+            import os
+
+            parts += ["--db", os.path.abspath(settings.db)]
+    parts.append(CLI_NAMES[name])
+    for arg in CLI_POSITIONAL[name]:
+        if arg in arguments:
+            parts.append(str(arguments[arg]))
+    for arg, value in arguments.items():
+        if arg in CLI_POSITIONAL[name] or value is None:
+            continue
+        if isinstance(value, bool):
+            if arg == "probe" and not value:
+                parts.append("--no-probe")
+            continue
+        for item in (value if isinstance(value, list) else [value]):
+            parts += [cli_option(arg), str(item)]
+    if name == "index_status":
+        parts.append("--json")
+    return " ".join(shlex.quote(p) for p in parts)
