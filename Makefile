@@ -12,7 +12,7 @@ DB     ?= .chunknav/index.db
 PORT   ?= 8501
 export CHUNKNAV_DB := $(DB)
 
-.PHONY: run test setup setup-run sysdeps chromium index bench lock clean
+.PHONY: run test check setup setup-run sysdeps chromium index bench lock clean
 
 # The runtime: the pinned closure of requirements.txt, nothing resolved at install time.
 setup-run: $(STAMP_RUN)
@@ -62,6 +62,14 @@ chromium:
 
 test: setup sysdeps chromium
 	$(BIN)/python -m pytest -q
+
+# The inner loop (under 2 minutes on 2 cores): lint, format check, type check and
+# the tests not marked slow, browser, postgres or install.
+check: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not postgres and not install"
 
 bench: setup
 	$(BIN)/python bench/index_throughput.py

@@ -15,7 +15,6 @@ from setuptools import Extension, find_packages, setup
 MAPPED = {"explorer._pages": "pages", "explorer._assets": "assets", "explorer._config": "."}
 
 
-
 def _pdfwords() -> list[Extension]:
     """``engine.extract._pdfwords`` (PDF words without a Python object per word; see its C
     source): built against the MuPDF headers and library the installed PyMuPDF wheel ships
@@ -30,11 +29,18 @@ def _pdfwords() -> list[Extension]:
     libs = sorted(here.glob("libmupdf.so.*"))
     if not (here / "mupdf-devel" / "include" / "mupdf" / "fitz.h").exists() or not libs:
         return []
-    return [Extension(
-        "engine.extract._pdfwords", ["engine/extract/_pdfwords.c"],
-        include_dirs=[str(here / "mupdf-devel" / "include")], library_dirs=[str(here)],
-        # by soname: at run time the libmupdf PyMuPDF has loaded is the one used
-        libraries=[":" + libs[-1].name], extra_compile_args=["-O2"], optional=True)]
+    return [
+        Extension(
+            "engine.extract._pdfwords",
+            ["engine/extract/_pdfwords.c"],
+            include_dirs=[str(here / "mupdf-devel" / "include")],
+            library_dirs=[str(here)],
+            # by soname: at run time the libmupdf PyMuPDF has loaded is the one used
+            libraries=[":" + libs[-1].name],
+            extra_compile_args=["-O2"],
+            optional=True,
+        )
+    ]
 
 
 setup(

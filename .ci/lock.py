@@ -7,7 +7,7 @@ markers evaluated for this interpreter), starting at the names in
 ``requirements.txt`` and skipping the edges in ``OMIT``: packages a
 dependency declares that chunknav never loads. Streamlit declares pandas,
 pyarrow, altair and pydeck for its dataframe and chart elements; the explorer
-uses neither (``tests/test_boundaries.py`` forbids them), and they are 2/3 of a
+uses neither (``tests/project/test_boundaries.py`` forbids them), and they are 2/3 of a
 runtime ``.venv`` (pyarrow 170 MB, pandas 84 MB, pydeck 23 MB, altair 10 MB).
 ``pip install .`` still resolves streamlit's full requirements.
 
@@ -40,7 +40,7 @@ ALWAYS = ("pip", "setuptools")
 HEADER = """\
 # requirements.lock: every package `make run` installs (pip install --no-deps -r),
 # the pinned closure of requirements.txt (CPython 3.11, Linux). Do not edit by hand:
-# change requirements.txt, then `make lock` (tests/test_requirements.py checks it).
+# change requirements.txt, then `make lock` (tests/project/test_requirements.py checks it).
 # Left out on purpose, though streamlit declares them (the explorer uses no
 # dataframe or chart element; `pip install .` still installs them):
 # omit: {omit}

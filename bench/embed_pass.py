@@ -164,12 +164,20 @@ def main() -> None:
     print()
     print("| row | wall ratio (median [min-max]) | CPU ratio | goal |")
     print("|---|---|---|---|")
-    print(ratio_line("index with the local model / (bare PyMuPDF words + raw WordLlama on the same chunks)",
-                     full_w, full_c, "<= 1.1x"))
+    print(
+        ratio_line(
+            "index with the local model / (bare PyMuPDF words + raw WordLlama on the same chunks)",
+            full_w,
+            full_c,
+            "<= 1.1x",
+        )
+    )
     print(ratio_line("embed phase alone / raw WordLlama on the same chunks", phase_w, phase_c, "<= 1.1x"))
     med = [statistics.median(x[k] for x in secs) for k in range(4)]
-    print(f"  wall seconds (median): index {med[0]:.3f} vs anchor {med[1]:.3f}; "
-          f"embed phase {med[2]:.3f} vs raw {med[3]:.3f}")
+    print(
+        f"  wall seconds (median): index {med[0]:.3f} vs anchor {med[1]:.3f}; "
+        f"embed phase {med[2]:.3f} vs raw {med[3]:.3f}"
+    )
 
     # re-saved PDF with identical text
     big = max(pdfs, key=lambda p: p.stat().st_size)
@@ -185,8 +193,10 @@ def main() -> None:
     os.replace(one / "tmp.pdf", one / big.name)
     _t, second, st = index_once(one, db, "local", embedder)
     st.close()
-    print(f"| PDF re-saved with identical text ({big.name}, {first['chunksWritten']} chunks): chunks re-embedded "
-          f"| {second['embedded']} (reused {second['reused']}) | 0 |")
+    print(
+        f"| PDF re-saved with identical text ({big.name}, {first['chunksWritten']} chunks): chunks re-embedded "
+        f"| {second['embedded']} (reused {second['reused']}) | 0 |"
+    )
 
     # unchanged `chunknav index` process (no model load when nothing needs embedding);
     # with BENCH_BEFORE=<other checkout>, its processes alternate with ours (pairs)
@@ -198,8 +208,9 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
         env.update(EMBED_PROVIDER="local", PYTHONPATH=str(tree), CHUNKNAV_ALLOWED_ROOTS=str(work))
         base = [sys.executable, "-m", "engine", "--db", str(work / f"cli-{name}" / "i.db")]
-        subprocess.run(base + ["collections", "add", "Bench", str(root)], check=True, env=env, cwd=tree,
-                       capture_output=True)
+        subprocess.run(
+            base + ["collections", "add", "Bench", str(root)], check=True, env=env, cwd=tree, capture_output=True
+        )
         subprocess.run(base + ["index"], check=True, env=env, cwd=tree, capture_output=True)
         cmds[name] = (base + ["index"], env, tree)
     walls: dict[str, list[float]] = {name: [] for name in trees}
@@ -209,8 +220,10 @@ def main() -> None:
             subprocess.run(cmd, env=env, cwd=tree, capture_output=True)
             walls[name].append(time.perf_counter() - t0)
     for name, w in walls.items():
-        print(f"| unchanged `chunknav index` process, local provider ({len(pdfs)} PDFs), {name} code "
-              f"({trees[name]}) | {statistics.median(w):.2f} s [{min(w):.2f}-{max(w):.2f}] | no model load |")
+        print(
+            f"| unchanged `chunknav index` process, local provider ({len(pdfs)} PDFs), {name} code "
+            f"({trees[name]}) | {statistics.median(w):.2f} s [{min(w):.2f}-{max(w):.2f}] | no model load |"
+        )
     if "before" in walls:
         r = [a / b for a, b in zip(walls["this"], walls["before"])]
         print(f"|   this / before, per pair | {fmt(r)} | < 1 |")

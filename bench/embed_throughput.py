@@ -36,7 +36,7 @@ BATCHES = (16, 32, 64, 512)
 
 def cut(text: str, limit: int) -> list[str]:
     step = SIZE - OVERLAP
-    out = [text[i:i + SIZE] for i in range(0, max(len(text) - OVERLAP, 1), step)]
+    out = [text[i : i + SIZE] for i in range(0, max(len(text) - OVERLAP, 1), step)]
     return [w for w in out if w.strip()][:limit]
 
 
@@ -68,8 +68,9 @@ def main() -> None:
 
     corpora = {
         "tinyshakespeare": cut((CORPUS / "text" / "tinyshakespeare-input.txt").read_text("utf-8"), args.windows),
-        "corpus PDFs (24 files)": [w for p in sorted((CORPUS / "pdf").glob("*.pdf"))
-                                   for w in cut(pdf_text(p.name), args.windows)][:args.windows],
+        "corpus PDFs (24 files)": [
+            w for p in sorted((CORPUS / "pdf").glob("*.pdf")) for w in cut(pdf_text(p.name), args.windows)
+        ][: args.windows],
         "tracemonkey (pdf)": cut(pdf_text("tracemonkey.pdf"), args.windows),
     }
     e_query = E.LocalEmbedder(query_memo=0)  # the same question 200 times: each one embedded
@@ -79,7 +80,8 @@ def main() -> None:
     print(f"model load: {load_s:.2f} s   query latency (best of 200): {q_ms:.2f} ms")
     print(f"windows: {SIZE} chars, overlap {OVERLAP}; chunks/s, best of {args.repeat}\n")
     header = f"{'corpus':24} {'windows':>7} {'tokens/win':>10} " + " ".join(
-        f"{'raw b=' + str(b):>10} {'eng b=' + str(b):>10}" for b in BATCHES)
+        f"{'raw b=' + str(b):>10} {'eng b=' + str(b):>10}" for b in BATCHES
+    )
     print(header)
     print("-" * len(header))
     for name, texts in corpora.items():

@@ -48,11 +48,11 @@ def main() -> None:
         for dpi in (150, 200, 300):
             s = best(lambda: extract(C / "edge/test_4090.pdf", ocr=OcrSettings("auto", "eng", dpi)), 1) / 5
             rows.append((f"PDF scan, OCR {dpi} dpi", "page", s))
-    rows.append(("EPUB (MuPDF layout)", "page",
-                 best(lambda: extract(C / "formats/test_open2.epub"), a.repeat) / 42))
+    rows.append(("EPUB (MuPDF layout)", "page", best(lambda: extract(C / "formats/test_open2.epub"), a.repeat) / 42))
     rows.append((".docx XML reader (test.docx)", "file", best(lambda: extract(C / "docx/test.docx"), a.repeat)))
-    rows.append(("HTML reader (visible-text.html)", "file",
-                 best(lambda: extract(C / "formats/visible-text.html"), a.repeat)))
+    rows.append(
+        ("HTML reader (visible-text.html)", "file", best(lambda: extract(C / "formats/visible-text.html"), a.repeat))
+    )
     with tempfile.TemporaryDirectory() as d:
         french = (C / "text/encodings/moliere-cp1252.txt").read_bytes().decode("cp1252")
         big = french * (1_000_000 // len(french))

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.retrieval_quality import open_engine  # noqa: E402
 from engine.tools.registry import call_tool  # noqa: E402
-from tests.eval_text import load_questions  # noqa: E402
+from tests.fixtures.eval_text import load_questions  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

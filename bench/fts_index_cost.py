@@ -40,8 +40,10 @@ def make_before(store: sqlite_store.SqliteStore) -> None:
     """Turn a fresh store's keyword index back into the pre-issue-13 one."""
     with store._write() as conn:
         conn.execute("DROP TABLE chunks_fts")
-        conn.execute("CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, "
-                     "tokenize='unicode61 remove_diacritics 2', content=\"chunks\")")
+        conn.execute(
+            "CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, "
+            "tokenize='unicode61 remove_diacritics 2', content=\"chunks\")"
+        )
         for t in ("chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui"):
             conn.execute(f"DROP TRIGGER {t}")
         conn.execute("DROP TABLE chunks_tri")
@@ -74,7 +76,7 @@ def main() -> None:
     runs: dict[str, list[tuple[float, float, int]]] = {"before": [], "after": []}
     index_once(root, False)  # warm the page cache and imports
     for r in range(REPEATS):
-        for variant in (("before", "after") if r % 2 == 0 else ("after", "before")):
+        for variant in ("before", "after") if r % 2 == 0 else ("after", "before"):
             runs[variant].append(index_once(root, variant == "before"))
     print(f"corpus {root}: {runs['after'][0][2]} chunks; best / median of {REPEATS} alternating runs")
     print(f"{'variant':>8} | {'wall best':>9} | {'wall med':>8} | {'cpu best':>8} | {'cpu med':>8}")
@@ -84,8 +86,10 @@ def main() -> None:
         stats[v] = (min(walls), statistics.median(walls), min(cpus), statistics.median(cpus))
         print(f"{v:>8} | {stats[v][0]:9.3f} | {stats[v][1]:8.3f} | {stats[v][2]:8.3f} | {stats[v][3]:8.3f}")
     b, a = stats["before"], stats["after"]
-    print(f"   ratio | {a[0] / b[0]:8.2f}x | {a[1] / b[1]:7.2f}x | {a[2] / b[2]:7.2f}x | {a[3] / b[3]:7.2f}x"
-          "  (after / before; target <= 1.25x)")
+    print(
+        f"   ratio | {a[0] / b[0]:8.2f}x | {a[1] / b[1]:7.2f}x | {a[2] / b[2]:7.2f}x | {a[3] / b[3]:7.2f}x"
+        "  (after / before; target <= 1.25x)"
+    )
 
 
 if __name__ == "__main__":

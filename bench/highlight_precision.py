@@ -18,7 +18,7 @@ extract it and cut it into chunks exactly as the indexer does (default size
 
 Prints one row per PDF and a total; exits 1 when a rectangle leaves 0..1 or
 a chunk word is not covered. ``measure`` is also used by
-tests/test_highlight_precision.py.
+tests/extract/test_highlight_precision.py.
 """
 
 from __future__ import annotations
@@ -94,8 +94,9 @@ def _own_area(boxes: np.ndarray, rect: tuple[float, float, float, float]) -> flo
     return (total + cur_hi - cur_lo) * h
 
 
-def measure(path: Path, password: str | None = None, size: int = 1000, overlap: int = 150,
-            name: str | None = None) -> FileReport:
+def measure(
+    path: Path, password: str | None = None, size: int = 1000, overlap: int = 150, name: str | None = None
+) -> FileReport:
     """Precision, foreign words and coverage of one PDF's chunks (module docstring).
 
     Raises:
@@ -127,14 +128,17 @@ def measure(path: Path, password: str | None = None, size: int = 1000, overlap: 
                     report.out_of_bounds += 1
                 report.rect_area += r.w * r.h
                 report.own_area += _own_area(own, rt)
-                covered |= ((own[:, 0] >= r.x - TOL) & (own[:, 1] >= r.y - TOL)
-                            & (own[:, 0] + own[:, 2] <= r.x + r.w + TOL)
-                            & (own[:, 1] + own[:, 3] <= r.y + r.h + TOL))
+                covered |= (
+                    (own[:, 0] >= r.x - TOL)
+                    & (own[:, 1] >= r.y - TOL)
+                    & (own[:, 0] + own[:, 2] <= r.x + r.w + TOL)
+                    & (own[:, 1] + own[:, 3] <= r.y + r.h + TOL)
+                )
                 ob = boxes[others]
                 cx, cy = ob[:, 0] + ob[:, 2] / 2, ob[:, 1] + ob[:, 3] / 2
                 inside = (cx > r.x) & (cx < r.x + r.w) & (cy > r.y) & (cy < r.y + r.h)
                 for j in others[inside].tolist():
-                    report.foreign.append((win.chunk_index, region.page, text[starts[j]:ends[j]]))
+                    report.foreign.append((win.chunk_index, region.page, text[starts[j] : ends[j]]))
             ob = boxes[others]
             cx, cy = ob[:, 0] + ob[:, 2] / 2, ob[:, 1] + ob[:, 3] / 2
             report.bbox_foreign += int(((cx > b.x) & (cx < b.x + b.w) & (cy > b.y) & (cy < b.y + b.h)).sum())
@@ -156,8 +160,10 @@ def main(argv: list[str]) -> int:
             rows.append(measure(path, password, name=str(path.relative_to(corpus))))
         except ChunknavError as e:
             print(f"# skipped {path.relative_to(corpus)}: {e}")
-    head = (f"{'file':48} {'chunks':>6} {'rects':>6} {'precision':>9} {'bbox prec':>9} {'ratio':>6} "
-            f"{'foreign':>7} {'bbox for.':>9} {'coverage':>8} {'oob':>4}")
+    head = (
+        f"{'file':48} {'chunks':>6} {'rects':>6} {'precision':>9} {'bbox prec':>9} {'ratio':>6} "
+        f"{'foreign':>7} {'bbox for.':>9} {'coverage':>8} {'oob':>4}"
+    )
     print(head)
     print("-" * len(head))
     tot = FileReport("TOTAL")
@@ -165,20 +171,36 @@ def main(argv: list[str]) -> int:
         if not r.chunks:
             continue
         ratio = r.precision / r.bbox_precision if r.bbox_precision else float("nan")
-        print(f"{r.file:48} {r.chunks:6d} {r.rects:6d} {r.precision:9.3f} {r.bbox_precision:9.3f} "
-              f"{ratio:5.2f}x {len(r.foreign):7d} {r.bbox_foreign:9d} {r.coverage:8.4f} {r.out_of_bounds:4d}")
-        for k in ("chunks", "rects", "own_area", "rect_area", "bbox_own_area", "bbox_area",
-                  "chunk_words", "covered_words", "out_of_bounds", "bbox_foreign"):
+        print(
+            f"{r.file:48} {r.chunks:6d} {r.rects:6d} {r.precision:9.3f} {r.bbox_precision:9.3f} "
+            f"{ratio:5.2f}x {len(r.foreign):7d} {r.bbox_foreign:9d} {r.coverage:8.4f} {r.out_of_bounds:4d}"
+        )
+        for k in (
+            "chunks",
+            "rects",
+            "own_area",
+            "rect_area",
+            "bbox_own_area",
+            "bbox_area",
+            "chunk_words",
+            "covered_words",
+            "out_of_bounds",
+            "bbox_foreign",
+        ):
             setattr(tot, k, getattr(tot, k) + getattr(r, k))
         tot.foreign += [(c, p, f"{r.file}: {w}") for c, p, w in r.foreign]
     print("-" * len(head))
     ratio = tot.precision / tot.bbox_precision
-    print(f"{'TOTAL (area-weighted)':48} {tot.chunks:6d} {tot.rects:6d} {tot.precision:9.3f} "
-          f"{tot.bbox_precision:9.3f} {ratio:5.2f}x {len(tot.foreign):7d} {tot.bbox_foreign:9d} {tot.coverage:8.4f} "
-          f"{tot.out_of_bounds:4d}")
-    print("precision: own words' line-height area / drawn area; bbox prec: the same for the union "
-          "bbox (the seed's one-box highlight, anchor); ratio = precision / bbox prec;\n"
-          "foreign: other chunks' words (centre) inside a drawn rect; bbox for.: the same inside the union bbox")
+    print(
+        f"{'TOTAL (area-weighted)':48} {tot.chunks:6d} {tot.rects:6d} {tot.precision:9.3f} "
+        f"{tot.bbox_precision:9.3f} {ratio:5.2f}x {len(tot.foreign):7d} {tot.bbox_foreign:9d} {tot.coverage:8.4f} "
+        f"{tot.out_of_bounds:4d}"
+    )
+    print(
+        "precision: own words' line-height area / drawn area; bbox prec: the same for the union "
+        "bbox (the seed's one-box highlight, anchor); ratio = precision / bbox prec;\n"
+        "foreign: other chunks' words (centre) inside a drawn rect; bbox for.: the same inside the union bbox"
+    )
     if tot.foreign:
         print(f"\nforeign words ({len(tot.foreign)}): chunk, page, word")
         for c, p, w in tot.foreign[:80]:

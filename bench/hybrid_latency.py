@@ -49,7 +49,7 @@ from engine.chunk import chunk_id  # noqa: E402
 from engine.config import Settings  # noqa: E402
 from engine.values import Chunk, Document  # noqa: E402
 from engine.tools.registry import Engine  # noqa: E402
-from tests.eval_text import CORPUS, corpus_windows, load_questions  # noqa: E402
+from tests.fixtures.eval_text import CORPUS, corpus_windows, load_questions  # noqa: E402
 
 PER_FILE = 50
 COLLECTIONS = 20
@@ -75,8 +75,11 @@ def build(engine: Engine, n: int, model: str) -> str:
             for k, t in enumerate(texts):
                 chunks.append(Chunk(coll, fp, k, chunk_id(h, t), h, pos, pos + len(t), t))
                 pos += len(t)
-            store.replace_document(Document(coll, fp, h, "bench", "txt", "indexed", chunk_count=len(chunks),
-                                            text_length=pos), "".join(texts), chunks)
+            store.replace_document(
+                Document(coll, fp, h, "bench", "txt", "indexed", chunk_count=len(chunks), text_length=pos),
+                "".join(texts),
+                chunks,
+            )
             v = rng.standard_normal((len(chunks), DIM), dtype=np.float32)
             v /= np.linalg.norm(v, axis=1, keepdims=True)
             store.add_vectors(model, [c.chunk_id for c in chunks], v)
@@ -84,6 +87,7 @@ def build(engine: Engine, n: int, model: str) -> str:
             f += 1
     for i in range(COLLECTIONS):
         from engine.values import Collection
+
         store.add_collection(Collection(f"Bench/C{i:02d}", str(CORPUS), None))
     from engine.store.sqlite.keyword import fts_segments
 
@@ -102,8 +106,6 @@ def pct(xs: list[float]) -> tuple[float, float]:
     return float(np.percentile(a, 50)), float(np.percentile(a, 95))
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
     """Build, measure, print the table; returns 0."""
     import os
@@ -116,15 +118,22 @@ def main(argv: list[str] | None = None) -> int:
     chosen = search_mod._HYBRID_CHOICE
     # hybrid = what the engine does (its own timed choice); the two forced variants are
     # timed beside it: one after the other, and keyword thread + shared scan blocks
-    variants = {"vector": ("vector", None), "keyword": ("keyword", None), "hybrid": ("hybrid", chosen),
-                "hybrid 1-by-1": ("hybrid", FixedChoice(1)), "hybrid shared": ("hybrid", FixedChoice(2))}
+    variants = {
+        "vector": ("vector", None),
+        "keyword": ("keyword", None),
+        "hybrid": ("hybrid", chosen),
+        "hybrid 1-by-1": ("hybrid", FixedChoice(1)),
+        "hybrid shared": ("hybrid", FixedChoice(2)),
+    }
     try:
         engine = Engine(Settings(db=str(work / "index.db"), embed_provider="local").validate())
         model = engine.search.embedder().model
         t0 = time.perf_counter()
         tidy = build(engine, n, model)
-        print(f"built {n:,} chunks in {time.perf_counter() - t0:.1f} s; {tidy}; load average {os.getloadavg()}",
-              flush=True)
+        print(
+            f"built {n:,} chunks in {time.perf_counter() - t0:.1f} s; {tidy}; load average {os.getloadavg()}",
+            flush=True,
+        )
         questions = [q["query"] for q in load_questions()]
         names = list(variants)
         lists_off = "--no-term-lists" in sys.argv[1:]
@@ -143,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         search_mod._HYBRID_CHOICE = chosen
         first: dict[str, list[float]] = {"vector": [], "hybrid": []}
         for i, q in enumerate(questions[3:]):
-            for mode in (("hybrid", "vector") if i % 2 == 0 else ("vector", "hybrid")):
+            for mode in ("hybrid", "vector") if i % 2 == 0 else ("vector", "hybrid"):
                 t = time.perf_counter()
                 out = engine.search.search(q, "*", 10, mode)
                 first[mode].append(time.perf_counter() - t)
@@ -155,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu: dict[str, float] = {m: 0.0 for m in names}
         for rep in range(2):
             for q in questions:
-                for name in (names if rep % 2 == 0 else names[::-1]):
+                for name in names if rep % 2 == 0 else names[::-1]:
                     mode, choice = variants[name]
                     search_mod._HYBRID_CHOICE = choice or chosen
                     c = time.process_time()
@@ -167,15 +176,22 @@ def main(argv: list[str] | None = None) -> int:
         search_mod._HYBRID_CHOICE = chosen
         store = engine.store
         lists = getattr(store, "_df_cache", {}).get("term_lists")
-        kept = (f"per-term lists: {lists.size:,} postings of {len(lists._lists)} terms kept, "
-                f"{lists.fetched} fetched, {lists.used} passes answered from them") if lists else \
-            "per-term lists: none" + (" (--no-term-lists)" if lists_off else "")
+        kept = (
+            (
+                f"per-term lists: {lists.size:,} postings of {len(lists._lists)} terms kept, "
+                f"{lists.fetched} fetched, {lists.used} passes answered from them"
+            )
+            if lists
+            else "per-term lists: none" + (" (--no-term-lists)" if lists_off else "")
+        )
         engine.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     fv, fh = pct(first["vector"]), pct(first["hybrid"])
-    print(f"\n1. each question asked for the first time ({len(first['hybrid'])} questions; the term lists hold "
-          "what the questions before it left)")
+    print(
+        f"\n1. each question asked for the first time ({len(first['hybrid'])} questions; the term lists hold "
+        "what the questions before it left)"
+    )
     print(f"{'mode':>14} | {'p50 ms':>8} | {'p95 ms':>8} | {'p50 / vector p50':>16}")
     for name, (p50, p95) in (("vector", fv), ("hybrid", fh)):
         print(f"{name:>14} | {p50:8.2f} | {p95:8.2f} | {p50 / fv[0]:15.2f}x")
@@ -184,17 +200,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'mode':>14} | {'p50 ms':>8} | {'p95 ms':>8} | {'p50 / vector p50':>16} | {'CPU ms/query':>12}")
     for name in names:
         p50, p95 = pct(times[name])
-        print(f"{name:>14} | {p50:8.2f} | {p95:8.2f} | {p50 / vec[0]:15.2f}x | {cpu[name] / len(times[name]) * 1000:12.2f}")
+        print(
+            f"{name:>14} | {p50:8.2f} | {p95:8.2f} | {p50 / vec[0]:15.2f}x | {cpu[name] / len(times[name]) * 1000:12.2f}"
+        )
     print(kept)
     import engine.store.threads as blas
 
     per_row = {k: (f"{v * 1e9:.1f} ns/row" if v else "untimed") for k, v in chosen.per_row_s.items()}
     blas_row = {k: (f"{v * 1e9:.1f} ns/row" if v else "untimed") for k, v in blas._choice.per_row_s.items()}
-    print(f"({n:,} chunks, {len(questions)} evaluation questions x 2, limit 10, scope '*', local model "
-          "embeds each query; target hybrid p50 <= 1.5x vector p50;\n hybrid = the engine's timed choice "
-          f"(1 = one list after the other, 2 = keyword thread + shared scan: {per_row});\n the vector scan's "
-          f"BLAS threads (engine.store.threads): {blas_row}; load average "
-          f"{os.getloadavg()})")
+    print(
+        f"({n:,} chunks, {len(questions)} evaluation questions x 2, limit 10, scope '*', local model "
+        "embeds each query; target hybrid p50 <= 1.5x vector p50;\n hybrid = the engine's timed choice "
+        f"(1 = one list after the other, 2 = keyword thread + shared scan: {per_row});\n the vector scan's "
+        f"BLAS threads (engine.store.threads): {blas_row}; load average "
+        f"{os.getloadavg()})"
+    )
     return 0
 
 

@@ -34,10 +34,18 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 QUESTIONS = [
-    "who speaks of the quality of mercy", "a king who divides his kingdom", "the ghost on the battlements",
-    "lovers from two feuding houses", "a storm at sea and a shipwreck", "jealousy and a lost handkerchief",
-    "the murder of a king in his sleep", "a fool who tells the truth", "a play within a play",
-    "banished to the forest", "a merchant and a pound of flesh", "witches and a prophecy",
+    "who speaks of the quality of mercy",
+    "a king who divides his kingdom",
+    "the ghost on the battlements",
+    "lovers from two feuding houses",
+    "a storm at sea and a shipwreck",
+    "jealousy and a lost handkerchief",
+    "the murder of a king in his sleep",
+    "a fool who tells the truth",
+    "a play within a play",
+    "banished to the forest",
+    "a merchant and a pound of flesh",
+    "witches and a prophecy",
 ]
 
 
@@ -58,7 +66,9 @@ def child(db: str, gap: float, queries: int, int8_rows: int | None = None) -> No
             time.sleep(gap)
             q = QUESTIONS[i % len(QUESTIONS)]
             t = time.perf_counter()
-            env = call_tool(eng, "search_chunks", {"query": f"namespace:Org scope:subtree {q}", "mode": mode, "limit": 10})
+            env = call_tool(
+                eng, "search_chunks", {"query": f"namespace:Org scope:subtree {q}", "mode": mode, "limit": 10}
+            )
             ts.append(time.perf_counter() - t)
             assert env.get("count") == 10, env
         out[mode] = ts
@@ -73,8 +83,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--timeouts", default="4,28", help="OPENBLAS_THREAD_TIMEOUT values; the last is the anchor")
-    ap.add_argument("--int8-min-rows", type=int, default=None,
-                    help="vector_int8_min_rows of the searching processes (default: the engine's)")
+    ap.add_argument(
+        "--int8-min-rows",
+        type=int,
+        default=None,
+        help="vector_int8_min_rows of the searching processes (default: the engine's)",
+    )
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -94,24 +108,39 @@ def main() -> None:
             for to in timeouts:
                 env = {**os.environ, "OPENBLAS_THREAD_TIMEOUT": to}
                 rows = [] if args.int8_min_rows is None else ["--int8-min-rows", str(args.int8_min_rows)]
-                p = subprocess.run([sys.executable, __file__, "--child", db, str(gap), str(args.queries), *rows],
-                                   env=env, capture_output=True, text=True, check=True)
+                p = subprocess.run(
+                    [sys.executable, __file__, "--child", db, str(gap), str(args.queries), *rows],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 for mode, ts in json.loads(p.stdout.strip().splitlines()[-1]).items():
                     res.setdefault((mode, gap, to), []).extend(ts)
     anchor = timeouts[-1]
     from engine.config import Settings
 
     int8_rows = Settings().vector_int8_min_rows if args.int8_min_rows is None else args.int8_min_rows
-    print(f"bench/idle_gap.py: {args.n:,} vectors (int8 scan from {int8_rows:,} rows), "
-          f"{args.queries} queries x {args.rounds} rounds per cell, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'mode':8} {'gap s':>6} " + " ".join(f"{'TO=' + t + ' ms':>11}" for t in timeouts)
-          + "   " + " ".join(f"{'TO=' + t + '/' + anchor:>9}" for t in timeouts[:-1]))
+    print(
+        f"bench/idle_gap.py: {args.n:,} vectors (int8 scan from {int8_rows:,} rows), "
+        f"{args.queries} queries x {args.rounds} rounds per cell, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    print(
+        f"{'mode':8} {'gap s':>6} "
+        + " ".join(f"{'TO=' + t + ' ms':>11}" for t in timeouts)
+        + "   "
+        + " ".join(f"{'TO=' + t + '/' + anchor:>9}" for t in timeouts[:-1])
+    )
     for mode in ("vector", "hybrid"):
         for gap in gaps:
             meds = [statistics.median(res[(mode, gap, t)]) * 1000 for t in timeouts]
-            print(f"{mode:8} {gap:6.2f} " + " ".join(f"{m:11.2f}" for m in meds) + "   "
-                  + " ".join(f"{m / meds[-1]:8.2f}x" for m in meds[:-1]))
+            print(
+                f"{mode:8} {gap:6.2f} "
+                + " ".join(f"{m:11.2f}" for m in meds)
+                + "   "
+                + " ".join(f"{m / meds[-1]:8.2f}x" for m in meds[:-1])
+            )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ numpy, PyMuPDF and SQLite loaded; the fixed cost). Target (issue 10): a 200 MB
 text file indexes under 1.5 GB peak RSS.
 
 ``--hostile`` adds the run over the hostile folder of the tests
-(``tests/hostile.py``: 60+ hostile entries next to healthy files).
+(``tests/fixtures/hostile.py``: 60+ hostile entries next to healthy files).
 """
 
 from __future__ import annotations
@@ -51,8 +51,10 @@ print(json.dumps({{"seconds": time.perf_counter() - t0, "counts": summary.get("c
 
 def write_text(path: Path, mib: int) -> None:
     """A prose-like UTF-8 text file of ``mib`` MiB (lines of words, a few non-ASCII)."""
-    line = ("The quick brown fox jumps over the lazy dog near the river bank; "
-            "café, naïve, Straße and 東京 appear now and then. ").encode("utf-8") * 4 + b"\n"
+    line = (
+        "The quick brown fox jumps over the lazy dog near the river bank; "
+        "café, naïve, Straße and 東京 appear now and then. "
+    ).encode("utf-8") * 4 + b"\n"
     block = line * ((1 << 20) // len(line) + 1)
     block = block[: 1 << 20]
     with open(path, "wb") as f:
@@ -60,15 +62,17 @@ def write_text(path: Path, mib: int) -> None:
             f.write(block)
 
 
-def run_child(root: Path, db: Path, prefix: list[str] | None = None,
-              env: dict[str, str] | None = None) -> tuple[float, dict]:
+def run_child(
+    root: Path, db: Path, prefix: list[str] | None = None, env: dict[str, str] | None = None
+) -> tuple[float, dict]:
     """Index ``root`` in a child process (``prefix``: e.g. setpriv); returns
     (peak RSS MiB, the child's JSON line)."""
     code = _CHILD.format(repo=str(REPO), db=str(db), root=str(root))
     child_env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
     child_env.update(env or {})
-    proc = subprocess.Popen([*(prefix or []), sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            env=child_env)
+    proc = subprocess.Popen(
+        [*(prefix or []), sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=child_env
+    )
     out, _ = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"child failed with {proc.returncode}")
@@ -93,13 +97,19 @@ def main() -> int:
         cases.append((f"text {args.anchor_mb} MiB (anchor)", anchor, [], {}))
         if args.hostile:
             sys.path.insert(0, str(REPO))
-            from tests.hostile import DROP_CAPS, build_hostile_folder
+            from tests.fixtures.hostile import DROP_CAPS, build_hostile_folder
 
             hostile = t / "hostile"
             build_hostile_folder(hostile)
             # the limits the tests use, and root's permission bypass dropped
-            cases.append(("hostile folder (setpriv)" if DROP_CAPS else "hostile folder", hostile, DROP_CAPS,
-                          {"CHUNKNAV_MAX_FILE_BYTES": str(1 << 20), "CHUNKNAV_MAX_DOCX_PART_BYTES": str(1 << 20)}))
+            cases.append(
+                (
+                    "hostile folder (setpriv)" if DROP_CAPS else "hostile folder",
+                    hostile,
+                    DROP_CAPS,
+                    {"CHUNKNAV_MAX_FILE_BYTES": str(1 << 20), "CHUNKNAV_MAX_DOCX_PART_BYTES": str(1 << 20)},
+                )
+            )
             os.chmod(t, 0o755)
         big = t / "big"
         big.mkdir()
@@ -110,18 +120,22 @@ def main() -> int:
             peak, info = run_child(root, t / f"index{i}.db", prefix, env)
             rows.append((name, peak, time.perf_counter() - t0, info))
         if args.hostile:
-            from tests.hostile import restore_permissions
+            from tests.fixtures.hostile import restore_permissions
 
             restore_permissions(hostile)
     anchor_peak = rows[0][1]
     print(f"{'case':<28} {'peak RSS MiB':>12} {'x anchor':>9} {'seconds':>8}  result")
     for name, peak, secs, info in rows:
-        print(f"{name:<28} {peak:>12.0f} {peak / anchor_peak:>9.2f} {secs:>8.1f}  "
-              f"indexed {info['indexed']}, chunks {info['chunks']}, counts {info['counts']}")
+        print(
+            f"{name:<28} {peak:>12.0f} {peak / anchor_peak:>9.2f} {secs:>8.1f}  "
+            f"indexed {info['indexed']}, chunks {info['chunks']}, counts {info['counts']}"
+        )
     big_peak = rows[-1][1]
     limit_mib = 1.5e9 / (1 << 20)
-    print(f"target: {args.mb} MiB text under {limit_mib:.0f} MiB peak RSS: "
-          f"{'met' if big_peak < limit_mib else 'NOT met'} ({big_peak:.0f} MiB)")
+    print(
+        f"target: {args.mb} MiB text under {limit_mib:.0f} MiB peak RSS: "
+        f"{'met' if big_peak < limit_mib else 'NOT met'} ({big_peak:.0f} MiB)"
+    )
     return 0 if big_peak < limit_mib else 1
 
 

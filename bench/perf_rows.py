@@ -84,8 +84,10 @@ def med(xs: list[float]) -> float:
 def row(label: str, a: list[float], b: list[float], unit: float = 1000.0, goal: str = "") -> None:
     """Print medians of A and B (ms by default) and the per-pair ratio A/B: median [min-max]."""
     r = [x / y for x, y in zip(a, b)]
-    print(f"  {label:46} {med(a) * unit:9.3f} {med(b) * unit:9.3f}   {med(r):6.2f}x [{min(r):.2f}-{max(r):.2f}]"
-          f"  {goal}", flush=True)
+    print(
+        f"  {label:46} {med(a) * unit:9.3f} {med(b) * unit:9.3f}   {med(r):6.2f}x [{min(r):.2f}-{max(r):.2f}]  {goal}",
+        flush=True,
+    )
 
 
 def header(title: str, a: str, b: str, unit: str = "ms") -> None:
@@ -134,7 +136,7 @@ def build_vectors(path: str, n: int, rng: np.random.Generator, with_vectors: boo
     collection names, largest first.
     """
     text = (CORPUS / "text" / "tinyshakespeare-input.txt").read_text("utf-8")
-    wins = [text[i:i + 1000] for i in range(0, len(text) - 1000, 850)]
+    wins = [text[i : i + 1000] for i in range(0, len(text) - 1000, 850)]
     weights = 1.0 / np.arange(1, COLLECTIONS + 1)
     counts = np.floor(weights / weights.sum() * n).astype(int)
     counts[0] += n - counts.sum()
@@ -156,13 +158,18 @@ def build_vectors(path: str, n: int, rng: np.random.Generator, with_vectors: boo
             conn.executemany(
                 'INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, start, "end", '
                 "chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1000, ?, 0)",
-                ((name, f"f{(i + k) // 50}.txt", (i + k) % 50, ids[k], "h", wins[(i + k) % len(wins)])
-                 for k in range(m)))
+                (
+                    (name, f"f{(i + k) // 50}.txt", (i + k) % 50, ids[k], "h", wins[(i + k) % len(wins)])
+                    for k in range(m)
+                ),
+            )
             if with_vectors:
                 v = centres[rng.integers(0, len(centres), m)] + 0.8 * rng.standard_normal((m, DIM), dtype=np.float32)
                 v /= np.linalg.norm(v, axis=1, keepdims=True)
-                conn.executemany("INSERT INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, ?, ?, ?, 0)",
-                                 ((ids[k], MODEL, DIM, v[k].tobytes()) for k in range(m)))
+                conn.executemany(
+                    "INSERT INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, ?, ?, ?, 0)",
+                    ((ids[k], MODEL, DIM, v[k].tobytes()) for k in range(m)),
+                )
             i += m
     conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text FROM chunks")
     conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
@@ -247,6 +254,7 @@ def bench_search(args, work: Path, n: int) -> None:
         def b(q):
             with threads(n_threads):
                 bound_fn(m, qvs[q[cut:]])
+
         return b
 
     def tool_call(q):
@@ -306,8 +314,11 @@ def bench_load(args, work: Path, n: int) -> None:
     else:
         names = [f"Org/C{i:02d}" for i in range(COLLECTIONS)]
     store = SqliteStore(path)
-    matrix = np.array(np.fromfile(path + f".{MODEL}.f32", np.float32).reshape(n, DIM)) if Path(
-        path + f".{MODEL}.f32").exists() else None
+    matrix = (
+        np.array(np.fromfile(path + f".{MODEL}.f32", np.float32).reshape(n, DIM))
+        if Path(path + f".{MODEL}.f32").exists()
+        else None
+    )
     qs = rng.standard_normal((30, DIM), dtype=np.float32)
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
     store.search_vectors(MODEL, qs[0], None, 10)
@@ -321,8 +332,13 @@ def bench_load(args, work: Path, n: int) -> None:
     with Busy():
         header(f"searches at {n:,} vectors while a busy loop holds one core", "A", "B")
         for label, scope in scopes.items():
-            sub = matrix if scope is None else np.ascontiguousarray(
-                matrix[occ.matrix_row[np.isin(occ.collection_code, [occ.codes[c] for c in scope])]])
+            sub = (
+                matrix
+                if scope is None
+                else np.ascontiguousarray(
+                    matrix[occ.matrix_row[np.isin(occ.collection_code, [occ.codes[c] for c in scope])]]
+                )
+            )
             store.search_vectors(MODEL, qs[0], scope, 10)
 
             def b1(q):
@@ -330,9 +346,15 @@ def bench_load(args, work: Path, n: int) -> None:
                     bound_fn(sub, q)
 
             # One BLAS thread is the bound with a core taken (two are 10-30x slower then).
-            a, scan, b = alternate([lambda q: store.search_vectors(MODEL, q, scope, 10),
-                                    lambda q: top_occurrences(m, occ, q, scope, 10), b1],
-                                   list(qs), args.pairs)
+            a, scan, b = alternate(
+                [
+                    lambda q: store.search_vectors(MODEL, q, scope, 10),
+                    lambda q: top_occurrences(m, occ, q, scope, 10),
+                    b1,
+                ],
+                list(qs),
+                args.pairs,
+            )
             row(f"search_vectors {label} ({len(sub):,} rows) / bound", a, b, goal="(goal <= 1.5x)")
             row("  its scan alone (top_occurrences) / bound", scan, b)
             if label == "3 small collections":
@@ -341,8 +363,15 @@ def bench_load(args, work: Path, n: int) -> None:
                 # for the first time (one pass, the same alternation).
                 fresh = rng.standard_normal((150, DIM), dtype=np.float32)
                 fresh /= np.linalg.norm(fresh, axis=1, keepdims=True)
-                a1, _, b1_ = alternate([lambda q: store.search_vectors(MODEL, q, scope, 10),
-                                        lambda q: top_occurrences(m, occ, q, scope, 10), b1], list(fresh), 1)
+                a1, _, b1_ = alternate(
+                    [
+                        lambda q: store.search_vectors(MODEL, q, scope, 10),
+                        lambda q: top_occurrences(m, occ, q, scope, 10),
+                        b1,
+                    ],
+                    list(fresh),
+                    1,
+                )
                 row("  the same, 150 new queries (rows fetched first)", a1, b1_)
     store.close()
 
@@ -379,30 +408,38 @@ def hundred_files(dest: Path) -> None:
     left = 100 - n
     step = len(text) // left
     for i in range(left):
-        (dest / f"piece-{i:03d}.txt").write_text(text[i * step:(i + 1) * step], "utf-8")
+        (dest / f"piece-{i:03d}.txt").write_text(text[i * step : (i + 1) * step], "utf-8")
 
 
 def bench_start(args, work: Path) -> None:
     # An installed chunknav has its bytecode compiled (pip does it); this worktree may
     # not (PYTHONDONTWRITEBYTECODE=1 here): compile engine/ once, as an install would.
-    subprocess.run([PY, "-m", "compileall", "-q", str(REPO / "engine")], check=True,
-                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""}, stdout=subprocess.DEVNULL)
-    print(f"\n(engine/ bytecode compiled, as in an installed package; PYTHONDONTWRITEBYTECODE="
-          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
+    subprocess.run(
+        [PY, "-m", "compileall", "-q", str(REPO / "engine")],
+        check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+        stdout=subprocess.DEVNULL,
+    )
+    print(
+        f"\n(engine/ bytecode compiled, as in an installed package; PYTHONDONTWRITEBYTECODE="
+        f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
+    )
     db = str(work / "start.db")
     env = clean_env(db)
     root = work / "hundred"
     hundred_files(root)
     chunknav = str(BIN / "chunknav")
-    subprocess.run([chunknav, "collections", "add", "Hundred", str(root)], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [chunknav, "collections", "add", "Hundred", str(root)], env=env, check=True, stdout=subprocess.DEVNULL
+    )
     bare, imp, getc, first, again = [], [], [], [], []
     cpu: dict[str, list[float]] = {k: [] for k in ("bare", "imp", "getc", "first", "again")}
     for i in range(args.pairs):
         d = str(work / f"start-{i}.db")
         e = clean_env(d)
-        subprocess.run([chunknav, "collections", "add", "Hundred", str(root)], env=e, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [chunknav, "collections", "add", "Hundred", str(root)], env=e, check=True, stdout=subprocess.DEVNULL
+        )
         first.append(run_s([chunknav, "index"], e, cpu=cpu["first"]))
         again.append(run_s([chunknav, "index"], e, cpu=cpu["again"]))
         bare.append(run_s([PY, "-c", "pass"], e, cpu=cpu["bare"]))
@@ -462,8 +499,7 @@ def bench_extract(args, work: Path) -> None:
             fn()
             clocks[key].append((time.perf_counter() - t, cpu_all() - c))
     os.environ.pop("CHUNKNAV_EXTRACT_WORKERS", None)
-    header(f"index without embedding ({len(pdfs)} PDFs) vs bare single-process PyMuPDF words", "A", "B",
-           unit="ms")
+    header(f"index without embedding ({len(pdfs)} PDFs) vs bare single-process PyMuPDF words", "A", "B", unit="ms")
     w = {k: [x[0] for x in v] for k, v in clocks.items()}
     c = {k: [x[1] for x in v] for k, v in clocks.items()}
     row("workers=1 wall / bare wall", w["w1"], w["bare"])
@@ -512,8 +548,11 @@ print(time.perf_counter() - t1)
 
 
 def child_first_search(path: str) -> float:
-    return float(subprocess.run([PY, "-c", _CHILD, path, str(REPO)], check=True, capture_output=True,
-                                text=True).stdout.split()[-1])
+    return float(
+        subprocess.run([PY, "-c", _CHILD, path, str(REPO)], check=True, capture_output=True, text=True).stdout.split()[
+            -1
+        ]
+    )
 
 
 def bench_first(args, work: Path, n: int, pairs: int) -> None:
@@ -534,8 +573,13 @@ def bench_first(args, work: Path, n: int, pairs: int) -> None:
         for f in [x for x in Path(work).glob(f"first{n}-{i}.db*") if x.is_file()]:
             f.unlink()
     header(f"first search in a new process after a fresh index, {n:,} vectors", "A", "B", unit="s")
-    row("first after index / warm new process", first, warm, unit=1,
-        goal=f"(goal: A <= 1.5 s at 1M; embed pass in the index run took {med(index_s):.1f} s)")
+    row(
+        "first after index / warm new process",
+        first,
+        warm,
+        unit=1,
+        goal=f"(goal: A <= 1.5 s at 1M; embed pass in the index run took {med(index_s):.1f} s)",
+    )
 
 
 # ---------------------------------------------------------------------------- memory
@@ -564,12 +608,18 @@ def bench_memory(args, work: Path) -> None:
         (root / f"s{i:03d}.txt").write_text(f"copy {i}\n" + text, "utf-8")
     print(f"\npeak RSS of indexing (load average {loadavg()})")
     for provider in ("none", "local"):
-        out = subprocess.run([PY, "-c", _MEM_CHILD, str(REPO), str(work / f"mem-{provider}.db"), str(root),
-                              provider], check=True, capture_output=True, text=True,
-                             env=clean_env(str(work / "x.db"))).stdout.split()
+        out = subprocess.run(
+            [PY, "-c", _MEM_CHILD, str(REPO), str(work / f"mem-{provider}.db"), str(root), provider],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=clean_env(str(work / "x.db")),
+        ).stdout.split()
         chunks, embedded, kb = int(out[0]), int(out[1]), int(out[2])
-        print(f"  provider {provider:5}: {chunks:,} chunks, {embedded:,} embedded, peak RSS {kb / 1024:.0f} MB "
-              f"({kb * 1024 / max(chunks, 1) / 1024:.1f} KB per chunk)")
+        print(
+            f"  provider {provider:5}: {chunks:,} chunks, {embedded:,} embedded, peak RSS {kb / 1024:.0f} MB "
+            f"({kb * 1024 / max(chunks, 1) / 1024:.1f} KB per chunk)"
+        )
 
 
 def main() -> None:

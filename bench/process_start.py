@@ -68,8 +68,12 @@ def main() -> None:
     if args.base is not None:
         sides["base"] = args.base.resolve()
     for tree in [REPO] + [t for t in sides.values() if t is not None]:
-        subprocess.run([PY, "-m", "compileall", "-q", str(tree / "engine")], check=True,
-                       env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""}, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [PY, "-m", "compileall", "-q", str(tree / "engine")],
+            check=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+            stdout=subprocess.DEVNULL,
+        )
     work = Path(tempfile.mkdtemp(prefix="chunknav-start-"))
     try:
         root = work / "hundred"
@@ -77,11 +81,18 @@ def main() -> None:
         chunknav = str(BIN / "chunknav")
         envs = {name: side_env(work, name, tree) for name, tree in sides.items()}
         for name, env in envs.items():
-            which = subprocess.run([PY, "-c", "import engine; print(engine.__file__)"], env=env, cwd=work,
-                                   check=True, capture_output=True, text=True).stdout.strip()
+            which = subprocess.run(
+                [PY, "-c", "import engine; print(engine.__file__)"],
+                env=env,
+                cwd=work,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
             print(f"{name}: engine from {which}")
-            subprocess.run([chunknav, "collections", "add", "Hundred", str(root)], env=env, check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [chunknav, "collections", "add", "Hundred", str(root)], env=env, check=True, stdout=subprocess.DEVNULL
+            )
             subprocess.run([chunknav, "index"], env=env, check=True, stdout=subprocess.DEVNULL)  # the first index
         rows = {
             "python -c pass": [PY, "-c", "pass"],
@@ -101,7 +112,7 @@ def main() -> None:
         if "base" in sides:
             head += f" | {'base cpu':>8} {'base wall':>9} {'this/base cpu':>13} {'wall':>6}"
         print(head)
-        anchor = {name: med([c for c, _ in got[(name, 'python -c pass')]]) for name in sides}
+        anchor = {name: med([c for c, _ in got[(name, "python -c pass")]]) for name in sides}
         for label in rows:
             cpu, wall = med([c for c, _ in got[("this", label)]]), med([w for _, w in got[("this", label)]])
             line = f"  {label:40} {cpu * 1e3:8.1f} {wall * 1e3:8.1f} {(cpu - anchor['this']) * 1e3:10.1f}"

@@ -35,13 +35,17 @@ _SUFFIXES = (".py", ".md", ".rst", ".txt", ".html", ".pyi")
 
 def sources() -> list[Path]:
     """Text files, sorted, each under 2 MB."""
-    roots = [REPO / "tests" / "corpus" / "text", Path(sys.prefix) / "lib", Path("/usr/lib/python3"),
-             Path("/usr/lib/python3.11"), Path("/usr/share/doc")]
+    roots = [
+        REPO / "tests" / "corpus" / "text",
+        Path(sys.prefix) / "lib",
+        Path("/usr/lib/python3"),
+        Path("/usr/lib/python3.11"),
+        Path("/usr/share/doc"),
+    ]
     out: list[Path] = []
     for r in roots:
         if r.is_dir():
-            out += [p for p in r.rglob("*") if p.suffix in _SUFFIXES and p.is_file()
-                    and p.stat().st_size < 2_000_000]
+            out += [p for p in r.rglob("*") if p.suffix in _SUFFIXES and p.is_file() and p.stat().st_size < 2_000_000]
     return sorted(set(out))
 
 
@@ -61,7 +65,7 @@ def windows(n: int) -> list[str]:
     out: list[str] = []
     for t in texts:
         for i in range(0, max(1, len(t) - SIZE // 2), step):
-            w = t[i:i + SIZE]
+            w = t[i : i + SIZE]
             h = hashlib.blake2b(w.encode("utf-8", "ignore"), digest_size=12).digest()
             if h not in seen and w.strip():
                 seen.add(h)
@@ -98,7 +102,7 @@ def main() -> None:
         p = CACHE / f"shard-{s // SHARD:04d}.npy"
         if p.exists():
             continue
-        v = np.asarray(model.embed(ws[s:s + SHARD], norm=False, batch_size=32), np.float32)
+        v = np.asarray(model.embed(ws[s : s + SHARD], norm=False, batch_size=32), np.float32)
         v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         tmp = p.with_suffix(".tmp.npy")
         np.save(tmp, v)

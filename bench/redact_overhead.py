@@ -39,17 +39,19 @@ def _median_ms(fn) -> float:
 
 def main() -> None:
     tmp = tempfile.mkdtemp(prefix="redact-bench-")
-    eng = Engine(Settings(db=os.path.join(tmp, "i.db"), embed_provider="none",
-                          allowed_roots=str(REPO)).validate())
+    eng = Engine(Settings(db=os.path.join(tmp, "i.db"), embed_provider="none", allowed_roots=str(REPO)).validate())
     eng.add_collection("Samples", str(REPO / "assets" / "samples"))
     eng.run_index(embed=False)
     envelopes = {
-        "search_chunks limit 20": call_tool(eng, "search_chunks", {"query": "table data", "scope": "Samples",
-                                                                   "mode": "keyword", "limit": 20}),
-        "search_chunks limit 100": call_tool(eng, "search_chunks", {"query": "the", "scope": "Samples",
-                                                                    "mode": "keyword", "limit": 100}),
-        "read_document (39k chars)": call_tool(eng, "read_document", {"collectionPath": "Samples",
-                                                                      "filePath": "pdfplumber-README.md"}),
+        "search_chunks limit 20": call_tool(
+            eng, "search_chunks", {"query": "table data", "scope": "Samples", "mode": "keyword", "limit": 20}
+        ),
+        "search_chunks limit 100": call_tool(
+            eng, "search_chunks", {"query": "the", "scope": "Samples", "mode": "keyword", "limit": 100}
+        ),
+        "read_document (39k chars)": call_tool(
+            eng, "read_document", {"collectionPath": "Samples", "filePath": "pdfplumber-README.md"}
+        ),
         "index_status": call_tool(eng, "index_status", {"probe": False}),
     }
     eng.close()

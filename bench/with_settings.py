@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
     config.Settings.validate = validate  # type: ignore[method-assign]
     print(f"bench/with_settings.py: Settings fields replaced: {values}", flush=True)
     script = argv[cut + 1]
-    sys.argv = argv[cut + 1:]
+    sys.argv = argv[cut + 1 :]
     sys.path.insert(0, str(Path(script).resolve().parent))
     runpy.run_path(script, run_name="__main__")
 

@@ -188,12 +188,16 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
             else:  # the window comes back to a page (words not in page order)
                 acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
         order = [page] + [p for p in acc if p != page]
-        regions = tuple(_region(p, _bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
-                                _rects(boxes_of, r_code, by_page.get(p, ())))
-                        for p in order)
+        regions = tuple(
+            _region(
+                p,
+                _bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
+                _rects(boxes_of, r_code, by_page.get(p, ())),
+            )
+            for p in order
+        )
         out[i] = _window(win.chunk_index, win.start, win.end, page, regions[0].bbox, regions)
     return out
-
 
 
 def chunk_plain(extracted: ExtractedText, size: int, overlap: int) -> list[tuple]:
@@ -238,9 +242,14 @@ def chunk_plain(extracted: ExtractedText, size: int, overlap: int) -> list[tuple
             else:
                 acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
         order = [page] + [p for p in acc if p != page]
-        regions = tuple((p, (acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
-                         b64(r_code[by_page[p]].tobytes()).decode("ascii") if by_page.get(p) else "")
-                        for p in order)
+        regions = tuple(
+            (
+                p,
+                (acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
+                b64(r_code[by_page[p]].tobytes()).decode("ascii") if by_page.get(p) else "",
+            )
+            for p in order
+        )
         out[i] = (win.chunk_index, win.start, win.end, page, regions[0][1], regions)
     return out
 
@@ -249,7 +258,8 @@ _new = object.__new__
 _set_x, _set_y, _set_w, _set_h = (Bbox.__dict__[k].__set__ for k in ("x", "y", "w", "h"))
 _set_rpage, _set_rbox, _set_rects = (Region.__dict__[k].__set__ for k in ("page", "bbox", "rects"))
 _set_index, _set_start, _set_end, _set_page, _set_bbox, _set_regions = (
-    Window.__dict__[k].__set__ for k in ("chunk_index", "start", "end", "page", "bbox", "regions"))
+    Window.__dict__[k].__set__ for k in ("chunk_index", "start", "end", "page", "bbox", "regions")
+)
 
 
 def _bbox(x: float, y: float, w: float, h: float) -> Bbox:
@@ -272,8 +282,9 @@ def _region(page: int, bbox: Bbox, rects: tuple[Bbox, ...]) -> Region:
     return r
 
 
-def _window(chunk_index: int, start: int, end: int, page: int | None, bbox: Bbox | None,
-            regions: tuple[Region, ...]) -> Window:
+def _window(
+    chunk_index: int, start: int, end: int, page: int | None, bbox: Bbox | None, regions: tuple[Region, ...]
+) -> Window:
     """``Window(...)`` with every field, made as ``_bbox`` makes boxes."""
     w = _new(Window)
     _set_index(w, chunk_index)

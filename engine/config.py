@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import SettingsError
-from engine.secrets import register_settings
+from engine.secrets import register, register_url
 
 __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
 
@@ -41,77 +41,203 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("db", "CHUNKNAV_DB", ".chunknav/index.db", "path",
-            "SQLite index file (':memory:' for a throwaway index)", str),
-    Setting("dsn", "CHUNKNAV_DSN", "", "URL",
-            "postgresql://... selects the Postgres + pgvector store instead of SQLite", str),
-    Setting("chunk_size", "CHUNKNAV_CHUNK_SIZE", 1000, "characters",
-            "window length; changing it re-chunks every file", int),
-    Setting("chunk_overlap", "CHUNKNAV_CHUNK_OVERLAP", 150, "characters",
-            "characters shared by neighbouring windows (step = size - overlap)", int),
-    Setting("embed_provider", "EMBED_PROVIDER", "local", "name",
-            "local (in-process WordLlama), ollama, openai, auto (probe the wire format) or none", str),
-    Setting("embed_url", "EMBED_URL", "", "URL",
-            "embedding server base URL (ollama default http://127.0.0.1:11434)", str),
-    Setting("embed_api_key", "EMBED_API_KEY", "", "secret",
-            "bearer key for the openai wire format; never logged or shown", str),
-    Setting("embed_model", "EMBED_MODEL", "", "name",
-            "embedding model (local default l2_supercat_256)", str),
-    Setting("embed_dim", "EMBED_DIM", 0, "dimensions",
-            "expected vector dimension; 0 = the model's known dimension (local: 256)", int),
-    Setting("embed_batch", "EMBED_BATCH", 32, "texts",
-            "texts per embedding request", int),
-    Setting("embed_timeout_s", "EMBED_TIMEOUT", 30.0, "seconds",
-            "timeout of one embedding HTTP request", float),
-    Setting("embed_retries", "EMBED_RETRIES", 3, "attempts",
-            "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)", int),
-    Setting("embed_max_input_chars", "EMBED_MAX_INPUT_CHARS", 0, "characters",
-            "longest text the model accepts; 0 = the provider's known limit", int),
+    Setting(
+        "db", "CHUNKNAV_DB", ".chunknav/index.db", "path", "SQLite index file (':memory:' for a throwaway index)", str
+    ),
+    Setting(
+        "dsn",
+        "CHUNKNAV_DSN",
+        "",
+        "URL",
+        "postgresql://... selects the Postgres + pgvector store instead of SQLite",
+        str,
+    ),
+    Setting(
+        "chunk_size", "CHUNKNAV_CHUNK_SIZE", 1000, "characters", "window length; changing it re-chunks every file", int
+    ),
+    Setting(
+        "chunk_overlap",
+        "CHUNKNAV_CHUNK_OVERLAP",
+        150,
+        "characters",
+        "characters shared by neighbouring windows (step = size - overlap)",
+        int,
+    ),
+    Setting(
+        "embed_provider",
+        "EMBED_PROVIDER",
+        "local",
+        "name",
+        "local (in-process WordLlama), ollama, openai, auto (probe the wire format) or none",
+        str,
+    ),
+    Setting(
+        "embed_url", "EMBED_URL", "", "URL", "embedding server base URL (ollama default http://127.0.0.1:11434)", str
+    ),
+    Setting(
+        "embed_api_key",
+        "EMBED_API_KEY",
+        "",
+        "secret",
+        "bearer key for the openai wire format; never logged or shown",
+        str,
+    ),
+    Setting("embed_model", "EMBED_MODEL", "", "name", "embedding model (local default l2_supercat_256)", str),
+    Setting(
+        "embed_dim",
+        "EMBED_DIM",
+        0,
+        "dimensions",
+        "expected vector dimension; 0 = the model's known dimension (local: 256)",
+        int,
+    ),
+    Setting("embed_batch", "EMBED_BATCH", 32, "texts", "texts per embedding request", int),
+    Setting("embed_timeout_s", "EMBED_TIMEOUT", 30.0, "seconds", "timeout of one embedding HTTP request", float),
+    Setting(
+        "embed_retries",
+        "EMBED_RETRIES",
+        3,
+        "attempts",
+        "extra attempts for 429/5xx/timeouts, with backoff (Retry-After honoured)",
+        int,
+    ),
+    Setting(
+        "embed_max_input_chars",
+        "EMBED_MAX_INPUT_CHARS",
+        0,
+        "characters",
+        "longest text the model accepts; 0 = the provider's known limit",
+        int,
+    ),
     # -- OCR of pages without a text layer (i11) --
-    Setting("ocr", "CHUNKNAV_OCR", "auto", "mode",
-            "auto (OCR pages without words, or covered by an image with no words), off, or force "
-            "(OCR every page of PDFs and image formats); needs Tesseract (apt: tesseract-ocr)", str),
-    Setting("ocr_languages", "CHUNKNAV_OCR_LANGUAGES", "eng", "Tesseract languages",
-            "'+'-joined Tesseract language codes, e.g. eng+deu (apt: tesseract-ocr-<lang>)", str),
-    Setting("ocr_dpi", "CHUNKNAV_OCR_DPI", 300, "dots per inch",
-            "resolution pages are rendered at for OCR (72..1200)", int),
+    Setting(
+        "ocr",
+        "CHUNKNAV_OCR",
+        "auto",
+        "mode",
+        "auto (OCR pages without words, or covered by an image with no words), off, or force "
+        "(OCR every page of PDFs and image formats); needs Tesseract (apt: tesseract-ocr)",
+        str,
+    ),
+    Setting(
+        "ocr_languages",
+        "CHUNKNAV_OCR_LANGUAGES",
+        "eng",
+        "Tesseract languages",
+        "'+'-joined Tesseract language codes, e.g. eng+deu (apt: tesseract-ocr-<lang>)",
+        str,
+    ),
+    Setting(
+        "ocr_dpi", "CHUNKNAV_OCR_DPI", 300, "dots per inch", "resolution pages are rendered at for OCR (72..1200)", int
+    ),
     # -- file limits and locks of an index run (issue 10) --
-    Setting("max_file_bytes", "CHUNKNAV_MAX_FILE_BYTES", 256 * 1024 * 1024, "bytes",
-            "largest file an index run reads; a bigger one is skipped as too-large; 0 = no limit", int),
-    Setting("max_docx_part_bytes", "CHUNKNAV_MAX_DOCX_PART_BYTES", 128 * 1024 * 1024, "bytes",
-            "largest decompressed part of a .docx (zip bombs are refused before inflating); 0 = no limit",
-            int),
-    Setting("max_pages", "CHUNKNAV_MAX_PAGES", 5000, "pages",
-            "most pages of a PDF an index run extracts; more is skipped as too-large; 0 = no limit", int),
-    Setting("lock_wait_s", "CHUNKNAV_LOCK_WAIT_S", 120.0, "seconds",
-            "how long an index run retries a busy writer lock (with backoff) before it stops", float),
+    Setting(
+        "max_file_bytes",
+        "CHUNKNAV_MAX_FILE_BYTES",
+        256 * 1024 * 1024,
+        "bytes",
+        "largest file an index run reads; a bigger one is skipped as too-large; 0 = no limit",
+        int,
+    ),
+    Setting(
+        "max_docx_part_bytes",
+        "CHUNKNAV_MAX_DOCX_PART_BYTES",
+        128 * 1024 * 1024,
+        "bytes",
+        "largest decompressed part of a .docx (zip bombs are refused before inflating); 0 = no limit",
+        int,
+    ),
+    Setting(
+        "max_pages",
+        "CHUNKNAV_MAX_PAGES",
+        5000,
+        "pages",
+        "most pages of a PDF an index run extracts; more is skipped as too-large; 0 = no limit",
+        int,
+    ),
+    Setting(
+        "lock_wait_s",
+        "CHUNKNAV_LOCK_WAIT_S",
+        120.0,
+        "seconds",
+        "how long an index run retries a busy writer lock (with backoff) before it stops",
+        float,
+    ),
     # -- MCP over HTTP (chunknav mcp --http) --
-    Setting("mcp_token", "CHUNKNAV_MCP_TOKEN", "", "secret",
-            "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
-            "required for any non-loopback address; never logged or shown", str),
+    Setting(
+        "mcp_token",
+        "CHUNKNAV_MCP_TOKEN",
+        "",
+        "secret",
+        "bearer token every request to 'chunknav mcp --http' must carry (Authorization: Bearer ...); "
+        "required for any non-loopback address; never logged or shown",
+        str,
+    ),
     # -- operator safety (issue 14): who may reach the explorer, where collections may live
-    Setting("allowed_roots", "CHUNKNAV_ALLOWED_ROOTS", "", "paths",
-            "directories collection roots may live under, separated by ':' (os.pathsep); empty = the "
-            "working directory's tree and the user's home; '/' and system directories are always refused", str),
-    Setting("access_token", "CHUNKNAV_ACCESS_TOKEN", "", "secret",
-            "token the explorer asks for once per browser session; required to bind a non-loopback address", str),
-    Setting("read_only", "CHUNKNAV_READ_ONLY", False, "flag",
-            "explorer without Rebuild and collection changes (true/false)", bool),
+    Setting(
+        "allowed_roots",
+        "CHUNKNAV_ALLOWED_ROOTS",
+        "",
+        "paths",
+        "directories collection roots may live under, separated by ':' (os.pathsep); empty = the "
+        "working directory's tree and the user's home; '/' and system directories are always refused",
+        str,
+    ),
+    Setting(
+        "access_token",
+        "CHUNKNAV_ACCESS_TOKEN",
+        "",
+        "secret",
+        "token the explorer asks for once per browser session; required to bind a non-loopback address",
+        str,
+    ),
+    Setting(
+        "read_only",
+        "CHUNKNAV_READ_ONLY",
+        False,
+        "flag",
+        "explorer without Rebuild and collection changes (true/false)",
+        bool,
+    ),
     # -- page rendering (i12) --
-    Setting("renderer", "CHUNKNAV_RENDERER", "pymupdf", "name",
-            "page images for the Source view: pymupdf (same library as extraction, fastest) "
-            "or poppler (pdftoppm through pdf2image; needs Debian poppler-utils)", str),
+    Setting(
+        "renderer",
+        "CHUNKNAV_RENDERER",
+        "pymupdf",
+        "name",
+        "page images for the Source view: pymupdf (same library as extraction, fastest) "
+        "or poppler (pdftoppm through pdf2image; needs Debian poppler-utils)",
+        str,
+    ),
     # -- performance (issue 15)
-    Setting("extract_workers", "CHUNKNAV_EXTRACT_WORKERS", 0, "processes",
-            "worker processes extracting files in parallel; 0 = one per core while the cores are free, "
-            "1 = in the indexing process only", int),
+    Setting(
+        "extract_workers",
+        "CHUNKNAV_EXTRACT_WORKERS",
+        0,
+        "processes",
+        "worker processes extracting files in parallel; 0 = one per core while the cores are free, "
+        "1 = in the indexing process only",
+        int,
+    ),
     # -- large vector scans (issue 15, 1M row)
-    Setting("vector_scan", "CHUNKNAV_VECTOR_SCAN", "auto", "mode",
-            "SQLite vector search: auto (int8 scan + float32 rescoring for full scans of at least "
-            "vector_int8_min_rows vectors, exact float32 otherwise), exact (always float32), or int8 "
-            "(every full scan); scoped scans are always exact", str),
-    Setting("vector_int8_min_rows", "CHUNKNAV_VECTOR_INT8_MIN_ROWS", 200_000, "vectors",
-            "vectors of one model from which vector_scan=auto uses the int8 scan for full scans", int),
+    Setting(
+        "vector_scan",
+        "CHUNKNAV_VECTOR_SCAN",
+        "auto",
+        "mode",
+        "SQLite vector search: auto (int8 scan + float32 rescoring for full scans of at least "
+        "vector_int8_min_rows vectors, exact float32 otherwise), exact (always float32), or int8 "
+        "(every full scan); scoped scans are always exact",
+        str,
+    ),
+    Setting(
+        "vector_int8_min_rows",
+        "CHUNKNAV_VECTOR_INT8_MIN_ROWS",
+        200_000,
+        "vectors",
+        "vectors of one model from which vector_scan=auto uses the int8 scan for full scans",
+        int,
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -155,24 +281,6 @@ class Settings:
         """Characters between window starts: size - overlap."""
         return self.chunk_size - self.chunk_overlap
 
-    @property
-    def settings_key(self) -> str:
-        """What the hash gate compares besides the content hash."""
-        key = f"size={self.chunk_size};overlap={self.chunk_overlap};extractor={EXTRACTOR_VERSION}"
-        if self.ocr == "off":
-            return key + ";ocr=off"
-        from engine.extract.ocr import tesseract_version  # cached: one `tesseract --version`
-
-        # the answer is kept beside a SQLite index file (engine.extract.ocr: fingerprinted, a day at most)
-        cache = f"{self.db}.tesseract.json" if self.db and self.db != ":memory:" and not self.dsn else None
-        version = tesseract_version(cache)
-        key += f";ocr={self.ocr},{self.ocr_languages},{self.ocr_dpi},tesseract={version or 'none'}"
-        # trial6 #2: languages without data are read without them; installing one re-reads the scans
-        from engine.extract.ocr import languages_without_data
-
-        missing = languages_without_data(self.ocr_languages, cache) if version else ()
-        return key + (f",without={'+'.join(missing)}" if missing else "")
-
     def validate(self) -> Settings:
         """Check ranges; raises ``SettingsError`` naming the setting and its env variable."""
         if self.chunk_size <= 0:
@@ -201,7 +309,8 @@ class Settings:
         if not self.ocr_languages or not all(p.replace("_", "").isalnum() for p in self.ocr_languages.split("+")):
             raise SettingsError(
                 f"ocr_languages (CHUNKNAV_OCR_LANGUAGES) must be '+'-joined Tesseract codes like eng+deu, "
-                f"got {self.ocr_languages!r}")
+                f"got {self.ocr_languages!r}"
+            )
         for name in ("max_file_bytes", "max_docx_part_bytes", "max_pages", "lock_wait_s"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name} ({_BY_NAME[name].env}) must be >= 0, got {getattr(self, name)}")
@@ -210,11 +319,13 @@ class Settings:
         if self.extract_workers < 0:
             raise SettingsError(f"extract_workers (CHUNKNAV_EXTRACT_WORKERS) must be >= 0, got {self.extract_workers}")
         if self.vector_scan not in ("auto", "exact", "int8"):
-            raise SettingsError(f"vector_scan (CHUNKNAV_VECTOR_SCAN) must be auto, exact or int8, "
-                                f"got {self.vector_scan!r}")
+            raise SettingsError(
+                f"vector_scan (CHUNKNAV_VECTOR_SCAN) must be auto, exact or int8, got {self.vector_scan!r}"
+            )
         if self.vector_int8_min_rows < 0:
-            raise SettingsError(f"vector_int8_min_rows (CHUNKNAV_VECTOR_INT8_MIN_ROWS) must be >= 0, "
-                                f"got {self.vector_int8_min_rows}")
+            raise SettingsError(
+                f"vector_int8_min_rows (CHUNKNAV_VECTOR_INT8_MIN_ROWS) must be >= 0, got {self.vector_int8_min_rows}"
+            )
         if self.dsn and not self.dsn.startswith(("postgresql://", "postgres://")):
             raise SettingsError(f"dsn (CHUNKNAV_DSN) must start with postgresql://, got {self.dsn[:20]!r}")
         return self
@@ -232,8 +343,11 @@ def _coerce(setting: Setting, value: Any, source: str) -> Any:
         ) from None
 
 
-def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
-                  toml_path: str | os.PathLike[str] | None = None) -> Settings:
+def load_settings(
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+    toml_path: str | os.PathLike[str] | None = None,
+) -> Settings:
     """Build validated ``Settings``.
 
     Args:
@@ -276,10 +390,21 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
 
 def settings_table() -> list[dict[str, Any]]:
     """Declarations as rows (name, env, default, unit, help) for --help, docs and the GUI."""
-    return [
-        {"name": s.name, "env": s.env, "default": s.default, "unit": s.unit, "help": s.help}
-        for s in SETTINGS
-    ]
+    return [{"name": s.name, "env": s.env, "default": s.default, "unit": s.unit, "help": s.help} for s in SETTINGS]
 
 
 assert [f.name for f in fields(Settings)] == [s.name for s in SETTINGS], "declare each setting once"
+
+
+def register_settings(settings: Any) -> None:
+    """Register every secret a ``Settings`` holds: each field whose declared unit
+    is ``secret`` (API key, access token, MCP token, …) and the userinfo of
+    every URL setting (``EMBED_URL``, ``CHUNKNAV_DSN``)."""
+    for s in SETTINGS:
+        value = getattr(settings, s.name, None)
+        if not isinstance(value, str) or not value:
+            continue
+        if s.unit == "secret" or any(w in s.name for w in ("token", "password", "api_key", "secret")):
+            register(value)
+        elif s.unit == "URL":
+            register_url(value)

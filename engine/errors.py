@@ -128,7 +128,7 @@ WHO_FIXES: dict[str, str] = {
     "invalid-argument": "the caller: fix the named argument",
     "path-escape": "the caller: filePath must stay inside the collection root",
     "store-busy": "the operator: another process holds the index's writer lock; "
-                  "wait for it or raise CHUNKNAV_LOCK_WAIT_S",
+    "wait for it or raise CHUNKNAV_LOCK_WAIT_S",
     "root-refused": "the operator: choose a directory under CHUNKNAV_ALLOWED_ROOTS (or extend that setting)",
     "collection-bound": "the operator: pick another collection path, or replace the binding on purpose",
 }
@@ -217,8 +217,10 @@ class CollectionBoundError(ChunknavError, ValueError):
     code = "collection-bound"
 
     def __init__(self, collection_path: str, current_root: str, new_root: str):
-        super().__init__(f"collection {collection_path!r} is already bound to {current_root}; "
-                         f"re-pointing it to {new_root} must be asked for on purpose")
+        super().__init__(
+            f"collection {collection_path!r} is already bound to {current_root}; "
+            f"re-pointing it to {new_root} must be asked for on purpose"
+        )
         self.collection_path = collection_path
         self.current_root = current_root
         self.new_root = new_root

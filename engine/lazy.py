@@ -25,8 +25,19 @@ __all__ = ["np", "requests", "lazy_module"]
 
 _lock = threading.Lock()
 #: This module object's own identity, never copied from the target.
-_OWN = frozenset({"__name__", "__doc__", "__spec__", "__loader__", "__file__", "__path__", "__package__",
-                  "__cached__", "__builtins__"})
+_OWN = frozenset(
+    {
+        "__name__",
+        "__doc__",
+        "__spec__",
+        "__loader__",
+        "__file__",
+        "__path__",
+        "__package__",
+        "__cached__",
+        "__builtins__",
+    }
+)
 
 
 class _LazyModule(types.ModuleType):

@@ -51,8 +51,10 @@ def check_password_ref(ref: str | None) -> str | None:
         if not path:
             raise SettingsError("password reference 'file:' needs a path, e.g. file:/etc/chunknav/reports.pw")
         return "file:" + os.path.abspath(os.path.expanduser(path))
-    raise SettingsError("a collection's password is given by reference, never stored: use env:NAME "
-                        "(an environment variable) or file:/path (a secrets file outside the index)")
+    raise SettingsError(
+        "a collection's password is given by reference, never stored: use env:NAME "
+        "(an environment variable) or file:/path (a secrets file outside the index)"
+    )
 
 
 def resolve_password(ref: str | None) -> str | None:

@@ -20,9 +20,20 @@ from pathlib import Path, PurePosixPath
 
 from engine.errors import PathEscapeError, RootRefusedError
 
-__all__ = ["document_path", "slug", "node_slug", "resolve_inside", "NODE_HASH_CHARS",
-           "display_name", "os_name", "SYSTEM_DIRS", "SAMPLES_DIR", "allowed_roots", "system_dir",
-           "check_root"]
+__all__ = [
+    "document_path",
+    "slug",
+    "node_slug",
+    "resolve_inside",
+    "NODE_HASH_CHARS",
+    "display_name",
+    "os_name",
+    "SYSTEM_DIRS",
+    "SAMPLES_DIR",
+    "allowed_roots",
+    "system_dir",
+    "check_root",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}$")
@@ -78,7 +89,7 @@ def node_slug(file_path: str) -> str:
     digest = hashlib.sha256(file_path.encode("utf-8", "surrogatepass")).hexdigest()[:NODE_HASH_CHARS]
     m = _SUFFIX.search(plain)
     if m and m.start() > 0:
-        return f"{plain[:m.start()]}~{digest}{m.group(0)}"
+        return f"{plain[: m.start()]}~{digest}{m.group(0)}"
     return f"{plain}~{digest}"
 
 
@@ -124,14 +135,33 @@ def resolve_inside(root: str | Path, file_path: str) -> Path:
 # Where collection roots may live: the CHUNKNAV_ALLOWED_ROOTS rule.
 #: Directories (and everything under them) that never hold a collection.
 SYSTEM_DIRS: tuple[str, ...] = (
-    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root",
-    "/run", "/sbin", "/sys", "/usr", "/var", "/snap", "/lost+found",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+    "/snap",
+    "/lost+found",
 )
 _ROOT = Path(__file__).resolve().parents[1]
 #: The bundled first-run corpus: always allowed (it ships with chunknav): ``explorer/_assets/samples``
 #: in an installed wheel (setup.py maps it there, as ``explorer.state.SAMPLES``), else ``assets/samples``.
-SAMPLES_DIR = str(next((p for p in (_ROOT / "explorer" / "_assets" / "samples", _ROOT / "assets" / "samples")
-                        if p.is_dir()), _ROOT / "assets" / "samples"))
+SAMPLES_DIR = str(
+    next(
+        (p for p in (_ROOT / "explorer" / "_assets" / "samples", _ROOT / "assets" / "samples") if p.is_dir()),
+        _ROOT / "assets" / "samples",
+    )
+)
 
 
 def _real(path: str) -> str:
@@ -183,8 +213,9 @@ def allowed_roots(setting: str, cwd: str | None = None, home: str | None = None)
     return out
 
 
-def check_root(root: str, setting: str, *, allow_any: bool = False, cwd: str | None = None,
-               home: str | None = None) -> str:
+def check_root(
+    root: str, setting: str, *, allow_any: bool = False, cwd: str | None = None, home: str | None = None
+) -> str:
     """Check a collection root; return its real path.
 
     Args:
@@ -207,7 +238,8 @@ def check_root(root: str, setting: str, *, allow_any: bool = False, cwd: str | N
         raise RootRefusedError(
             f"collection root {root!r} ({real}) is {what}"
             + ("" if real == sysdir else " or lies inside it")
-            + "; collections may not live there, whatever CHUNKNAV_ALLOWED_ROOTS says")
+            + "; collections may not live there, whatever CHUNKNAV_ALLOWED_ROOTS says"
+        )
     if allow_any:
         return real
     allowed = allowed_roots(setting, cwd=base, home=home)
@@ -216,5 +248,6 @@ def check_root(root: str, setting: str, *, allow_any: bool = False, cwd: str | N
         raise RootRefusedError(
             f"collection root {root!r} ({real}) is outside the allowed roots ({shown}); "
             f"add its directory to CHUNKNAV_ALLOWED_ROOTS (paths separated by '{os.pathsep}')"
-            + ("" if setting.strip() else ", whose default is the working directory and the home directory"))
+            + ("" if setting.strip() else ", whose default is the working directory and the home directory")
+        )
     return real

@@ -108,9 +108,12 @@ class RenderedPage:
 
     def box_px(self, b: Bbox) -> tuple[int, int, int, int]:
         """``(x0, y0, x1, y1)`` pixels of a display-frame box in this PNG (may lie outside it)."""
-        return (round(b.x * self.page_width_px) - self.clip_x_px, round(b.y * self.page_height_px) - self.clip_y_px,
-                round((b.x + b.w) * self.page_width_px) - self.clip_x_px,
-                round((b.y + b.h) * self.page_height_px) - self.clip_y_px)
+        return (
+            round(b.x * self.page_width_px) - self.clip_x_px,
+            round(b.y * self.page_height_px) - self.clip_y_px,
+            round((b.x + b.w) * self.page_width_px) - self.clip_x_px,
+            round((b.y + b.h) * self.page_height_px) - self.clip_y_px,
+        )
 
 
 def renders_pages(file_path: str | os.PathLike[str]) -> bool:
@@ -257,8 +260,12 @@ def highlight_runs(boxes: Iterable[Bbox], gap_lines: float = 2.0) -> list[list[B
     for b in boxes:
         if union is not None:
             g = gap_lines * min(b.w, b.h)
-            if (b.x <= union.x + union.w + g and b.x + b.w >= union.x - g
-                    and b.y <= union.y + union.h + g and b.y + b.h >= union.y - g):
+            if (
+                b.x <= union.x + union.w + g
+                and b.x + b.w >= union.x - g
+                and b.y <= union.y + union.h + g
+                and b.y + b.h >= union.y - g
+            ):
                 runs[-1].append(b)
                 union = union.union(b)
                 continue
@@ -267,8 +274,15 @@ def highlight_runs(boxes: Iterable[Bbox], gap_lines: float = 2.0) -> list[list[B
     return runs
 
 
-def clip_around(boxes: Iterable[Bbox], zoom: float, page_w_pt: float, page_h_pt: float,
-                view_w_px: int, view_h_px: int, margin_px: int = 24) -> Bbox:
+def clip_around(
+    boxes: Iterable[Bbox],
+    zoom: float,
+    page_w_pt: float,
+    page_h_pt: float,
+    view_w_px: int,
+    view_h_px: int,
+    margin_px: int = 24,
+) -> Bbox:
     """The part of a page to render so the highlight is in view: a ``Bbox`` (0..1).
 
     The clip is at most ``view_w_px`` x ``view_h_px`` pixels at ``zoom``
@@ -373,8 +387,17 @@ def find_text_boxes(page, texts: Iterable[str]) -> list[Bbox]:
     return out
 
 
-def _draw(img, boxes: list[Bbox], unions: list[Bbox] = (), *, page_w_px: int | None = None,
-          page_h_px: int | None = None, off_x: int = 0, off_y: int = 0, pad: int | None = None):
+def _draw(
+    img,
+    boxes: list[Bbox],
+    unions: list[Bbox] = (),
+    *,
+    page_w_px: int | None = None,
+    page_h_px: int | None = None,
+    off_x: int = 0,
+    off_y: int = 0,
+    pad: int | None = None,
+):
     """Translucent fill + outline for each box, faint outline for each union, over a
     Pillow RGB image (a copy is returned). Boxes are fractions of the whole page,
     whose raster is ``page_w_px`` x ``page_h_px`` (default: the image) and of
@@ -435,8 +458,15 @@ def _poppler_page(pdf_path: str | os.PathLike[str], page: int, zoom: float, pass
     except ImportError:
         raise ExtractError("the poppler renderer needs pdf2image (pip install pdf2image)") from None
     try:
-        images = convert_from_path(str(pdf_path), dpi=72.0 * zoom, first_page=page, last_page=page,
-                                   use_cropbox=True, userpw=password or None, single_file=True)
+        images = convert_from_path(
+            str(pdf_path),
+            dpi=72.0 * zoom,
+            first_page=page,
+            last_page=page,
+            use_cropbox=True,
+            userpw=password or None,
+            single_file=True,
+        )
     except Exception as e:  # PDFInfoNotInstalledError, PDFPageCountError, PDFSyntaxError...
         raise ExtractError(f"poppler could not render page {page}: {e}") from None
     if not images:
@@ -444,10 +474,17 @@ def _poppler_page(pdf_path: str | os.PathLike[str], page: int, zoom: float, pass
     return images[0].convert("RGB")
 
 
-def render_page_info(pdf_path: str | os.PathLike[str], page: int, zoom: float = 1.5,
-                     regions: Iterable[Any] | None = None, password: str | None = None,
-                     highlight_texts: Iterable[str] | None = None, *, renderer: str = "pymupdf",
-                     clip: Bbox | None = None) -> RenderedPage:
+def render_page_info(
+    pdf_path: str | os.PathLike[str],
+    page: int,
+    zoom: float = 1.5,
+    regions: Iterable[Any] | None = None,
+    password: str | None = None,
+    highlight_texts: Iterable[str] | None = None,
+    *,
+    renderer: str = "pymupdf",
+    clip: Bbox | None = None,
+) -> RenderedPage:
     """Render one page as displayed, with the chunk's highlight, plus facts about it.
 
     Args:
@@ -512,8 +549,7 @@ def render_page_info(pdf_path: str | os.PathLike[str], page: int, zoom: float = 
                 page_w_px, page_h_px = pix.width, pix.height
                 x1, y1 = pix.width, pix.height
             else:  # a pixel-aligned clip in the displayed frame renders exactly that part
-                area = pymupdf.Rect(rect.x0 + x0 / zoom, rect.y0 + y0 / zoom,
-                                    rect.x0 + x1 / zoom, rect.y0 + y1 / zoom)
+                area = pymupdf.Rect(rect.x0 + x0 / zoom, rect.y0 + y0 / zoom, rect.x0 + x1 / zoom, rect.y0 + y1 / zoom)
                 pix = pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=area, alpha=False)
             img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     finally:
@@ -524,23 +560,51 @@ def render_page_info(pdf_path: str | os.PathLike[str], page: int, zoom: float = 
         x0, y0, x1, y1 = _clip_px(clip, page_w_px, page_h_px)
         img = full if (x0, y0, x1, y1) == (0, 0, page_w_px, page_h_px) else full.crop((x0, y0, x1, y1))
     if boxes:
-        img = _draw(img, boxes, unions, page_w_px=page_w_px, page_h_px=page_h_px, off_x=x0, off_y=y0,
-                    pad=1 if source == "rects" else None)
+        img = _draw(
+            img,
+            boxes,
+            unions,
+            page_w_px=page_w_px,
+            page_h_px=page_h_px,
+            off_x=x0,
+            off_y=y0,
+            pad=1 if source == "rects" else None,
+        )
     buf = io.BytesIO()
     img.save(buf, format="PNG", optimize=False, compress_level=3)
     shown = Bbox(x0 / page_w_px, y0 / page_h_px, (x1 - x0) / page_w_px, (y1 - y0) / page_h_px)
-    return RenderedPage(buf.getvalue(), img.width, img.height, page, n, tuple(boxes), source,
-                        renderer, shown, page_w_px, page_h_px, x0, y0, tuple(unions))
+    return RenderedPage(
+        buf.getvalue(),
+        img.width,
+        img.height,
+        page,
+        n,
+        tuple(boxes),
+        source,
+        renderer,
+        shown,
+        page_w_px,
+        page_h_px,
+        x0,
+        y0,
+        tuple(unions),
+    )
 
 
-def render_page(pdf_path: str | os.PathLike[str], page: int, zoom: float = 1.5,
-                regions: Iterable[Any] | None = None, password: str | None = None,
-                highlight_texts: Iterable[str] | None = None, *, renderer: str = "pymupdf",
-                clip: Bbox | None = None) -> bytes:
+def render_page(
+    pdf_path: str | os.PathLike[str],
+    page: int,
+    zoom: float = 1.5,
+    regions: Iterable[Any] | None = None,
+    password: str | None = None,
+    highlight_texts: Iterable[str] | None = None,
+    *,
+    renderer: str = "pymupdf",
+    clip: Bbox | None = None,
+) -> bytes:
     """PNG bytes of one PDF page as displayed, with translucent highlight rectangles.
 
     Same arguments, frame and errors as ``render_page_info``; returns only
     its ``png``.
     """
-    return render_page_info(pdf_path, page, zoom, regions, password, highlight_texts,
-                            renderer=renderer, clip=clip).png
+    return render_page_info(pdf_path, page, zoom, regions, password, highlight_texts, renderer=renderer, clip=clip).png

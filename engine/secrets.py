@@ -1,7 +1,7 @@
 """Secrets never leave the process: the one redaction function every face uses.
 
 Owns: the process-wide set of configured secrets (``register``,
-``register_settings``, ``register_url``), ``redact`` (text), ``redact_obj``
+``register_url``), ``redact`` (text), ``redact_obj``
 (an envelope: every string inside), ``public_dsn`` (a database URL without
 its password) and ``install_log_redaction`` (every log record, whatever its
 logger or handler, is redacted when it is created).
@@ -42,7 +42,6 @@ __all__ = [
     "MIN_SECRET_CHARS",
     "register",
     "register_url",
-    "register_settings",
     "known_count",
     "redact",
     "redact_obj",
@@ -89,8 +88,9 @@ def _basic_credential(m: re.Match[str]) -> str:
     """``Basic <base64>`` -> redacted when the base64 decodes to ``user:password``."""
     token = m.group(2)
     try:
-        decoded = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token
-                                   else None, validate=True).decode("utf-8")
+        decoded = base64.b64decode(
+            token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None, validate=True
+        ).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return m.group(0)
     return f"{m.group(1)} {MARK}" if ":" in decoded else m.group(0)
@@ -170,22 +170,6 @@ def register_url(url: str | None) -> None:
     register(password, unquote(password), f"{user}:{password}", f"{unquote(user)}:{unquote(password)}")
 
 
-def register_settings(settings: Any) -> None:
-    """Register every secret a ``Settings`` holds: each field whose declared unit
-    is ``secret`` (API key, access token, MCP token, …) and the userinfo of
-    every URL setting (``EMBED_URL``, ``CHUNKNAV_DSN``)."""
-    from engine.config import SETTINGS  # late: config imports this module
-
-    for s in SETTINGS:
-        value = getattr(settings, s.name, None)
-        if not isinstance(value, str) or not value:
-            continue
-        if s.unit == "secret" or any(w in s.name for w in ("token", "password", "api_key", "secret")):
-            register(value)
-        elif s.unit == "URL":
-            register_url(value)
-
-
 def known_count() -> int:
     """How many secrets are registered (tests and the Status page)."""
     return len(_secrets)
@@ -219,8 +203,11 @@ def redact(text: str, extra: Iterable[str] = (), generic: bool = False) -> str:
     if "bearer" in lower:
         text = _compiled(_BEARER if generic else _BEARER_STRICT).sub(rf"\1 {MARK}", text)
     if "basic" in lower:
-        text = (_compiled(_BASIC).sub(rf"\1 {MARK}", text) if generic
-                else _compiled(_BASIC_STRICT).sub(_basic_credential, text))
+        text = (
+            _compiled(_BASIC).sub(rf"\1 {MARK}", text)
+            if generic
+            else _compiled(_BASIC_STRICT).sub(_basic_credential, text)
+        )
     if "sk-" in text:
         text = _compiled(_SK if generic else _SK_STRICT).sub(f"sk-{MARK}", text)
     return text

@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any, Callable
 from engine.config import Settings, load_settings
 from engine.errors import ChunknavError, CollectionBoundError, EmbedError, IndexBusyError, StoreUnavailableError
 from engine.values import Collection
-from engine.secrets import register as register_secrets, register_settings
+from engine.config import register_settings
+from engine.secrets import register as register_secrets
 
 if TYPE_CHECKING:
     from engine.search.searcher import ContentChunkSearch
 
 __all__ = ["Engine"]
 
-#: ``engine.embed.local.LOCAL_MODEL`` (tests/test_perf.py checks they agree), named here so that
+#: ``engine.embed.local.LOCAL_MODEL`` (tests/project/test_perf.py checks they agree), named here so that
 #: ``run_index`` can defer the local provider without importing ``engine.embed``.
 _LOCAL_MODEL = "l2_supercat_256"
 
@@ -61,11 +62,16 @@ class Engine:
                 except Exception as e:  # sqlite3 / psycopg / OSError: the index cannot be opened
                     where = self.settings.dsn.split("@")[-1] if self.settings.dsn else self.settings.db
                     raise StoreUnavailableError(
-                        f"the index at {where} cannot be opened: {type(e).__name__}: {e}") from e
+                        f"the index at {where} cannot be opened: {type(e).__name__}: {e}"
+                    ) from e
                 from engine.passwords import resolve_password
 
-                register_secrets(*(resolve_password(c.password_ref)  # PDF passwords, from their references
-                                   for c in self._store.collections()))
+                register_secrets(
+                    *(
+                        resolve_password(c.password_ref)  # PDF passwords, from their references
+                        for c in self._store.collections()
+                    )
+                )
             return self._store
 
     @property
@@ -103,8 +109,15 @@ class Engine:
         return "hybrid" if emb is not None and self.search.has_vectors(emb.model) else "keyword"
 
     # -- operator actions (not agent tools) -------------------------------
-    def add_collection(self, collection_path: str, root: str, password_ref: str | None = None, *,
-                       replace: bool = False, allow_any_root: bool = False) -> Collection:
+    def add_collection(
+        self,
+        collection_path: str,
+        root: str,
+        password_ref: str | None = None,
+        *,
+        replace: bool = False,
+        allow_any_root: bool = False,
+    ) -> Collection:
         """Bind ``collection_path`` (slash-separated) to the directory ``root``.
 
         Adding a path that is already bound to the same directory is a no-op
@@ -187,12 +200,19 @@ class Engine:
             with self.store.index_lock():
                 return self.store.remove_collection(path)
         except IndexBusyError as e:
-            raise IndexBusyError(f"cannot remove collection {path!r}: {e}; nothing was removed, "
-                                 "wait for the run to finish (or cancel it)") from None
+            raise IndexBusyError(
+                f"cannot remove collection {path!r}: {e}; nothing was removed, "
+                "wait for the run to finish (or cancel it)"
+            ) from None
 
-    def run_index(self, collections: list[str] | None = None, force: bool = False,
-                  on_progress: Callable[[dict], None] | None = None, embed: bool = True,
-                  cancel: threading.Event | None = None) -> dict:
+    def run_index(
+        self,
+        collections: list[str] | None = None,
+        force: bool = False,
+        on_progress: Callable[[dict], None] | None = None,
+        embed: bool = True,
+        cancel: threading.Event | None = None,
+    ) -> dict:
         """Run the indexer (hash-gated, or forced: Rebuild) and return its summary.
 
         A provider that cannot be set up is reported in ``embedError`` and the
@@ -234,8 +254,11 @@ class Engine:
             out["probe"] = {"ok": False, **e.failure.to_fields()}
             return out
         if emb is None:
-            out["probe"] = {"ok": False, "error": "search-not-performed",
-                            "message": "no embedding provider configured (EMBED_PROVIDER=none)"}
+            out["probe"] = {
+                "ok": False,
+                "error": "search-not-performed",
+                "message": "no embedding provider configured (EMBED_PROVIDER=none)",
+            }
             return out
         out.update(provider=emb.provider, model=emb.model, dim=int(emb.dim or 0))
         if emb.endpoint:
@@ -249,9 +272,11 @@ class Engine:
                 if stored is not None and stored != int(emb.dim):  # the model behind the name changed
                     from engine.embed import dimension_changed
 
-                    out["probe"] = {"ok": False, "seconds": round(float(seconds), 4),
-                                    **dimension_changed(emb.model, emb.endpoint or "", stored,
-                                                        int(emb.dim)).to_fields()}
+                    out["probe"] = {
+                        "ok": False,
+                        "seconds": round(float(seconds), 4),
+                        **dimension_changed(emb.model, emb.endpoint or "", stored, int(emb.dim)).to_fields(),
+                    }
             except EmbedError as e:
                 out["probe"] = {"ok": False, **e.failure.to_fields()}
                 if e.failure.server_dim is not None:

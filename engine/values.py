@@ -38,6 +38,7 @@ __all__ = [
     "Collection",
     "VectorHit",
     "KeywordHit",
+    "RankedChunk",
 ]
 
 
@@ -222,8 +223,7 @@ class WordArray(Sequence[Word]):
         if cols[3].size == 0:
             cols = cols[:3] + (cols[3].reshape(0, 4),)
         if any(c.ndim != 1 or len(c) != n for c in cols[:3]) or cols[3].shape != (n, 4):
-            raise ValueError(
-                f"WordArray: columns of shapes {[c.shape for c in cols]}, want (n,), (n,), (n,), (n, 4)")
+            raise ValueError(f"WordArray: columns of shapes {[c.shape for c in cols]}, want (n,), (n,), (n,), (n, 4)")
         for name, col in zip(self.__slots__, cols):
             if col.flags.writeable:
                 col = col.view()
@@ -234,9 +234,15 @@ class WordArray(Sequence[Word]):
     def from_words(cls, words: Iterable[Word]) -> WordArray:
         """Columns of ``words`` (text order); page None -> 0, bbox None -> NaN row."""
         nan = float("nan")
-        rows = [(w.start, w.end, w.page or 0,
-                 (nan, nan, nan, nan) if w.bbox is None else (w.bbox.x, w.bbox.y, w.bbox.w, w.bbox.h))
-                for w in words]
+        rows = [
+            (
+                w.start,
+                w.end,
+                w.page or 0,
+                (nan, nan, nan, nan) if w.bbox is None else (w.bbox.x, w.bbox.y, w.bbox.w, w.bbox.h),
+            )
+            for w in words
+        ]
         if not rows:
             return cls.empty()
         starts, ends, pages, boxes = zip(*rows)
@@ -262,8 +268,9 @@ class WordArray(Sequence[Word]):
     def _words(self, lo: int, hi: int, step: int = 1) -> tuple[Word, ...]:
         sl = slice(lo, hi, step)
         out = []
-        for s, e, p, (x, y, w, h) in zip(self.starts[sl].tolist(), self.ends[sl].tolist(),
-                                         self.pages[sl].tolist(), self.boxes[sl].tolist()):
+        for s, e, p, (x, y, w, h) in zip(
+            self.starts[sl].tolist(), self.ends[sl].tolist(), self.pages[sl].tolist(), self.boxes[sl].tolist()
+        ):
             out.append(Word(s, e, p or None, None if x != x else Bbox(x, y, w, h)))
         return tuple(out)
 
@@ -292,9 +299,12 @@ class WordArray(Sequence[Word]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, WordArray):
-            return (np.array_equal(self.starts, other.starts) and np.array_equal(self.ends, other.ends)
-                    and np.array_equal(self.pages, other.pages)
-                    and np.array_equal(self.boxes, other.boxes, equal_nan=True))
+            return (
+                np.array_equal(self.starts, other.starts)
+                and np.array_equal(self.ends, other.ends)
+                and np.array_equal(self.pages, other.pages)
+                and np.array_equal(self.boxes, other.boxes, equal_nan=True)
+            )
         if isinstance(other, (tuple, list)):
             return len(other) == len(self) and all(a == b for a, b in zip(self, other))
         return NotImplemented
@@ -455,3 +465,24 @@ class KeywordHit:
 
     chunk: Chunk
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class RankedChunk:
+    """One ranked chunk and what ranked it.
+
+    Attributes:
+        chunk: the chunk.
+        score: the mode's score (cosine, -bm25, or the fused score).
+        vector_score / vector_rank: cosine and 0-based rank in the vector list
+            (hybrid only; None when that list did not return the chunk).
+        keyword_score / keyword_rank: -bm25 and 0-based rank in the keyword list
+            (hybrid only; None likewise).
+    """
+
+    chunk: Chunk
+    score: float
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    keyword_score: float | None = None
+    keyword_rank: int | None = None

@@ -60,9 +60,12 @@ def gate(settings: Settings) -> None:
     if not token:
         where = _exposed()
         if where:
-            st.error(f"**The explorer refuses to serve this session:** {where}, beyond loopback, and no "
-                     "access token is configured. The operator must set `CHUNKNAV_ACCESS_TOKEN` (and may "
-                     "set `CHUNKNAV_READ_ONLY=true`), or bind 127.0.0.1.", icon=":material/lock:")
+            st.error(
+                f"**The explorer refuses to serve this session:** {where}, beyond loopback, and no "
+                "access token is configured. The operator must set `CHUNKNAV_ACCESS_TOKEN` (and may "
+                "set `CHUNKNAV_READ_ONLY=true`), or bind 127.0.0.1.",
+                icon=":material/lock:",
+            )
             st.stop()
         return
     if st.session_state.get(_OK):

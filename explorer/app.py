@@ -45,9 +45,11 @@ def _home() -> None:
 
 read_only = state.settings().read_only
 pages = [st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden")]
-pages += [st.Page(widgets.page_path(name), title=title, icon=icon, url_path=url)
-          for name, (_file, title, icon, url) in widgets.PAGES.items()
-          if not (read_only and name == "rebuild")]
+pages += [
+    st.Page(widgets.page_path(name), title=title, icon=icon, url_path=url)
+    for name, (_file, title, icon, url) in widgets.PAGES.items()
+    if not (read_only and name == "rebuild")
+]
 # the gate runs after st.navigation, so a deep link (/rebuild?...) survives entering the token
 nav = st.navigation(pages, position="sidebar" if access.is_open(state.settings()) else "hidden")
 access.gate(state.settings())  # st.stop() unless this session may see the explorer
@@ -62,8 +64,12 @@ def _first_start() -> None:
     if engine.store.collections():
         seen["collections"] = True
         return
-    if (state.settings().read_only or seen["collections"] or state.job().snapshot()["status"] != "idle"
-            or engine.store.last_run() is not None):
+    if (
+        state.settings().read_only
+        or seen["collections"]
+        or state.job().snapshot()["status"] != "idle"
+        or engine.store.last_run() is not None
+    ):
         return
     if state.SAMPLES.is_dir() and any(state.SAMPLES.iterdir()):
         seen["collections"] = True
@@ -86,14 +92,18 @@ def _sidebar_job() -> None:
         _sidebar_job_live()
     elif snap["status"] == "done" and snap.get("summary"):
         s = snap["summary"]
-        st.caption(f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
-                   f"{len(s.get('failed') or [])} failed{roots_not_listed(s)}, {s.get('seconds', 0)} s")
+        st.caption(
+            f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
+            f"{len(s.get('failed') or [])} failed{roots_not_listed(s)}, {s.get('seconds', 0)} s"
+        )
 
 
 with st.sidebar:
     st.markdown("### chunknav")
-    st.caption(f"Index: `{state.settings().dsn and 'postgres' or state.settings().db}` · "
-               f"provider `{state.settings().embed_provider}`")
+    st.caption(
+        f"Index: `{state.settings().dsn and 'postgres' or state.settings().db}` · "
+        f"provider `{state.settings().embed_provider}`"
+    )
     if read_only:
         st.caption(":material/lock: Read-only explorer: no Rebuild, no collection changes.")
     if state.settings().access_token:

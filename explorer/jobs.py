@@ -61,10 +61,19 @@ class IndexJob:
                 return False
             self.runs_started += 1
             self._cancel = threading.Event()
-            self._state = {"status": "running", "force": force, "phase": "start", "done": 0,
-                           "total": 0, "file": "", "startedAt": time.time(), "run": self.runs_started}
-            self._thread = threading.Thread(target=self._run, args=(engine, force, collections, self._cancel),
-                                            name="chunknav-index", daemon=True)
+            self._state = {
+                "status": "running",
+                "force": force,
+                "phase": "start",
+                "done": 0,
+                "total": 0,
+                "file": "",
+                "startedAt": time.time(),
+                "run": self.runs_started,
+            }
+            self._thread = threading.Thread(
+                target=self._run, args=(engine, force, collections, self._cancel), name="chunknav-index", daemon=True
+            )
             self._thread.start()
         return True
 

@@ -54,13 +54,15 @@ def _text(max_chars: int) -> Rule:
             clean = clean[:max_chars]
             notes.append(f"cut to {max_chars} characters")
         return (clean or None), (f"`{name}`: " + ", ".join(notes) if notes else None)
+
     return rule
 
 
 def _path(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
     if _CONTROL.search(value) or len(value) > MAX_PATH_CHARS:
-        return None, (f"`{name}` is not a usable file path (control characters or over "
-                      f"{MAX_PATH_CHARS} characters): ignored")
+        return None, (
+            f"`{name}` is not a usable file path (control characters or over {MAX_PATH_CHARS} characters): ignored"
+        )
     return value, None
 
 
@@ -69,8 +71,10 @@ def _choice(options: list[str], default: str | None) -> Rule:
         if value in options:
             return value, None
         shown = _CONTROL.sub("?", value)[:40]
-        return default, (f"`{name}={shown}` is not one of {', '.join(options)}: "
-                         + (f"using `{default}`" if default else "ignored"))
+        return default, (
+            f"`{name}={shown}` is not one of {', '.join(options)}: " + (f"using `{default}`" if default else "ignored")
+        )
+
     return rule
 
 
@@ -81,12 +85,15 @@ def _int(lo: int, hi: int | None, default: int | None) -> Rule:
         except ValueError:
             shown = _CONTROL.sub("?", value)[:40]
             return (None if default is None else str(default)), (
-                f"`{name}={shown}` is not a whole number: " + (f"using {default}" if default is not None
-                                                                else "ignored"))
+                f"`{name}={shown}` is not a whole number: " + (f"using {default}" if default is not None else "ignored")
+            )
         clamped = max(lo, n if hi is None else min(hi, n))
         if clamped != n:
-            return str(clamped), f"`{name}={n}` is out of range ({lo}..{hi if hi is not None else '∞'}): clamped to {clamped}"
+            return str(
+                clamped
+            ), f"`{name}={n}` is out of range ({lo}..{hi if hi is not None else '∞'}): clamped to {clamped}"
         return str(n), None
+
     return rule
 
 
@@ -102,6 +109,7 @@ def _float(lo: float, hi: float, default: float) -> Rule:
         if clamped != x:
             return f"{clamped:g}", f"`{name}={x:g}` is out of range ({lo:g}..{hi:g}): clamped to {clamped:g}"
         return value, None
+
     return rule
 
 
@@ -110,8 +118,9 @@ def _collection(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None,
     if value in known:
         return value, None
     shown = _CONTROL.sub("?", value)[:80]
-    return None, (f"`{name}`: there is no collection `{shown}` (known: "
-                  f"{', '.join(known) if known else 'none'}): ignored")
+    return None, (
+        f"`{name}`: there is no collection `{shown}` (known: {', '.join(known) if known else 'none'}): ignored"
+    )
 
 
 def _scope(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | list[str] | None, str | None]:
@@ -128,10 +137,16 @@ def _scope(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | list[str] 
     kept = [p for p in parts if p in known]
     if len(kept) == len(parts) and kept:
         return kept, None
-    dropped = (", ".join(f"`{_CONTROL.sub('?', p)[:80]}`" for p in parts if p not in known)
-               if kept else f"`{_CONTROL.sub('?', whole)[:80]}`" if whole else "(empty)")
-    return (kept or None), (f"`{name}`: there is no collection {dropped} (known: "
-                            f"{', '.join(known) if known else 'none'}): ignored")
+    dropped = (
+        ", ".join(f"`{_CONTROL.sub('?', p)[:80]}`" for p in parts if p not in known)
+        if kept
+        else f"`{_CONTROL.sub('?', whole)[:80]}`"
+        if whole
+        else "(empty)"
+    )
+    return (kept or None), (
+        f"`{name}`: there is no collection {dropped} (known: {', '.join(known) if known else 'none'}): ignored"
+    )
 
 
 def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -163,12 +178,22 @@ PARAMS: dict[str, dict[str, Rule]] = {
     "status": {},
     "rebuild": {},
     # retrieval testing (issue 13): threshold, vector weight, compare modes, the file list
-    "explore": {**_SEARCH_PARAMS, "min": _float(0.0, MAX_MIN_SCORE, 0.0), "w": _float(0.0, 1.0, 0.5), "cmp": _flag,
-                "files": _collection, "doc": _path},
+    "explore": {
+        **_SEARCH_PARAMS,
+        "min": _float(0.0, MAX_MIN_SCORE, 0.0),
+        "w": _float(0.0, 1.0, 0.5),
+        "cmp": _flag,
+        "files": _collection,
+        "doc": _path,
+    },
     "chunk": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "full": _flag, "p": _int(1, None, None)},
-    "source": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "p": _int(1, None, None),
-               "zoom": _float(_ZOOM[0], _ZOOM[1], 1.0),
-               "view": _choice(["around", "page"], None)},  # i12: around the highlight | whole pages
+    "source": {
+        **_CHUNK_PARAMS,
+        **_SEARCH_PARAMS,
+        "p": _int(1, None, None),
+        "zoom": _float(_ZOOM[0], _ZOOM[1], 1.0),
+        "view": _choice(["around", "page"], None),
+    },  # i12: around the highlight | whole pages
 }
 
 
@@ -199,7 +224,7 @@ def validate_params(page: str, params: dict[str, str], collections: list[str]) -
             continue
         if name in REPEATED:  # every value checked; kept in order, without repeats
             kept: list[str] = []
-            for item in (value if isinstance(value, list) else [value]):
+            for item in value if isinstance(value, list) else [value]:
                 new, note = rule(name, str(item), ctx)
                 if note:
                     notices.append(note)
@@ -226,6 +251,7 @@ def validate(page: str, collections: list[str]) -> list[str]:
     Returns:
         The notices shown (one ``st.warning`` listing them when there are any).
     """
+
     def now(k: str) -> str | list[str] | None:
         if k in REPEATED:
             values = st.query_params.get_all(k)
@@ -242,6 +268,8 @@ def validate(page: str, collections: list[str]) -> list[str]:
             if now(k) != v:
                 st.query_params[k] = v
     if notices:
-        st.warning("**This link had parameters that were changed.**\n\n"
-                   + "\n".join(f"- {n}" for n in notices), icon=":material/link_off:")
+        st.warning(
+            "**This link had parameters that were changed.**\n\n" + "\n".join(f"- {n}" for n in notices),
+            icon=":material/link_off:",
+        )
     return notices

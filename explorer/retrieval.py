@@ -24,8 +24,22 @@ from engine.search.searcher import RRF_K
 from explorer import widgets
 from explorer.table import table
 
-__all__ = ["ALL", "COMPARED_MODES", "ScoreScale", "SCORE_SCALES", "HYBRID_TOP", "score_scale", "scope_param", "scope_paths", "scope_from_param", "scope_argument", "breakdown",
-           "compare_modes", "file_list", "show"]
+__all__ = [
+    "ALL",
+    "COMPARED_MODES",
+    "ScoreScale",
+    "SCORE_SCALES",
+    "HYBRID_TOP",
+    "score_scale",
+    "scope_param",
+    "scope_paths",
+    "scope_from_param",
+    "scope_argument",
+    "breakdown",
+    "compare_modes",
+    "file_list",
+    "show",
+]
 
 #: The ``scope`` value (and deep-link parameter) meaning every collection.
 ALL = "*"
@@ -102,10 +116,17 @@ HYBRID_TOP = 2.0 / (RRF_K + 1)
 #: mode -> its threshold slider (keyword BM25 is unbounded: its top is only the slider's end).
 SCORE_SCALES = {
     "vector": ScoreScale("vector", 1.0, 0.01, "%.2f", True, "cosine similarity, at most 1"),
-    "keyword": ScoreScale("keyword", 25.0, 0.1, "%.1f", False,
-                          "BM25, unbounded (typically 2-20 for a few words; more for long queries)"),
-    "hybrid": ScoreScale("hybrid", round(HYBRID_TOP, 4), 0.0005, "%.4f", True,
-                         f"fused reciprocal rank, at most 2/({RRF_K}+1) = {HYBRID_TOP:.4f}"),
+    "keyword": ScoreScale(
+        "keyword", 25.0, 0.1, "%.1f", False, "BM25, unbounded (typically 2-20 for a few words; more for long queries)"
+    ),
+    "hybrid": ScoreScale(
+        "hybrid",
+        round(HYBRID_TOP, 4),
+        0.0005,
+        "%.4f",
+        True,
+        f"fused reciprocal rank, at most 2/({RRF_K}+1) = {HYBRID_TOP:.4f}",
+    ),
 }
 
 
@@ -124,10 +145,14 @@ def breakdown(hit: dict[str, Any], score_kind: str | None) -> str | None:
     if "vectorRank" not in hit and "keywordRank" not in hit:
         return None
     parts = [f"fused ({score_kind or 'rrf'}) {hit['score']:.5f}"]
-    parts.append(f"vector {hit['vectorScore']:.4f} (#{hit['vectorRank']})" if "vectorRank" in hit
-                 else "vector: not in its list")
-    parts.append(f"keyword {hit['keywordScore']:.4f} (#{hit['keywordRank']})" if "keywordRank" in hit
-                 else "keyword: not in its list")
+    parts.append(
+        f"vector {hit['vectorScore']:.4f} (#{hit['vectorRank']})" if "vectorRank" in hit else "vector: not in its list"
+    )
+    parts.append(
+        f"keyword {hit['keywordScore']:.4f} (#{hit['keywordRank']})"
+        if "keywordRank" in hit
+        else "keyword: not in its list"
+    )
     return " · ".join(parts)
 
 
@@ -141,8 +166,9 @@ def show(rows: list[dict[str, Any]]) -> None:
     table(rows)
 
 
-def compare_modes(tool: str, arguments: dict[str, Any],
-                  threshold_mode: str | None = None) -> dict[str, dict[str, Any] | None]:
+def compare_modes(
+    tool: str, arguments: dict[str, Any], threshold_mode: str | None = None
+) -> dict[str, dict[str, Any] | None]:
     """Run the same search in each of ``COMPARED_MODES`` and show which hits each found.
 
     Args:
@@ -169,16 +195,23 @@ def compare_modes(tool: str, arguments: dict[str, Any],
             env = widgets.run_tool(tool, args, label=f"{mode}: this maps to a tool call")
             envelopes[mode] = env
             if env is None or env.get("error") or not env.get("searched"):
-                st.caption((env or {}).get("error") or (env or {}).get("hint") or (env or {}).get("message")
-                           or "not searched")
+                st.caption(
+                    (env or {}).get("error") or (env or {}).get("hint") or (env or {}).get("message") or "not searched"
+                )
             else:
                 st.caption(f"{env['count']} hits · score `{env.get('scoreKind')}`")
     rows: dict[tuple, dict[str, Any]] = {}
     for mode, env in envelopes.items():
         for h in (env or {}).get("hits", []) if env and env.get("searched") else []:
-            row = rows.setdefault(_key(h, per_file), {
-                "filePath": h["filePath"], "chunk": h.get("chunkIndex"), "page": h.get("page"),
-                **{m: None for m in COMPARED_MODES}})
+            row = rows.setdefault(
+                _key(h, per_file),
+                {
+                    "filePath": h["filePath"],
+                    "chunk": h.get("chunkIndex"),
+                    "page": h.get("page"),
+                    **{m: None for m in COMPARED_MODES},
+                },
+            )
             row[mode] = h["rank"]
     if rows:
         rows_out = []
@@ -186,8 +219,9 @@ def compare_modes(tool: str, arguments: dict[str, Any],
             found = [m[0].upper() for m in COMPARED_MODES if row[m] is not None]
             rows_out.append({**row, "found by": " ".join(found)})
         rows_out.sort(key=lambda r: min(r[m] if r[m] is not None else 10**9 for m in COMPARED_MODES))
-        st.caption("Rank of each hit in each mode (blank: that mode did not return it); "
-                   "V = vector, K = keyword, H = hybrid.")
+        st.caption(
+            "Rank of each hit in each mode (blank: that mode did not return it); V = vector, K = keyword, H = hybrid."
+        )
         show(rows_out)
     return envelopes
 
@@ -208,29 +242,49 @@ def file_list(collection: str, selected: str | None = None) -> dict[str, Any] | 
     if not env.get("found"):
         st.info(env.get("message", ""), icon=":material/info:")
         return env
-    rows = [{"filePath": d["filePath"], "type": d["fileType"], "pages": d["pageCount"],
-             "chunks": d["chunkCount"], "status": d["status"], "reason": d.get("reason", ""),
-             "encoding": d.get("encoding", ""),
-             "OCR pages": ", ".join(str(p) for p in d.get("ocrPages", [])), "documentPath": d["documentPath"]}
-            for d in env["documents"]]
-    st.caption(f"{env['total']} files in `{collection}`"
-               + (f" (first {env['count']}; nextOffset {env['nextOffset']})" if env.get("nextOffset") else ""))
+    rows = [
+        {
+            "filePath": d["filePath"],
+            "type": d["fileType"],
+            "pages": d["pageCount"],
+            "chunks": d["chunkCount"],
+            "status": d["status"],
+            "reason": d.get("reason", ""),
+            "encoding": d.get("encoding", ""),
+            "OCR pages": ", ".join(str(p) for p in d.get("ocrPages", [])),
+            "documentPath": d["documentPath"],
+        }
+        for d in env["documents"]
+    ]
+    st.caption(
+        f"{env['total']} files in `{collection}`"
+        + (f" (first {env['count']}; nextOffset {env['nextOffset']})" if env.get("nextOffset") else "")
+    )
     table(rows)
     files = [d["filePath"] for d in env["documents"]]
     if not files:
         return env
-    pick = st.selectbox("Document", files, key="doc", index=files.index(selected) if selected in files else 0,
-                        help="its document node (get_document) and its chunks")
+    pick = st.selectbox(
+        "Document",
+        files,
+        key="doc",
+        index=files.index(selected) if selected in files else 0,
+        help="its document node (get_document) and its chunks",
+    )
     doc = next(d for d in env["documents"] if d["filePath"] == pick)
-    node = widgets.run_tool("get_document", {"documentPath": doc["documentPath"]},
-                            label="get_document: this maps to a tool call")
+    node = widgets.run_tool(
+        "get_document", {"documentPath": doc["documentPath"]}, label="get_document: this maps to a tool call"
+    )
     if node is not None and node.get("found"):
-        st.markdown(f"**{node['filePath']}** · `{node['status']}`"
-                    + (f" ({node['reason']})" if node.get("reason") else "")
-                    + f" · {node['chunkCount']} chunks · {node['pageCount']} pages")
+        st.markdown(
+            f"**{node['filePath']}** · `{node['status']}`"
+            + (f" ({node['reason']})" if node.get("reason") else "")
+            + f" · {node['chunkCount']} chunks · {node['pageCount']} pages"
+        )
         if node.get("summary"):
             st.caption(" ".join(node["summary"].split())[:300])
-        if st.button("Open its chunks", key="doc-chunks", icon=":material/article:",
-                     disabled=not node.get("chunkCount")):
+        if st.button(
+            "Open its chunks", key="doc-chunks", icon=":material/article:", disabled=not node.get("chunkCount")
+        ):
             widgets.go("chunk", c=collection, f=pick, i=0)
     return env

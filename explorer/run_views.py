@@ -45,13 +45,25 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary", roots: bool =
     (``roots``: also the collection roots it could not list, ``root_errors``)."""
     st.markdown(f"**{heading}**" + (f" · {summary.get('finishedAt')}" if summary.get("finishedAt") else ""))
     cols = st.columns(6)
-    for col, (label, key) in zip(cols, [("files seen", "filesSeen"), ("indexed", "indexed"),
-                                        ("unchanged", "unchanged"), ("chunks written", "chunksWritten"),
-                                        ("vectors embedded", "embedded"), ("seconds", "seconds")]):
+    for col, (label, key) in zip(
+        cols,
+        [
+            ("files seen", "filesSeen"),
+            ("indexed", "indexed"),
+            ("unchanged", "unchanged"),
+            ("chunks written", "chunksWritten"),
+            ("vectors embedded", "embedded"),
+            ("seconds", "seconds"),
+        ],
+    ):
         col.metric(label, unchanged_of(summary) if key == "unchanged" else summary.get(key, 0))
     extra = []
-    for label, key in (("removed", "removed"), ("vectors reused", "reused"),
-                       ("embedded truncated", "truncated"), ("chunks without a vector", "embedFailed")):
+    for label, key in (
+        ("removed", "removed"),
+        ("vectors reused", "reused"),
+        ("embedded truncated", "truncated"),
+        ("chunks without a vector", "embedFailed"),
+    ):
         if summary.get(key):
             extra.append(f"{label}: {summary[key]}")
     if summary.get("collections"):
@@ -60,22 +72,32 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary", roots: bool =
     st.caption(" · ".join(extra))
     counts = summary.get("counts")
     if counts:  # every class of outcome (issue 10)
-        st.caption(f"Run **{summary.get('status', 'finished')}** · " + " · ".join(
-            f"{k}: {counts.get(k, 0)}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
-                                                 "stale", "removed")))
+        st.caption(
+            f"Run **{summary.get('status', 'finished')}** · "
+            + " · ".join(
+                f"{k}: {counts.get(k, 0)}"
+                for k in ("indexed", "unchanged", "empty", "failed", "skipped", "stale", "removed")
+            )
+        )
     if summary.get("cancelRequested") and summary.get("status") == "finished":
-        st.info(summary.get("message") or "A stop was requested during the last file: nothing was left to do.",
-                icon=":material/info:")
+        st.info(
+            summary.get("message") or "A stop was requested during the last file: nothing was left to do.",
+            icon=":material/info:",
+        )
     if summary.get("status") in ("cancelled", "interrupted", "stopped"):
-        st.warning(summary.get("message") or (summary.get("error") or {}).get("message")
-                   or f"The run was {summary['status']}: what it committed is kept; run again to finish.")
+        st.warning(
+            summary.get("message")
+            or (summary.get("error") or {}).get("message")
+            or f"The run was {summary['status']}: what it committed is kept; run again to finish."
+        )
     if roots:
         root_errors(summary)
     if summary.get("embedError"):
         failure_callout(summary["embedError"])
     lists = ("failed", "empty", "skippedFiles", "stale") if counts else ("failed", "empty", "unsupported")
-    rows = [{"status": {"skippedFiles": "skipped"}.get(kind, kind), **f} for kind in lists
-            for f in summary.get(kind) or []]
+    rows = [
+        {"status": {"skippedFiles": "skipped"}.get(kind, kind), **f} for kind in lists for f in summary.get(kind) or []
+    ]
     if rows:
         st.markdown(f"**Files not indexed ({len(rows)})**")
         table(rows, columns=["status", "code", "collectionPath", "filePath", "reason"])
@@ -85,15 +107,20 @@ def root_errors(summary: dict[str, Any] | None) -> None:
     """One error box per collection root the run could not list (``rootErrors``: which
     collection, its root, the code and why; its documents are kept, listed stale)."""
     for r in (summary or {}).get("rootErrors") or []:
-        st.error(f"**Collection `{r['collectionPath']}`** (`{r['code']}`): {r['reason']}. They stay searchable; "
-                 "the next run that can list the root reads them again.", icon=":material/folder_off:")
+        st.error(
+            f"**Collection `{r['collectionPath']}`** (`{r['code']}`): {r['reason']}. They stay searchable; "
+            "the next run that can list the root reads them again.",
+            icon=":material/folder_off:",
+        )
 
 
 # -- status --------------------------------------------------------------------------
 def provider_view(provider: dict[str, Any]) -> None:
     """The embedding provider with model, dimension, endpoint and the probe's result."""
-    line = (f"Provider **`{provider.get('provider')}`** · model `{provider.get('model') or '-'}` · "
-            f"dimension {provider.get('dim') or '-'}")
+    line = (
+        f"Provider **`{provider.get('provider')}`** · model `{provider.get('model') or '-'}` · "
+        f"dimension {provider.get('dim') or '-'}"
+    )
     if provider.get("endpoint"):
         line += f" · endpoint `{provider['endpoint']}`"
     st.markdown(line)
@@ -101,8 +128,9 @@ def provider_view(provider: dict[str, Any]) -> None:
     if probe is None:
         st.caption("Probe not run.")
     elif probe.get("ok"):
-        st.success(f"Probe ok: embedded a test string in {probe.get('seconds', 0):.3f} s.",
-                   icon=":material/check_circle:")
+        st.success(
+            f"Probe ok: embedded a test string in {probe.get('seconds', 0):.3f} s.", icon=":material/check_circle:"
+        )
     else:
         failure_callout(probe)
 
@@ -113,12 +141,16 @@ def status_view(status: dict[str, Any]) -> None:
     c[0].metric("collections", len(status["collections"]))
     c[1].metric("documents", status["documents"])
     c[2].metric("chunks", status["chunks"])
-    c[3].metric("stale vectors", status["staleVectors"],
-                help="vectors whose chunk no longer exists (kept: rows are only added)")
+    c[3].metric(
+        "stale vectors", status["staleVectors"], help="vectors whose chunk no longer exists (kept: rows are only added)"
+    )
     model = status["provider"].get("model")
     row = next((v for v in status["vectors"] if v["model"] == model), None)
-    c[4].metric("chunks lacking vectors", row["missing"] if row else status["chunks"],
-                help=f"for the configured model `{model}`; every model below")
+    c[4].metric(
+        "chunks lacking vectors",
+        row["missing"] if row else status["chunks"],
+        help=f"for the configured model `{model}`; every model below",
+    )
     st.subheader("Embedding provider")
     provider_view(status["provider"])
     st.subheader("Collections")
@@ -143,10 +175,14 @@ def status_view(status: dict[str, Any]) -> None:
     noted = status.get("notes") or []
     if noted:
         st.subheader(f"Indexed with notes ({len(noted)})")
-        st.caption("Text decoded from a detected encoding, OCR'd pages, parts not read: "
-                   "the file is searchable, but check these.")
-        table([{**n, "notes": "; ".join(n["notes"])} for n in noted],
-              columns=["collectionPath", "filePath", "encoding", "encodingConfidence", "notes"])
+        st.caption(
+            "Text decoded from a detected encoding, OCR'd pages, parts not read: "
+            "the file is searchable, but check these."
+        )
+        table(
+            [{**n, "notes": "; ".join(n["notes"])} for n in noted],
+            columns=["collectionPath", "filePath", "encoding", "encodingConfidence", "notes"],
+        )
     st.subheader("Last run")
     if status.get("lastRun"):
         run_summary(status["lastRun"], heading="Last index run", roots=False)  # shown under Collections

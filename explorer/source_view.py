@@ -23,8 +23,16 @@ import streamlit as st
 from engine.errors import ChunknavError
 from explorer import state, widgets
 
-__all__ = ["ZOOMS", "VIEW_WIDTH_PX", "VIEW_HEIGHT_PX", "chunk_stepper", "stale_notice",
-           "pdf_chunk_pages", "text_chunk_view", "renders_pages"]
+__all__ = [
+    "ZOOMS",
+    "VIEW_WIDTH_PX",
+    "VIEW_HEIGHT_PX",
+    "chunk_stepper",
+    "stale_notice",
+    "pdf_chunk_pages",
+    "text_chunk_view",
+    "renders_pages",
+]
 
 #: Zoom levels: multiples of "page width fills the image".
 ZOOMS = [1.0, 1.5, 2.0, 3.0, 4.0]
@@ -52,10 +60,24 @@ def chunk_stepper(chunk: dict[str, Any], cols: Any = None) -> None:
     the URL, so the next chunk opens the same way."""
     prev_i, next_i = chunk.get("prevIndex"), chunk.get("nextIndex")
     left, right = st.columns(2) if cols is None else cols
-    left.button("Previous chunk", key="src_prev", icon=":material/chevron_left:", disabled=prev_i is None,
-                on_click=_nav, args=(prev_i,), width="stretch")
-    right.button("Next chunk", key="src_next", icon=":material/chevron_right:", disabled=next_i is None,
-                 on_click=_nav, args=(next_i,), width="stretch")
+    left.button(
+        "Previous chunk",
+        key="src_prev",
+        icon=":material/chevron_left:",
+        disabled=prev_i is None,
+        on_click=_nav,
+        args=(prev_i,),
+        width="stretch",
+    )
+    right.button(
+        "Next chunk",
+        key="src_next",
+        icon=":material/chevron_right:",
+        disabled=next_i is None,
+        on_click=_nav,
+        args=(next_i,),
+        width="stretch",
+    )
 
 
 def stale_notice(chunk: dict[str, Any]) -> bool:
@@ -63,16 +85,20 @@ def stale_notice(chunk: dict[str, Any]) -> bool:
     if not chunk.get("stale"):
         return False
     at = chunk.get("indexedAt")
-    when = (dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-            if at else "an unknown time")
+    when = dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "an unknown time"
     if chunk.get("staleReason"):
-        st.warning(f"**The last index run could not read this file ({chunk['staleReason']}); its chunks "
-                   f"are kept from {when}.** The file may have changed since, so the stored line "
-                   "rectangles are not drawn over it.", icon=":material/sync_problem:")
+        st.warning(
+            f"**The last index run could not read this file ({chunk['staleReason']}); its chunks "
+            f"are kept from {when}.** The file may have changed since, so the stored line "
+            "rectangles are not drawn over it.",
+            icon=":material/sync_problem:",
+        )
         return True
-    st.warning(f"**This file changed after it was indexed (indexed at {when}); re-index to refresh.** "
-               "The stored line rectangles describe the old file, so they are not drawn over the new one.",
-               icon=":material/sync_problem:")
+    st.warning(
+        f"**This file changed after it was indexed (indexed at {when}); re-index to refresh.** "
+        "The stored line rectangles describe the old file, so they are not drawn over the new one.",
+        icon=":material/sync_problem:",
+    )
     return True
 
 
@@ -85,8 +111,17 @@ def _set_view() -> None:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str, texts: tuple[str, ...],
-            renderer: str, whole: bool, _password: str | None) -> list[Any]:
+def _render(
+    path: str,
+    mtime_ns: int,
+    page: int,
+    zoom: float,
+    regions_json: str,
+    texts: tuple[str, ...],
+    renderer: str,
+    whole: bool,
+    _password: str | None,
+) -> list[Any]:
     """The page's images (``RenderedPage``): one per run of the highlight
     (``engine.render.highlight_runs``: a chunk that continues in the next
     column gets a second crop), or one of the whole page height (``whole``)."""
@@ -99,18 +134,19 @@ def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str,
     boxes = [Bbox(**b) for r in regions if r.get("page") == page for b in (r.get("rects") or [r["bbox"]])]
     runs = [boxes] if whole or not boxes else _merge_runs(highlight_runs(boxes), h_pt * scale)
     if len(runs) > MAX_PARTS:  # a table read down its columns, text running down the page...:
-        runs = [boxes]         # one crop from the first line ("Whole pages" shows all of it)
+        runs = [boxes]  # one crop from the first line ("Whole pages" shows all of it)
     shots = []
     for run in runs:
-        view_h = 10 ** 6
+        view_h = 10**6
         if not whole:  # as tall as the highlight needs (plus context), at most VIEW_HEIGHT_PX
             view_h = VIEW_HEIGHT_PX
             if run:
                 top, bottom = min(b.y for b in run), max(b.y + b.h for b in run)
                 view_h = min(VIEW_HEIGHT_PX, max(MIN_HEIGHT_PX, round((bottom - top) * h_pt * scale) + 2 * MARGIN_PX))
         clip = clip_around(run, scale, w_pt, h_pt, VIEW_WIDTH_PX, view_h, MARGIN_PX)
-        shots.append(render_page_info(path, page, scale, regions, _password, texts or None,
-                                      renderer=renderer, clip=clip))
+        shots.append(
+            render_page_info(path, page, scale, regions, _password, texts or None, renderer=renderer, clip=clip)
+        )
     return shots
 
 
@@ -158,26 +194,37 @@ def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:
     if problem:
         st.error(f"**Cannot show the source.** {problem}", icon=":material/error:")
         return
-    regions = chunk.get("regions") or ([{"page": chunk["page"], "bbox": chunk["bbox"]}]
-                                       if chunk.get("bbox") and chunk.get("page") else [])
+    regions = chunk.get("regions") or (
+        [{"page": chunk["page"], "bbox": chunk["bbox"]}] if chunk.get("bbox") and chunk.get("page") else []
+    )
     zoom = min(ZOOMS, key=lambda z: abs(z - state.qp_float("zoom", 1.0)))
     whole = state.qp_get("view") == "page"
     b1, b2, c1, c2 = st.columns([1.3, 1.3, 2.2, 2.2], vertical_alignment="bottom")
     chunk_stepper(chunk, (b1, b2))
     st.session_state["src_zoom"] = zoom
-    c1.select_slider("Zoom", ZOOMS, key="src_zoom", on_change=_set_zoom, format_func=lambda z: f"{z:g}×",
-                     help="1× = the page width fills the image; the view stays on the highlight")
+    c1.select_slider(
+        "Zoom",
+        ZOOMS,
+        key="src_zoom",
+        on_change=_set_zoom,
+        format_func=lambda z: f"{z:g}×",
+        help="1× = the page width fills the image; the view stays on the highlight",
+    )
     st.session_state["src_view"] = "Whole pages" if whole else "Around the highlight"
-    c2.radio("Show", ["Around the highlight", "Whole pages"], key="src_view", on_change=_set_view,
-             label_visibility="collapsed")
+    c2.radio(
+        "Show",
+        ["Around the highlight", "Whole pages"],
+        key="src_view",
+        on_change=_set_view,
+        label_visibility="collapsed",
+    )
     texts: tuple[str, ...] = ()
     if stale:
         if not st.toggle("Show a text-match highlight on the current file", key="src_textmatch"):
             regions = []
         else:
             texts, regions = (chunk["text"],), []
-            st.caption("Text-match highlight: the chunk's text searched on the current file, "
-                       "not the indexed position.")
+            st.caption("Text-match highlight: the chunk's text searched on the current file, not the indexed position.")
     elif not regions:
         texts = (chunk["text"],)
     pages = sorted({r["page"] for r in chunk.get("regions") or []}) or [chunk.get("page") or 1]
@@ -186,29 +233,43 @@ def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:
     first = None
     for page in pages:
         try:
-            shots = _render(str(path), mtime_ns, page, zoom, json.dumps(regions, sort_keys=True), texts,
-                            renderer, whole, password)
+            shots = _render(
+                str(path), mtime_ns, page, zoom, json.dumps(regions, sort_keys=True), texts, renderer, whole, password
+            )
         except (ChunknavError, ValueError) as e:
             st.error(f"**Cannot render page {page}.** {e}", icon=":material/error:")
             continue
         shot = shots[0]
         n_lines = sum(1 for r in regions if r.get("page") == page for _ in (r.get("rects") or ()))
         label = _page_label(path, page, password)
-        what = {"rects": f"{n_lines} line{'s' if n_lines != 1 else ''} of the chunk",
-                "bbox": "the chunk's box", "text": f"text match ({len(shot.boxes)} places)",
-                "none": "nothing drawn" if stale else "the chunk's text was not found here"}[shot.source]
-        st.markdown(f"**Page {page}**" + (f" ({label})" if label else "") + f" of {shot.page_count} · {what} · "
-                    f"zoom {zoom:g}× · :small[page {shot.page_width_px}×{shot.page_height_px} px, "
-                    f"showing {shot.width_px}×{shot.height_px}]")
+        what = {
+            "rects": f"{n_lines} line{'s' if n_lines != 1 else ''} of the chunk",
+            "bbox": "the chunk's box",
+            "text": f"text match ({len(shot.boxes)} places)",
+            "none": "nothing drawn" if stale else "the chunk's text was not found here",
+        }[shot.source]
+        st.markdown(
+            f"**Page {page}**" + (f" ({label})" if label else "") + f" of {shot.page_count} · {what} · "
+            f"zoom {zoom:g}× · :small[page {shot.page_width_px}×{shot.page_height_px} px, "
+            f"showing {shot.width_px}×{shot.height_px}]"
+        )
         for k, part in enumerate(shots):
             if k:
-                st.caption(f"Page {page}, part {k + 1} of {len(shots)}: the chunk continues here "
-                           "(another column, or further down the page).")
+                st.caption(
+                    f"Page {page}, part {k + 1} of {len(shots)}: the chunk continues here "
+                    "(another column, or further down the page)."
+                )
             st.image(part.png, width="stretch")
         if first is None:
-            first = {"page": page, "source": shot.source, "boxes": n_lines if shot.source == "rects" else len(shot.boxes),
-                     "zoom": zoom, "pageWidthPx": shot.page_width_px, "renderer": shot.renderer,
-                     "parts": len(shots)}
+            first = {
+                "page": page,
+                "source": shot.source,
+                "boxes": n_lines if shot.source == "rects" else len(shot.boxes),
+                "zoom": zoom,
+                "pageWidthPx": shot.page_width_px,
+                "renderer": shot.renderer,
+                "parts": len(shots),
+            }
     st.session_state["_last_render"] = first
 
 
@@ -217,8 +278,12 @@ def text_chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     chunk outlined and the overlaps with its neighbours marked in blue."""
     start, end = chunk["start"], chunk["end"]
     offset = max(0, start - TEXT_BEFORE_CHARS)
-    window = {"collectionPath": chunk["collectionPath"], "filePath": chunk["filePath"], "offset": offset,
-              "limit": (end - offset) + 3000}
+    window = {
+        "collectionPath": chunk["collectionPath"],
+        "filePath": chunk["filePath"],
+        "offset": offset,
+        "limit": (end - offset) + 3000,
+    }
     doc = widgets.run_tool("read_document", window, panel=False)
     if doc is None:
         return
@@ -233,8 +298,10 @@ def text_chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     spans.append((a + n_prev, max(a + n_prev, b - n_next), "span"))
     if n_next:
         spans.append((max(a + n_prev, b - n_next), b, "ovl"))
-    st.caption(f"Characters {offset}–{offset + len(doc['text'])} of {doc.get('totalLength')} · the chunk is "
-               f"outlined in orange; blue: the {n_prev} characters shared with the previous chunk and the "
-               f"{n_next} shared with the next")
+    st.caption(
+        f"Characters {offset}–{offset + len(doc['text'])} of {doc.get('totalLength')} · the chunk is "
+        f"outlined in orange; blue: the {n_prev} characters shared with the previous chunk and the "
+        f"{n_next} shared with the next"
+    )
     widgets.marked_block(doc["text"], spans, query, height_px=420)
     widgets.tool_call_panel("read_document", window, doc, label="This maps to a tool call (text)")

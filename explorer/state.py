@@ -22,8 +22,22 @@ from engine.config import Settings, load_settings
 from engine.tools.registry import Engine
 from explorer.jobs import IndexJob
 
-__all__ = ["REPO", "PAGES_DIR", "SAMPLES", "SAMPLE_COLLECTION", "ICON", "settings", "engine", "job", "index_seen",
-           "qp_get", "qp_all", "qp_int", "qp_float", "qp_set"]
+__all__ = [
+    "REPO",
+    "PAGES_DIR",
+    "SAMPLES",
+    "SAMPLE_COLLECTION",
+    "ICON",
+    "settings",
+    "engine",
+    "job",
+    "index_seen",
+    "qp_get",
+    "qp_all",
+    "qp_int",
+    "qp_float",
+    "qp_set",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 _HERE = Path(__file__).resolve().parent

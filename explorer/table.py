@@ -4,7 +4,7 @@ Owns: ``table``, the explorer's one way to show rows (collections, vectors per
 model, files not indexed). It renders a Markdown table, so the explorer needs
 none of the packages behind Streamlit's dataframe and chart elements (pandas,
 pyarrow, altair, pydeck): ``make run`` leaves them out (``requirements.lock``)
-and ``tests/test_boundaries.py`` keeps those elements out of ``explorer/`` and
+and ``tests/project/test_boundaries.py`` keeps those elements out of ``explorer/`` and
 ``pages/``.
 """
 
@@ -31,8 +31,9 @@ def _cell(value: Any) -> str:
     return _SPECIAL.sub(r"\\\1", text)
 
 
-def markdown_table(rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None,
-                   labels: Mapping[str, str] | None = None) -> str:
+def markdown_table(
+    rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None, labels: Mapping[str, str] | None = None
+) -> str:
     """The Markdown text of a table.
 
     Args:
@@ -50,14 +51,17 @@ def markdown_table(rows: Iterable[Mapping[str, Any]], columns: list[str] | None 
     if columns is None:
         columns = list(dict.fromkeys(k for r in rows for k in r))
     labels = labels or {}
-    lines = ["| " + " | ".join(_cell(labels.get(c, c)) for c in columns) + " |",
-             "|" + "---|" * len(columns)]
+    lines = ["| " + " | ".join(_cell(labels.get(c, c)) for c in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 
-def table(rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None,
-          labels: Mapping[str, str] | None = None, height_px: int | None = 400) -> None:
+def table(
+    rows: Iterable[Mapping[str, Any]],
+    columns: list[str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    height_px: int | None = 400,
+) -> None:
     """Show ``rows`` as a table (see ``markdown_table``), scrolling past ``height_px`` pixels.
 
     ``height_px`` None: no scroll box. Tables of more than 12 rows scroll.

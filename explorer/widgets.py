@@ -73,14 +73,20 @@ def selected_chunk(button: str) -> tuple[str, str, int]:
 def go(name: str, **params: Any) -> None:
     """Switch to a page with the given query parameters (a deep link; a list value becomes
     one repeated parameter per item)."""
-    st.switch_page(page_path(name), query_params={
-        k: [str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)
-        for k, v in params.items() if v is not None and v != []})
+    st.switch_page(
+        page_path(name),
+        query_params={
+            k: [str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)
+            for k, v in params.items()
+            if v is not None and v != []
+        },
+    )
 
 
 # -- tool calls -----------------------------------------------------------------
-def run_tool(name: str, arguments: dict[str, Any], panel: bool = True,
-             label: str = "This maps to a tool call") -> dict[str, Any] | None:
+def run_tool(
+    name: str, arguments: dict[str, Any], panel: bool = True, label: str = "This maps to a tool call"
+) -> dict[str, Any] | None:
     """Call one registry tool on the shared Engine and show the call.
 
     Args:
@@ -102,13 +108,13 @@ def run_tool(name: str, arguments: dict[str, Any], panel: bool = True,
     return envelope
 
 
-def tool_call_panel(name: str, arguments: dict[str, Any], envelope: Any,
-                    label: str = "This maps to a tool call") -> None:
+def tool_call_panel(
+    name: str, arguments: dict[str, Any], envelope: Any, label: str = "This maps to a tool call"
+) -> None:
     """The expander with the exact call, its ``chunknav`` command line and the envelope."""
     tool = REGISTRY[name]
     with st.expander(label, expanded=False, icon=":material/terminal:"):
-        st.caption(f"Tool `{tool.name}` (the same function the CLI and the MCP server call): "
-                   f"{tool.description}")
+        st.caption(f"Tool `{tool.name}` (the same function the CLI and the MCP server call): {tool.description}")
         st.markdown("**Call** (MCP `tools/call` params)")
         st.code(redact(to_json({"name": name, "arguments": arguments}, indent=2)), language="json")
         st.markdown("**Command line**")
@@ -142,9 +148,11 @@ def failure_callout(envelope: dict[str, Any]) -> None:
     envelope = redact_obj(envelope)  # engine.secrets: callouts never show a configured secret
     code = str(envelope.get("error"))
     title, kind = FAILURE_TITLES.get(code, (f"Failed: {code}", "error"))
-    lines = [f"**{title}.** {envelope.get('message', '')}".strip(),
-             f"Error code: `{code}`" + (f" · HTTP status {envelope['statusCode']}"
-                                       if envelope.get("statusCode") is not None else "")]
+    lines = [
+        f"**{title}.** {envelope.get('message', '')}".strip(),
+        f"Error code: `{code}`"
+        + (f" · HTTP status {envelope['statusCode']}" if envelope.get("statusCode") is not None else ""),
+    ]
     who = WHO_FIXES.get(code)
     if who:
         lines.append(f"**Who can fix it:** {who}.")
@@ -168,18 +176,22 @@ def search_outcome(envelope: dict[str, Any]) -> bool:
         return False
     colls = ", ".join(f"`{c}`" for c in envelope.get("collections", [])) or "none"
     if not envelope.get("searched"):
-        st.info(f"**Not searched.** {envelope.get('hint') or envelope.get('message') or ''}",
-                icon=":material/info:")
+        st.info(f"**Not searched.** {envelope.get('hint') or envelope.get('message') or ''}", icon=":material/info:")
         return False
     if envelope.get("message"):
         st.caption(envelope["message"])
     if envelope.get("count", 0) == 0:
-        st.info(f"**Searched, 0 hits.** Collections searched: {colls}; mode `{envelope.get('mode')}`. "
-                "Nothing matched: try other words or another scope.", icon=":material/search_off:")
+        st.info(
+            f"**Searched, 0 hits.** Collections searched: {colls}; mode `{envelope.get('mode')}`. "
+            "Nothing matched: try other words or another scope.",
+            icon=":material/search_off:",
+        )
         return False
-    st.caption(f"Searched {colls} · mode `{envelope.get('mode')}` · score `{envelope.get('scoreKind')}`"
-               + (f" · model `{envelope['model']}`" if envelope.get("model") else "")
-               + f" · {envelope['count']} hits")
+    st.caption(
+        f"Searched {colls} · mode `{envelope.get('mode')}` · score `{envelope.get('scoreKind')}`"
+        + (f" · model `{envelope['model']}`" if envelope.get("model") else "")
+        + f" · {envelope['count']} hits"
+    )
     return True
 
 
@@ -208,15 +220,14 @@ def mark_terms(text: str, query: str) -> str:
         return html.escape(text)
     out, pos = [], 0
     for m in pattern.finditer(text):
-        out.append(html.escape(text[pos:m.start()]))
+        out.append(html.escape(text[pos : m.start()]))
         out.append(f"<mark>{html.escape(m.group(0))}</mark>")
         pos = m.end()
     out.append(html.escape(text[pos:]))
     return "".join(out)
 
 
-def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "",
-                 height_px: int | None = None) -> None:
+def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "", height_px: int | None = None) -> None:
     """Show ``text`` preformatted with character spans marked.
 
     Args:
@@ -251,8 +262,7 @@ def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "",
 
 
 # -- hits --------------------------------------------------------------------------
-def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False,
-            detail: str | None = None) -> str | None:
+def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False, detail: str | None = None) -> str | None:
     """One search hit: rank, score, file, page badge, marked snippet, and buttons.
 
     Args:
@@ -278,11 +288,21 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False,
         if detail:
             mid.caption(detail)
         clicked = None
-        if right.button("Open chunk", key=f"{key}-chunk", icon=":material/article:",
-                        disabled=hit.get("chunkIndex") is None, width="stretch"):
+        if right.button(
+            "Open chunk",
+            key=f"{key}-chunk",
+            icon=":material/article:",
+            disabled=hit.get("chunkIndex") is None,
+            width="stretch",
+        ):
             clicked = "chunk"
-        if right.button("Source", key=f"{key}-source", icon=":material/visibility:",
-                        disabled=hit.get("chunkIndex") is None, width="stretch"):
+        if right.button(
+            "Source",
+            key=f"{key}-source",
+            icon=":material/visibility:",
+            disabled=hit.get("chunkIndex") is None,
+            width="stretch",
+        ):
             clicked = "source"
         return clicked
 
@@ -305,8 +325,9 @@ def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str 
 
 
 @st.cache_data(max_entries=48, show_spinner=False)
-def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str,
-            texts: tuple[str, ...], _password: str | None):
+def _render(
+    path: str, mtime_ns: int, page: int, zoom: float, regions_json: str, texts: tuple[str, ...], _password: str | None
+):
     import json
 
     from engine.render import render_page_info
@@ -314,13 +335,21 @@ def _render(path: str, mtime_ns: int, page: int, zoom: float, regions_json: str,
     return render_page_info(path, page, zoom, json.loads(regions_json), _password, texts or None)
 
 
-def page_image(path: Path, password: str | None, page: int, zoom: float,
-               regions: list[dict[str, Any]], texts: tuple[str, ...] = ()):
+def page_image(
+    path: Path, password: str | None, page: int, zoom: float, regions: list[dict[str, Any]], texts: tuple[str, ...] = ()
+):
     """The rendered page (``engine.render.RenderedPage``), cached per file version."""
     import json
 
-    return _render(str(path), os.stat(path).st_mtime_ns, page, round(zoom, 3),
-                   json.dumps(regions, sort_keys=True), tuple(texts), password)
+    return _render(
+        str(path),
+        os.stat(path).st_mtime_ns,
+        page,
+        round(zoom, 3),
+        json.dumps(regions, sort_keys=True),
+        tuple(texts),
+        password,
+    )
 
 
 # -- chunk and document views -------------------------------------------------------------
@@ -343,8 +372,9 @@ def provenance_line(env: dict[str, Any]) -> str:
     """``page N (label) · bbox x,y w×h · characters start–end`` of a chunk envelope."""
     parts = []
     if env.get("page") is not None:
-        parts.append(f":orange-badge[page {env['page']}"
-                     + (f" ({env['pageLabel']})" if env.get("pageLabel") else "") + "]")
+        parts.append(
+            f":orange-badge[page {env['page']}" + (f" ({env['pageLabel']})" if env.get("pageLabel") else "") + "]"
+        )
     if env.get("bbox"):
         b = env["bbox"]
         parts.append(f"bbox x={b['x']:.3f} y={b['y']:.3f} w={b['w']:.3f} h={b['h']:.3f}")
@@ -358,8 +388,11 @@ def provenance_line(env: dict[str, Any]) -> str:
 def overlap_caption(n_prev: int, prev_i: int | None, n_next: int, next_i: int | None) -> str:
     """The caption under a chunk's text: how many characters (blue) it shares with
     each neighbour that exists; a missing neighbour (first/last chunk) is not named."""
-    parts = [f"the {n} characters shared with chunk {j}" for n, j in ((n_prev, prev_i), (n_next, next_i))
-             if n and j is not None]
+    parts = [
+        f"the {n} characters shared with chunk {j}"
+        for n, j in ((n_prev, prev_i), (n_next, next_i))
+        if n and j is not None
+    ]
     return f"Blue: {' and '.join(parts)}." if parts else "No overlap with neighbours."
 
 
@@ -367,19 +400,41 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     """A found ``get_chunk`` envelope: header, stepper (prevIndex/nextIndex),
     position slider bounded by totalChunks, text with the overlaps marked, links."""
     i, total = chunk["chunkIndex"], chunk["totalChunks"]
-    st.markdown(f"`{chunk['collectionPath']}` / **{html.escape(chunk['filePath'])}** · "
-                f"chunk **{i}** of {total} (0-based)")
+    st.markdown(
+        f"`{chunk['collectionPath']}` / **{html.escape(chunk['filePath'])}** · chunk **{i}** of {total} (0-based)"
+    )
     st.markdown(provenance_line(chunk))
     prev_i, next_i = chunk.get("prevIndex"), chunk.get("nextIndex")
     left, mid, right = st.columns([1.2, 6, 1.2], vertical_alignment="center")
-    left.button("Previous", key="prev", icon=":material/chevron_left:", disabled=prev_i is None,
-                on_click=_goto_chunk, args=(prev_i,), width="stretch")
-    right.button("Next", key="next", icon=":material/chevron_right:", disabled=next_i is None,
-                 on_click=_goto_chunk, args=(next_i,), width="stretch")
+    left.button(
+        "Previous",
+        key="prev",
+        icon=":material/chevron_left:",
+        disabled=prev_i is None,
+        on_click=_goto_chunk,
+        args=(prev_i,),
+        width="stretch",
+    )
+    right.button(
+        "Next",
+        key="next",
+        icon=":material/chevron_right:",
+        disabled=next_i is None,
+        on_click=_goto_chunk,
+        args=(next_i,),
+        width="stretch",
+    )
     if total > 1:
         st.session_state["chunk_pos"] = i
-        mid.slider("Position", 0, total - 1, key="chunk_pos", on_change=_slider_moved,
-                   label_visibility="collapsed", help="chunk index, 0-based")
+        mid.slider(
+            "Position",
+            0,
+            total - 1,
+            key="chunk_pos",
+            on_change=_slider_moved,
+            label_visibility="collapsed",
+            help="chunk index, 0-based",
+        )
     else:
         mid.caption("The only chunk of this document.")
     text = chunk["text"]
@@ -389,11 +444,22 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
         spans.append((max(n_prev, len(text) - n_next), len(text), "ovl"))
     st.caption(overlap_caption(n_prev, prev_i, n_next, next_i))
     marked_block(text, spans, query)
-    params = {k: v for k, v in {"c": chunk["collectionPath"], "f": chunk["filePath"], "i": i,
-                                "p": chunk.get("page"), "q": query or None}.items() if v is not None}
+    params = {
+        k: v
+        for k, v in {
+            "c": chunk["collectionPath"],
+            "f": chunk["filePath"],
+            "i": i,
+            "p": chunk.get("page"),
+            "q": query or None,
+        }.items()
+        if v is not None
+    }
     l1, l2, l3 = st.columns(3)
     l1.page_link(page_path("source"), label="Source view", icon=":material/visibility:", query_params=params)
-    back: dict[str, Any] = {k: st.query_params[k] for k in ("q", "kind", "mode", "limit", "hit") if k in st.query_params}
+    back: dict[str, Any] = {
+        k: st.query_params[k] for k in ("q", "kind", "mode", "limit", "hit") if k in st.query_params
+    }
     if st.query_params.get_all("scope"):  # one repeated parameter per collection path
         back["scope"] = st.query_params.get_all("scope")
     if back.get("q"):
@@ -402,8 +468,9 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     l3.toggle("Full document text (read_document)", key="chunk_full", on_change=_full_toggled)
 
 
-def document_view(doc: dict[str, Any], span: tuple[int | None, int | None] | None = None,
-                  query: str = "", height_px: int | None = 520) -> None:
+def document_view(
+    doc: dict[str, Any], span: tuple[int | None, int | None] | None = None, query: str = "", height_px: int | None = 520
+) -> None:
     """A ``read_document`` envelope: the text with ``span`` (absolute character
     offsets into the document) highlighted in context."""
     if not doc.get("found"):
@@ -418,8 +485,10 @@ def document_view(doc: dict[str, Any], span: tuple[int | None, int | None] | Non
     if span and span[0] is not None and span[1] is not None:
         spans.append((span[0] - offset, span[1] - offset, "span"))
     more = f" · more after character {doc['nextOffset']}" if doc.get("nextOffset") is not None else ""
-    st.caption(f"Characters {offset}–{offset + len(text)} of {doc.get('totalLength')}{more}"
-               + (" · the chunk is outlined in orange" if spans else ""))
+    st.caption(
+        f"Characters {offset}–{offset + len(text)} of {doc.get('totalLength')}{more}"
+        + (" · the chunk is outlined in orange" if spans else "")
+    )
     marked_block(text, spans, query, height_px=height_px)
 
 
@@ -444,31 +513,48 @@ def pdf_source_view(chunk: dict[str, Any]) -> None:
     if problem:
         st.error(f"**Cannot show the source.** {problem}", icon=":material/error:")
         return
-    regions = chunk.get("regions") or ([{"page": chunk["page"], "bbox": chunk["bbox"]}]
-                                       if chunk.get("bbox") and chunk.get("page") else [])
+    regions = chunk.get("regions") or (
+        [{"page": chunk["page"], "bbox": chunk["bbox"]}] if chunk.get("bbox") and chunk.get("page") else []
+    )
     pages_touched = [r["page"] for r in regions]
     page = state.qp_int("p") or chunk.get("page") or 1
     zoom = state.qp_float("zoom", 1.5)
     zoom = min(ZOOMS, key=lambda z: abs(z - zoom))
     try:
         from engine.render import page_count
+
         n = page_count(path, password)
     except ChunknavError as e:
         st.error(f"**Cannot open the PDF.** {e}", icon=":material/error:")
         return
     page = min(max(1, page), max(1, n))
     c1, c2, c3, c4, c5 = st.columns([1.5, 1.3, 1.5, 3, 2.7], vertical_alignment="bottom")
-    c1.button("Previous", key="pg_prev", help="previous page", icon=":material/chevron_left:", disabled=page <= 1,
-              on_click=_set_page, args=(page - 1,), width="stretch")
+    c1.button(
+        "Previous",
+        key="pg_prev",
+        help="previous page",
+        icon=":material/chevron_left:",
+        disabled=page <= 1,
+        on_click=_set_page,
+        args=(page - 1,),
+        width="stretch",
+    )
     st.session_state["src_page"] = page
     c2.number_input(f"Page (of {n})", 1, max(1, n), key="src_page", on_change=_page_typed)
-    c3.button("Next", key="pg_next", help="next page", icon=":material/chevron_right:", disabled=page >= n,
-              on_click=_set_page, args=(page + 1,), width="stretch")
+    c3.button(
+        "Next",
+        key="pg_next",
+        help="next page",
+        icon=":material/chevron_right:",
+        disabled=page >= n,
+        on_click=_set_page,
+        args=(page + 1,),
+        width="stretch",
+    )
     st.session_state["src_zoom"] = zoom
     c4.select_slider("Zoom", ZOOMS, key="src_zoom", on_change=_set_zoom, format_func=lambda z: f"{z:g}×")
     if chunk.get("page") and page != chunk["page"]:
-        c5.button(f"Back to the chunk's page {chunk['page']}", key="pg_home",
-                  on_click=_set_page, args=(chunk["page"],))
+        c5.button(f"Back to the chunk's page {chunk['page']}", key="pg_home", on_click=_set_page, args=(chunk["page"],))
     texts = (chunk["text"],) if not regions else ()
     try:
         shot = page_image(path, password, page, zoom, regions, texts)
@@ -484,6 +570,9 @@ def pdf_source_view(chunk: dict[str, Any]) -> None:
     else:
         note = f"The chunk's text was not found on page {page}."
     st.caption(note)
-    st.image(shot.png, caption=f"{chunk['filePath']} · page {page} of {n} · zoom {zoom:g}× · "
-             f"{shot.width_px}×{shot.height_px} px", width="content")
+    st.image(
+        shot.png,
+        caption=f"{chunk['filePath']} · page {page} of {n} · zoom {zoom:g}× · {shot.width_px}×{shot.height_px} px",
+        width="content",
+    )
     st.session_state["_last_render"] = {"page": page, "source": shot.source, "boxes": len(shot.boxes)}

@@ -37,31 +37,66 @@ def _runs_auto() -> str:
 scale = retrieval.score_scale(state.qp_get("mode", "auto"), _runs_auto)
 
 with st.form("search", border=False):
-    q = st.text_input("Query", value=state.qp_get("q", ""), key="q",
-                      placeholder="words… (namespace:<collectionPath> scope:subtree targets collections)")
+    q = st.text_input(
+        "Query",
+        value=state.qp_get("q", ""),
+        key="q",
+        placeholder="words… (namespace:<collectionPath> scope:subtree targets collections)",
+    )
     c0, c1 = st.columns([1.4, 5])
     every = c0.checkbox("All collections", value=all_qp, key="all", help="scope '*': every collection")
-    picked = c1.multiselect("Scope (anchored; each with its ancestors)", collections, default=picked_qp,
-                            key="scopes", placeholder="none: use a namespace: token, or pick collections")
+    picked = c1.multiselect(
+        "Scope (anchored; each with its ancestors)",
+        collections,
+        default=picked_qp,
+        key="scopes",
+        placeholder="none: use a namespace: token, or pick collections",
+    )
     c2, c3, c4 = st.columns([2, 3, 1.2])
     kind = c2.segmented_control("Granularity", list(KINDS), key="kind", default=state.qp_get("kind", "chunks"))
     mode = c3.segmented_control("Mode", MODES, key="mode", default=state.qp_get("mode", "auto"))
     limit = c4.number_input("Limit", 1, 1000, state.qp_int("limit", 10) or 10, key="limit")
     s1, s2, s3 = st.columns([3, 3, 2])
-    min_score = s1.slider(f"Threshold (minScore, {scale.mode} score)", 0.0, max(scale.top, min_qp), min_qp,
-                          scale.step, format=scale.fmt, key=f"min_{scale.mode}",
-                          help=f"drop hits whose score ({scale.meaning}) is below this; 0 = off")
-    weight = s2.slider("Vector weight (hybrid)", 0.0, 1.0, weight_qp, 0.05, key="w",
-                       help="1 = vector order, 0 = keyword order, 0.5 = plain reciprocal rank fusion")
-    compare = s3.toggle("Compare modes", value=state.qp_get("cmp") == "1", key="cmp",
-                        help="run the same query in vector, keyword and hybrid mode side by side")
+    min_score = s1.slider(
+        f"Threshold (minScore, {scale.mode} score)",
+        0.0,
+        max(scale.top, min_qp),
+        min_qp,
+        scale.step,
+        format=scale.fmt,
+        key=f"min_{scale.mode}",
+        help=f"drop hits whose score ({scale.meaning}) is below this; 0 = off",
+    )
+    weight = s2.slider(
+        "Vector weight (hybrid)",
+        0.0,
+        1.0,
+        weight_qp,
+        0.05,
+        key="w",
+        help="1 = vector order, 0 = keyword order, 0.5 = plain reciprocal rank fusion",
+    )
+    compare = s3.toggle(
+        "Compare modes",
+        value=state.qp_get("cmp") == "1",
+        key="cmp",
+        help="run the same query in vector, keyword and hybrid mode side by side",
+    )
     submitted = st.form_submit_button("Search", icon=":material/search:", type="primary")
 
 if submitted:
     rescaled = retrieval.score_scale(mode or "auto", _runs_auto).mode != scale.mode
-    state.qp_set(q=q, scope=retrieval.scope_param(every, picked), kind=kind or "chunks",
-                 mode=mode or "auto", limit=int(limit), min=None if rescaled else (min_score or None),
-                 w=weight if weight != 0.5 else None, cmp="1" if compare else None, hit=None)
+    state.qp_set(
+        q=q,
+        scope=retrieval.scope_param(every, picked),
+        kind=kind or "chunks",
+        mode=mode or "auto",
+        limit=int(limit),
+        min=None if rescaled else (min_score or None),
+        w=weight if weight != 0.5 else None,
+        cmp="1" if compare else None,
+        hit=None,
+    )
     if rescaled and min_score:  # another mode's score has other units: its threshold means nothing here
         st.session_state["threshold_reset"] = scale.mode
     if rescaled:
@@ -69,15 +104,21 @@ if submitted:
 if st.session_state.pop("threshold_reset", None):
     st.caption(f"The threshold was reset: minScore is now on the {scale.mode} score ({scale.meaning}).")
 if scale.bounded and min_qp > scale.top:
-    st.warning(f"minScore {min_qp:g} is above the highest {scale.mode} score ({scale.meaning}): "
-               "every hit is dropped.", icon=":material/filter_alt_off:")
+    st.warning(
+        f"minScore {min_qp:g} is above the highest {scale.mode} score ({scale.meaning}): every hit is dropped.",
+        icon=":material/filter_alt_off:",
+    )
 
 query = state.qp_get("q")
 if query:
     tool = KINDS.get(state.qp_get("kind", "chunks"), "search_chunks")
     # the scope the form shows (a deep link without `scope` on a one-collection index pre-selects it)
-    args = {"query": query, "scope": retrieval.scope_argument(retrieval.scope_param(every, picked)),
-            "limit": state.qp_int("limit", 10) or 10, "mode": state.qp_get("mode", "auto")}
+    args = {
+        "query": query,
+        "scope": retrieval.scope_argument(retrieval.scope_param(every, picked)),
+        "limit": state.qp_int("limit", 10) or 10,
+        "mode": state.qp_get("mode", "auto"),
+    }
     if args["scope"] is None:
         del args["scope"]
     min_now = max(0.0, state.qp_float("min", 0.0))  # read again: a submit has just set them
@@ -92,12 +133,27 @@ if query:
     if envelope is not None and widgets.search_outcome(envelope):
         selected = state.qp_int("hit")
         for hit in envelope["hits"]:
-            clicked = widgets.hit_row(hit, query, key=f"hit{hit['rank']}", selected=hit["rank"] == selected,
-                                      detail=retrieval.breakdown(hit, envelope.get("scoreKind")))
+            clicked = widgets.hit_row(
+                hit,
+                query,
+                key=f"hit{hit['rank']}",
+                selected=hit["rank"] == selected,
+                detail=retrieval.breakdown(hit, envelope.get("scoreKind")),
+            )
             if clicked:
-                widgets.go(clicked, c=hit["collectionPath"], f=hit["filePath"], i=hit["chunkIndex"],
-                           p=hit.get("page"), q=query, scope=retrieval.scope_param(every, picked), hit=hit["rank"],
-                           kind=state.qp_get("kind"), mode=state.qp_get("mode"), limit=args["limit"])
+                widgets.go(
+                    clicked,
+                    c=hit["collectionPath"],
+                    f=hit["filePath"],
+                    i=hit["chunkIndex"],
+                    p=hit.get("page"),
+                    q=query,
+                    scope=retrieval.scope_param(every, picked),
+                    hit=hit["rank"],
+                    kind=state.qp_get("kind"),
+                    mode=state.qp_get("mode"),
+                    limit=args["limit"],
+                )
     widgets.tool_call_panel(tool, args, envelope)
     if state.qp_get("cmp") == "1":
         st.subheader("Compare modes")
@@ -105,15 +161,19 @@ if query:
             st.caption(f"The threshold is on the {scale.mode} score: only that column applies it.")
         retrieval.compare_modes(tool, {k: v for k, v in args.items() if k != "mode"}, threshold_mode=scale.mode)
 else:
-    st.caption("Type a query. Pick collections (or All collections), or put `namespace:<collectionPath>` "
-               "in the query.")
+    st.caption("Type a query. Pick collections (or All collections), or put `namespace:<collectionPath>` in the query.")
 
 st.subheader("Files")
 if collections:
     files_qp = state.qp_get("files")
     default = files_qp if files_qp in collections else (picked_qp[0] if picked_qp else collections[0])
-    coll = st.selectbox("Collection", collections, index=collections.index(default), key="files",
-                        on_change=lambda: state.qp_set(files=st.session_state["files"], doc=None))
+    coll = st.selectbox(
+        "Collection",
+        collections,
+        index=collections.index(default),
+        key="files",
+        on_change=lambda: state.qp_set(files=st.session_state["files"], doc=None),
+    )
     retrieval.file_list(coll, selected=state.qp_get("doc"))
 else:
     st.caption("No collections yet: add one on the Rebuild page.")

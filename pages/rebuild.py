@@ -21,20 +21,36 @@ job = state.job()
 
 a, b, c = st.columns(3)
 busy = job.running()
-if a.button("Re-index all content", icon=":material/sync:", type="primary", key="reindex",
-            help="hash-gated: only new or changed files are re-extracted; missing vectors are embedded"):
+if a.button(
+    "Re-index all content",
+    icon=":material/sync:",
+    type="primary",
+    key="reindex",
+    help="hash-gated: only new or changed files are re-extracted; missing vectors are embedded",
+):
     if not job.start(engine, force=False):
         st.toast("A run is already active: not starting another.")
-if b.button("Rebuild", icon=":material/restart_alt:", key="rebuild",
-            help="forced: re-extract, re-chunk and re-store every file (bypasses the hash gate)"):
+if b.button(
+    "Rebuild",
+    icon=":material/restart_alt:",
+    key="rebuild",
+    help="forced: re-extract, re-chunk and re-store every file (bypasses the hash gate)",
+):
     if not job.start(engine, force=True):
         st.toast("A run is already active: not starting another.")
-if c.button("Cancel", icon=":material/stop_circle:", key="cancel", disabled=not job.running(),
-            help="stop the active run at the next file boundary; what it committed stays"):
+if c.button(
+    "Cancel",
+    icon=":material/stop_circle:",
+    key="cancel",
+    disabled=not job.running(),
+    help="stop the active run at the next file boundary; what it committed stays",
+):
     if job.cancel():
         st.toast("Cancelling: the run stops at the next file boundary.")
-st.caption("Runs continue in the background: the other pages stay usable meanwhile. "
-           "Same as `chunknav index` (and `chunknav index --force` for Rebuild).")
+st.caption(
+    "Runs continue in the background: the other pages stay usable meanwhile. "
+    "Same as `chunknav index` (and `chunknav index --force` for Rebuild)."
+)
 
 
 @st.fragment(run_every=0.5)
@@ -49,15 +65,19 @@ snap = job.snapshot()
 if snap["status"] == "running":
     live()
 elif snap["status"] == "done":
-    run_views.run_summary(snap["summary"], heading=f"Run {snap['summary'].get('status', 'finished')} "
-                                                 f"in {snap.get('elapsedS', 0)} s")
+    run_views.run_summary(
+        snap["summary"], heading=f"Run {snap['summary'].get('status', 'finished')} in {snap.get('elapsedS', 0)} s"
+    )
 elif snap["status"] in ("busy", "error"):
     widgets.failure_callout({"error": snap["error"], "message": snap["message"]})
 
 st.divider()
 st.subheader("Collections")
-st.caption("Collection roots must lie under `CHUNKNAV_ALLOWED_ROOTS`: "
-           + ", ".join(f"`{r}`" for r in allowed_roots(state.settings().allowed_roots)) + ".")
+st.caption(
+    "Collection roots must lie under `CHUNKNAV_ALLOWED_ROOTS`: "
+    + ", ".join(f"`{r}`" for r in allowed_roots(state.settings().allowed_roots))
+    + "."
+)
 
 
 def _pending_clear() -> None:
@@ -69,35 +89,47 @@ with st.form("add_collection", clear_on_submit=False, border=True):
     c1, c2 = st.columns([1, 2])
     path = c1.text_input("Collection path", placeholder="ACME/Reports", key="add_path")
     root = c2.text_input("Directory", placeholder="/data/reports", key="add_root")
-    password = st.text_input("PDF password from (optional)", placeholder="env:PDF_PASSWORD or file:/etc/chunknav/pw",
-                             key="add_password",
-                             help="Where the password for encrypted PDFs comes from: an environment variable of "
-                                  "the indexing process (env:NAME) or a secrets file outside the index "
-                                  "(file:/path, first line). The index stores only this reference.")
+    password = st.text_input(
+        "PDF password from (optional)",
+        placeholder="env:PDF_PASSWORD or file:/etc/chunknav/pw",
+        key="add_password",
+        help="Where the password for encrypted PDFs comes from: an environment variable of "
+        "the indexing process (env:NAME) or a secrets file outside the index "
+        "(file:/path, first line). The index stores only this reference.",
+    )
     if st.form_submit_button("Add collection", icon=":material/add:"):
         _pending_clear()
         try:
             c = engine.add_collection(path, root, password or None)
             st.success(f"Added `{c.collection_path}` → `{c.root}`. Index it with *Re-index all content*.")
         except CollectionBoundError as e:
-            st.session_state["pending_replace"] = {"path": e.collection_path, "root": root,
-                                                   "current": e.current_root, "new": e.new_root,
-                                                   "password": password or None}
+            st.session_state["pending_replace"] = {
+                "path": e.collection_path,
+                "root": root,
+                "current": e.current_root,
+                "new": e.new_root,
+                "password": password or None,
+            }
         except (ValueError, ChunknavError) as e:
-            widgets.failure_callout({"error": getattr(e, "code", "invalid-argument"),
-                                     "message": f"Could not add the collection: {e}"})
+            widgets.failure_callout(
+                {"error": getattr(e, "code", "invalid-argument"), "message": f"Could not add the collection: {e}"}
+            )
 
 pending = st.session_state.get("pending_replace")
 if pending:
     counts = engine.collection_counts(pending["path"])
     with st.container(border=True):
-        st.warning(f"**`{pending['path']}` is already bound to `{pending['current']}`.** Replacing it re-points "
-                   f"it to `{pending['new']}` and drops its {counts['documents']} documents and "
-                   f"{counts['chunks']} chunks now (vectors are kept, counted stale); the next run indexes "
-                   "the new directory.", icon=":material/warning:")
+        st.warning(
+            f"**`{pending['path']}` is already bound to `{pending['current']}`.** Replacing it re-points "
+            f"it to `{pending['new']}` and drops its {counts['documents']} documents and "
+            f"{counts['chunks']} chunks now (vectors are kept, counted stale); the next run indexes "
+            "the new directory.",
+            icon=":material/warning:",
+        )
         y, n = st.columns(2)
-        if y.button("Replace the binding", icon=":material/swap_horiz:", key="confirm_replace", type="primary",
-                    disabled=busy):
+        if y.button(
+            "Replace the binding", icon=":material/swap_horiz:", key="confirm_replace", type="primary", disabled=busy
+        ):
             try:
                 c = engine.add_collection(pending["path"], pending["root"], pending["password"], replace=True)
                 st.success(f"Replaced: `{c.collection_path}` → `{c.root}`. Index it with *Re-index all content*.")
@@ -114,8 +146,13 @@ known = [c.collection_path for c in engine.store.collections()]
 if known:
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     picked = c1.selectbox("Remove a collection", known, key="remove_path")
-    if c2.button("Remove…", icon=":material/delete:", key="remove", disabled=busy,
-                 help="asks for confirmation first" + (" (an index run is active)" if busy else "")):
+    if c2.button(
+        "Remove…",
+        icon=":material/delete:",
+        key="remove",
+        disabled=busy,
+        help="asks for confirmation first" + (" (an index run is active)" if busy else ""),
+    ):
         st.session_state.pop("pending_replace", None)
         st.session_state["pending_remove"] = picked
     victim = st.session_state.get("pending_remove")
@@ -125,16 +162,26 @@ if known:
     if victim in known:
         counts = engine.collection_counts(victim)
         with st.container(border=True):
-            st.warning(f"**Remove `{victim}`?** This drops its {counts['documents']} documents and "
-                       f"{counts['chunks']} chunks from the index (vectors are kept, counted stale). "
-                       "The files on disk are not touched.", icon=":material/warning:")
+            st.warning(
+                f"**Remove `{victim}`?** This drops its {counts['documents']} documents and "
+                f"{counts['chunks']} chunks from the index (vectors are kept, counted stale). "
+                "The files on disk are not touched.",
+                icon=":material/warning:",
+            )
             y, n = st.columns(2)
-            if y.button(f"Remove {victim}", icon=":material/delete_forever:", key="confirm_remove",
-                        type="primary", disabled=busy):
+            if y.button(
+                f"Remove {victim}",
+                icon=":material/delete_forever:",
+                key="confirm_remove",
+                type="primary",
+                disabled=busy,
+            ):
                 try:
                     engine.remove_collection(victim)
-                    st.success(f"Removed `{victim}`: {counts['documents']} documents and {counts['chunks']} "
-                               "chunks left the index (vectors stay, counted stale).")
+                    st.success(
+                        f"Removed `{victim}`: {counts['documents']} documents and {counts['chunks']} "
+                        "chunks left the index (vectors stay, counted stale)."
+                    )
                 except IndexBusyError as e:
                     widgets.failure_callout({"error": "index-busy", "message": str(e)})
                 st.session_state.pop("pending_remove", None)

@@ -25,8 +25,12 @@ if chunk is not None and not chunk["found"]:
 elif chunk is not None:
     head, link = st.columns([5, 1], vertical_alignment="center")
     head.markdown(f"`{c}` / **{f}** · chunk **{i}** of {chunk['totalChunks']} · {widgets.provenance_line(chunk)}")
-    link.page_link(widgets.page_path("chunk"), label="Chunk view", icon=":material/article:",
-                   query_params={k: v for k, v in {"c": c, "f": f, "i": i, "q": state.qp_get("q")}.items() if v})
+    link.page_link(
+        widgets.page_path("chunk"),
+        label="Chunk view",
+        icon=":material/article:",
+        query_params={k: v for k, v in {"c": c, "f": f, "i": i, "q": state.qp_get("q")}.items() if v},
+    )
     stale = source_view.stale_notice(chunk)
     if source_view.renders_pages(f):  # PDF, EPUB, XPS, FB2, MOBI, CBZ
         source_view.pdf_chunk_pages(chunk, stale)  # with the Previous/Next chunk buttons

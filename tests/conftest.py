@@ -1,14 +1,14 @@
 """Shared pytest setup. Fixtures live in per-area plugin modules so that
 several people can work on them at once:
 
-* ``tests/fixtures_corpus.py``: ``real_corpus`` (tests/corpus), ``expected``,
+* ``tests/fixtures/fixtures_corpus.py``: ``real_corpus`` (tests/corpus), ``expected``,
   ``built_pdfs`` (real PDFs built with PyMuPDF: multi-page, rotated, CropBox,
   encrypted, image-only), ``samples_dir``.
-* ``tests/fixtures_embed.py``: ``embed_stub`` (loopback server speaking the
+* ``tests/fixtures/fixtures_embed.py``: ``embed_stub`` (loopback server speaking the
   Ollama and OpenAI wire formats).
-* ``tests/fixtures_store.py``: ``store`` (SQLite, plus Postgres when
+* ``tests/fixtures/fixtures_store.py``: ``store`` (SQLite, plus Postgres when
   available), ``settings``.
-* ``tests/fixtures_engine.py``: ``sample_index`` (a real index of assets/samples,
+* ``tests/fixtures/fixtures_engine.py``: ``sample_index`` (a real index of assets/samples,
   collection ``Samples``, local model), ``sample_engine``.
 """
 
@@ -22,14 +22,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 #: CHUNKNAV_ALLOWED_ROOTS of the suite: test roots live under the temp dir (and
 #: tests/corpus in the repo). Tests that build ``Settings`` directly pass
-#: ``allowed_roots=ALLOWED_ROOTS`` (tests/fixtures_store.py re-exports it).
+#: ``allowed_roots=ALLOWED_ROOTS`` (tests/fixtures/fixtures_store.py re-exports it).
 ALLOWED_ROOTS = os.pathsep.join([tempfile.gettempdir(), str(REPO)])
 
 pytest_plugins = [
-    "tests.fixtures_corpus",
-    "tests.fixtures_embed",
-    "tests.fixtures_store",
-    "tests.fixtures_engine",
+    "tests.fixtures.fixtures_corpus",
+    "tests.fixtures.fixtures_embed",
+    "tests.fixtures.fixtures_store",
+    "tests.fixtures.fixtures_engine",
 ]
 
 

@@ -161,8 +161,9 @@ class Embedder(Protocol):
 # --------------------------------------------------------------------------- factory
 
 
-def make_embedder(settings: Settings, *, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
-                  max_retry_after_s: float = 30.0) -> Embedder | None:
+def make_embedder(
+    settings: Settings, *, backoff_s: float = 0.5, max_backoff_s: float = 8.0, max_retry_after_s: float = 30.0
+) -> Embedder | None:
     """Build the configured provider (no network, except ``auto``).
 
     Args:
@@ -188,18 +189,28 @@ def make_embedder(settings: Settings, *, backoff_s: float = 0.5, max_backoff_s: 
         return None
     if p == "local":
         if settings.embed_model not in ("", LOCAL_MODEL):
-            raise SettingsError(f"EMBED_MODEL for EMBED_PROVIDER=local must be {LOCAL_MODEL} (the model "
-                                f"that ships in the wordllama wheel), got {settings.embed_model!r}")
-        return LocalEmbedder(batch=settings.embed_batch, dim=settings.embed_dim,
-                             max_input_chars=settings.embed_max_input_chars)
+            raise SettingsError(
+                f"EMBED_MODEL for EMBED_PROVIDER=local must be {LOCAL_MODEL} (the model "
+                f"that ships in the wordllama wheel), got {settings.embed_model!r}"
+            )
+        return LocalEmbedder(
+            batch=settings.embed_batch, dim=settings.embed_dim, max_input_chars=settings.embed_max_input_chars
+        )
     if not settings.embed_model:
-        raise SettingsError(f"EMBED_MODEL must be set for EMBED_PROVIDER={p} (e.g. nomic-embed-text, "
-                            f"text-embedding-3-small); only the local provider has a default model")
+        raise SettingsError(
+            f"EMBED_MODEL must be set for EMBED_PROVIDER={p} (e.g. nomic-embed-text, "
+            f"text-embedding-3-small); only the local provider has a default model"
+        )
     kwargs: dict[str, Any] = dict(
-        api_key=settings.embed_api_key, dim=settings.embed_dim, batch=settings.embed_batch,
-        timeout_s=settings.embed_timeout_s, retries=settings.embed_retries,
-        max_input_chars=settings.embed_max_input_chars, backoff_s=backoff_s,
-        max_backoff_s=max_backoff_s, max_retry_after_s=max_retry_after_s,
+        api_key=settings.embed_api_key,
+        dim=settings.embed_dim,
+        batch=settings.embed_batch,
+        timeout_s=settings.embed_timeout_s,
+        retries=settings.embed_retries,
+        max_input_chars=settings.embed_max_input_chars,
+        backoff_s=backoff_s,
+        max_backoff_s=max_backoff_s,
+        max_retry_after_s=max_retry_after_s,
     )
     if p == "ollama":
         return OllamaEmbedder(settings.embed_url or OLLAMA_DEFAULT_URL, settings.embed_model, **kwargs)

@@ -114,12 +114,18 @@ def dimension_changed(model: str, endpoint: str, stored_dim: int, server_dim: in
     are kept; the operator must restore the model or index under a new name."""
     return EmbedFailure(
         code="embedding-dimension-changed",
-        message=(f"model {model!r} at {endpoint or 'in-process'} now returns {server_dim}-dimensional vectors, "
-                 f"but the {stored_dim}-dimensional vectors already stored for it were made by another model "
-                 f"behind the same name; nothing was written and the stored vectors are kept. The operator "
-                 f"must restore the model that gives {stored_dim} dimensions, or set EMBED_MODEL to a new "
-                 f"name for the new model (``ollama cp`` gives it one) and re-index"),
-        endpoint=endpoint or "in-process", model=model, stored_dim=int(stored_dim), server_dim=int(server_dim))
+        message=(
+            f"model {model!r} at {endpoint or 'in-process'} now returns {server_dim}-dimensional vectors, "
+            f"but the {stored_dim}-dimensional vectors already stored for it were made by another model "
+            f"behind the same name; nothing was written and the stored vectors are kept. The operator "
+            f"must restore the model that gives {stored_dim} dimensions, or set EMBED_MODEL to a new "
+            f"name for the new model (``ollama cp`` gives it one) and re-index"
+        ),
+        endpoint=endpoint or "in-process",
+        model=model,
+        stored_dim=int(stored_dim),
+        server_dim=int(server_dim),
+    )
 
 
 def classify(status: int | None) -> ErrorCode:
@@ -156,8 +162,14 @@ def redact(text: str, secrets: tuple[str, ...] = (), limit: int = BODY_LIMIT_CHA
 
 def log_failure(failure: EmbedFailure) -> None:
     """Log one failed provider call once, as a warning (never the API key: fields are redacted)."""
-    logger.warning("embedding failed: %s status=%s endpoint=%s model=%s: %s", failure.code,
-                   failure.status_code, failure.endpoint, failure.model, failure.message)
+    logger.warning(
+        "embedding failed: %s status=%s endpoint=%s model=%s: %s",
+        failure.code,
+        failure.status_code,
+        failure.endpoint,
+        failure.model,
+        failure.message,
+    )
 
 
 #: Per-thread switch: while ``quiet_failures()`` is active, failed calls are not
@@ -211,18 +223,26 @@ class BaseEmbedder:
             vectors = self._embed_raw([PROBE_TEXT], probing=True)
             got = int(vectors.shape[1])
             if self._expected_dim and got != self._expected_dim:
-                self._fail(self._failure(
-                    "embedding-request-rejected",
-                    f"EMBED_DIM is {self._expected_dim} but model {self.model!r} at {self._where()} "
-                    f"returns {got}-dimensional vectors; the operator must set EMBED_DIM={got} "
-                    f"(or 0 to take the model's) or configure the model that gives {self._expected_dim}",
-                    status=None,
-                ))
+                self._fail(
+                    self._failure(
+                        "embedding-request-rejected",
+                        f"EMBED_DIM is {self._expected_dim} but model {self.model!r} at {self._where()} "
+                        f"returns {got}-dimensional vectors; the operator must set EMBED_DIM={got} "
+                        f"(or 0 to take the model's) or configure the model that gives {self._expected_dim}",
+                        status=None,
+                    )
+                )
             self.dim = got
             self._probed = True
             self.probe_seconds = time.perf_counter() - t0
-            logger.info("embedding probe ok: provider=%s model=%s dim=%d endpoint=%s %.3fs",
-                        self.provider, self.model, got, self._where(), self.probe_seconds)
+            logger.info(
+                "embedding probe ok: provider=%s model=%s dim=%d endpoint=%s %.3fs",
+                self.provider,
+                self.model,
+                got,
+                self._where(),
+                self.probe_seconds,
+            )
             return self.probe_seconds
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -301,12 +321,19 @@ class BaseEmbedder:
     def _secrets(self) -> tuple[str, ...]:
         return ()
 
-    def _failure(self, code: ErrorCode, message: str, status: int | None, body: str = "",
-                 input_refused: bool = False) -> EmbedFailure:
+    def _failure(
+        self, code: ErrorCode, message: str, status: int | None, body: str = "", input_refused: bool = False
+    ) -> EmbedFailure:
         secrets = self._secrets()
-        return EmbedFailure(code=code, message=redact(message, secrets, limit=4 * BODY_LIMIT_CHARS),
-                            status_code=status, endpoint=self._where(), model=self.model,
-                            body=redact(body, secrets), input_refused=input_refused)
+        return EmbedFailure(
+            code=code,
+            message=redact(message, secrets, limit=4 * BODY_LIMIT_CHARS),
+            status_code=status,
+            endpoint=self._where(),
+            model=self.model,
+            body=redact(body, secrets),
+            input_refused=input_refused,
+        )
 
     _log_failures = True  # auto-detection probes quietly and logs the final outcome
 
@@ -315,80 +342,115 @@ class BaseEmbedder:
             log_failure(failure)
         raise EmbedError(failure)
 
-
     def _check_lengths(self, texts: list[str]) -> None:
         if not self.max_input_chars:
             return
         for i, t in enumerate(texts):
             if len(t) > self.max_input_chars:
-                self._fail(self._failure(
-                    "embedding-request-rejected",
-                    f"text {i} is {len(t)} characters, over the {self.max_input_chars}-character input "
-                    f"limit of model {self.model!r} ({self.provider}); nothing was sent. The operator "
-                    f"must lower CHUNKNAV_CHUNK_SIZE below {self.max_input_chars}, or raise "
-                    f"EMBED_MAX_INPUT_CHARS if the model really accepts more",
-                    status=None, input_refused=True,
-                ))
+                self._fail(
+                    self._failure(
+                        "embedding-request-rejected",
+                        f"text {i} is {len(t)} characters, over the {self.max_input_chars}-character input "
+                        f"limit of model {self.model!r} ({self.provider}); nothing was sent. The operator "
+                        f"must lower CHUNKNAV_CHUNK_SIZE below {self.max_input_chars}, or raise "
+                        f"EMBED_MAX_INPUT_CHARS if the model really accepts more",
+                        status=None,
+                        input_refused=True,
+                    )
+                )
 
     def _vectors(self, raw: Any, n: int, status: int | None, body: str) -> np.ndarray:
         """Validate a provider's list of vectors -> float32 (n, dim) L2-normalised, or fail."""
         if not isinstance(raw, list) or not all(isinstance(v, list) and v for v in raw):
-            self._fail(self._failure(
-                "embedding-unavailable",
-                f"{self._where()} answered HTTP {status} without vectors; the server's owner must check it "
-                f"(or EMBED_PROVIDER names the wrong wire format)", status, body))
+            self._fail(
+                self._failure(
+                    "embedding-unavailable",
+                    f"{self._where()} answered HTTP {status} without vectors; the server's owner must check it "
+                    f"(or EMBED_PROVIDER names the wrong wire format)",
+                    status,
+                    body,
+                )
+            )
         if len(raw) != n:
-            self._fail(self._failure(
-                "embedding-unavailable",
-                f"{self._where()} returned {len(raw)} vectors for {n} texts (HTTP {status}); nothing stored",
-                status, body))
+            self._fail(
+                self._failure(
+                    "embedding-unavailable",
+                    f"{self._where()} returned {len(raw)} vectors for {n} texts (HTTP {status}); nothing stored",
+                    status,
+                    body,
+                )
+            )
         lengths = {len(v) for v in raw}
         if len(lengths) != 1:
-            self._fail(self._failure(
-                "embedding-unavailable",
-                f"{self._where()} returned vectors of mixed dimensions {sorted(lengths)} (HTTP {status})",
-                status, body))
+            self._fail(
+                self._failure(
+                    "embedding-unavailable",
+                    f"{self._where()} returned vectors of mixed dimensions {sorted(lengths)} (HTTP {status})",
+                    status,
+                    body,
+                )
+            )
         try:
             arr = np.asarray(raw, dtype=np.float32)
         except (TypeError, ValueError):
-            self._fail(self._failure("embedding-unavailable",
-                                     f"{self._where()} returned non-numeric vectors (HTTP {status})",
-                                     status, body))
+            self._fail(
+                self._failure(
+                    "embedding-unavailable",
+                    f"{self._where()} returned non-numeric vectors (HTTP {status})",
+                    status,
+                    body,
+                )
+            )
         got = arr.shape[1]
         if self.dim and got != self.dim and not self._expected_dim:
             # no EMBED_DIM: this process saw self.dim before, the server now answers got
-            self._fail(dataclasses.replace(self._failure(
-                "embedding-dimension-changed",
-                f"model {self.model!r} at {self._where()} now returns {got}-dimensional vectors, but it "
-                f"returned {self.dim} dimensions earlier (another model behind the same name); nothing is "
-                f"written and stored vectors are kept. The operator must restore the model that gives "
-                f"{self.dim} dimensions, or give the new model a new EMBED_MODEL name and re-index",
-                status, body), stored_dim=int(self.dim), server_dim=int(got)))
+            self._fail(
+                dataclasses.replace(
+                    self._failure(
+                        "embedding-dimension-changed",
+                        f"model {self.model!r} at {self._where()} now returns {got}-dimensional vectors, but it "
+                        f"returned {self.dim} dimensions earlier (another model behind the same name); nothing is "
+                        f"written and stored vectors are kept. The operator must restore the model that gives "
+                        f"{self.dim} dimensions, or give the new model a new EMBED_MODEL name and re-index",
+                        status,
+                        body,
+                    ),
+                    stored_dim=int(self.dim),
+                    server_dim=int(got),
+                )
+            )
         if self.dim and got != self.dim:
-            where = (f"EMBED_DIM is {self.dim}" if self._expected_dim
-                     else f"the probe returned {self.dim} dimensions")
-            self._fail(self._failure(
-                "embedding-request-rejected",
-                f"{where} but model {self.model!r} at {self._where()} returned {got}-dimensional vectors; "
-                f"the operator must set EMBED_DIM={got} or configure the model that gives {self.dim}",
-                status, body))
+            where = f"EMBED_DIM is {self.dim}" if self._expected_dim else f"the probe returned {self.dim} dimensions"
+            self._fail(
+                self._failure(
+                    "embedding-request-rejected",
+                    f"{where} but model {self.model!r} at {self._where()} returned {got}-dimensional vectors; "
+                    f"the operator must set EMBED_DIM={got} or configure the model that gives {self.dim}",
+                    status,
+                    body,
+                )
+            )
         return self._normalise(arr, status, body)
 
     def _normalise(self, arr: np.ndarray, status: int | None, body: str) -> np.ndarray:
         if not np.all(np.isfinite(arr)):
-            self._fail(self._failure("embedding-unavailable",
-                                     f"{self._where()} returned non-finite numbers (NaN/inf) in a vector",
-                                     status, body))
+            self._fail(
+                self._failure(
+                    "embedding-unavailable",
+                    f"{self._where()} returned non-finite numbers (NaN/inf) in a vector",
+                    status,
+                    body,
+                )
+            )
         norms = np.linalg.norm(arr, axis=1, keepdims=True)
         if np.any(norms == 0):
-            self._fail(self._failure("embedding-unavailable",
-                                     f"{self._where()} returned an all-zero vector", status, body))
+            self._fail(
+                self._failure("embedding-unavailable", f"{self._where()} returned an all-zero vector", status, body)
+            )
         return np.ascontiguousarray(arr / norms, dtype=np.float32)
 
     def _embed_raw(self, texts: list[str], probing: bool) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(model={self.model!r}, dim={self.dim}, "
-                f"endpoint={self.endpoint!r})")
-
+        return f"{type(self).__name__}(model={self.model!r}, dim={self.dim}, endpoint={self.endpoint!r})"

@@ -81,11 +81,15 @@ _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _LLAMACPP_TOO_LARGE = re.compile(r"input (\((?P<got>\d+) tokens\) )?is too large to process", re.I)
 _LLAMACPP_BATCH = re.compile(r"current batch size: (?P<limit>\d+)", re.I)
 #: OpenAI's 400 "maximum context length is 8192 tokens, however you requested 9314 tokens".
-_OPENAI_CONTEXT = re.compile(r"maximum context length is (?P<limit>\d+) tokens.*?requested (?P<got>\d+) tokens",
-                             re.I | re.S)
+_OPENAI_CONTEXT = re.compile(
+    r"maximum context length is (?P<limit>\d+) tokens.*?requested (?P<got>\d+) tokens", re.I | re.S
+)
 #: A rate-limit body's own hint, e.g. OpenAI's "Please try again in 2.812s" / "in 20ms" / "in 1m30s".
-_TRY_AGAIN = re.compile(r"try again in\s+(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?\s*(?:(?P<s>\d+(?:\.\d+)?)s)?"
-                        r"\s*(?:(?P<ms>\d+(?:\.\d+)?)ms)?", re.I)
+_TRY_AGAIN = re.compile(
+    r"try again in\s+(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?\s*(?:(?P<s>\d+(?:\.\d+)?)s)?"
+    r"\s*(?:(?P<ms>\d+(?:\.\d+)?)ms)?",
+    re.I,
+)
 #: Sleeps between attempts (a test monkeypatches this, never the network).
 _sleep = time.sleep
 _TOO_LONG = re.compile(
@@ -185,8 +189,7 @@ def _body_retry_hint_s(body: str) -> float | None:
     for text in (msg, body):
         m = _TRY_AGAIN.search(text or "")
         if m and any(m.group(g) for g in ("m", "s", "ms")):
-            return (float(m.group("m") or 0) * 60 + float(m.group("s") or 0)
-                    + float(m.group("ms") or 0) / 1000.0)
+            return float(m.group("m") or 0) * 60 + float(m.group("s") or 0) + float(m.group("ms") or 0) / 1000.0
     return None
 
 
@@ -204,9 +207,21 @@ class _HTTPEmbedder(BaseEmbedder):
     route = ""
     wire = ""
 
-    def __init__(self, url: str, model: str, *, api_key: str = "", dim: int = 0, batch: int = 32,
-                 timeout_s: float = 30.0, retries: int = 3, max_input_chars: int = 0,
-                 backoff_s: float = 0.5, max_backoff_s: float = 8.0, max_retry_after_s: float = 30.0):
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        api_key: str = "",
+        dim: int = 0,
+        batch: int = 32,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        max_input_chars: int = 0,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        max_retry_after_s: float = 30.0,
+    ):
         """
         Args:
             url: base URL (``EMBED_URL``), scheme http/https; a trailing ``/v1``
@@ -229,12 +244,16 @@ class _HTTPEmbedder(BaseEmbedder):
             SettingsError: url without http(s) scheme (EMBED_URL) or no model (EMBED_MODEL).
         """
         if not model:
-            raise SettingsError(f"EMBED_MODEL must name the {self.wire} embedding model "
-                                f"(e.g. nomic-embed-text, text-embedding-3-small); it is empty")
+            raise SettingsError(
+                f"EMBED_MODEL must name the {self.wire} embedding model "
+                f"(e.g. nomic-embed-text, text-embedding-3-small); it is empty"
+            )
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SettingsError(f"EMBED_URL must be an http(s) URL such as {OLLAMA_DEFAULT_URL}, "
-                                f"got {_public_url(url) if parts.hostname else url[:40]!r}")
+            raise SettingsError(
+                f"EMBED_URL must be an http(s) URL such as {OLLAMA_DEFAULT_URL}, "
+                f"got {_public_url(url) if parts.hostname else url[:40]!r}"
+            )
         super().__init__(expected_dim=dim, max_input_chars=max_input_chars or known_input_limit_chars(model))
         self.base_url = self._base(url.rstrip("/"))
         self.model = model
@@ -278,7 +297,7 @@ class _HTTPEmbedder(BaseEmbedder):
 
     # -- the loop ------------------------------------------------------------------
     def _embed_raw(self, texts: list[str], probing: bool) -> np.ndarray:
-        parts = [self._request(texts[i:i + self.batch]) for i in range(0, len(texts), self.batch)]
+        parts = [self._request(texts[i : i + self.batch]) for i in range(0, len(texts), self.batch)]
         return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
 
     def _request(self, texts: list[str], truncate: bool = False) -> np.ndarray:
@@ -293,63 +312,113 @@ class _HTTPEmbedder(BaseEmbedder):
                         failure.code,
                         f"{failure.message}; the server asked to retry after {retry_after:.0f} s, "
                         f"longer than the {self.max_retry_after_s:.0f} s we wait, so not retried",
-                        failure.status_code, failure.body)
+                        failure.status_code,
+                        failure.body,
+                    )
                     self._fail(failure)
-                delay = retry_after if retry_after is not None else min(
-                    self.max_backoff_s, self.backoff_s * (2 ** attempt)) * (0.5 + random.random() / 2)
+                delay = (
+                    retry_after
+                    if retry_after is not None
+                    else min(self.max_backoff_s, self.backoff_s * (2**attempt)) * (0.5 + random.random() / 2)
+                )
                 attempt += 1
-                logger.info("embedding attempt %d/%d failed (%s, status=%s, endpoint=%s); retrying in %.3fs",
-                            attempt, self.retries + 1, failure.code, failure.status_code, self.endpoint, delay)
+                logger.info(
+                    "embedding attempt %d/%d failed (%s, status=%s, endpoint=%s); retrying in %.3fs",
+                    attempt,
+                    self.retries + 1,
+                    failure.code,
+                    failure.status_code,
+                    self.endpoint,
+                    delay,
+                )
                 _sleep(delay)
                 continue
             if retryable and attempt:
-                failure = self._failure(failure.code, f"{failure.message} (gave up after {attempt + 1} attempts)",
-                                        failure.status_code, failure.body)
+                failure = self._failure(
+                    failure.code,
+                    f"{failure.message} (gave up after {attempt + 1} attempts)",
+                    failure.status_code,
+                    failure.body,
+                )
             self._fail(failure)
 
     def _attempt(self, texts: list[str], truncate: bool = False) -> tuple[Any, bool, float | None]:
         """One POST -> (vectors | EmbedFailure, retryable, retry_after_s)."""
         try:
-            resp = self._session().post(self._url, json=self._payload(texts, truncate), timeout=self.timeout_s,
-                                        proxies=self._proxies)
+            resp = self._session().post(
+                self._url, json=self._payload(texts, truncate), timeout=self.timeout_s, proxies=self._proxies
+            )
         except requests.Timeout as e:
             what = "connect" if isinstance(e, requests.ConnectTimeout) else "answer"
-            return self._failure(
-                "embedding-unavailable",
-                f"no {what} from {self.endpoint} within {self.timeout_s:g} s (EMBED_TIMEOUT); the server is "
-                f"down or overloaded: its owner must check it, or raise EMBED_TIMEOUT", None), True, None
+            return (
+                self._failure(
+                    "embedding-unavailable",
+                    f"no {what} from {self.endpoint} within {self.timeout_s:g} s (EMBED_TIMEOUT); the server is "
+                    f"down or overloaded: its owner must check it, or raise EMBED_TIMEOUT",
+                    None,
+                ),
+                True,
+                None,
+            )
         except requests.exceptions.SSLError as e:
-            return self._failure(
-                "embedding-unavailable",
-                f"TLS with {self.endpoint} failed ({_short_reason(e)}); retrying cannot help: the operator "
-                f"must fix EMBED_URL or the server's certificate", None), False, None
+            return (
+                self._failure(
+                    "embedding-unavailable",
+                    f"TLS with {self.endpoint} failed ({_short_reason(e)}); retrying cannot help: the operator "
+                    f"must fix EMBED_URL or the server's certificate",
+                    None,
+                ),
+                False,
+                None,
+            )
         except requests.ConnectionError as e:
             reason = _short_reason(e)
-            return self._failure(
-                "embedding-unavailable",
-                f"could not connect to {self.endpoint}: {reason}; is the {self.wire} server running at "
-                f"EMBED_URL={_public_url(self.base_url)}? (the operator must start it or fix EMBED_URL)",
-                None), True, None
+            return (
+                self._failure(
+                    "embedding-unavailable",
+                    f"could not connect to {self.endpoint}: {reason}; is the {self.wire} server running at "
+                    f"EMBED_URL={_public_url(self.base_url)}? (the operator must start it or fix EMBED_URL)",
+                    None,
+                ),
+                True,
+                None,
+            )
         except requests.RequestException as e:
-            return self._failure("embedding-unavailable",
-                                 f"request to {self.endpoint} failed: {_short_reason(e)}", None), False, None
+            return (
+                self._failure("embedding-unavailable", f"request to {self.endpoint} failed: {_short_reason(e)}", None),
+                False,
+                None,
+            )
         status = resp.status_code
         body = resp.text
         if 200 <= status < 300:
             try:
                 data = resp.json()
             except ValueError:
-                return self._failure(
-                    "embedding-unavailable",
-                    f"{self.endpoint} answered HTTP {status} with a body that is not JSON; "
-                    f"is EMBED_URL a {self.wire} server?", status, body), False, None
+                return (
+                    self._failure(
+                        "embedding-unavailable",
+                        f"{self.endpoint} answered HTTP {status} with a body that is not JSON; "
+                        f"is EMBED_URL a {self.wire} server?",
+                        status,
+                        body,
+                    ),
+                    False,
+                    None,
+                )
             if isinstance(data, dict) and data.get("error"):
                 msg, _, _ = _server_error(body)
-                return self._failure(
-                    "embedding-unavailable",
-                    f"{self.endpoint} answered HTTP {status} with an error instead of vectors: {msg}; "
-                    f"the server's owner must check it",
-                    status, body), False, None
+                return (
+                    self._failure(
+                        "embedding-unavailable",
+                        f"{self.endpoint} answered HTTP {status} with an error instead of vectors: {msg}; "
+                        f"the server's owner must check it",
+                        status,
+                        body,
+                    ),
+                    False,
+                    None,
+                )
             raw = self._extract(data)
             return self._vectors(raw, len(texts), status, body), False, None
         wait = _retry_after_s(resp.headers)
@@ -392,38 +461,56 @@ class _HTTPEmbedder(BaseEmbedder):
                 f"{self.endpoint} refused an input as too large for its physical batch ({said}); not "
                 f"retried (the same input gives the same answer): the operator must lower "
                 f"CHUNKNAV_CHUNK_SIZE or EMBED_MAX_INPUT_CHARS, or start llama-server with a larger "
-                f"-b/-ub", status, body, input_refused=True)
+                f"-b/-ub",
+                status,
+                body,
+                input_refused=True,
+            )
         if status == 401:
-            hint = ("no EMBED_API_KEY is set; the operator must set one" if not self._api_key
-                    else "the operator must set a valid EMBED_API_KEY for this endpoint")
+            hint = (
+                "no EMBED_API_KEY is set; the operator must set one"
+                if not self._api_key
+                else "the operator must set a valid EMBED_API_KEY for this endpoint"
+            )
             text = f"{self.endpoint} refused the credential ({said}); {hint}"
         elif status == 403:
-            text = (f"{self.endpoint} refused access for model {self.model!r} ({said}); the operator must use "
-                    f"an EMBED_API_KEY allowed to use this model, or fix the server's access rules")
+            text = (
+                f"{self.endpoint} refused access for model {self.model!r} ({said}); the operator must use "
+                f"an EMBED_API_KEY allowed to use this model, or fix the server's access rules"
+            )
         elif status in (404, 405) and "model" not in msg.lower():
             other = "ollama" if self.wire == "OpenAI" else "openai"
-            text = (f"{self.endpoint} has no {self.route} route ({said}): EMBED_URL is wrong, or the server "
-                    f"does not speak the {self.wire} wire format or is too old for this route; the operator "
-                    f"must fix EMBED_URL, or set EMBED_PROVIDER={other} or auto")
+            text = (
+                f"{self.endpoint} has no {self.route} route ({said}): EMBED_URL is wrong, or the server "
+                f"does not speak the {self.wire} wire format or is too old for this route; the operator "
+                f"must fix EMBED_URL, or set EMBED_PROVIDER={other} or auto"
+            )
         elif status == 404:
             pull = f" (run `ollama pull {self.model}` on the server)" if self.wire == "Ollama" else ""
-            text = (f"model {self.model!r} is not available at {self.endpoint} ({said}); the operator must "
-                    f"install it{pull} or fix EMBED_MODEL")
+            text = (
+                f"model {self.model!r} is not available at {self.endpoint} ({said}); the operator must "
+                f"install it{pull} or fix EMBED_MODEL"
+            )
         elif status in (400, 413, 422) and _TOO_LONG.search(msg or ""):
-            text = (f"{self.endpoint} refused an input as too long for model {self.model!r} ({said}); "
-                    f"our limit was {self.max_input_chars} characters: the operator must lower "
-                    f"CHUNKNAV_CHUNK_SIZE or set EMBED_MAX_INPUT_CHARS below it")
+            text = (
+                f"{self.endpoint} refused an input as too long for model {self.model!r} ({said}); "
+                f"our limit was {self.max_input_chars} characters: the operator must lower "
+                f"CHUNKNAV_CHUNK_SIZE or set EMBED_MAX_INPUT_CHARS below it"
+            )
         elif status in (400, 422):
-            text = (f"{self.endpoint} refused the request for model {self.model!r} ({said}); the operator "
-                    f"must check EMBED_MODEL and EMBED_URL")
+            text = (
+                f"{self.endpoint} refused the request for model {self.model!r} ({said}); the operator "
+                f"must check EMBED_MODEL and EMBED_URL"
+            )
         elif status == 429 and _is_quota(body):
-            text = (f"{self.endpoint}: the account's quota is exhausted ({said}); the account owner must add "
-                    f"credit or raise the quota; not retried")
+            text = (
+                f"{self.endpoint}: the account's quota is exhausted ({said}); the account owner must add "
+                f"credit or raise the quota; not retried"
+            )
         elif status == 429:
             text = f"{self.endpoint} is rate-limiting us ({said}); retry later or lower EMBED_BATCH"
         elif status >= 500:
-            text = (f"{self.endpoint} failed on the server side ({said}); the server's owner must fix it, "
-                    f"or retry later")
+            text = f"{self.endpoint} failed on the server side ({said}); the server's owner must fix it, or retry later"
         else:
             text = f"{self.endpoint} answered {said}"
         return self._failure(code, text, status, body, input_refused=refused)
@@ -436,9 +523,15 @@ def _is_quota(body: str) -> bool:
 
 def _short_reason(e: BaseException) -> str:
     text = str(e)
-    for pat in ("Connection refused", "Name or service not known", "No route to host",
-                "Temporary failure in name resolution", "Connection reset", "certificate verify failed",
-                "Network is unreachable"):
+    for pat in (
+        "Connection refused",
+        "Name or service not known",
+        "No route to host",
+        "Temporary failure in name resolution",
+        "Connection reset",
+        "certificate verify failed",
+        "Network is unreachable",
+    ):
         if pat.lower() in text.lower():
             return pat.lower()
     return f"{type(e).__name__}: {text[:200]}"
@@ -467,7 +560,7 @@ class OllamaEmbedder(_HTTPEmbedder):
         if not self._probed:
             self.probe()
         cap = 10 * self.max_input_chars if self.max_input_chars else len(text)
-        cut = text[:max(1, cap)]  # limit_chars is not needed: the server knows its context
+        cut = text[: max(1, cap)]  # limit_chars is not needed: the server knows its context
         return self._request([cut], truncate=True)[0], len(cut)
 
     def _extract(self, data: Any) -> Any:
@@ -562,11 +655,16 @@ def detect(url: str, settings: Settings, kwargs: dict[str, Any]) -> _HTTPEmbedde
             log_failure(f)
             raise
         failure = EmbedFailure(
-            code=f.code, status_code=f.status_code, endpoint=f.endpoint, model=f.model, body=f.body,
-            message=(f"EMBED_PROVIDER=auto: neither wire format answered at {_public_url(url)}: "
-                     f"/api/embed gave HTTP {first.status_code} and /v1/embeddings HTTP {f.status_code}; "
-                     f"the operator must fix EMBED_URL (the server's base URL, e.g. {OLLAMA_DEFAULT_URL})"),
+            code=f.code,
+            status_code=f.status_code,
+            endpoint=f.endpoint,
+            model=f.model,
+            body=f.body,
+            message=(
+                f"EMBED_PROVIDER=auto: neither wire format answered at {_public_url(url)}: "
+                f"/api/embed gave HTTP {first.status_code} and /v1/embeddings HTTP {f.status_code}; "
+                f"the operator must fix EMBED_URL (the server's base URL, e.g. {OLLAMA_DEFAULT_URL})"
+            ),
         )
         log_failure(failure)
         raise EmbedError(failure) from None
-

@@ -113,12 +113,21 @@ def embed_isolating(embedder: Any, texts: list[str]) -> tuple[np.ndarray, np.nda
                 continue
             rows[i] = vec
             outcomes[i] = TextOutcome(i, truncated_chars=int(sent))
-            logger.warning("text %d embedded truncated to %d of %d characters (%s)", i, sent, len(text),
-                        getattr(embedder, "model", ""))
+            logger.warning(
+                "text %d embedded truncated to %d of %d characters (%s)",
+                i,
+                sent,
+                len(text),
+                getattr(embedder, "model", ""),
+            )
             return
         if last is None:  # pragma: no cover - nothing left to cut
-            last = EmbedFailure("embedding-request-rejected", f"text {i} could not be cut further",
-                                model=getattr(embedder, "model", ""), input_refused=True)
+            last = EmbedFailure(
+                "embedding-request-rejected",
+                f"text {i} could not be cut further",
+                model=getattr(embedder, "model", ""),
+                input_refused=True,
+            )
         global_check(last)
         outcomes[i] = TextOutcome(i, failure=last)
         logger.warning("text %d (%d characters) has no vector: %s", i, len(text), last.message)

@@ -76,8 +76,9 @@ def _import_wordllama() -> Any:
         import wordllama  # noqa: F401  (heavy import, done lazily)
         from wordllama import WordLlama
     except ImportError as e:  # pragma: no cover - pinned dependency
-        raise ImportError("the local embedding provider needs the 'wordllama' package "
-                          "(pip install wordllama==0.4.0.post1)") from e
+        raise ImportError(
+            "the local embedding provider needs the 'wordllama' package (pip install wordllama==0.4.0.post1)"
+        ) from e
     finally:
         for h in list(root.handlers):
             if h not in handlers:
@@ -124,8 +125,12 @@ def load_wordllama(cache_dir: str | os.PathLike[str] | None = None) -> Any:
         os.replace(tmp, dest)
     t0 = time.perf_counter()
     model = WordLlama.load("l2_supercat", cache_dir=cache, dim=LOCAL_DIM, disable_download=True)
-    logger.info("loaded WordLlama l2_supercat %dd offline in %.2fs (tokenizer cache %s)",
-                LOCAL_DIM, time.perf_counter() - t0, cache)
+    logger.info(
+        "loaded WordLlama l2_supercat %dd offline in %.2fs (tokenizer cache %s)",
+        LOCAL_DIM,
+        time.perf_counter() - t0,
+        cache,
+    )
     return model
 
 
@@ -167,8 +172,15 @@ class LocalEmbedder(BaseEmbedder):
 
     provider = "local"
 
-    def __init__(self, *, batch: int = 32, dim: int = 0, max_input_chars: int = 0,
-                 budget_chars: int = LOCAL_BATCH_BUDGET_CHARS, query_memo: int = LOCAL_QUERY_MEMO):
+    def __init__(
+        self,
+        *,
+        batch: int = 32,
+        dim: int = 0,
+        max_input_chars: int = 0,
+        budget_chars: int = LOCAL_BATCH_BUDGET_CHARS,
+        query_memo: int = LOCAL_QUERY_MEMO,
+    ):
         """
         Args:
             batch: texts per model call (``EMBED_BATCH``); 16-64 is fastest.
@@ -194,10 +206,14 @@ class LocalEmbedder(BaseEmbedder):
             model = _shared_model()
             tokenizer = _unpadded_tokenizer(model)
         except Exception as e:  # a broken install: report as data, not a crash
-            self._fail(self._failure(
-                "embedding-unavailable",
-                f"the local model {LOCAL_MODEL} could not be loaded ({type(e).__name__}: {e}); "
-                f"the operator must reinstall wordllama==0.4.0.post1", status=None))
+            self._fail(
+                self._failure(
+                    "embedding-unavailable",
+                    f"the local model {LOCAL_MODEL} could not be loaded ({type(e).__name__}: {e}); "
+                    f"the operator must reinstall wordllama==0.4.0.post1",
+                    status=None,
+                )
+            )
         with self._lock:
             out = _mean_pool(model.embedding, tokenizer, texts)
         return self._normalise(out, None, "")
@@ -221,8 +237,14 @@ class LocalEmbedder(BaseEmbedder):
         of ~0.15 ms cold. Each call returns its own array.
         """
         model, tokenizer = _MODEL, _TOKENIZER
-        if (model is None or tokenizer is None or not self._probed or type(text) is not str or not text
-                or (self.max_input_chars and len(text) > self.max_input_chars)):
+        if (
+            model is None
+            or tokenizer is None
+            or not self._probed
+            or type(text) is not str
+            or not text
+            or (self.max_input_chars and len(text) > self.max_input_chars)
+        ):
             return super().embed_query(text)
         queries = self._queries
         kept = queries.pop(text, None)
@@ -235,7 +257,8 @@ class LocalEmbedder(BaseEmbedder):
             if ids:  # _mean_pool's row: ids clipped to the table (take's "clip"), summed in float32
                 # (ndarray.sum is this add.reduce), / count
                 row = np.add.reduce(np.take(table, ids, axis=0, mode="clip"), axis=0, dtype=np.float32) / np.float32(
-                    len(ids))
+                    len(ids)
+                )
         if not ids:
             return super().embed_query(text)
         norm = np.sqrt(np.add.reduce(row * row))  # np.linalg.norm(axis=1)'s sum for one row (_normalise)

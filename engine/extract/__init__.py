@@ -53,8 +53,16 @@ from engine.values import ExtractedText
 
 #: Names read from the reader modules on first use (PEP 562): importing the package
 #: (for ``SUPPORTED_SUFFIXES``, ``reasons``) does not import every reader (~15 ms).
-_LAZY = {"extract_docx": "docx", "extract_html": "html", "extract_pages": "pages", "extract_pdf": "pdf",
-         "no_text_note": "pdf", "open_pdf": "pdf", "rotation_affine": "pdf", "extract_plain": "text"}
+_LAZY = {
+    "extract_docx": "docx",
+    "extract_html": "html",
+    "extract_pages": "pages",
+    "extract_pdf": "pdf",
+    "no_text_note": "pdf",
+    "open_pdf": "pdf",
+    "rotation_affine": "pdf",
+    "extract_plain": "text",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -64,6 +72,7 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(f"engine.extract.{module}"), name)
+
 
 __all__ = [
     "open_pdf",
@@ -80,12 +89,12 @@ __all__ = [
 ]
 
 #: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
-SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx", ".html", ".htm",
-                                       *PAGE_FORMATS)
+SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx", ".html", ".htm", *PAGE_FORMATS)
 
 
-def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = None,
-            max_pages: int = 0) -> ExtractedText:
+def extract(
+    path: Path, password: str | None = None, ocr: OcrSettings | None = None, max_pages: int = 0
+) -> ExtractedText:
     """Read one file into text plus word provenance.
 
     Args:
@@ -149,4 +158,3 @@ def extract(path: Path, password: str | None = None, ocr: OcrSettings | None = N
     from engine.extract.text import extract_plain
 
     return extract_plain(path, suffix[1:])
-

@@ -67,17 +67,64 @@ ALPHABETS: dict[str, str] = {
 
 #: Latin single-byte code pages (Python codec names as charset-normalizer
 #: reports them). A detection naming one of these is re-ranked here.
-LATIN_PAGES = frozenset({
-    "cp1252", "latin_1", "iso8859_15", "cp1250", "iso8859_2", "cp1254", "iso8859_9", "cp1257",
-    "iso8859_13", "iso8859_4", "iso8859_10", "iso8859_14", "iso8859_16", "iso8859_3", "cp1258",
-    "mac_roman", "mac_latin2", "mac_iceland", "mac_turkish", "cp437", "cp850", "cp852", "cp857",
-    "cp858", "cp860", "cp861", "cp863", "cp865", "cp775", "hp_roman8",
-})
+LATIN_PAGES = frozenset(
+    {
+        "cp1252",
+        "latin_1",
+        "iso8859_15",
+        "cp1250",
+        "iso8859_2",
+        "cp1254",
+        "iso8859_9",
+        "cp1257",
+        "iso8859_13",
+        "iso8859_4",
+        "iso8859_10",
+        "iso8859_14",
+        "iso8859_16",
+        "iso8859_3",
+        "cp1258",
+        "mac_roman",
+        "mac_latin2",
+        "mac_iceland",
+        "mac_turkish",
+        "cp437",
+        "cp850",
+        "cp852",
+        "cp857",
+        "cp858",
+        "cp860",
+        "cp861",
+        "cp863",
+        "cp865",
+        "cp775",
+        "hp_roman8",
+    }
+)
 #: Pages always tried (the common Windows and ISO Latin pages), in the order
 #: that names a group of pages giving the same characters, and breaks ties.
-PREFERENCE = ("cp1252", "cp1250", "iso8859_2", "cp1254", "cp1257", "iso8859_15", "iso8859_13",
-              "iso8859_16", "cp1258", "latin_1", "iso8859_9", "iso8859_4", "iso8859_10", "iso8859_14",
-              "iso8859_3", "mac_roman", "mac_latin2", "cp850", "cp852", "cp437")
+PREFERENCE = (
+    "cp1252",
+    "cp1250",
+    "iso8859_2",
+    "cp1254",
+    "cp1257",
+    "iso8859_15",
+    "iso8859_13",
+    "iso8859_16",
+    "cp1258",
+    "latin_1",
+    "iso8859_9",
+    "iso8859_4",
+    "iso8859_10",
+    "iso8859_14",
+    "iso8859_3",
+    "mac_roman",
+    "mac_latin2",
+    "cp850",
+    "cp852",
+    "cp437",
+)
 _ALWAYS = ("cp1252", "cp1250", "iso8859_2", "cp1254", "cp1257", "iso8859_15", "iso8859_13", "iso8859_16")
 #: Letters no language here owns but that are not mojibake either (the micro sign).
 _NEUTRAL = frozenset("µ")

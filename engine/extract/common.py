@@ -18,8 +18,15 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.values import WordArray
 
-__all__ = ["PAGE_SEPARATOR", "BLOCK_SEPARATOR", "LINE_SEPARATOR", "WORD_SEPARATOR", "words_of", "PAGE_FILETYPES",
-           "gc_paused"]
+__all__ = [
+    "PAGE_SEPARATOR",
+    "BLOCK_SEPARATOR",
+    "LINE_SEPARATOR",
+    "WORD_SEPARATOR",
+    "words_of",
+    "PAGE_FILETYPES",
+    "gc_paused",
+]
 
 PAGE_SEPARATOR = "\f"
 BLOCK_SEPARATOR = "\n\n"
@@ -31,7 +38,12 @@ _WORD_RE = re.compile(r"\S+")
 #: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype
 #: (``engine.extract.pdf.PAGE_FILETYPES``, ``engine.extract.pages.PAGE_FORMATS``).
 PAGE_FILETYPES: dict[str, str] = {
-    ".epub": "epub", ".xps": "xps", ".oxps": "xps", ".fb2": "fb2", ".mobi": "mobi", ".cbz": "cbz",
+    ".epub": "epub",
+    ".xps": "xps",
+    ".oxps": "xps",
+    ".fb2": "fb2",
+    ".mobi": "mobi",
+    ".cbz": "cbz",
 }
 
 
@@ -58,8 +70,9 @@ def words_of(text: str) -> WordArray:
         return WordArray.empty()
     cols = flat.reshape(-1, 2)
     n = len(cols)
-    return WordArray(cols[:, 0], cols[:, 1], np.broadcast_to(np.int32(0), (n,)),
-                     np.broadcast_to(np.full(4, np.nan), (n, 4)))
+    return WordArray(
+        cols[:, 0], cols[:, 1], np.broadcast_to(np.int32(0), (n,)), np.broadcast_to(np.full(4, np.nan), (n, 4))
+    )
 
 
 @contextmanager

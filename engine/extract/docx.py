@@ -51,15 +51,11 @@ __all__ = ["extract_docx", "omml_text"]
 
 # Strict namespaces -> transitional ones (ISO/IEC 29500-1 Strict vs ECMA-376 transitional).
 _STRICT = {
-    "http://purl.oclc.org/ooxml/wordprocessingml/main":
-        "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
-    "http://purl.oclc.org/ooxml/officeDocument/math":
-        "http://schemas.openxmlformats.org/officeDocument/2006/math",
-    "http://purl.oclc.org/ooxml/officeDocument/relationships":
-        "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+    "http://purl.oclc.org/ooxml/wordprocessingml/main": "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
+    "http://purl.oclc.org/ooxml/officeDocument/math": "http://schemas.openxmlformats.org/officeDocument/2006/math",
+    "http://purl.oclc.org/ooxml/officeDocument/relationships": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
     "http://purl.oclc.org/ooxml/drawingml/main": "http://schemas.openxmlformats.org/drawingml/2006/main",
-    "http://purl.oclc.org/ooxml/drawingml/wordprocessingDrawing":
-        "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing",
+    "http://purl.oclc.org/ooxml/drawingml/wordprocessingDrawing": "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing",
     "http://purl.oclc.org/ooxml/drawingml/picture": "http://schemas.openxmlformats.org/drawingml/2006/picture",
 }
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -67,15 +63,37 @@ M = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 R_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _PKG_RELS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
-_REL_TYPES = ("http://schemas.openxmlformats.org/officeDocument/2006/relationships/",
-              "http://purl.oclc.org/ooxml/officeDocument/relationships/")
+_REL_TYPES = (
+    "http://schemas.openxmlformats.org/officeDocument/2006/relationships/",
+    "http://purl.oclc.org/ooxml/officeDocument/relationships/",
+)
 _DC = "{http://purl.org/dc/elements/1.1/}"
 
 # Elements read through (their children hold runs / blocks).
-_THROUGH = {W + "hyperlink", W + "smartTag", W + "customXml", W + "fldSimple", W + "ins", W + "moveTo",
-            W + "sdtContent", W + "dir", W + "bdo"}
-_SKIP = {W + "delText", W + "instrText", W + "del", W + "moveFrom", W + "rPr", W + "pPr", W + "sdtPr",
-         W + "sdtEndPr", W + "footnoteReference", W + "endnoteReference", W + "commentReference"}
+_THROUGH = {
+    W + "hyperlink",
+    W + "smartTag",
+    W + "customXml",
+    W + "fldSimple",
+    W + "ins",
+    W + "moveTo",
+    W + "sdtContent",
+    W + "dir",
+    W + "bdo",
+}
+_SKIP = {
+    W + "delText",
+    W + "instrText",
+    W + "del",
+    W + "moveFrom",
+    W + "rPr",
+    W + "pPr",
+    W + "sdtPr",
+    W + "sdtEndPr",
+    W + "footnoteReference",
+    W + "endnoteReference",
+    W + "commentReference",
+}
 _NOTE_SKIP_TYPES = {"separator", "continuationSeparator", "continuationNotice"}
 
 
@@ -107,7 +125,7 @@ def _rels(zf: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
         kind = rel.get("Type", "")
         for prefix in _REL_TYPES:
             if kind.startswith(prefix):
-                kind = kind[len(prefix):]
+                kind = kind[len(prefix) :]
         target = rel.get("Target", "")
         if rel.get("TargetMode") == "External":
             continue
@@ -342,8 +360,7 @@ def omml_text(el: ET.Element | None) -> str:
         op = _val(f(M + "naryPr"), "chr", "∫")
         sub = omml_text(f(M + "sub")).strip()
         sup = omml_text(f(M + "sup")).strip()
-        return (op + (f"_({sub})" if sub else "") + (f"^({sup})" if sup else "")
-                + " " + omml_text(f(M + "e")).strip())
+        return op + (f"_({sub})" if sub else "") + (f"^({sup})" if sup else "") + " " + omml_text(f(M + "e")).strip()
     if tag == M + "d":
         props = f(M + "dPr")
         beg, end, sep = _val(props, "begChr", "("), _val(props, "endChr", ")"), _val(props, "sepChr", "|")

@@ -27,14 +27,61 @@ from engine.values import ExtractedText
 
 __all__ = ["extract_html", "html_text"]
 
-_SKIP = {"script", "style", "template", "noscript", "head", "svg", "math", "iframe", "object",
-         "canvas", "select", "datalist"}
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
-         "source", "track", "wbr"}
-_BLOCK = {"address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "dialog",
-          "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
-          "h4", "h5", "h6", "header", "hgroup", "hr", "legend", "li", "main", "nav", "ol", "p", "pre",
-          "section", "summary", "table", "ul", "html"}
+_SKIP = {
+    "script",
+    "style",
+    "template",
+    "noscript",
+    "head",
+    "svg",
+    "math",
+    "iframe",
+    "object",
+    "canvas",
+    "select",
+    "datalist",
+}
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+_BLOCK = {
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "caption",
+    "dd",
+    "details",
+    "dialog",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hgroup",
+    "hr",
+    "legend",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "ul",
+    "html",
+}
 _CELL = {"td", "th"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
@@ -79,8 +126,12 @@ class _Text(HTMLParser):
         a = dict(attrs)
         if tag == "title":
             self.in_title = True
-        hide = (tag in _SKIP or "hidden" in a or (a.get("aria-hidden") or "").lower() == "true"
-                or _HIDDEN_STYLE.search(a.get("style") or "") is not None)
+        hide = (
+            tag in _SKIP
+            or "hidden" in a
+            or (a.get("aria-hidden") or "").lower() == "true"
+            or _HIDDEN_STYLE.search(a.get("style") or "") is not None
+        )
         if tag in _VOID:
             if not self.hidden_depth:
                 if tag == "br":
@@ -179,8 +230,7 @@ def _decode_html(data: bytes) -> tuple[str, dict[str, Any], tuple[str, ...]]:
         except (LookupError, UnicodeDecodeError):
             pass
     d = decode(data)
-    return d.text, {"encoding": d.encoding, "encodingConfidence": d.confidence,
-                    "encodingMethod": d.method}, d.notes
+    return d.text, {"encoding": d.encoding, "encodingConfidence": d.confidence, "encodingMethod": d.method}, d.notes
 
 
 def extract_html(path: Path) -> ExtractedText:

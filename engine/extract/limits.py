@@ -41,8 +41,11 @@ class Limits:
     @classmethod
     def of(cls, settings) -> Limits:
         """The limits of ``Settings`` (``max_file_bytes``, ``max_docx_part_bytes``, ``max_pages``)."""
-        return cls(int(getattr(settings, "max_file_bytes", 0)), int(getattr(settings, "max_docx_part_bytes", 0)),
-                   int(getattr(settings, "max_pages", 0)))
+        return cls(
+            int(getattr(settings, "max_file_bytes", 0)),
+            int(getattr(settings, "max_docx_part_bytes", 0)),
+            int(getattr(settings, "max_pages", 0)),
+        )
 
 
 def human_bytes(n: int) -> str:
@@ -55,8 +58,9 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, limits: Limits,
-                 pdf_pages: bool = True) -> None:
+def check_limits(
+    path: str | os.PathLike[str], size_bytes: int, suffix: str, limits: Limits, pdf_pages: bool = True
+) -> None:
     """Refuse a file over a limit before it is extracted.
 
     Args:
@@ -76,8 +80,10 @@ def check_limits(path: str | os.PathLike[str], size_bytes: int, suffix: str, lim
         OSError: the file cannot be read.
     """
     if limits.max_file_bytes and size_bytes > limits.max_file_bytes:
-        raise TooLargeError(f"too-large: {human_bytes(size_bytes)} is over max_file_bytes "
-                            f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(limits.max_file_bytes)}")
+        raise TooLargeError(
+            f"too-large: {human_bytes(size_bytes)} is over max_file_bytes "
+            f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(limits.max_file_bytes)}"
+        )
     if suffix == ".docx":
         check_docx(path, limits.max_docx_part_bytes, limits.max_file_bytes)
     elif suffix == ".pdf" and limits.max_pages and pdf_pages:
@@ -107,11 +113,13 @@ def check_docx(path: str | os.PathLike[str], max_part_bytes: int, max_total_byte
                 if max_part_bytes and info.file_size > max_part_bytes:
                     raise TooLargeError(
                         f"too-large: .docx part {info.filename!r} inflates to {human_bytes(info.file_size)}, "
-                        f"over max_docx_part_bytes (CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(max_part_bytes)}")
+                        f"over max_docx_part_bytes (CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(max_part_bytes)}"
+                    )
             if max_total_bytes and total > max_total_bytes:
                 raise TooLargeError(
                     f"too-large: .docx parts inflate to {human_bytes(total)} together, over max_file_bytes "
-                    f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(max_total_bytes)}")
+                    f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(max_total_bytes)}"
+                )
             budget = max_part_bytes or None
             for info in infos:
                 seen = 0
@@ -121,9 +129,9 @@ def check_docx(path: str | os.PathLike[str], max_part_bytes: int, max_total_byte
                         if budget is not None and seen > budget:
                             raise TooLargeError(
                                 f"too-large: .docx part {info.filename!r} inflates past max_docx_part_bytes "
-                                f"(CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(budget)}")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, RuntimeError,
-            ValueError) as e:
+                                f"(CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(budget)}"
+                            )
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, RuntimeError, ValueError) as e:
         raise ExtractError(f"corrupt: {type(e).__name__}: {e}") from None
     except Exception as e:  # zlib.error and friends from a damaged stream
         if isinstance(e, (ExtractError, OSError)):

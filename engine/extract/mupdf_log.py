@@ -55,7 +55,7 @@ class _Collector:
             if line.startswith(prefix):
                 kept = _kept(kind)
                 if len(kept) < _KEEP:
-                    kept.append(line[len(prefix):])
+                    kept.append(line[len(prefix) :])
                 return len(text)
         log.debug("%s", line)
         return len(text)
@@ -143,11 +143,12 @@ def damage_note(prefix: str, messages: list[str]) -> str:
 
     ``damage_note("damaged PDF repaired by MuPDF", ["cannot find startxref"] + ["object out of range (10 0 R)"] * 84)``
     -> ``"damaged PDF repaired by MuPDF: cannot find startxref; object out of range (10 0 R)"``."""
-    distinct = list(dict.fromkeys(m.strip() for m in messages
-                                  if m.strip() and not m.strip().startswith("... repeated")))
+    distinct = list(
+        dict.fromkeys(m.strip() for m in messages if m.strip() and not m.strip().startswith("... repeated"))
+    )
     if not distinct:
         return prefix
-    shown = [m if len(m) <= MESSAGE_CHARS else m[:MESSAGE_CHARS - 3] + "..." for m in distinct[:NOTE_MESSAGES]]
+    shown = [m if len(m) <= MESSAGE_CHARS else m[: MESSAGE_CHARS - 3] + "..." for m in distinct[:NOTE_MESSAGES]]
     more = len(distinct) - len(shown)
     tail = f"; and {more} other message{'s' if more != 1 else ''}" if more else ""
     return f"{prefix}: {'; '.join(shown)}{tail}"

@@ -33,9 +33,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import subprocess
 
-__all__ = ["OcrSettings", "OCR_OFF", "tesseract_version", "tessdata_dir", "ocr_unavailable",
-           "resolve_languages", "languages_without_data",
-           "needs_ocr", "orientation", "ocr_page", "ocr_chunk_metadata", "OCR_INSTALL_HINT"]
+__all__ = [
+    "OcrSettings",
+    "OCR_OFF",
+    "tesseract_version",
+    "tessdata_dir",
+    "ocr_unavailable",
+    "resolve_languages",
+    "languages_without_data",
+    "needs_ocr",
+    "orientation",
+    "ocr_page",
+    "ocr_chunk_metadata",
+    "OCR_INSTALL_HINT",
+]
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +118,11 @@ def tesseract_version(cache_path: str | None = None) -> str | None:
     try:
         with open(cache_path, encoding="utf-8") as f:
             saved = json.load(f)
-        if (saved.get("key") == key and 0 <= time.time() - float(saved["at"]) < _VERSION_CACHE_MAX_AGE_S
-                and (saved["tessdata"] is None or Path(saved["tessdata"]).is_dir())):
+        if (
+            saved.get("key") == key
+            and 0 <= time.time() - float(saved["at"]) < _VERSION_CACHE_MAX_AGE_S
+            and (saved["tessdata"] is None or Path(saved["tessdata"]).is_dir())
+        ):
             return saved["version"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
@@ -202,8 +216,10 @@ def resolve_languages(settings: OcrSettings) -> tuple[OcrSettings | None, str | 
     if not usable:
         return None, ocr_unavailable(settings.languages)
     narrowed = OcrSettings(settings.mode, "+".join(usable), settings.dpi)
-    return narrowed, (f"OCR languages without Tesseract data: {', '.join(missing)} "
-                      f"(install: {_packages(missing)}); read with {narrowed.languages}")
+    return narrowed, (
+        f"OCR languages without Tesseract data: {', '.join(missing)} "
+        f"(install: {_packages(missing)}); read with {narrowed.languages}"
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -211,7 +227,7 @@ def languages_without_data(languages: str, cache_path: str | None = None) -> tup
     """Which of ``languages`` (``"eng+deu"``) have no ``.traineddata`` in the
     language-data folder (``()`` when there is no folder at all: then
     ``tesseract_version`` is None). Part of the hash gate
-    (``Settings.settings_key``), so installing a missing language re-reads the
+    (``engine.index.gate.settings_key``), so installing a missing language re-reads the
     scans. Cached per process; ``cache_path`` as for ``tesseract_version``
     (the folder named there is used while that answer is trusted)."""
     data: str | None = None
@@ -259,8 +275,13 @@ def orientation(page: Any, settings: OcrSettings) -> int:
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
     env = {**os.environ, "TESSDATA_PREFIX": data, "OMP_THREAD_LIMIT": "1"}
     try:
-        out = subprocess.run([exe, "-", "-", "--psm", "0", "--dpi", str(dpi)], input=pix.tobytes("png"),
-                             capture_output=True, timeout=_TSV_TIMEOUT_S, env=env).stdout.decode("utf-8", "replace")
+        out = subprocess.run(
+            [exe, "-", "-", "--psm", "0", "--dpi", str(dpi)],
+            input=pix.tobytes("png"),
+            capture_output=True,
+            timeout=_TSV_TIMEOUT_S,
+            env=env,
+        ).stdout.decode("utf-8", "replace")
     except (OSError, subprocess.SubprocessError):
         return 0
     found = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
@@ -300,8 +321,9 @@ def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[A
     pix = page.get_pixmap(matrix=mat, colorspace=pymupdf.csRGB, alpha=False)
     tsv = _start_tsv(pix, settings)
     try:
-        ocr_pdf = pymupdf.open("pdf", pix.pdfocr_tobytes(compress=False, language=settings.languages,
-                                                          tessdata=tessdata_dir()))
+        ocr_pdf = pymupdf.open(
+            "pdf", pix.pdfocr_tobytes(compress=False, language=settings.languages, tessdata=tessdata_dir())
+        )
         try:
             ocr = ocr_pdf[0]
             scale = pix.width / ocr.rect.width if ocr.rect.width else 1.0
@@ -333,9 +355,13 @@ def _start_tsv(pix: Any, settings: OcrSettings) -> subprocess.Popen | None:
         env["TESSDATA_PREFIX"] = data
     env.setdefault("OMP_THREAD_LIMIT", "1")
     try:
-        proc = subprocess.Popen([exe, "-", "-", "--dpi", str(settings.dpi), "-l", settings.languages, "tsv"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=env)
+        proc = subprocess.Popen(
+            [exe, "-", "-", "--dpi", str(settings.dpi), "-l", settings.languages, "tsv"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
     except OSError:
         return None
     png = pix.tobytes("png")

@@ -25,12 +25,28 @@ from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
 from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
-from engine.extract.pdfwords import (CompiledWords, PageWords, box_filler, join_pages, read_page, text_filler,
-                                     tuple_words)
+from engine.extract.pdfwords import (
+    CompiledWords,
+    PageWords,
+    box_filler,
+    join_pages,
+    read_page,
+    text_filler,
+    tuple_words,
+)
 from engine.values import ExtractedText, PageInfo, WordArray
 
-__all__ = ["open_pdf", "rotation_affine", "extract_pdf", "extract_pdf_part", "merge_pdf_parts", "PdfPart",
-           "no_text_note", "page_ranges", "PAGE_FILETYPES"]
+__all__ = [
+    "open_pdf",
+    "rotation_affine",
+    "extract_pdf",
+    "extract_pdf_part",
+    "merge_pdf_parts",
+    "PdfPart",
+    "no_text_note",
+    "page_ranges",
+    "PAGE_FILETYPES",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +77,6 @@ def page_ranges(pages: list[int]) -> str:
     return f"{noun} {', '.join(runs)}"
 
 
-
-
-
 #: Note of a PDF MuPDF had to repair (its messages follow): the text of lost objects is missing.
 REPAIRED_NOTE = "damaged PDF repaired by MuPDF, some text may be missing"
 #: Note of a PDF MuPDF reported errors on without repairing it (its errors follow).
@@ -74,8 +87,9 @@ ERRORS_NOTE = "MuPDF reported errors reading this file, some text may be missing
 PAGE_FILETYPES: dict[str, str] = _PAGE_FILETYPES
 
 
-def open_pdf(path: str | os.PathLike[str], password: str | None = None,
-             filetype: str | None = None, *, max_pages: int = 0) -> tuple[Any, bool]:
+def open_pdf(
+    path: str | os.PathLike[str], password: str | None = None, filetype: str | None = None, *, max_pages: int = 0
+) -> tuple[Any, bool]:
     """Open a PDF with PyMuPDF and, if needed, decrypt it (extraction and rendering share this).
 
     Args:
@@ -164,8 +178,9 @@ def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
     return meta
 
 
-def extract_pdf(path: Path, password: str | None = None, ocr: OcrSettings | None = None,
-                filetype: str = "pdf", max_pages: int = 0) -> ExtractedText:
+def extract_pdf(
+    path: Path, password: str | None = None, ocr: OcrSettings | None = None, filetype: str = "pdf", max_pages: int = 0
+) -> ExtractedText:
     """Read one PDF's words with page and box (``engine.extract.extract`` documents the result).
 
     Args:
@@ -192,8 +207,9 @@ def extract_pdf(path: Path, password: str | None = None, ocr: OcrSettings | None
         return _finish([opened], filetype, ocr)
 
 
-def extract_pdf_part(path: Path, password: str | None, ocr: OcrSettings | None, part: int,
-                     parts: int, max_pages: int = 0) -> PdfPart | ExtractedText:
+def extract_pdf_part(
+    path: Path, password: str | None, ocr: OcrSettings | None, part: int, parts: int, max_pages: int = 0
+) -> PdfPart | ExtractedText:
     """Read the pages of part ``part`` of ``parts`` of one PDF (``engine.index.pool`` splits a
     large PDF across its workers this way; ``merge_pdf_parts`` joins them).
 
@@ -213,7 +229,7 @@ def extract_pdf_part(path: Path, password: str | None, ocr: OcrSettings | None, 
 
 def merge_pdf_parts(parts: list[PdfPart], ocr: OcrSettings | None = None) -> ExtractedText:
     """The ``ExtractedText`` of a PDF read in parts (all parts, in order): exactly what
-    ``extract_pdf`` gives for the whole file (tests/test_extract_pool.py checks it)."""
+    ``extract_pdf`` gives for the whole file (tests/index/test_extract_pool.py checks it)."""
     with gc_paused():
         return _finish(parts, "pdf", ocr or OCR_OFF)
 
@@ -229,9 +245,27 @@ class PdfPart:
     OCR bookkeeping; ``page_count`` and ``metadata`` are the document's.
     """
 
-    __slots__ = ("page_count", "metadata", "first", "corners", "codes", "lengths", "block", "line", "counts",
-                 "affine", "sizes", "notes", "unreadable", "ocr_confidence", "ocr_turned", "ocr_wanted",
-                 "ocr_missing", "ocr_partial", "mupdf_said")
+    __slots__ = (
+        "page_count",
+        "metadata",
+        "first",
+        "corners",
+        "codes",
+        "lengths",
+        "block",
+        "line",
+        "counts",
+        "affine",
+        "sizes",
+        "notes",
+        "unreadable",
+        "ocr_confidence",
+        "ocr_turned",
+        "ocr_wanted",
+        "ocr_missing",
+        "ocr_partial",
+        "mupdf_said",
+    )
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -241,8 +275,9 @@ class PdfPart:
             setattr(self, k, v)
 
 
-def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
-              part: tuple[int, int] | None, max_pages: int = 0) -> PdfPart | ExtractedText:
+def _read_pdf(
+    path: Path, password: str | None, ocr: OcrSettings, filetype: str, part: tuple[int, int] | None, max_pages: int = 0
+) -> PdfPart | ExtractedText:
     """Open the file and read its pages (all, or one part's): a ``PdfPart``, or the
     ``ExtractedText`` of a PDF without pages. ``max_pages``: see ``extract_pdf``."""
     pymupdf = mupdf()
@@ -319,8 +354,14 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
             raw_counts[pno - first] = len(raw)
             if ocr_done:
                 # OCR words are already in displayed points (engine.extract.ocr).
-                affine[pno - first] = (1.0 / width_pt if width_pt > 0 else 0.0, 0.0, 0.0,
-                                       1.0 / height_pt if height_pt > 0 else 0.0, 0.0, 0.0)
+                affine[pno - first] = (
+                    1.0 / width_pt if width_pt > 0 else 0.0,
+                    0.0,
+                    0.0,
+                    1.0 / height_pt if height_pt > 0 else 0.0,
+                    0.0,
+                    0.0,
+                )
                 continue
             # PyMuPDF unrotated points -> displayed points (rotation_matrix) ->
             # relative to the displayed page.rect -> fractions of its width /
@@ -340,7 +381,11 @@ def _read_pdf(path: Path, password: str | None, ocr: OcrSettings, filetype: str,
     out.corners, out.codes, out.lengths, out.block, out.line = _join(pieces)
     out.counts, out.affine, out.sizes, out.notes, out.unreadable = raw_counts, affine, sizes, notes, unreadable
     out.ocr_confidence, out.ocr_turned, out.ocr_wanted, out.ocr_missing = (
-        ocr_confidence, ocr_turned, ocr_wanted, ocr_missing)
+        ocr_confidence,
+        ocr_turned,
+        ocr_wanted,
+        ocr_missing,
+    )
     out.ocr_partial = (ocr_use.languages, ocr_note) if ocr_confidence and ocr_note else None
     out.mupdf_said = said()
     return out
@@ -388,8 +433,7 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
 
     words, text, kept = _place_words(corners, codes, lengths, block, line, raw_counts, affine, page_count)
     empty_pages = sorted({i + 1 for i, k in enumerate(kept) if not k} | set(unreadable))
-    pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt)
-                  for i, (label, w_pt, h_pt) in enumerate(sizes))
+    pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt) for i, (label, w_pt, h_pt) in enumerate(sizes))
     if metadata.get("repaired"):  # trial6 #3: a repaired file may lack the text of what was lost
         notes.insert(0, damage_note(REPAIRED_NOTE, errors + warnings))
     elif errors:
@@ -406,8 +450,10 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
     if ocr_confidence:
         notes.append(_ocr_note(ocr, ocr_confidence))
         if ocr_turned:
-            notes.append("text not upright as displayed, read turned: " + ", ".join(
-                f"page {k} by {v} degrees" for k, v in sorted(ocr_turned.items())))
+            notes.append(
+                "text not upright as displayed, read turned: "
+                + ", ".join(f"page {k} by {v} degrees" for k, v in sorted(ocr_turned.items()))
+            )
             metadata["ocrTurned"] = {str(k): v for k, v in sorted(ocr_turned.items())}
         metadata["ocrPages"] = {str(k): v for k, v in sorted(ocr_confidence.items())}
         metadata["ocr"] = {"engine": tesseract_version(), "languages": ocr.languages, "dpi": ocr.dpi}
@@ -426,7 +472,7 @@ def rotation_affine(rotation: int, width_pt: float, height_pt: float) -> tuple[f
 
     PyMuPDF's own formula (``JM_rotate_page_matrix``), without its ~50 µs per
     page of object lookups: the unrotated CropBox is ``w x h``; displayed
-    width/height are swapped for 90 and 270. ``tests/test_extract.py`` checks
+    width/height are swapped for 90 and 270. ``tests/extract/test_extract.py`` checks
     it equals ``page.rotation_matrix`` on every corpus and built page.
 
     Args:
@@ -445,8 +491,9 @@ def rotation_affine(rotation: int, width_pt: float, height_pt: float) -> tuple[f
     return (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
 
-def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, raw_counts: list[int],
-                 affine: Any, page_count: int) -> tuple[WordArray, str, list[int]]:
+def _place_words(
+    corners: Any, codes: Any, lengths: Any, block: Any, line: Any, raw_counts: list[int], affine: Any, page_count: int
+) -> tuple[WordArray, str, list[int]]:
     """Lay one PDF's words out as text (module docstring) with their columns.
 
     Args:
@@ -508,7 +555,13 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
             if not keep.all():
                 if not keep.any():
                     return WordArray.empty(), "", [0] * page_count
-                pages, block, line, lengths, corners = pages[keep], block[keep], line[keep], lengths[keep], corners[keep]
+                pages, block, line, lengths, corners = (
+                    pages[keep],
+                    block[keep],
+                    line[keep],
+                    lengths[keep],
+                    corners[keep],
+                )
                 per_page = np.bincount(pages, minlength=page_count + 1)[1:]
                 n = len(lengths)
 
@@ -535,8 +588,13 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
     fill = text_filler()
     if fill is not None:  # the same code points, written in one C pass (engine.extract._pdfwords)
         out = np.empty(total, np.uint32)
-        fill(out, np.ascontiguousarray(codes, np.uint32), np.ascontiguousarray(lengths, np.int64),
-             code, np.ascontiguousarray(sep_len, np.int64))
+        fill(
+            out,
+            np.ascontiguousarray(codes, np.uint32),
+            np.ascontiguousarray(lengths, np.int64),
+            code,
+            np.ascontiguousarray(sep_len, np.int64),
+        )
     else:
         out = np.full(total, ord(WORD_SEPARATOR), np.uint32)
         # inside a word: +1 at its start, -1 at its end (a separator of >= 1 character
@@ -552,15 +610,19 @@ def _place_words(corners: Any, codes: Any, lengths: Any, block: Any, line: Any, 
             gaps = page_gap[crossing].astype(np.int64)
             first = np.repeat(starts[crossing] - gaps, gaps)
             out[first + np.arange(len(first)) - np.repeat(np.cumsum(gaps) - gaps, gaps)] = ord(PAGE_SEPARATOR)
-        out[int(ends[-1]):] = ord(PAGE_SEPARATOR)
+        out[int(ends[-1]) :] = ord(PAGE_SEPARATOR)
     text = out.tobytes().decode("utf-32-le", "surrogatepass")
 
     # Boxes: the page's affine map, then sorted corners, clamped to 0..1.
     fill_boxes = box_filler()
     if fill_boxes is not None:  # the same numbers in one C pass (engine.extract._pdfwords)
         boxes = np.empty((n, 4))
-        fill_boxes(boxes, np.ascontiguousarray(corners, np.float64), np.ascontiguousarray(affine, np.float64),
-                   np.ascontiguousarray(per_page, np.int64))
+        fill_boxes(
+            boxes,
+            np.ascontiguousarray(corners, np.float64),
+            np.ascontiguousarray(affine, np.float64),
+            np.ascontiguousarray(per_page, np.int64),
+        )
         return WordArray(starts, ends, pages, boxes), text, [int(k) for k in per_page]
     px0, py0, px1, py1 = corners.T
     ma, mb, mc, md, me, mf = (np.repeat(col, per_page) for col in affine.T)  # each word's page's row
@@ -620,5 +682,3 @@ def _decode_hex(m: re.Match[str]) -> str:
     if raw.startswith((b"\xfe\xff", b"\xff\xfe")):
         return raw.decode("utf-16", "replace")
     return raw.decode("latin-1")
-
-

@@ -5,7 +5,7 @@ word tuples, e.g. of an OCR'd page -> ``PageWords``), the one shape the PDF read
 (``engine.extract.pdf``) collects per page. ``page_words`` uses the compiled walker
 ``engine.extract._pdfwords`` (built by setup.py against the MuPDF PyMuPDF ships; it
 reads the text page exactly as ``TextPage.extractWORDS`` does, checked word for word
-on every corpus page by tests/test_pdfwords.py) when it is built for the MuPDF
+on every corpus page by tests/extract/test_pdfwords.py) when it is built for the MuPDF
 PyMuPDF has loaded, else PyMuPDF's ``extractWORDS`` (same words). ``PDFWORDS``: which
 one runs. Imports ``pymupdf`` and numpy lazily; no engine module.
 """
@@ -18,8 +18,18 @@ from typing import Any, NamedTuple
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-__all__ = ["PageWords", "CompiledWords", "read_page", "page_words", "tuple_words", "join_pages", "walker", "text_filler", "box_filler",
-           "PDFWORDS"]
+__all__ = [
+    "PageWords",
+    "CompiledWords",
+    "read_page",
+    "page_words",
+    "tuple_words",
+    "join_pages",
+    "walker",
+    "text_filler",
+    "box_filler",
+    "PDFWORDS",
+]
 
 _FIELD = [itemgetter(i) for i in range(8)]  # fields of a PyMuPDF word tuple
 
@@ -63,8 +73,13 @@ _RECORD_BYTES = 28  # 4 float32 + 3 int32
 def _columns(records: bytes, codes: bytes) -> PageWords:
     r = np.frombuffer(records, np.float32).reshape(-1, 7)
     ints = r.view(np.int32)
-    return PageWords(r[:, :4].astype(np.float64), ints[:, 4].astype(np.int64), ints[:, 5].astype(np.int64),
-                     ints[:, 6].astype(np.int64), np.frombuffer(codes, np.uint32))
+    return PageWords(
+        r[:, :4].astype(np.float64),
+        ints[:, 4].astype(np.int64),
+        ints[:, 5].astype(np.int64),
+        ints[:, 6].astype(np.int64),
+        np.frombuffer(codes, np.uint32),
+    )
 
 
 def join_pages(pieces: list[PageWords | CompiledWords]) -> PageWords:
@@ -73,8 +88,13 @@ def join_pages(pieces: list[PageWords | CompiledWords]) -> PageWords:
         return _columns(b"".join(p.records for p in pieces), b"".join(p.codes for p in pieces))
     cols = [_columns(*p) if type(p) is CompiledWords else p for p in pieces]
     if not cols:
-        return PageWords(np.empty((0, 4)), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
-                         np.empty(0, np.uint32))
+        return PageWords(
+            np.empty((0, 4)),
+            np.empty(0, np.int64),
+            np.empty(0, np.int64),
+            np.empty(0, np.int64),
+            np.empty(0, np.uint32),
+        )
     if len(cols) == 1:
         return cols[0]
     return PageWords(*(np.concatenate([c[i] for c in cols]) for i in range(5)))
@@ -162,9 +182,12 @@ def read_page(page: Any, flags: int) -> PageWords | CompiledWords:
         address = getattr(_context, "address", None)
         if address is None:  # asking PyMuPDF costs ~20 us: once per thread
             address = _context.address = int(context().this)
-        records, codes = fn(tp.this.m_internal_value(), address,
-                            int(bool(pymupdf.TOOLS.unset_quad_corrections())),
-                            int(bool(pymupdf.TOOLS.set_small_glyph_heights())))
+        records, codes = fn(
+            tp.this.m_internal_value(),
+            address,
+            int(bool(pymupdf.TOOLS.unset_quad_corrections())),
+            int(bool(pymupdf.TOOLS.set_small_glyph_heights())),
+        )
     except RuntimeError:
         return tuple_words(page.get_text("words", flags=flags))
     finally:
@@ -179,7 +202,10 @@ def tuple_words(raw: list[tuple[Any, ...]]) -> PageWords:
     for i in range(4):  # one column at a time (cheaper than transposing with zip(*raw))
         corners[:, i] = np.fromiter(map(_FIELD[i], raw), np.float64, n)
     strings = list(map(_FIELD[4], raw))
-    return PageWords(corners, np.fromiter(map(_FIELD[5], raw), np.int64, n),
-                     np.fromiter(map(_FIELD[6], raw), np.int64, n),
-                     np.fromiter(map(len, strings), np.int64, n),
-                     np.frombuffer("".join(strings).encode("utf-32-le", "surrogatepass"), np.uint32))
+    return PageWords(
+        corners,
+        np.fromiter(map(_FIELD[5], raw), np.int64, n),
+        np.fromiter(map(_FIELD[6], raw), np.int64, n),
+        np.fromiter(map(len, strings), np.int64, n),
+        np.frombuffer("".join(strings).encode("utf-32-le", "surrogatepass"), np.uint32),
+    )

@@ -37,8 +37,7 @@ def saslprep(value: str) -> str:
     Raises:
         ValueError: ``value`` holds a prohibited character or breaks the bidi rule.
     """
-    mapped = "".join(" " if stringprep.in_table_c12(ch) else ch
-                     for ch in value if not stringprep.in_table_b1(ch))
+    mapped = "".join(" " if stringprep.in_table_c12(ch) else ch for ch in value if not stringprep.in_table_b1(ch))
     text = unicodedata.normalize("NFKC", mapped)
     if not text:
         return text

@@ -35,9 +35,13 @@ _EVIDENCE_BYTES = 16
 #: Share of non-ASCII characters one language's alphabet must hold for the
 #: alphabet to choose among Latin code pages (below it the detector's pick stands).
 _MIN_FIT = 0.75
-_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32", "utf-32"),
-         (b"\x00\x00\xfe\xff", "utf-32", "utf-32"), (b"\xff\xfe", "utf-16", "utf-16"),
-         (b"\xfe\xff", "utf-16", "utf-16"))
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8-sig", "utf-8"),
+    (b"\xff\xfe\x00\x00", "utf-32", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32", "utf-32"),
+    (b"\xff\xfe", "utf-16", "utf-16"),
+    (b"\xfe\xff", "utf-16", "utf-16"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +115,13 @@ def decode(data: bytes) -> Decoded:
     text, bad, good = _stray_bytes(data)
     if good > bad and bad <= max(4, good // 20):
         noun = "byte" if bad == 1 else "bytes"
-        return Decoded(text, "utf-8", round(good / (good + bad), 3), "utf-8-replaced",
-                       (f"UTF-8 with {bad} invalid {noun} replaced by U+FFFD",))
+        return Decoded(
+            text,
+            "utf-8",
+            round(good / (good + bad), 3),
+            "utf-8-replaced",
+            (f"UTF-8 with {bad} invalid {noun} replaced by U+FFFD",),
+        )
     return _detect(data)
 
 
@@ -130,8 +139,13 @@ def _utf16_without_bom(data: bytes) -> Decoded | None:
                 text = data.decode(codec)
             except UnicodeDecodeError:
                 return None
-            return Decoded(text, codec, round(share, 3), "utf-16-guess",
-                           (f"decoded as {codec} (no BOM; {share:.0%} of code units ASCII-range), not UTF-8",))
+            return Decoded(
+                text,
+                codec,
+                round(share, 3),
+                "utf-16-guess",
+                (f"decoded as {codec} (no BOM; {share:.0%} of code units ASCII-range), not UTF-8",),
+            )
     return None
 
 
@@ -151,17 +165,24 @@ def _detect(data: bytes) -> Decoded:
         # whose letters one language writes still reads it right (codepages.py); else latin-1.
         latin = choose_latin(data, ())
         if latin is not None and latin.fit >= _MIN_FIT:
-            return _decoded(data.decode(latin.encoding), latin.encoding,
-                            evidence * latin.fit * latin.separation, latin.language)
-        return Decoded(data.decode("latin-1"), "latin-1", 0.0, "fallback",
-                       ("no encoding detected: decoded as latin-1 (every byte kept); low confidence",))
+            return _decoded(
+                data.decode(latin.encoding), latin.encoding, evidence * latin.fit * latin.separation, latin.language
+            )
+        return Decoded(
+            data.decode("latin-1"),
+            "latin-1",
+            0.0,
+            "fallback",
+            ("no encoding detected: decoded as latin-1 (every byte kept); low confidence",),
+        )
     candidates = list(best.could_be_from_charset) or [best.encoding]
     encoding = next((e for e in _PREFERRED if e in candidates), best.encoding)
     latin = choose_latin(data, offered) if set(candidates) & LATIN_PAGES else None
     if latin is not None and latin.fit >= _MIN_FIT:
         # A Latin code page: the one whose letters one language writes (codepages.py).
-        return _decoded(data.decode(latin.encoding), latin.encoding,
-                        evidence * latin.fit * latin.separation, latin.language)
+        return _decoded(
+            data.decode(latin.encoding), latin.encoding, evidence * latin.fit * latin.separation, latin.language
+        )
     guessed = best.language not in ("", "Unknown")
     if high < _EVIDENCE_BYTES // 2 and encoding != "cp1252":
         # Too few non-ASCII bytes to tell code pages apart: the commonest one
@@ -176,8 +197,9 @@ def _detect(data: bytes) -> Decoded:
     except (UnicodeDecodeError, LookupError):
         encoding, text = best.encoding, str(best)
     fit = latin.fit if latin is not None else 1.0  # no language's letters fit: say so
-    return _decoded(text, encoding, max(0.0, 1.0 - float(best.chaos)) * evidence * fit,
-                    best.language if guessed else "")
+    return _decoded(
+        text, encoding, max(0.0, 1.0 - float(best.chaos)) * evidence * fit, best.language if guessed else ""
+    )
 
 
 def _decoded(text: str, encoding: str, confidence: float, language: str) -> Decoded:
@@ -223,8 +245,12 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     if not text.strip():
         notes += ("only whitespace" if data else "empty file (0 bytes)",)
         text = ""
-    metadata = {"encrypted": False, "encoding": d.encoding, "encodingConfidence": d.confidence,
-                "encodingMethod": d.method}
+    metadata = {
+        "encrypted": False,
+        "encoding": d.encoding,
+        "encodingConfidence": d.confidence,
+        "encodingMethod": d.method,
+    }
     if d.language:
         metadata["encodingLanguage"] = d.language
     return ExtractedText(text, words_of(text), (), file_type, notes, metadata)

@@ -26,8 +26,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import load_settings, settings_table
 from engine.secrets import install_log_redaction, redact
-from engine.errors import (ChunknavError, CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError,
-                           StoreUnavailableError)
+from engine.errors import (
+    ChunknavError,
+    CollectionBoundError,
+    IndexBusyError,
+    RootRefusedError,
+    SettingsError,
+    StoreUnavailableError,
+)
 from engine.faces.cli_views import human_index as _human_index, human_status as _human_status
 
 if TYPE_CHECKING:
@@ -50,6 +56,7 @@ def __getattr__(name: str) -> Any:
         return getattr(engine.faces.gui, name)
     raise AttributeError(f"module 'engine.faces.cli' has no attribute {name!r}")
 
+
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[2]
 _TYPES = {"integer": int, "string": str, "number": float}
@@ -62,8 +69,12 @@ def _settings_epilog() -> str:
 
 #: Extra command names that spell the tool's own name (``get_document`` -> ``get-document``);
 #: argparse reports the alias typed, ``main`` maps it back to the command (``node``, ``read``).
-CLI_ALIASES = {"get_document": ["get-document"], "read_document": ["read-document"], "index_status": ["index-status"],
-               "list_documents": ["list-documents"]}
+CLI_ALIASES = {
+    "get_document": ["get-document"],
+    "read_document": ["read-document"],
+    "index_status": ["index-status"],
+    "list_documents": ["list-documents"],
+}
 #: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
 OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors")
 
@@ -148,15 +159,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _add_tools(sub, wanted)
     if wanted("mcp"):
         mcp = sub.add_parser("mcp", help="serve the tools over MCP (stdio, or streamable HTTP with --http)")
-        mcp.add_argument("--http", metavar="HOST:PORT",
-                         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by "
-                              "default; any other address needs CHUNKNAV_MCP_TOKEN)")
+        mcp.add_argument(
+            "--http",
+            metavar="HOST:PORT",
+            help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback by "
+            "default; any other address needs CHUNKNAV_MCP_TOKEN)",
+        )
     if wanted("gui"):
         gui = sub.add_parser("gui", help="open the Streamlit explorer")
-        gui.add_argument("--port", type=int,
-                         help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)")
-        gui.add_argument("--address",
-                         help="bind address (default 127.0.0.1; anything not loopback needs CHUNKNAV_ACCESS_TOKEN)")
+        gui.add_argument(
+            "--port",
+            type=int,
+            help="server port (beats STREAMLIT_SERVER_PORT, which beats streamlit_config.toml: 8501)",
+        )
+        gui.add_argument(
+            "--address", help="bind address (default 127.0.0.1; anything not loopback needs CHUNKNAV_ACCESS_TOKEN)"
+        )
         gui.add_argument("--headless", action="store_true", help="do not open a browser")
     if wanted("migrate"):
         mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
@@ -167,8 +185,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if wanted("vectors"):
         vec = sub.add_parser("vectors", help="manage stored vectors")
         vsub = vec.add_subparsers(dest="vaction", required=True)
-        vsub.add_parser("purge-stale", help="delete the vectors whose chunk no longer exists (index_status "
-                        "staleVectors); they are kept otherwise, so a restored file costs no embedding")
+        vsub.add_parser(
+            "purge-stale",
+            help="delete the vectors whose chunk no longer exists (index_status "
+            "staleVectors); they are kept otherwise, so a restored file costs no embedding",
+        )
     return p
 
 
@@ -180,17 +201,28 @@ def _add_collections(sub: Any) -> None:
     add.add_argument("path", help="collection path, e.g. ACME/Reports")
     add.add_argument("dir", help="directory holding the files")
     pw = add.add_mutually_exclusive_group()
-    pw.add_argument("--password-env", metavar="NAME",
-                    help="environment variable holding the password for encrypted PDFs (the index stores the name)")
-    pw.add_argument("--password-file", metavar="PATH",
-                    help="secrets file (first line) holding that password, outside the index (the index stores the path)")
+    pw.add_argument(
+        "--password-env",
+        metavar="NAME",
+        help="environment variable holding the password for encrypted PDFs (the index stores the name)",
+    )
+    pw.add_argument(
+        "--password-file",
+        metavar="PATH",
+        help="secrets file (first line) holding that password, outside the index (the index stores the path)",
+    )
     pw.add_argument("--password", help=argparse.SUPPRESS)  # refused: no password is stored
-    add.add_argument("--replace", action="store_true",
-                     help="re-point a collection path that is bound to another directory "
-                          "(drops its documents and chunks; vectors stay)")
-    add.add_argument("--allow-any-root", action="store_true",
-                     help="accept a directory outside CHUNKNAV_ALLOWED_ROOTS ('/' and system directories "
-                          "stay refused)")
+    add.add_argument(
+        "--replace",
+        action="store_true",
+        help="re-point a collection path that is bound to another directory "
+        "(drops its documents and chunks; vectors stay)",
+    )
+    add.add_argument(
+        "--allow-any-root",
+        action="store_true",
+        help="accept a directory outside CHUNKNAV_ALLOWED_ROOTS ('/' and system directories stay refused)",
+    )
     csub.add_parser("list", help="list collections as JSON")
     rm = csub.add_parser("remove", help="drop a collection's documents and chunks (vectors stay)")
     rm.add_argument("path")
@@ -203,8 +235,12 @@ def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
     for name, tool in REGISTRY.items():
         if not wanted(CLI_NAMES[name], *CLI_ALIASES.get(name, [])):
             continue
-        sp = sub.add_parser(CLI_NAMES[name], help=tool.description.split(". ")[0],
-                            description=tool.description, aliases=CLI_ALIASES.get(name, []))
+        sp = sub.add_parser(
+            CLI_NAMES[name],
+            help=tool.description.split(". ")[0],
+            description=tool.description,
+            aliases=CLI_ALIASES.get(name, []),
+        )
         props = tool.schema["properties"]
         for arg in CLI_POSITIONAL[name]:
             sp.add_argument(arg, type=_TYPES.get(_json_type(props[arg]), str), help=props[arg].get("description"))
@@ -212,8 +248,13 @@ def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
             if arg in CLI_POSITIONAL[name]:
                 continue
             if _json_type(spec) == "boolean":
-                sp.add_argument("--no-" + cli_option(arg)[2:], dest=arg, action="store_false",
-                                default=None, help=f"set {arg} false: {spec.get('description', '')}")
+                sp.add_argument(
+                    "--no-" + cli_option(arg)[2:],
+                    dest=arg,
+                    action="store_false",
+                    default=None,
+                    help=f"set {arg} false: {spec.get('description', '')}",
+                )
                 continue
             kwargs: dict[str, Any] = {"dest": arg, "default": None, "help": spec.get("description")}
             if "array" in (spec.get("type") if isinstance(spec.get("type"), list) else [spec.get("type")]):
@@ -275,8 +316,10 @@ def _progress_printer():
         count = f"{done}/{ev.get('total', 0)}" if ev.get("total") else f"{done} found"
         if ev.get("bytesHashed"):
             count += f" {ev['bytesHashed'] / 1e6:.0f} MB hashed"
-        line = (f"\r{ev.get('phase', ''):<7} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{count} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}")
+        line = (
+            f"\r{ev.get('phase', ''):<7} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{count} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}"
+        )
         sys.stderr.write(line)
         if ev.get("phase") == "done":
             sys.stderr.write("\n")
@@ -334,8 +377,11 @@ def _main(argv: list[str] | None) -> int:
         return int(e.code or 0)
     args.command = _canonical(args.command)
     install_log_redaction()  # engine.secrets: no log line carries a configured secret
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         settings = load_settings({"db": args.db, "dsn": args.dsn})
     except SettingsError as e:
@@ -372,9 +418,11 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except CollectionBoundError as e:
         counts = engine.collection_counts(e.collection_path)
-        _err(f"collection {e.collection_path!r} is already bound to {e.current_root}; use --replace to "
-             f"re-point it to {e.new_root} (drops its {counts['documents']} documents and "
-             f"{counts['chunks']} chunks; vectors stay)")
+        _err(
+            f"collection {e.collection_path!r} is already bound to {e.current_root}; use --replace to "
+            f"re-point it to {e.new_root} (drops its {counts['documents']} documents and "
+            f"{counts['chunks']} chunks; vectors stay)"
+        )
         return 2
     except RootRefusedError as e:
         _err(f"{e}; or pass --allow-any-root to accept it once" if "outside the allowed roots" in str(e) else e)
@@ -398,8 +446,11 @@ def _missing_index(settings, args: argparse.Namespace) -> str | None:
     """The SQLite index path when it does not exist and the command only reads
     (status, search, search-chunks, get-chunk, read, node, collections list), else None.
     ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
-    reads = (args.command not in OWN_COMMANDS or args.command == "vectors"
-             or (args.command == "collections" and args.action == "list"))
+    reads = (
+        args.command not in OWN_COMMANDS
+        or args.command == "vectors"
+        or (args.command == "collections" and args.action == "list")
+    )
     if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
         return None
     return os.path.abspath(settings.db)
@@ -452,13 +503,22 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     if args.command == "collections":
         if args.action == "add":
             if args.password:
-                print("chunknav: the index stores no password: export it and pass --password-env NAME, "
-                      "or put it in a file outside the index and pass --password-file PATH", file=sys.stderr)
+                print(
+                    "chunknav: the index stores no password: export it and pass --password-env NAME, "
+                    "or put it in a file outside the index and pass --password-file PATH",
+                    file=sys.stderr,
+                )
                 return 2
-            ref = (f"env:{args.password_env}" if args.password_env
-                   else f"file:{args.password_file}" if args.password_file else None)
-            c = engine.add_collection(args.path, args.dir, ref, replace=args.replace,
-                                      allow_any_root=args.allow_any_root)
+            ref = (
+                f"env:{args.password_env}"
+                if args.password_env
+                else f"file:{args.password_file}"
+                if args.password_file
+                else None
+            )
+            c = engine.add_collection(
+                args.path, args.dir, ref, replace=args.replace, allow_any_root=args.allow_any_root
+            )
             out = {"collectionPath": c.collection_path, "root": c.root}
             if c.password_ref:
                 out["passwordRef"] = c.password_ref
@@ -470,8 +530,14 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
             if not engine.remove_collection(args.path):
                 _err(f"no collection {args.path!r}")
                 return 1
-            _print({"removed": args.path, "documents": counts["documents"], "chunks": counts["chunks"],
-                    "vectorsKept": True})
+            _print(
+                {
+                    "removed": args.path,
+                    "documents": counts["documents"],
+                    "chunks": counts["chunks"],
+                    "vectorsKept": True,
+                }
+            )
         return 0
     if args.command == "vectors":  # purge-stale
         from engine.store.purge import purge_stale_vectors
@@ -485,8 +551,9 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         t0 = time.perf_counter()
         try:
             with _cancel_on_signals() as cancel:
-                summary = engine.run_index(args.collection, args.force, _progress_printer(),
-                                           embed=not args.no_embed, cancel=cancel)
+                summary = engine.run_index(
+                    args.collection, args.force, _progress_printer(), embed=not args.no_embed, cancel=cancel
+                )
         except IndexBusyError as e:  # refused at once: another run holds the index lock
             s = engine.settings
             where = s.dsn.split("@")[-1] if s.dsn else os.path.abspath(s.db)  # never the DSN's password
@@ -531,8 +598,10 @@ def _cancel_on_signals():
         if cancel.is_set() and signum == signal.SIGINT:
             raise KeyboardInterrupt
         cancel.set()
-        sys.stderr.write(f"\nchunknav: {signal.Signals(signum).name}: stopping at the next file boundary "
-                         "(Ctrl-C again to abort now)\n")
+        sys.stderr.write(
+            f"\nchunknav: {signal.Signals(signum).name}: stopping at the next file boundary "
+            "(Ctrl-C again to abort now)\n"
+        )
 
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -549,7 +618,7 @@ def _migrate(src: str, dst: str) -> int:
 
     def store_for(url: str):
         if url.startswith("sqlite:"):
-            return open_store(Settings(db=url[len("sqlite:"):]))
+            return open_store(Settings(db=url[len("sqlite:") :]))
         if url.startswith(("postgresql://", "postgres://")):
             return open_store(Settings(dsn=url))
         raise SettingsError(f"store URL must be sqlite:PATH or postgresql://..., got {url!r}")

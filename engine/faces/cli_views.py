@@ -30,6 +30,7 @@ def human_index(s: dict) -> str:
         + (f", truncated {s['truncated']}" if s.get("truncated") else "")
         + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
     ]
+
     def why(f: dict) -> str:  # "code: message", without repeating a code the message starts with
         code, reason = f.get("code") or "", f.get("reason") or ""
         return reason if not code or reason.startswith(code) else f"{code}: {reason}"
@@ -53,8 +54,10 @@ def human_index(s: dict) -> str:
         lines.append(f"note: {s.get('message')}")
     err = s.get("embedError")
     if err:
-        lines.append(f"embedding failed: {err.get('error')}: {err.get('message')}"
-                     + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else ""))
+        lines.append(
+            f"embedding failed: {err.get('error')}: {err.get('message')}"
+            + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else "")
+        )
         lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
     return "\n".join(lines)
 
@@ -66,17 +69,23 @@ def human_status(st: dict) -> str:
     carrying ``error`` (``index-unavailable``: a corrupt, truncated or unopenable index) is
     that error, its message and who can fix it: no counts that would look like an empty index."""
     if st.get("error"):
-        return "\n".join([f"error: {st['error']}: {st.get('message', '')}",
-                          f"  who can fix it: {WHO_FIXES.get(st['error'], 'the operator')}",
-                          "  nothing was read from the index: its counts are unknown"])
+        return "\n".join(
+            [
+                f"error: {st['error']}: {st.get('message', '')}",
+                f"  who can fix it: {WHO_FIXES.get(st['error'], 'the operator')}",
+                "  nothing was read from the index: its counts are unknown",
+            ]
+        )
     prov = st["provider"]
     probe = prov.get("probe") or {}
     out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
     roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
     for c in st["collections"]:
         r = roots.get(c["collectionPath"])
-        out.append(f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
-                   f"{c['failed']:>3} failed  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else ""))
+        out.append(
+            f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
+            f"{c['failed']:>3} failed  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else "")
+        )
     for v in st["vectors"]:
         line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
         if v.get("truncated"):
@@ -85,13 +94,20 @@ def human_status(st: dict) -> str:
             line += f", without a vector {v['failed']}"
         out.append(line)
     for f in st.get("embedFailures", []):
-        out.append(f"  no vector {f['model']} {f['collectionPath']}/{f['filePath']} chunk {f['chunkIndex']}: "
-                   f"{f['error']}: {f['reason']}")
-    out.append(f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
-               + (f" at {prov['endpoint']}" if prov.get("endpoint") else ""))
+        out.append(
+            f"  no vector {f['model']} {f['collectionPath']}/{f['filePath']} chunk {f['chunkIndex']}: "
+            f"{f['error']}: {f['reason']}"
+        )
+    out.append(
+        f"provider {prov['provider']} model {prov.get('model') or '-'} dim {prov.get('dim') or '-'}"
+        + (f" at {prov['endpoint']}" if prov.get("endpoint") else "")
+    )
     if probe:
-        out.append("  probe: ok (%.3f s)" % probe.get("seconds", 0) if probe.get("ok")
-                   else f"  probe: {probe.get('error')}: {probe.get('message')}")
+        out.append(
+            "  probe: ok (%.3f s)" % probe.get("seconds", 0)
+            if probe.get("ok")
+            else f"  probe: {probe.get('error')}: {probe.get('message')}"
+        )
     out += attention(st)
     for f in st["failures"]:
         out.append(f"  {f['status']:<7} {f['collectionPath']}/{f['filePath']}: {f['reason']}")
@@ -116,10 +132,14 @@ def last_run_line(run: dict) -> str:
     else:
         outcome = "finished with failures" if c["failed"] or run.get("rootErrors") else "finished"
     when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
-    return (f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
-            + ", ".join(f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped",
-                                                     "stale", "removed"))
-            + f", {run.get('embedded', 0)} vectors embedded" + roots_not_listed(run))
+    return (
+        f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
+        + ", ".join(
+            f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped", "stale", "removed")
+        )
+        + f", {run.get('embedded', 0)} vectors embedded"
+        + roots_not_listed(run)
+    )
 
 
 def attention(st: dict) -> list[str]:
@@ -138,16 +158,26 @@ def attention(st: dict) -> list[str]:
         err = run.get("embedError")
         if err:
             out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")
-            out.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
-                       f"keyword search works meanwhile, the next run embeds what is missing")
+            out.append(
+                f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
+                f"keyword search works meanwhile, the next run embeds what is missing"
+            )
     for v in st["vectors"]:
         if v.get("missing"):
-            out.append(f"attention: model {v['model']} has {v['missing']} chunks without vectors "
-                       f"(run chunknav index to embed them)")
+            out.append(
+                f"attention: model {v['model']} has {v['missing']} chunks without vectors "
+                f"(run chunknav index to embed them)"
+            )
     # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
-    truncated = (sum(int(v.get("truncated") or 0) for v in st["vectors"]) or int(st.get("truncatedChunks") or 0)
-                 or int((run or {}).get("truncated") or 0 if not isinstance((run or {}).get("truncated"), list)
-                        else len(run["truncated"])))
+    truncated = (
+        sum(int(v.get("truncated") or 0) for v in st["vectors"])
+        or int(st.get("truncatedChunks") or 0)
+        or int(
+            (run or {}).get("truncated") or 0
+            if not isinstance((run or {}).get("truncated"), list)
+            else len(run["truncated"])
+        )
+    )
     if truncated:
         out.append(f"attention: {truncated} chunks were truncated before embedding")
     stale = [f for f in st["failures"] if f.get("status") == "stale" or f.get("stale")]

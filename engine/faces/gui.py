@@ -33,16 +33,32 @@ from engine.config import Settings
 from engine.errors import SettingsError
 from engine.secrets import redact
 
-__all__ = ["REPO", "APP", "STREAMLIT_CONFIG", "STOP_TIMEOUT_S", "streamlit_env_name", "streamlit_flags", "is_loopback",
-           "check_exposure", "gui_command", "port_problem", "run_gui"]
+__all__ = [
+    "REPO",
+    "APP",
+    "STREAMLIT_CONFIG",
+    "STOP_TIMEOUT_S",
+    "streamlit_env_name",
+    "streamlit_flags",
+    "is_loopback",
+    "check_exposure",
+    "gui_command",
+    "port_problem",
+    "run_gui",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 #: The explorer's entry script: ``explorer/app.py`` beside ``engine/`` (checkout or site-packages).
 APP = REPO / "explorer" / "app.py"
 #: Streamlit settings: inside the installed ``explorer`` package, else at the checkout's root.
-STREAMLIT_CONFIG = next((p for p in (REPO / "explorer" / "_config" / "streamlit_config.toml",
-                                     REPO / "streamlit_config.toml") if p.is_file()),
-                        REPO / "streamlit_config.toml")
+STREAMLIT_CONFIG = next(
+    (
+        p
+        for p in (REPO / "explorer" / "_config" / "streamlit_config.toml", REPO / "streamlit_config.toml")
+        if p.is_file()
+    ),
+    REPO / "streamlit_config.toml",
+)
 #: Seconds Streamlit gets to exit after a forwarded signal before it is killed.
 STOP_TIMEOUT_S = 10.0
 
@@ -61,8 +77,7 @@ def streamlit_config(config_path: Path = STREAMLIT_CONFIG) -> dict[str, dict[str
     return tomllib.loads(config_path.read_text("utf-8"))
 
 
-def streamlit_flags(config_path: Path = STREAMLIT_CONFIG,
-                    environ: dict[str, str] | None = None) -> list[str]:
+def streamlit_flags(config_path: Path = STREAMLIT_CONFIG, environ: dict[str, str] | None = None) -> list[str]:
     """``--section.key=value`` flags from ``streamlit_config.toml``, leaving out
     every option whose ``STREAMLIT_…`` environment variable is set (the
     environment beats the file; Streamlit reads that variable itself)."""
@@ -104,7 +119,8 @@ def check_exposure(address: str, settings: Settings) -> None:
         f"refusing to serve the explorer on {shown}: a non-loopback address lets anyone who reaches it "
         f"read the index and the files under its collections. Set CHUNKNAV_ACCESS_TOKEN (the explorer "
         f"then asks for it once per browser session; add CHUNKNAV_READ_ONLY=true to hide Rebuild and "
-        f"collection changes), or bind 127.0.0.1")
+        f"collection changes), or bind 127.0.0.1"
+    )
 
 
 def _effective(option: str, flag: Any, environ: dict[str, str], config: dict[str, dict[str, Any]]) -> str:
@@ -118,9 +134,14 @@ def _effective(option: str, flag: Any, environ: dict[str, str], config: dict[str
     return "" if value is None else str(value)
 
 
-def gui_command(settings: Settings, port: int | None = None, address: str | None = None,
-                headless: bool = False, environ: dict[str, str] | None = None,
-                config_path: Path = STREAMLIT_CONFIG) -> tuple[list[str], dict[str, str], str, int]:
+def gui_command(
+    settings: Settings,
+    port: int | None = None,
+    address: str | None = None,
+    headless: bool = False,
+    environ: dict[str, str] | None = None,
+    config_path: Path = STREAMLIT_CONFIG,
+) -> tuple[list[str], dict[str, str], str, int]:
     """The Streamlit command, its environment, and the address and port it binds.
 
     Precedence of ``server.port`` / ``server.address``: the ``--port`` /
@@ -143,14 +164,22 @@ def gui_command(settings: Settings, port: int | None = None, address: str | None
     try:
         real_port = int(port_text)
     except ValueError:
-        raise SettingsError(f"server port must be a number (--port / STREAMLIT_SERVER_PORT), got {port_text!r}") from None
+        raise SettingsError(
+            f"server port must be a number (--port / STREAMLIT_SERVER_PORT), got {port_text!r}"
+        ) from None
     if not 0 < real_port < 65536:
         raise SettingsError(f"server port must be in 1..65535 (--port / STREAMLIT_SERVER_PORT), got {real_port}")
     check_exposure(bind, settings)
     own = ("--server.port=", "--server.address=", "--browser.serverAddress=", "--browser.serverPort=")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
-           *(f for f in streamlit_flags(config_path, env) if not f.startswith(own)),
-           f"--server.port={real_port}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        *(f for f in streamlit_flags(config_path, env) if not f.startswith(own)),
+        f"--server.port={real_port}",
+    ]
     if bind:
         cmd.append(f"--server.address={bind}")
     # Streamlit prints browser.serverAddress in its "URL:" line: make it the real bind address
@@ -205,8 +234,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec (Linu
         pass
 
 
-def run_gui(settings: Settings, port: int | None = None, address: str | None = None,
-            headless: bool = False) -> int:
+def run_gui(settings: Settings, port: int | None = None, address: str | None = None, headless: bool = False) -> int:
     """Start Streamlit, forward SIGINT/SIGTERM/SIGHUP to it, wait for it to exit.
 
     Returns:
@@ -225,11 +253,17 @@ def run_gui(settings: Settings, port: int | None = None, address: str | None = N
         return 2
     shown = bind or "0.0.0.0"
     host = f"[{shown}]" if ":" in shown else shown
-    exposure = ("loopback only" if is_loopback(bind)
-                else "every interface" if shown in ("0.0.0.0", "::") else "non-loopback")
-    print(f"chunknav explorer: http://{host}:{real_port}/ (bound to {shown}, {exposure}"
-          + (", access token required" if settings.access_token else "")
-          + (", read-only" if settings.read_only else "") + ")", file=sys.stderr, flush=True)
+    exposure = (
+        "loopback only" if is_loopback(bind) else "every interface" if shown in ("0.0.0.0", "::") else "non-loopback"
+    )
+    print(
+        f"chunknav explorer: http://{host}:{real_port}/ (bound to {shown}, {exposure}"
+        + (", access token required" if settings.access_token else "")
+        + (", read-only" if settings.read_only else "")
+        + ")",
+        file=sys.stderr,
+        flush=True,
+    )
     # the app runs in this working directory (chunknav.toml is read here, as by every other command)
     kwargs: dict[str, Any] = {"env": env}
     if sys.platform.startswith("linux"):

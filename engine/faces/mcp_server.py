@@ -72,8 +72,19 @@ from engine.errors import SettingsError
 from engine.secrets import install_log_redaction, redact
 from engine.tools.registry import REGISTRY, Engine, ToolArgumentError, call_tool, to_json
 
-__all__ = ["SERVER_NAME", "HTTP_PATH", "list_tools", "tool_result", "build_server", "serve",
-           "parse_http_address", "is_loopback", "http_app", "serve_http", "main"]
+__all__ = [
+    "SERVER_NAME",
+    "HTTP_PATH",
+    "list_tools",
+    "tool_result",
+    "build_server",
+    "serve",
+    "parse_http_address",
+    "is_loopback",
+    "http_app",
+    "serve_http",
+    "main",
+]
 
 log = logging.getLogger(__name__)
 
@@ -203,11 +214,15 @@ def parse_error(exc: BaseException) -> types.JSONRPCError:
     ``id`` is null (the frame's id cannot be trusted)."""
     errors = exc.errors() if hasattr(exc, "errors") else []
     not_json = any(e.get("type") == "json_invalid" for e in errors) or not errors
-    code, what = (types.PARSE_ERROR, "Parse error: the frame is not valid JSON") if not_json else (
-        types.INVALID_REQUEST, "Invalid Request: the frame is JSON but not a JSON-RPC 2.0 message")
+    code, what = (
+        (types.PARSE_ERROR, "Parse error: the frame is not valid JSON")
+        if not_json
+        else (types.INVALID_REQUEST, "Invalid Request: the frame is JSON but not a JSON-RPC 2.0 message")
+    )
     detail = str(errors[0].get("msg", "")) if errors else type(exc).__name__
-    return types.JSONRPCError(jsonrpc="2.0", id=None,
-                              error=types.ErrorData(code=code, message=redact(f"{what} ({detail})")))
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=redact(f"{what} ({detail})"))
+    )
 
 
 async def _answer_bad_frames(read_stream, clean_send, write_stream) -> None:
@@ -265,11 +280,20 @@ class _BearerToken:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected):
-                body = json.dumps({"error": "unauthorized",
-                                   "message": "missing or wrong bearer token (CHUNKNAV_MCP_TOKEN)"}).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="chunknav"'),
-                    (b"content-length", str(len(body)).encode())]})
+                body = json.dumps(
+                    {"error": "unauthorized", "message": "missing or wrong bearer token (CHUNKNAV_MCP_TOKEN)"}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="chunknav"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -292,8 +316,7 @@ def http_app(engine: Engine, host: str = "127.0.0.1", token: str = ""):
     return _BearerToken(app, token) if token else app
 
 
-async def serve_http(host: str, port: int, settings: Settings | None = None,
-                     engine: Engine | None = None) -> None:
+async def serve_http(host: str, port: int, settings: Settings | None = None, engine: Engine | None = None) -> None:
     """Serve the tools over streamable HTTP on ``host:port`` until interrupted.
 
     Args:
@@ -313,8 +336,9 @@ async def serve_http(host: str, port: int, settings: Settings | None = None,
     _check_token(host, settings.mcp_token)  # before opening anything
     engine = engine or Engine(settings)
     app = http_app(engine, host, settings.mcp_token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            lifespan="on", log_config=None)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", log_config=None
+    )
     try:
         await uvicorn.Server(config).serve()
     finally:
@@ -348,8 +372,14 @@ def main(settings: Settings | None = None, *, db: str | None = None, http: str |
     host, port = parse_http_address(http)
     _check_token(host, settings.mcp_token)
     shown = f"[{host}]" if ":" in host else host
-    log.warning("chunknav mcp: serving %d tools on http://%s:%d%s (%s)", len(REGISTRY), shown, port, HTTP_PATH,
-                "bearer token required" if settings.mcp_token else "loopback, no token")
+    log.warning(
+        "chunknav mcp: serving %d tools on http://%s:%d%s (%s)",
+        len(REGISTRY),
+        shown,
+        port,
+        HTTP_PATH,
+        "bearer token required" if settings.mcp_token else "loopback, no token",
+    )
     anyio.run(serve_http, host, port, settings)
     return 0
 

@@ -89,10 +89,17 @@ def _fail(summary: dict, failure: Any, done: int, total: int) -> None:
     log.warning("embedding stopped after %d of %d chunks: %s", done, total, failure.message)
 
 
-def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
-               emit: Callable[[dict], None], t0: float, *,
-               check: Callable[[], None] | None = None,
-               write: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+def embed_pass(
+    store: Store,
+    embedder: Any,
+    batch: int,
+    summary: dict,
+    emit: Callable[[dict], None],
+    t0: float,
+    *,
+    check: Callable[[], None] | None = None,
+    write: Callable[[Callable[[], Any]], Any] | None = None,
+) -> None:
     """Embed every chunk that has no vector for ``embedder.model``; failures become data.
 
     Args:
@@ -131,6 +138,7 @@ def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
         return  # nothing to embed: no probe, no model load
     # engine.embed only now: an unchanged run imports no provider code (issue 15)
     from engine.embed.base import dimension_changed
+
     total = int(counts.get("missing", 0)) or len(group)
     try:
         embedder.probe()  # unreachable / wrong EMBED_DIM: stop before any vector is written
@@ -153,21 +161,37 @@ def embed_pass(store: Store, embedder: Any, batch: int, summary: dict,
         except EmbedError as e:
             _fail(summary, e.failure, done, total)
             return
-        emit({"phase": "embed", "done": done, "total": max(total, done), "file": "",
-              "elapsedS": round(time.perf_counter() - t0, 3)})
+        emit(
+            {
+                "phase": "embed",
+                "done": done,
+                "total": max(total, done),
+                "file": "",
+                "elapsedS": round(time.perf_counter() - t0, 3),
+            }
+        )
         group = store.chunks_missing_vectors(model, limit=GROUP_TEXTS, after=after)
 
 
-def _store_vectors(store: Store, model: str, ids: list[str], rows: np.ndarray, hashes: list[str],
-                   cuts: list[int | None]) -> None:
+def _store_vectors(
+    store: Store, model: str, ids: list[str], rows: np.ndarray, hashes: list[str], cuts: list[int | None]
+) -> None:
     """Add vectors (float32 (n, dim)) and their window-text notes in one commit where the store can."""
     with store.batch():
         store.add_vectors(model, ids, rows)
         store.note_vectors(model, ids, hashes, cuts)
 
 
-def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str, str]], batch: int,
-                 summary: dict, check: Callable[[], None], run: Callable[[Callable[[], Any]], Any]) -> int:
+def _embed_group(
+    store: Store,
+    embedder: Any,
+    model: str,
+    group: list[tuple[str, str]],
+    batch: int,
+    summary: dict,
+    check: Callable[[], None],
+    run: Callable[[Callable[[], Any]], Any],
+) -> int:
     """One group of missing chunks -> vectors stored; returns chunks handled. Raises EmbedError."""
     from engine.embed.base import dimension_changed
     from engine.embed.isolate import embed_isolating
@@ -178,8 +202,9 @@ def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str,
         h = text_hash(text)
         ids_of.setdefault(h, []).append(cid)
         text_of.setdefault(h, text)
-    found = {h: vc for h, vc in store.vectors_by_text(model, list(ids_of)).items()
-             if vc[0].shape[0] == int(embedder.dim)}  # another dimension cannot be reused
+    found = {
+        h: vc for h, vc in store.vectors_by_text(model, list(ids_of)).items() if vc[0].shape[0] == int(embedder.dim)
+    }  # another dimension cannot be reused
     if found:
         ids, rows, hashes, cuts = [], [], [], []
         for h, (vec, cut) in found.items():
@@ -195,11 +220,10 @@ def _embed_group(store: Store, embedder: Any, model: str, group: list[tuple[str,
     todo = sorted((h for h in ids_of if h not in found), key=lambda h: len(text_of[h]))
     for i in range(0, len(todo), batch):
         check()
-        part = todo[i:i + batch]
+        part = todo[i : i + batch]
         vectors, ok, outcomes = embed_isolating(embedder, [text_of[h] for h in part])
         if ok.any() and vectors.shape[1] != int(embedder.dim or vectors.shape[1]):
-            raise EmbedError(dimension_changed(model, _endpoint(embedder), int(embedder.dim),
-                                               int(vectors.shape[1])))
+            raise EmbedError(dimension_changed(model, _endpoint(embedder), int(embedder.dim), int(vectors.shape[1])))
         stored = store.vector_dim(model)
         if ok.any() and stored is not None and stored != vectors.shape[1]:
             raise EmbedError(dimension_changed(model, _endpoint(embedder), stored, int(vectors.shape[1])))

@@ -52,8 +52,14 @@ class LazyChunks(Sequence):
     """A file's chunks made on demand from its windows: iterating twice is
     fine, and no list of every chunk text is held (bounded memory for big files)."""
 
-    def __init__(self, f: HashedFile, text: str, windows: list[Window], labels: dict[int, str],
-                 ocr_pages: dict[int, float | None] | None = None):
+    def __init__(
+        self,
+        f: HashedFile,
+        text: str,
+        windows: list[Window],
+        labels: dict[int, str],
+        ocr_pages: dict[int, float | None] | None = None,
+    ):
         self._f, self._text, self._windows, self._labels = f, text, windows, labels
         self._ocr_pages = ocr_pages or {}  # OCR'd page -> mean word confidence (i11)
 
@@ -65,11 +71,23 @@ class LazyChunks(Sequence):
             return [self[j] for j in range(*i.indices(len(self)))]
         w = self._windows[i]
         f = self._f
-        body = self._text[w.start:w.end]
-        return Chunk(f.collection.collection_path, f.file_path, w.chunk_index, chunk_id(f.content_hash, body),
-                     f.content_hash, w.start, w.end, body, w.page,
-                     self._labels.get(w.page) if w.page is not None else None, w.bbox, w.regions,
-                     ocr_chunk_metadata(w.regions, self._ocr_pages), f.last_modified)
+        body = self._text[w.start : w.end]
+        return Chunk(
+            f.collection.collection_path,
+            f.file_path,
+            w.chunk_index,
+            chunk_id(f.content_hash, body),
+            f.content_hash,
+            w.start,
+            w.end,
+            body,
+            w.page,
+            self._labels.get(w.page) if w.page is not None else None,
+            w.bbox,
+            w.regions,
+            ocr_chunk_metadata(w.regions, self._ocr_pages),
+            f.last_modified,
+        )
 
     def __iter__(self) -> Iterator[Chunk]:
         for i in range(len(self._windows)):

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from engine.config import EXTRACTOR_VERSION, Settings
 from engine.errors import ChunknavError
 from engine.values import Document
 from engine.paths import resolve_inside
 
-__all__ = ["FileState", "Freshness", "check_file", "HASH_CACHE_ENTRIES"]
+__all__ = ["FileState", "Freshness", "check_file", "HASH_CACHE_ENTRIES", "settings_key"]
 
 #: What the check found: ``same`` (size and mtime as indexed), ``same-content``
 #: (size or mtime differ, bytes hash equal: touched or copied back), ``changed``
@@ -105,3 +106,24 @@ def check_file(root: str | os.PathLike[str], doc: Document) -> Freshness:
         return Freshness("missing", doc.indexed_at)
     state: FileState = "same-content" if digest == doc.content_hash else "changed"
     return Freshness(state, doc.indexed_at, st.st_size, st.st_mtime)
+
+
+def settings_key(settings: Settings) -> str:
+    """What the hash gate compares besides the content hash.
+
+    Chunk size and overlap, the extractor version, and with OCR on: its languages,
+    DPI, the Tesseract version and the languages it has no data for (installing one
+    re-reads the scans). Tesseract's answers are kept beside a SQLite index file
+    (``engine.extract.ocr``: fingerprinted, a day at most).
+    """
+    key = f"size={settings.chunk_size};overlap={settings.chunk_overlap};extractor={EXTRACTOR_VERSION}"
+    if settings.ocr == "off":
+        return key + ";ocr=off"
+    from engine.extract.ocr import languages_without_data, tesseract_version
+
+    db, dsn = settings.db, settings.dsn
+    cache = f"{db}.tesseract.json" if db and db != ":memory:" and not dsn else None
+    version = tesseract_version(cache)
+    key += f";ocr={settings.ocr},{settings.ocr_languages},{settings.ocr_dpi},tesseract={version or 'none'}"
+    missing = languages_without_data(settings.ocr_languages, cache) if version else ()
+    return key + (f",without={'+'.join(missing)}" if missing else "")

@@ -50,7 +50,16 @@ from engine.index.runs import new_summary
 if TYPE_CHECKING:
     from engine.store.base import Store
 
-__all__ = ["Indexer", "Prepared", "repair_orphans", "walk", "file_hash", "document_path", "resolve_inside", "SUMMARY_CHARS"]
+__all__ = [
+    "Indexer",
+    "Prepared",
+    "repair_orphans",
+    "walk",
+    "file_hash",
+    "document_path",
+    "resolve_inside",
+    "SUMMARY_CHARS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +110,13 @@ class Indexer(WalkPass, TextPass):
         self._current: set[tuple[str, str]] = set()  # files the walk found unchanged, this run only (WalkPass)
         self._cancel: threading.Event | None = None
 
-    def run(self, collections: list[str] | None = None, force: bool = False,
-            on_progress: Callable[[dict], None] | None = None,
-            cancel: threading.Event | None = None) -> dict:
+    def run(
+        self,
+        collections: list[str] | None = None,
+        force: bool = False,
+        on_progress: Callable[[dict], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict:
         """Index the given collections (None: all) and return the summary.
 
         Args:
@@ -146,9 +159,11 @@ class Indexer(WalkPass, TextPass):
                 summary["status"] = "finished"
                 if cancel is not None and cancel.is_set():  # asked during the last file: nothing was left
                     summary["cancelRequested"] = True
-                    summary["message"] = ("a stop was requested while the last file was being read or "
-                                          "written (or the last embedding batch ran): no file boundary was "
-                                          "left to stop at, so the run finished and is recorded finished")
+                    summary["message"] = (
+                        "a stop was requested while the last file was being read or "
+                        "written (or the last embedding batch ran): no file boundary was "
+                        "left to stop at, so the run finished and is recorded finished"
+                    )
             except RunCancelled:
                 summary["status"] = "cancelled"
                 log.warning("index run cancelled at a file boundary; committed work is kept")
@@ -162,8 +177,16 @@ class Indexer(WalkPass, TextPass):
                 self._finish(summary, t0)
                 raise
             self._finish(summary, t0)
-            emit({"phase": "done", "done": summary["filesSeen"], "total": summary["filesSeen"],
-                  "file": "", "elapsedS": summary["seconds"], "status": summary["status"]})
+            emit(
+                {
+                    "phase": "done",
+                    "done": summary["filesSeen"],
+                    "total": summary["filesSeen"],
+                    "file": "",
+                    "elapsedS": summary["seconds"],
+                    "status": summary["status"],
+                }
+            )
         return summary
 
     # -- helpers -------------------------------------------------------------------
@@ -213,7 +236,8 @@ class Indexer(WalkPass, TextPass):
                 if time.monotonic() + delay > deadline:
                     raise StoreBusyError(
                         f"{e}; gave up after {wait_s:g} s (lock_wait_s, CHUNKNAV_LOCK_WAIT_S = "
-                        f"{self._lock_wait_s():g} s)") from None
+                        f"{self._lock_wait_s():g} s)"
+                    ) from None
                 log.info("writer lock busy, retrying in %.2f s", delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -248,9 +272,16 @@ class Indexer(WalkPass, TextPass):
         runs before each batch and store writes retry while the writer lock is busy)."""
         from engine.index.embed_pass import embed_pass
 
-        embed_pass(self.store, self.embedder, self.settings.embed_batch, summary, emit, t0,
-                   check=self._check_cancel, write=self._retrying)
-
+        embed_pass(
+            self.store,
+            self.embedder,
+            self.settings.embed_batch,
+            summary,
+            emit,
+            t0,
+            check=self._check_cancel,
+            write=self._retrying,
+        )
 
 
 def _iso(epoch_s: float) -> str:

@@ -116,8 +116,9 @@ def worker_count(setting: int) -> int:
     return 1 if busy else cores
 
 
-def _extract_in_worker(path: str, password: str | None, ocr: Any = None, max_pages: int = 0,
-                       rows: tuple[str, int, int] | None = None) -> tuple[str, Any]:
+def _extract_in_worker(
+    path: str, password: str | None, ocr: Any = None, max_pages: int = 0, rows: tuple[str, int, int] | None = None
+) -> tuple[str, Any]:
     """Runs in a worker: ("ok", ExtractedText or ReadyText) | ("error", ExtractError) | ("bug", text).
 
     ``rows``: ``(content_hash, size, overlap)``: also chunk the text and build its
@@ -147,9 +148,15 @@ def _pages_kw(path: str | os.PathLike[str], max_pages: int) -> dict[str, int]:
     return {"max_pages": max_pages} if max_pages and str(path).lower().endswith(".pdf") else {}
 
 
-def _extract_part_in_worker(path: str, password: str | None, ocr: Any, part: int, parts: int,
-                            max_pages: int = 0, join: tuple[str, tuple[str, int, int]] | None = None
-                            ) -> tuple[str, Any]:
+def _extract_part_in_worker(
+    path: str,
+    password: str | None,
+    ocr: Any,
+    part: int,
+    parts: int,
+    max_pages: int = 0,
+    join: tuple[str, tuple[str, int, int]] | None = None,
+) -> tuple[str, Any]:
     """Runs in a worker: one page range of a PDF, as ``_extract_in_worker`` answers.
 
     ``join``: ``(stem, (content_hash, size, overlap))``: the ranges are joined in a
@@ -240,8 +247,9 @@ def _preload(paths: Iterable[str]) -> None:
         log.debug("preloading the readers failed", exc_info=True)
 
 
-def _extract_here(path: str | os.PathLike[str], password: str | None, ocr: Any = None,
-                  max_pages: int = 0) -> ExtractedText:
+def _extract_here(
+    path: str | os.PathLike[str], password: str | None, ocr: Any = None, max_pages: int = 0
+) -> ExtractedText:
     from engine.extract import extract
 
     return extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
@@ -309,8 +317,12 @@ class ExtractPool(CrashRecovery):
             items.append((str(p), pw, int(size)))
             if rest and rest[0]:
                 self._hashes[(str(p), pw)] = str(rest[0])
-        if self.workers < 2 or self._broken or len(items) < MIN_FILES \
-                or sum(s for _p, _pw, s in items) < MIN_POOL_BYTES:
+        if (
+            self.workers < 2
+            or self._broken
+            or len(items) < MIN_FILES
+            or sum(s for _p, _pw, s in items) < MIN_POOL_BYTES
+        ):
             return
         if threading.active_count() > 1:
             # Forking copies only this thread: a lock another thread holds (MuPDF,
@@ -374,9 +386,10 @@ class ExtractPool(CrashRecovery):
                 futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
             else:
                 join = self._join_for(key)
-                futures = [self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts,
-                                                 self.max_pages, join)
-                           for k in range(parts)]
+                futures = [
+                    self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts, self.max_pages, join)
+                    for k in range(parts)
+                ]
         except BrokenProcessPool as e:  # a worker died before this file was handed out
             self._requeue([key])
             if self._restarts > 2 * MAX_RESTARTS:  # pools that break with nothing in flight: stop
@@ -430,8 +443,10 @@ class ExtractPool(CrashRecovery):
         self._queue.clear()
         self._queued.clear()
         for k in self._suspects:  # in flight when a worker died: never read in this process
-            self._failed[k] = ExtractError("extractor error: worker process died with this file in flight; "
-                                           f"not read again: the worker pool could not start again ({e})")
+            self._failed[k] = ExtractError(
+                "extractor error: worker process died with this file in flight; "
+                f"not read again: the worker pool could not start again ({e})"
+            )
         self._suspects.clear()
         executor, self._executor = self._executor, None
         if executor is not None:
@@ -446,8 +461,9 @@ class ExtractPool(CrashRecovery):
             return key in self._suspects and key in self._queued
         return not all(f.done() for f in futures)
 
-    def extract(self, path: str | os.PathLike[str], password: str | None = None,
-                content_hash: str | None = None) -> ExtractedText | ReadyText:
+    def extract(
+        self, path: str | os.PathLike[str], password: str | None = None, content_hash: str | None = None
+    ) -> ExtractedText | ReadyText:
         """The file's ``ExtractedText``, as ``engine.extract.extract(path, password)`` gives it;
         a ``ReadyText`` (the same, chunked into rows) when it was named with this
         ``content_hash`` and ``chunking`` is set, and a worker read it whole.

@@ -88,9 +88,14 @@ class CrashRecovery:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)  # the broken pool's thread ends, every future set
         how = _how_they_died(procs)
-        hit = sorted((k for k, fs in self._inflight.items()
-                      if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)
-                             for f in fs)), key=lambda k: self._order.get(k, 0))
+        hit = sorted(
+            (
+                k
+                for k, fs in self._inflight.items()
+                if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool) for f in fs)
+            ),
+            key=lambda k: self._order.get(k, 0),
+        )
         self._restarts += 1
         retry = []
         for k in hit:
@@ -98,21 +103,28 @@ class CrashRecovery:
             self._ahead_bytes -= self._ahead_weight(k)
             if len(hit) == 1 or k in self._suspects:
                 self._suspects.discard(k)
-                self._failed[k] = ExtractError(f"extractor error: worker process died ({how}) while reading "
-                                               "this file alone")
+                self._failed[k] = ExtractError(
+                    f"extractor error: worker process died ({how}) while reading this file alone"
+                )
             elif self._restarts > MAX_RESTARTS:
                 self._failed[k] = ExtractError(
                     f"extractor error: worker process died ({how}) with {len(hit)} files in flight, this one "
-                    f"among them; not read again: more than {MAX_RESTARTS} worker crashes in this run")
+                    f"among them; not read again: more than {MAX_RESTARTS} worker crashes in this run"
+                )
             else:
                 self._suspects.add(k)
                 retry.append(k)
-        log.warning("an extraction worker died (%s) with %d files in flight: %d read again one at a time",
-                    how, len(hit), len(retry))
+        log.warning(
+            "an extraction worker died (%s) with %d files in flight: %d read again one at a time",
+            how,
+            len(hit),
+            len(retry),
+        )
         self._requeue(retry)
         try:
-            self._executor = ProcessPoolExecutor(max_workers=self.workers,
-                                                 mp_context=multiprocessing.get_context("fork"))
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("fork")
+            )
         except (OSError, ValueError, RuntimeError) as e:
             self._give_up(e)
 
@@ -123,8 +135,9 @@ class CrashRecovery:
             running = [f for k in self._running() for f in self._inflight[k]]
             if running:
                 wait(running, return_when=FIRST_EXCEPTION)
-                if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)
-                       for f in running):
+                if any(
+                    f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool) for f in running
+                ):
                     self._crashed()
                 continue
             self._queue.remove(key)

@@ -116,17 +116,30 @@ def chunk_rows(ex: ExtractedText, content_hash: str, size: int, overlap: int) ->
 def _plain_rows(text: str, plain: list[tuple], content_hash: str, labels: dict[int, str]) -> tuple[Row, ...]:
     """``chunk_plain`` windows -> ``Row``s, byte-identical to ``_row(chunk_params(c))`` of the
     ``LazyChunks`` chunk of each window without OCR'd pages (no ``Chunk``, ``Region`` or
-    ``Bbox`` made: tests/test_index_rows.py compares both)."""
+    ``Bbox`` made: tests/index/test_index_rows.py compares both)."""
     rows = []
     for index, start, end, page, box, regions in plain:
         if box is None:
             rows.append((index, chunk_id(content_hash, text[start:end]), start, end, None, None, None, None, None))
             continue
         bj = box_json(*box)
-        parts = ",".join(f'{{"page":{p},"bbox":{bj if b is box else box_json(*b)}'
-                         + (f',"r":"{code}"' if code else "") + "}" for p, b, code in regions)
-        rows.append((index, chunk_id(content_hash, text[start:end]), start, end, page, labels.get(page),
-                     bj, "[" + parts + "]", None))
+        parts = ",".join(
+            f'{{"page":{p},"bbox":{bj if b is box else box_json(*b)}' + (f',"r":"{code}"' if code else "") + "}"
+            for p, b, code in regions
+        )
+        rows.append(
+            (
+                index,
+                chunk_id(content_hash, text[start:end]),
+                start,
+                end,
+                page,
+                labels.get(page),
+                bj,
+                "[" + parts + "]",
+                None,
+            )
+        )
     return tuple(rows)
 
 
@@ -165,8 +178,22 @@ class RowChunks(Sequence):
 
     def _params(self, r: Row) -> tuple:
         f = self._f
-        return (f.collection.collection_path, f.file_path, r[0], r[1], f.content_hash, r[2], r[3],
-                self._text[r[2]:r[3]], r[4], r[5], r[6], r[7], r[8], f.last_modified)
+        return (
+            f.collection.collection_path,
+            f.file_path,
+            r[0],
+            r[1],
+            f.content_hash,
+            r[2],
+            r[3],
+            self._text[r[2] : r[3]],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            f.last_modified,
+        )
 
     def sqlite_params(self, key: tuple[str, str]) -> Iterator[tuple]:
         """INSERT parameters for the SQLite ``chunks`` table, in ``CHUNK_COLUMNS`` order.
@@ -179,12 +206,11 @@ class RowChunks(Sequence):
             raise ValueError(f"chunks of {f.file_path!r} given for {key[1]!r}")
         cp, fp, ch, lm, text = f.collection.collection_path, f.file_path, f.content_hash, f.last_modified, self._text
         for r in self._rows:
-            yield (cp, fp, r[0], r[1], ch, r[2], r[3], text[r[2]:r[3]], r[4], r[5], r[6], r[7], r[8], lm)
+            yield (cp, fp, r[0], r[1], ch, r[2], r[3], text[r[2] : r[3]], r[4], r[5], r[6], r[7], r[8], lm)
 
     def has_cjk(self) -> bool:
         """True when a chunk holds a CJK character (the windows cover the whole text)."""
         return bool(self._rows) and is_cjk(self._text)
-
 
 
 class WindowChunks(Sequence):

@@ -61,13 +61,28 @@ def _host() -> str:
 def new_summary(force: bool, collections: list[str], started_at: str) -> dict[str, Any]:
     """A fresh summary: status ``running``, every count 0, this process's pid and host."""
     return {
-        "runId": os.urandom(6).hex(), "status": "running", "pid": os.getpid(),
-        "host": _host(), "force": bool(force), "collections": list(collections),
-        "startedAt": started_at, "filesSeen": 0, "indexed": 0, "unchanged": 0,
-        "counts": {"indexed": 0, "empty": 0, "unchanged": 0, "failed": 0, "skipped": 0,
-                   "stale": 0, "removed": 0},
-        "empty": [], "failed": [], "skippedFiles": [], "stale": [], "unsupported": [], "rootErrors": [],
-        "removed": 0, "chunksWritten": 0, "embedded": 0, "reused": 0, "embedError": None,
+        "runId": os.urandom(6).hex(),
+        "status": "running",
+        "pid": os.getpid(),
+        "host": _host(),
+        "force": bool(force),
+        "collections": list(collections),
+        "startedAt": started_at,
+        "filesSeen": 0,
+        "indexed": 0,
+        "unchanged": 0,
+        "counts": {"indexed": 0, "empty": 0, "unchanged": 0, "failed": 0, "skipped": 0, "stale": 0, "removed": 0},
+        "empty": [],
+        "failed": [],
+        "skippedFiles": [],
+        "stale": [],
+        "unsupported": [],
+        "rootErrors": [],
+        "removed": 0,
+        "chunksWritten": 0,
+        "embedded": 0,
+        "reused": 0,
+        "embedError": None,
         "error": None,
     }
 
@@ -115,11 +130,17 @@ def run_outcome(run: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     out = dict(run)
     out.setdefault("status", "finished")
-    if out["status"] == "running" and out.get("host") == _host() \
-            and isinstance(out.get("pid"), int) and not _alive(out["pid"]):
+    if (
+        out["status"] == "running"
+        and out.get("host") == _host()
+        and isinstance(out.get("pid"), int)
+        and not _alive(out["pid"])
+    ):
         out["status"] = "interrupted"
-        out["message"] = (f"the run started at {out.get('startedAt')} (pid {out['pid']}) never finished: "
-                          "it was killed; what it committed is kept")
+        out["message"] = (
+            f"the run started at {out.get('startedAt')} (pid {out['pid']}) never finished: "
+            "it was killed; what it committed is kept"
+        )
     return out
 
 

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from engine.index.gate import settings_key
 from engine.chunk import chunk_text
 from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
 from engine.extract.common import gc_paused
@@ -64,7 +65,7 @@ class TextPass:
         if (f.collection.collection_path, f.file_path) in self._current:
             return True  # same hash and settings, a plain row: WalkPass._settle saw it (one read per collection)
         doc = self.store.get_document(f.collection.collection_path, f.file_path)
-        if doc is None or doc.content_hash != f.content_hash or doc.settings_key != self.settings.settings_key:
+        if doc is None or doc.content_hash != f.content_hash or doc.settings_key != settings_key(self.settings):
             return False
         # An encrypted file is retried once its collection's password changes.
         if doc.status == "failed" and doc.metadata.get("encrypted"):
@@ -87,8 +88,9 @@ class TextPass:
         """Duplicate cache key: the bytes, the extractor (by suffix) and the password it is read with."""
         return (f.content_hash, f.suffix, self._password(f) if f.suffix == ".pdf" else None)
 
-    def _text_pass(self, files: list[HashedFile], force: bool, summary: dict,
-                   emit: Callable[[dict], None], t0: float) -> None:
+    def _text_pass(
+        self, files: list[HashedFile], force: bool, summary: dict, emit: Callable[[dict], None], t0: float
+    ) -> None:
         remaining: dict[tuple, int] = {}
         todo = []
         for f in files:
@@ -117,9 +119,15 @@ class TextPass:
                     started = time.perf_counter()
                 group.append(self.prepare(f, cache, remaining))
                 done += 1
-                emit({"phase": "extract", "done": done, "total": total,
-                      "file": f"{f.collection.collection_path}/{f.file_path}",
-                      "elapsedS": round(time.perf_counter() - t0, 3)})
+                emit(
+                    {
+                        "phase": "extract",
+                        "done": done,
+                        "total": total,
+                        "file": f"{f.collection.collection_path}/{f.file_path}",
+                        "elapsedS": round(time.perf_counter() - t0, 3),
+                    }
+                )
                 # Files are committed in groups of up to BATCH_SECONDS of work: one
                 # commit per group instead of per file (each file is still atomic).
                 if time.perf_counter() - started >= BATCH_SECONDS:
@@ -150,8 +158,11 @@ class TextPass:
             pool.chunking = (self.settings.chunk_size, self.settings.chunk_overlap)
         if pool.workers > 1:
             firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
-            pool.prefetch((str(Path(f.path)), self._password(f), f.size_bytes, f.content_hash)
-                          for f in todo if id(f) in firsts and admitted(f))
+            pool.prefetch(
+                (str(Path(f.path)), self._password(f), f.size_bytes, f.content_hash)
+                for f in todo
+                if id(f) in firsts and admitted(f)
+            )
         return pool
 
     def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
@@ -179,20 +190,32 @@ class TextPass:
         for attempt in range(2):
             try:
                 st = os.stat(f.path)
-                same = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (f.size_bytes, f.mtime_ns, f.ctime_ns)
-                        and file_hash(f.path) == f.content_hash)
+                same = (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (
+                    f.size_bytes,
+                    f.mtime_ns,
+                    f.ctime_ns,
+                ) and file_hash(f.path) == f.content_hash
                 if same:
                     return self._prepared(f, outcome)
                 if attempt == 1:
                     break
                 # changed since it was hashed: extract once more from the new bytes
-                f = dataclasses.replace(f, content_hash=file_hash(f.path), size_bytes=st.st_size,
-                                        mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+                f = dataclasses.replace(
+                    f,
+                    content_hash=file_hash(f.path),
+                    size_bytes=st.st_size,
+                    mtime_ns=st.st_mtime_ns,
+                    ctime_ns=st.st_ctime_ns,
+                )
             except OSError as e:
                 return Prepared(f, "skipped", read_code(e), f"cannot read after extraction: {e.strerror or e}")
             outcome = self._extract(f)
-        return Prepared(f, "skipped", "changed-during-read",
-                        "the file changed while it was read (size, mtime or hash moved); the next run retries")
+        return Prepared(
+            f,
+            "skipped",
+            "changed-during-read",
+            "the file changed while it was read (size, mtime or hash moved); the next run retries",
+        )
 
     def _extract(self, f: HashedFile) -> ExtractedText | ReadyText | ExtractError:
         from engine.extract import extract
@@ -223,14 +246,27 @@ class TextPass:
         if isinstance(outcome, ReadyText):  # chunk rows built by an extract worker
             ready, outcome = outcome, outcome.extracted
             if (ready.content_hash, ready.size, ready.overlap) != (
-                    f.content_hash, self.settings.chunk_size, self.settings.chunk_overlap):
+                f.content_hash,
+                self.settings.chunk_size,
+                self.settings.chunk_overlap,
+            ):
                 raise ValueError(f"chunk rows of {f.file_path!r} were built for other bytes or settings")
         cp = f.collection.collection_path
-        base = dict(collection_path=cp, file_path=f.file_path, content_hash=f.content_hash,
-                    settings_key=self.settings.settings_key, size_bytes=f.size_bytes,
-                    last_modified=f.last_modified, indexed_at=time.time())
-        if isinstance(outcome, ExtractedText) and outcome.file_type == "pdf" and not outcome.pages \
-                and outcome.metadata.get("repaired"):
+        base = dict(
+            collection_path=cp,
+            file_path=f.file_path,
+            content_hash=f.content_hash,
+            settings_key=settings_key(self.settings),
+            size_bytes=f.size_bytes,
+            last_modified=f.last_modified,
+            indexed_at=time.time(),
+        )
+        if (
+            isinstance(outcome, ExtractedText)
+            and outcome.file_type == "pdf"
+            and not outcome.pages
+            and outcome.metadata.get("repaired")
+        ):
             outcome = ExtractError("corrupt: truncated or damaged PDF (MuPDF repaired it to 0 pages)")
         if isinstance(outcome, ExtractedText) and outcome.metadata.get("ocrUnavailable"):
             # trial6 #2: OCR could not run (no language data); OCR text stored before for
@@ -240,15 +276,17 @@ class TextPass:
                 return Prepared(f, "stale", "ocr-unavailable", outcome.metadata["ocrUnavailable"]["reason"])
         if isinstance(outcome, UnsupportedFileError):
             return Prepared(f, "skipped", "unsupported-type", outcome.reason, drop=True)
-        if isinstance(outcome, (TooLargeError,)) or (isinstance(outcome, ExtractError)
-                                                     and code_of(outcome) == "unreadable"):
+        if isinstance(outcome, (TooLargeError,)) or (
+            isinstance(outcome, ExtractError) and code_of(outcome) == "unreadable"
+        ):
             return Prepared(f, "skipped", code_of(outcome), outcome.reason)
         if isinstance(outcome, ExtractError):
             meta: dict[str, Any] = {"code": code_of(outcome), "reasonCode": reason_code("failed", outcome.reason)}
             if isinstance(outcome, EncryptedError):
                 meta.update(encrypted=True, passwordKey=_password_key(self._password(f), f.content_hash))
-            doc = Document(**base, file_type=f.suffix.lstrip("."), status="failed", reason=outcome.reason,
-                           metadata=meta)
+            doc = Document(
+                **base, file_type=f.suffix.lstrip("."), status="failed", reason=outcome.reason, metadata=meta
+            )
             return Prepared(f, "failed", meta["code"], outcome.reason, doc)
         ex = outcome
         meta = dict(ex.metadata)
@@ -257,8 +295,9 @@ class TextPass:
         if not ex.text.strip():  # empty means empty: no chunk for whitespace
             reason = "; ".join(ex.notes) or "no text"
             meta["reasonCode"] = reason_code("empty", reason)
-            doc = Document(**base, file_type=ex.file_type, status="empty", reason=reason,
-                           page_count=len(ex.pages), metadata=meta)
+            doc = Document(
+                **base, file_type=ex.file_type, status="empty", reason=reason, page_count=len(ex.pages), metadata=meta
+            )
             return Prepared(f, "empty", None, reason, doc)
         text = ex.text
         if ready is not None:  # rows built by a worker
@@ -266,8 +305,9 @@ class TextPass:
         elif self._takes_rows() and ex.file_type == "pdf" and not ex.metadata.get("ocrPages"):
             # the SQLite store: a PDF's rows made here without a Bbox/Region per line (smaller
             # than its windows); other files stream their rows from the windows below
-            chunks = RowChunks(f, text, chunk_rows(ex, f.content_hash, self.settings.chunk_size,
-                                                   self.settings.chunk_overlap))
+            chunks = RowChunks(
+                f, text, chunk_rows(ex, f.content_hash, self.settings.chunk_size, self.settings.chunk_overlap)
+            )
         else:  # read here (or joined from page ranges): Chunk values made on demand
             labels = {p.number: p.label for p in ex.pages if p.label}
             with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
@@ -276,10 +316,17 @@ class TextPass:
             chunks = LazyChunks(f, text, windows, labels, ocr_pages)
             if self._takes_rows():  # the SQLite store: INSERT parameters as each chunk is made
                 chunks = WindowChunks(chunks, (cp, f.file_path), text)
-        doc = Document(**base, file_type=ex.file_type, status="indexed",
-                       reason="; ".join(ex.notes) or None, page_count=len(ex.pages),
-                       chunk_count=len(chunks), text_length=len(text),
-                       summary=text[:SUMMARY_CHARS], metadata=meta)
+        doc = Document(
+            **base,
+            file_type=ex.file_type,
+            status="indexed",
+            reason="; ".join(ex.notes) or None,
+            page_count=len(ex.pages),
+            chunk_count=len(chunks),
+            text_length=len(text),
+            summary=text[:SUMMARY_CHARS],
+            metadata=meta,
+        )
         return Prepared(f, "indexed", None, doc.reason, doc, text, chunks)
 
     def _takes_rows(self) -> bool:
@@ -293,6 +340,7 @@ class TextPass:
         Raises:
             StoreBusyError: the writer lock stayed busy for ``lock_wait_s``.
         """
+
         def write() -> None:
             with self.store.batch(), gc_paused():  # chunk rows are acyclic: no collector passes
                 for p in group:
@@ -321,5 +369,3 @@ class TextPass:
                 self._mark_stale(old, p.code, p.reason or "")
             return
         self.store.replace_document(p.document, p.text, p.chunks)  # type: ignore[arg-type]
-
-

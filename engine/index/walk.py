@@ -55,9 +55,13 @@ class Entry:
     ctime_ns: int = 0
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISDIR, "a folder"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a folder"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -109,8 +113,7 @@ def walk_entries(root: str | os.PathLike[str]) -> Iterator[Entry]:
                 with os.scandir(full_dir) as it:
                     listing = sorted(it, key=lambda e: e.name)
             except OSError as e:
-                yield Entry(display_name(rel_dir), full_dir, True, "unreadable",
-                            f"folder cannot be listed: {_why(e)}")
+                yield Entry(display_name(rel_dir), full_dir, True, "unreadable", f"folder cannot be listed: {_why(e)}")
                 continue
         shown = {display_name(e.name) for e in listing if display_name(e.name) == e.name}
         subdirs: list[str] = []
@@ -138,8 +141,13 @@ def _classify(base: str, entry: os.DirEntry, fp: str, shown: set[str]) -> Entry 
             is_dir = False
         return Entry(fp, path, is_dir, "hidden", f"hidden {'folder' if is_dir else 'file'} (name starts with '.')")
     if display_name(name) != name and display_name(name) in shown:
-        return Entry(fp, path, False, "bad-file-name",
-                     f"name is not valid UTF-8 and its shown form {display_name(name)!r} is taken by another file")
+        return Entry(
+            fp,
+            path,
+            False,
+            "bad-file-name",
+            f"name is not valid UTF-8 and its shown form {display_name(name)!r} is taken by another file",
+        )
     try:
         if entry.is_symlink():
             return _symlink(base, path, fp)
@@ -167,8 +175,13 @@ def _symlink(base: str, path: str, fp: str) -> Entry:
     except OSError as e:
         return Entry(fp, path, False, "unreadable", f"cannot stat the symlink target: {_why(e)}")
     if stat.S_ISDIR(st.st_mode):
-        return Entry(fp, path, True, "not-a-regular-file",
-                     "symlink to a folder inside the root: not followed (its files are indexed at their own path)")
+        return Entry(
+            fp,
+            path,
+            True,
+            "not-a-regular-file",
+            "symlink to a folder inside the root: not followed (its files are indexed at their own path)",
+        )
     if not stat.S_ISREG(st.st_mode):
         return Entry(fp, path, False, "not-a-regular-file", f"symlink to {_kind(st.st_mode)}")
     return Entry(fp, path, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)

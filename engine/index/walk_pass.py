@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.index.gate import settings_key
 from engine.values import Collection, Document
 from engine.index.files import HashedFile, read_code
 from engine.paths import os_name
@@ -140,8 +141,11 @@ def hashes_in_order(items: list[tuple[str, int]], threads: int = HASH_THREADS) -
 def _to_hash(entry: Entry, suffixes: tuple[str, ...], max_file_bytes: int) -> bool:
     """True when ``WalkPass._classify`` hashes ``entry``: a regular file the walk reported
     without a reason code, of a supported suffix, not over ``max_file_bytes`` (0: no limit)."""
-    return (entry.code is None and os.path.splitext(entry.file_path)[1].lower() in suffixes
-            and not (max_file_bytes and entry.size_bytes > max_file_bytes))
+    return (
+        entry.code is None
+        and os.path.splitext(entry.file_path)[1].lower() in suffixes
+        and not (max_file_bytes and entry.size_bytes > max_file_bytes)
+    )
 
 
 def walk(root: str | Path) -> list[str]:
@@ -166,8 +170,9 @@ class WalkPass:
     ``(collectionPath, filePath)`` of files whose stored row passes the gate as it is)."""
 
     # -- walk and hash -------------------------------------------------------------
-    def _scan(self, targets: list[Collection], summary: dict, emit: Callable[[dict], None],
-              t0: float) -> list[HashedFile]:
+    def _scan(
+        self, targets: list[Collection], summary: dict, emit: Callable[[dict], None], t0: float
+    ) -> list[HashedFile]:
         """Walk every root, classify every entry, hash regular files; keep (stale)
         or remove the documents the walk did not index this time."""
         from engine.extract import SUPPORTED_SUFFIXES
@@ -188,17 +193,28 @@ class WalkPass:
             picked = [(e.os_path, e.size_bytes) for e in entries if _to_hash(e, SUPPORTED_SUFFIXES, mfb)]
             hashes = hashes_in_order(picked)
             try:  # each digest travels with its path: _classify checks it hashes the entry it is at
-                last = self._classify(coll, entries, zip((p for p, _ in picked), hashes), scan, summary, emit,
-                                      t0, found, len(files), last)
+                last = self._classify(
+                    coll, entries, zip((p for p, _ in picked), hashes), scan, summary, emit, t0, found, len(files), last
+                )
             finally:
                 hashes.close()  # a cancelled scan: no more files are read ahead
             self._settle(coll, scan, summary)
             files.extend(scan.files)
         return files
 
-    def _classify(self, coll: Collection, entries: list[Entry], hashes: Iterator[tuple[Any, str | OSError]],
-                  scan: _Scan, summary: dict, emit: Callable[[dict], None], t0: float, found: int, before: int,
-                  last: float) -> float:
+    def _classify(
+        self,
+        coll: Collection,
+        entries: list[Entry],
+        hashes: Iterator[tuple[Any, str | OSError]],
+        scan: _Scan,
+        summary: dict,
+        emit: Callable[[dict], None],
+        t0: float,
+        found: int,
+        before: int,
+        last: float,
+    ) -> float:
         """Each walk entry of ``coll`` -> skipped (with its reason) or hashed into ``scan.files``;
         ``hashes`` yields ``(os_path, digest or read error)`` of each entry ``_to_hash`` picks, in
         order (a path that is not the entry's raises RuntimeError: the two selections drifted).
@@ -218,16 +234,23 @@ class WalkPass:
                 continue
             suffix = os.path.splitext(entry.file_path)[1].lower()
             if suffix not in SUPPORTED_SUFFIXES:
-                self._add(summary, "skipped", record(cp, entry.file_path, "unsupported-type",
-                                                     f"unsupported file type: {suffix or '(no suffix)'}"))
+                self._add(
+                    summary,
+                    "skipped",
+                    record(
+                        cp, entry.file_path, "unsupported-type", f"unsupported file type: {suffix or '(no suffix)'}"
+                    ),
+                )
                 scan.seen.add(entry.file_path)
                 continue
             mfb = self.limits.max_file_bytes
             if mfb and entry.size_bytes > mfb:
                 from engine.extract.limits import human_bytes
 
-                msg = (f"too-large: {human_bytes(entry.size_bytes)} is over max_file_bytes "
-                       f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(mfb)}")
+                msg = (
+                    f"too-large: {human_bytes(entry.size_bytes)} is over max_file_bytes "
+                    f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(mfb)}"
+                )
                 scan.stale[entry.file_path] = ("too-large", msg)
                 self._add(summary, "skipped", record(cp, entry.file_path, "too-large", msg))
                 continue
@@ -245,15 +268,25 @@ class WalkPass:
                 self._add(summary, "skipped", record(cp, entry.file_path, code, msg))
                 continue
             scan.seen.add(entry.file_path)
-            scan.files.append(HashedFile(coll, entry.file_path, entry.os_path, digest, entry.size_bytes,
-                                    entry.mtime_ns, entry.ctime_ns))
+            scan.files.append(
+                HashedFile(
+                    coll, entry.file_path, entry.os_path, digest, entry.size_bytes, entry.mtime_ns, entry.ctime_ns
+                )
+            )
             summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
             now = time.perf_counter()
             if now - last >= _PROGRESS_EVERY_S:
                 last = now
-                emit({"phase": "hash", "done": before + len(scan.files), "total": found,
-                      "file": f"{cp}/{entry.file_path}", "bytesHashed": summary["bytesHashed"],
-                      "elapsedS": round(now - t0, 3)})
+                emit(
+                    {
+                        "phase": "hash",
+                        "done": before + len(scan.files),
+                        "total": found,
+                        "file": f"{cp}/{entry.file_path}",
+                        "bytesHashed": summary["bytesHashed"],
+                        "elapsedS": round(now - t0, 3),
+                    }
+                )
         return last
 
     def _walk(self, root: str, emit: Callable[[dict], None], t0: float, before: int) -> Iterator[Entry]:
@@ -263,8 +296,15 @@ class WalkPass:
             now = time.perf_counter()
             if now - last >= _PROGRESS_EVERY_S:
                 last = now
-                emit({"phase": "walk", "done": before + n, "total": 0, "file": entry.file_path,
-                      "elapsedS": round(now - t0, 3)})
+                emit(
+                    {
+                        "phase": "walk",
+                        "done": before + n,
+                        "total": 0,
+                        "file": entry.file_path,
+                        "elapsedS": round(now - t0, 3),
+                    }
+                )
                 self._check_cancel()
             yield entry
 
@@ -279,8 +319,13 @@ class WalkPass:
         docs = self.store.documents(cp)
         why = f"collection root {coll.root} cannot be listed: {error.strerror or error}"
         summary.setdefault("rootErrors", []).append(
-            {"collectionPath": cp, "root": coll.root, "code": code,
-             "reason": f"{why}; its {len(docs)} document{'' if len(docs) == 1 else 's'} kept (stale)"})
+            {
+                "collectionPath": cp,
+                "root": coll.root,
+                "code": code,
+                "reason": f"{why}; its {len(docs)} document{'' if len(docs) == 1 else 's'} kept (stale)",
+            }
+        )
         for doc in docs:
             self._check_cancel()
             self._mark_stale(doc, code, why)
@@ -292,19 +337,27 @@ class WalkPass:
         or a folder now stands at its path: the file it was is gone)."""
         cp = coll.collection_path
         hashed = {f.file_path: f for f in scan.files}
-        key = self.settings.settings_key
+        key = settings_key(self.settings)
         for doc in self.store.documents(cp):
             fp = doc.file_path
             if fp in scan.seen:
                 f = hashed.get(fp)
                 meta = doc.metadata or {}
-                if (f is not None and doc.content_hash == f.content_hash and doc.settings_key == key
-                        and not (doc.status == "failed" and meta.get("encrypted")) and not meta.get("stale")):
+                if (
+                    f is not None
+                    and doc.content_hash == f.content_hash
+                    and doc.settings_key == key
+                    and not (doc.status == "failed" and meta.get("encrypted"))
+                    and not meta.get("stale")
+                ):
                     # the hash gate's answer from this row: TextPass._is_current reads no row again
                     self._current.add((cp, f.file_path))
                 continue
-            why = None if fp in scan.blocked else scan.stale.get(fp) or next(
-                (v for d, v in scan.blocked.items() if fp.startswith(d + "/")), None)
+            why = (
+                None
+                if fp in scan.blocked
+                else scan.stale.get(fp) or next((v for d, v in scan.blocked.items() if fp.startswith(d + "/")), None)
+            )
             gone = fp in scan.blocked  # a folder now stands where the file was (one it cannot enter)
             if why is None and not gone:
                 try:  # lstat: the entry itself, no symlink followed

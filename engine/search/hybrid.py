@@ -31,7 +31,7 @@ from engine.store.threads import LARGE_SCAN_ROWS, ThreadChoice
 from engine.store.scan_share import ScanShare
 
 if TYPE_CHECKING:
-    from engine.search.searcher import RankedChunk
+    from engine.values import RankedChunk
 
 __all__ = ["HybridRanking"]
 
@@ -46,8 +46,13 @@ _POOL_LOCK = threading.Lock()
 _HYBRID_CHOICE = ThreadChoice()
 
 
-def _fuse_entries(vector: Sequence[tuple[object, float]], keyword: Sequence[tuple[object, float]],
-                  vector_weight: float, k: int, key: Callable[[object], object]) -> list[dict]:
+def _fuse_entries(
+    vector: Sequence[tuple[object, float]],
+    keyword: Sequence[tuple[object, float]],
+    vector_weight: float,
+    k: int,
+    key: Callable[[object], object],
+) -> list[dict]:
     """``fuse`` over any items (chunks, or store row ids with ``key`` the identity): dicts
     with ``chunk`` (the item), ``score`` and the lists' ``*_score`` / ``*_rank``, best first."""
     fused: dict[object, dict] = {}
@@ -65,13 +70,15 @@ def _fuse_entries(vector: Sequence[tuple[object, float]], keyword: Sequence[tupl
 class HybridRanking:
     """Hybrid lists and row-id fusion for ``ContentChunkSearch`` (a mixin; no state of its own)."""
 
-    def _hybrid_by_refs(self, text: str, collections: list[str] | None, depth: int, embedder,
-                        weight: float, want: int) -> list[RankedChunk] | None:
+    def _hybrid_by_refs(
+        self, text: str, collections: list[str] | None, depth: int, embedder, weight: float, want: int
+    ) -> list[RankedChunk] | None:
         """Hybrid fused over the store's row ids, reading only the ``want`` fused rows (a store
         with ``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``): the same hits,
         order and breakdown as fusing the two lists of chunks (a chunk is one row). None when a
         writer changed a fused row between ranking and reading (the caller ranks again with rows)."""
-        from engine.search.searcher import RRF_K, RankedChunk
+        from engine.search.fusion import RRF_K
+        from engine.values import RankedChunk
 
         vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
         fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, RRF_K, lambda r: r)[:want]
@@ -82,12 +89,21 @@ class HybridRanking:
             chunk = rows.get(e["chunk"])
             if chunk is None or chunk.chunk_id != ids.get(e["chunk"], chunk.chunk_id):
                 return None
-            out.append(RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
-                                          e.get("keyword_score"), e.get("keyword_rank")))
+            out.append(
+                RankedChunk(
+                    chunk,
+                    e["score"],
+                    e.get("vector_score"),
+                    e.get("vector_rank"),
+                    e.get("keyword_score"),
+                    e.get("keyword_rank"),
+                )
+            )
         return out
 
-    def _per_file_hybrid(self, text: str, collections: list[str] | None, limit: int, embedder,
-                         weight: float, min_score: float | None) -> list[RankedChunk] | None:
+    def _per_file_hybrid(
+        self, text: str, collections: list[str] | None, limit: int, embedder, weight: float, min_score: float | None
+    ) -> list[RankedChunk] | None:
         """The ``search`` tool's hybrid hits (one per file) over the store's row ids, reading only
         the rows it returns; None when the store lacks ``chunk_files`` (or the row-id searches)
         or a writer changed a row meanwhile (the caller then ranks with rows, the same rule).
@@ -102,12 +118,14 @@ class HybridRanking:
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
         """
-        from engine.search.searcher import FUSION_DEPTH, RRF_K, RankedChunk
+        from engine.search.fusion import FUSION_DEPTH, RRF_K
+        from engine.values import RankedChunk
 
         store = self.store
         files_of = getattr(store, "chunk_files", None)
-        if files_of is None or not all(hasattr(store, a) for a in ("search_vector_refs", "search_keyword_refs",
-                                                                   "chunks_at")):
+        if files_of is None or not all(
+            hasattr(store, a) for a in ("search_vector_refs", "search_keyword_refs", "chunks_at")
+        ):
             return None
         depth = want_files = max(limit, FUSION_DEPTH)
         in_scope: int | None = None
@@ -137,8 +155,16 @@ class HybridRanking:
             chunk = rows.get(e["chunk"])
             if chunk is None or chunk.chunk_id != where[e["chunk"]][2]:
                 return None
-            out.append(RankedChunk(chunk, e["score"], e.get("vector_score"), e.get("vector_rank"),
-                                   e.get("keyword_score"), e.get("keyword_rank")))
+            out.append(
+                RankedChunk(
+                    chunk,
+                    e["score"],
+                    e.get("vector_score"),
+                    e.get("vector_rank"),
+                    e.get("keyword_score"),
+                    e.get("keyword_rank"),
+                )
+            )
         return out
 
     def _scope_files(self, collections: list[str] | None) -> int:
@@ -148,8 +174,9 @@ class HybridRanking:
         count = getattr(self.store, "file_count", None)
         return int(count(collections)) if count is not None else -1
 
-    def _hybrid_lists(self, text: str, collections: list[str] | None, depth: int, embedder,
-                      refs: bool = False) -> tuple[list[tuple], list[tuple]]:
+    def _hybrid_lists(
+        self, text: str, collections: list[str] | None, depth: int, embedder, refs: bool = False
+    ) -> tuple[list[tuple], list[tuple]]:
         """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first
         (``refs``: the stores' ``(rowid, chunk_id, score)`` and ``(rowid, score)`` instead).
 
@@ -166,8 +193,11 @@ class HybridRanking:
         t = time.perf_counter()
         keyword = self.store.search_keyword_refs if refs else self.store.search_keyword
         listed: Future | None = Future() if use == 2 else None  # the keyword list, set before helping
-        pending = _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share,
-                                        listed) if listed is not None else None
+        pending = (
+            _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share, listed)
+            if listed is not None
+            else None
+        )
         try:
             with share.active():
                 vec = self._vector_hits(text, collections, depth, embedder, refs)
@@ -186,8 +216,14 @@ class HybridRanking:
         return [(h.chunk, h.score) for h in vec], [(h.chunk, h.score) for h in kw]
 
     @staticmethod
-    def _keyword_then_help(keyword: Callable, text: str, collections: list[str] | None, depth: int,
-                           share: ScanShare, listed: Future | None = None) -> list:
+    def _keyword_then_help(
+        keyword: Callable,
+        text: str,
+        collections: list[str] | None,
+        depth: int,
+        share: ScanShare,
+        listed: Future | None = None,
+    ) -> list:
         """The keyword list (on the worker thread), then help the vector scan's blocks.
 
         ``listed``: given the list (or the keyword search's exception) before helping, so the

@@ -65,9 +65,11 @@ def cut_hint(text: str, embedder, mode: str) -> str | None:
     if not most or len(text) <= most:
         return None
     kept = len(embeddable(text, most))
-    return (f"the query's first {kept:,} of {len(text):,} characters (its words) were embedded: model "
-            f"{getattr(embedder, 'model', '')!r} takes at most {most:,}"
-            + ("; the keyword side searched the whole query" if mode == "hybrid" else ""))
+    return (
+        f"the query's first {kept:,} of {len(text):,} characters (its words) were embedded: model "
+        f"{getattr(embedder, 'model', '')!r} takes at most {most:,}"
+        + ("; the keyword side searched the whole query" if mode == "hybrid" else "")
+    )
 
 
 def other_forms(name: str) -> list[str]:

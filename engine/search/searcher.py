@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from engine.errors import EmbedError
+from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT
 from engine.search.hybrid import HybridRanking, _fuse_entries
-from engine.values import Chunk, Collection
+from engine.values import Chunk, Collection, RankedChunk
 from engine.search.query import cut_hint as _cut_hint, embeddable, form_found, input_limit as _input_limit, normal_query
 from engine.store.base import Store
 from engine.search.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
@@ -81,12 +82,6 @@ log = logging.getLogger(__name__)
 #: Ranking modes; "auto" = hybrid when a provider is configured and vectors
 #: exist for its model, else keyword (the envelope's ``mode`` says which ran).
 MODES = ("auto", "vector", "keyword", "hybrid")
-#: Reciprocal-rank-fusion constant (Cormack et al. 2009: score = sum 1/(k + rank)).
-RRF_K = 60
-#: Candidates each ranked list contributes to a hybrid fusion (at least).
-FUSION_DEPTH = 20
-#: Weight of the vector list in hybrid fusion when ``vectorWeight`` is not given.
-VECTOR_WEIGHT_DEFAULT = 0.5
 #: Longest ``query`` accepted, in characters (the tools' schema refuses longer ones).
 MAX_QUERY_CHARS = 50_000
 #: Values of the ``scope:`` qualifier token.
@@ -142,27 +137,6 @@ class Scope:
     def subtree(self) -> bool:
         """True for ``scope:subtree``."""
         return self.qualifier == "subtree"
-
-
-@dataclass(frozen=True, slots=True)
-class RankedChunk:
-    """One ranked chunk and what ranked it.
-
-    Attributes:
-        chunk: the chunk.
-        score: the mode's score (cosine, -bm25, or the fused score).
-        vector_score / vector_rank: cosine and 0-based rank in the vector list
-            (hybrid only; None when that list did not return the chunk).
-        keyword_score / keyword_rank: -bm25 and 0-based rank in the keyword list
-            (hybrid only; None likewise).
-    """
-
-    chunk: Chunk
-    score: float
-    vector_score: float | None = None
-    vector_rank: int | None = None
-    keyword_score: float | None = None
-    keyword_rank: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,8 +248,12 @@ def query_terms(text: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, float]],
-         vector_weight: float = VECTOR_WEIGHT_DEFAULT, k: int = RRF_K) -> list[RankedChunk]:
+def fuse(
+    vector: Sequence[tuple[Chunk, float]],
+    keyword: Sequence[tuple[Chunk, float]],
+    vector_weight: float = VECTOR_WEIGHT_DEFAULT,
+    k: int = RRF_K,
+) -> list[RankedChunk]:
     """Weighted reciprocal-rank fusion of two ranked lists, best first.
 
     Args:
@@ -290,10 +268,20 @@ def fuse(vector: Sequence[tuple[Chunk, float]], keyword: Sequence[tuple[Chunk, f
         with its fused score and both lists' scores and 0-based ranks; ties
         keep vector order, then keyword order.
     """
-    out = _fuse_entries(vector, keyword, vector_weight, k,
-                        lambda chunk: (chunk.collection_path, chunk.file_path, chunk.chunk_index))
-    return [RankedChunk(e["chunk"], e["score"], e.get("vector_score"), e.get("vector_rank"),
-                        e.get("keyword_score"), e.get("keyword_rank")) for e in out]
+    out = _fuse_entries(
+        vector, keyword, vector_weight, k, lambda chunk: (chunk.collection_path, chunk.file_path, chunk.chunk_index)
+    )
+    return [
+        RankedChunk(
+            e["chunk"],
+            e["score"],
+            e.get("vector_score"),
+            e.get("vector_rank"),
+            e.get("keyword_score"),
+            e.get("keyword_rank"),
+        )
+        for e in out
+    ]
 
 
 class ContentChunkSearch(HybridRanking):
@@ -349,8 +337,12 @@ class ContentChunkSearch(HybridRanking):
         """
         known = [c.collection_path for c in self.store.collections()]
         try:  # the answer is a function of these alone (remembered per value, _SCOPES_KEPT at most)
-            key = (tuple(known), parsed.namespaces, parsed.qualifier,
-                   scope if scope is None or isinstance(scope, str) else tuple(scope))
+            key = (
+                tuple(known),
+                parsed.namespaces,
+                parsed.qualifier,
+                scope if scope is None or isinstance(scope, str) else tuple(scope),
+            )
             kept = self._scopes.get(key)
         except TypeError:  # an unhashable scope item: resolved, not remembered
             key, kept = None, None
@@ -363,8 +355,9 @@ class ContentChunkSearch(HybridRanking):
             self._scopes[key] = (tuple(collections), hint, every)
         return collections, hint, every
 
-    def _resolve_known(self, known: list[str], parsed: Scope,
-                       scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
+    def _resolve_known(
+        self, known: list[str], parsed: Scope, scope: str | Sequence[str] | None
+    ) -> tuple[list[str], str | None, bool]:
         """``_resolve`` over the known collection paths ``known`` (sorted)."""
         known_txt = ", ".join(known) or "none"
         if parsed.namespaces:
@@ -380,11 +373,15 @@ class ContentChunkSearch(HybridRanking):
             if not paths:
                 return [], f"scope names no collection path; known collections: {known_txt}", False
         else:
-            return [], (
-                "no scope given: pass scope=<collectionPath> (or a list, or '*' for every collection) "
-                "or put namespace:<collectionPath> in the query"
-                + (f"; known collections: {', '.join(known)}" if known else "; no collections are indexed yet")
-            ), False
+            return (
+                [],
+                (
+                    "no scope given: pass scope=<collectionPath> (or a list, or '*' for every collection) "
+                    "or put namespace:<collectionPath> in the query"
+                    + (f"; known collections: {', '.join(known)}" if known else "; no collections are indexed yet")
+                ),
+                False,
+            )
         found: set[str] = set()
         missing: list[str] = []
         for path in paths:  # a path in NFC finds a collection named in NFD and back (one form only)
@@ -421,9 +418,16 @@ class ContentChunkSearch(HybridRanking):
         counts = self.store.vector_counts().get(model)
         return bool(counts and counts.get("vectors"))
 
-    def search(self, query: str, scope: str | Sequence[str] | None = None, limit: int = 20,
-               mode: str = "auto", per_file: bool = False, min_score: float | None = None,
-               vector_weight: float | None = None) -> SearchOutcome:
+    def search(
+        self,
+        query: str,
+        scope: str | Sequence[str] | None = None,
+        limit: int = 20,
+        mode: str = "auto",
+        per_file: bool = False,
+        min_score: float | None = None,
+        vector_weight: float | None = None,
+    ) -> SearchOutcome:
         """Rank chunks for ``query`` within the resolved scope.
 
         Args:
@@ -458,13 +462,20 @@ class ContentChunkSearch(HybridRanking):
         if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
             raise ValueError(f"vectorWeight must be within 0..1, got {vector_weight}")
         parsed, terms = _parsed(query or "")
-        ignored = (f"not understood, so not searched: {', '.join(parsed.ignored)} (known keys: "
-                   f"namespace:<collectionPath>, scope:{'|'.join(SCOPE_QUALIFIERS)})") if parsed.ignored else None
+        ignored = (
+            (
+                f"not understood, so not searched: {', '.join(parsed.ignored)} (known keys: "
+                f"namespace:<collectionPath>, scope:{'|'.join(SCOPE_QUALIFIERS)})"
+            )
+            if parsed.ignored
+            else None
+        )
         try:
             embedder = self.embedder() if mode != "keyword" else None
         except EmbedError as e:
-            return SearchOutcome(False, query, "hybrid" if mode == "auto" else mode, (),
-                                 failure=e.failure, terms=terms, hint=ignored)
+            return SearchOutcome(
+                False, query, "hybrid" if mode == "auto" else mode, (), failure=e.failure, terms=terms, hint=ignored
+            )
         model = getattr(embedder, "model", None) if embedder is not None else None
         message = None
         if mode == "auto":
@@ -473,27 +484,38 @@ class ContentChunkSearch(HybridRanking):
                 message = "no embedding provider configured (EMBED_PROVIDER=none): keyword (BM25) results"
             elif not self.has_vectors(model):
                 mode = "keyword"
-                message = (f"no vectors stored for model {model!r} yet: keyword (BM25) results; run "
-                           "'chunknav index' to embed the chunks and get hybrid results")
+                message = (
+                    f"no vectors stored for model {model!r} yet: keyword (BM25) results; run "
+                    "'chunknav index' to embed the chunks and get hybrid results"
+                )
             else:
                 mode = "hybrid"
         if not parsed.text.strip():
-            return SearchOutcome(False, query, mode, message="no query text: give words to search for",
-                                 terms=terms, hint=ignored)
+            return SearchOutcome(
+                False, query, mode, message="no query text: give words to search for", terms=terms, hint=ignored
+            )
         collections, hint, every = self._resolve(parsed, scope)
         cut = _cut_hint(parsed.text, embedder, mode) if mode in ("vector", "hybrid") and embedder is not None else None
         hint = "; ".join(h for h in (hint, ignored, cut) if h) or None
         if mode in ("vector", "hybrid") and embedder is None:
             return SearchOutcome(
-                False, query, mode, tuple(collections), error="search-not-performed",
+                False,
+                query,
+                mode,
+                tuple(collections),
+                error="search-not-performed",
                 message="no embedding provider is configured (EMBED_PROVIDER=none), so no "
-                        f"{mode} search was performed; set EMBED_PROVIDER or use mode=keyword",
-                terms=terms, hint=hint,
+                f"{mode} search was performed; set EMBED_PROVIDER or use mode=keyword",
+                terms=terms,
+                hint=hint,
             )
-        weight = (VECTOR_WEIGHT_DEFAULT if vector_weight is None else float(vector_weight)) if mode == "hybrid" else None
+        weight = (
+            (VECTOR_WEIGHT_DEFAULT if vector_weight is None else float(vector_weight)) if mode == "hybrid" else None
+        )
         if not collections:
-            return SearchOutcome(False, query, mode, (), hint=hint, model=model if mode != "keyword" else None,
-                                 terms=terms)
+            return SearchOutcome(
+                False, query, mode, (), hint=hint, model=model if mode != "keyword" else None, terms=terms
+            )
 
         # per_file (trial6 #5): a file's hit is its best chunk in one ranking whose depth does not
         # depend on limit (<= FUSION_DEPTH), so more hits never reorder or rescore the first ones.
@@ -507,20 +529,31 @@ class ContentChunkSearch(HybridRanking):
         want_files = max(limit, FUSION_DEPTH) if hybrid_files else limit
         in_scope: int | None = None
         try:
-            fast = self._per_file_hybrid(parsed.text, None if every else collections, limit, embedder,
-                                         weight, min_score) if hybrid_files else None
+            fast = (
+                self._per_file_hybrid(parsed.text, None if every else collections, limit, embedder, weight, min_score)
+                if hybrid_files
+                else None
+            )
         except EmbedError as e:
-            return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
-                                 model=model, terms=terms, hint=hint)
+            return SearchOutcome(
+                False, query, mode, tuple(collections), failure=e.failure, model=model, terms=terms, hint=hint
+            )
         hits, kind = (fast, "rrf") if fast is not None else ([], None)
         while fast is None:
             try:
-                ranked, kind = self._rank(parsed.text, None if every else collections,
-                                          2 * want if hybrid_files else want, mode, embedder, weight,
-                                          want if hybrid_files else None)
+                ranked, kind = self._rank(
+                    parsed.text,
+                    None if every else collections,
+                    2 * want if hybrid_files else want,
+                    mode,
+                    embedder,
+                    weight,
+                    want if hybrid_files else None,
+                )
             except EmbedError as e:
-                return SearchOutcome(False, query, mode, tuple(collections), failure=e.failure,
-                                     model=model, terms=terms, hint=hint)
+                return SearchOutcome(
+                    False, query, mode, tuple(collections), failure=e.failure, model=model, terms=terms, hint=hint
+                )
             got = len(ranked)
             reached = len({(r.chunk.collection_path, r.chunk.file_path) for r in ranked}) if per_file else 0
             if min_score is not None:
@@ -540,14 +573,35 @@ class ContentChunkSearch(HybridRanking):
                 break
             want *= 4
         if mode in ("vector", "hybrid") and not hits and model and not self.has_vectors(model):
-            message = (f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
-                       "the chunks (keyword mode works meanwhile)")
-        return SearchOutcome(True, query, mode, tuple(collections), tuple(hits), kind,
-                             model if mode != "keyword" else None, hint=hint, message=message,
-                             terms=terms, vector_weight=weight, min_score=min_score)
+            message = (
+                f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
+                "the chunks (keyword mode works meanwhile)"
+            )
+        return SearchOutcome(
+            True,
+            query,
+            mode,
+            tuple(collections),
+            tuple(hits),
+            kind,
+            model if mode != "keyword" else None,
+            hint=hint,
+            message=message,
+            terms=terms,
+            vector_weight=weight,
+            min_score=min_score,
+        )
 
-    def _rank(self, text: str, collections: list[str] | None, want: int, mode: str, embedder,
-              vector_weight: float | None, depth: int | None = None) -> tuple[list[RankedChunk], str]:
+    def _rank(
+        self,
+        text: str,
+        collections: list[str] | None,
+        want: int,
+        mode: str,
+        embedder,
+        vector_weight: float | None,
+        depth: int | None = None,
+    ) -> tuple[list[RankedChunk], str]:
         """The best ``want`` chunks of ``mode`` and the score kind. ``depth``: chunks each
         list ranks (default ``want`` for vector, ``max(want, FUSION_DEPTH)`` for hybrid, the
         fusion depth; keyword ignores it)."""
@@ -556,8 +610,9 @@ class ContentChunkSearch(HybridRanking):
         if depth is None:
             depth = want if mode == "vector" else max(want, FUSION_DEPTH)
         if mode != "hybrid":
-            return [RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)], \
-                "cosine"
+            return [
+                RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)
+            ], "cosine"
         weight = VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight
         if all(hasattr(self.store, a) for a in ("search_vector_refs", "search_keyword_refs", "chunks_at")):
             ranked = self._hybrid_by_refs(text, collections, depth, embedder, weight, want)
@@ -566,8 +621,7 @@ class ContentChunkSearch(HybridRanking):
         vec, kw = self._hybrid_lists(text, collections, depth, embedder)
         return fuse(vec, kw, weight)[:want], "rrf"
 
-    def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder,
-                     refs: bool = False) -> list:
+    def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder, refs: bool = False) -> list:
         """Embed ``text`` and scan: the store's ``VectorHit``s, best first (``refs``: its
         ``search_vector_refs`` tuples).
 
@@ -579,8 +633,11 @@ class ContentChunkSearch(HybridRanking):
         if stored_dim is not None and stored_dim != qv.shape[0]:  # the model behind the name changed
             from engine.embed import dimension_changed
 
-            raise EmbedError(dimension_changed(embedder.model, getattr(embedder, "endpoint", None) or "",
-                                               stored_dim, int(qv.shape[0])))
+            raise EmbedError(
+                dimension_changed(
+                    embedder.model, getattr(embedder, "endpoint", None) or "", stored_dim, int(qv.shape[0])
+                )
+            )
         search = self.store.search_vector_refs if refs else self.store.search_vectors
         return search(embedder.model, qv, collections, depth)
 

@@ -39,6 +39,9 @@ def open_store(settings) -> Store:
     # one write waits up to a quarter of lock_wait_s (0.5..30 s) for another
     # process's writer lock; the indexer retries with backoff up to lock_wait_s
     wait_s = max(0.5, min(30.0, float(getattr(settings, "lock_wait_s", 120.0)) / 4))
-    return SqliteStore(settings.db, busy_timeout_ms=int(wait_s * 1000),
-                       vector_scan=getattr(settings, "vector_scan", "auto"),
-                       int8_min_rows=getattr(settings, "vector_int8_min_rows", 200_000))
+    return SqliteStore(
+        settings.db,
+        busy_timeout_ms=int(wait_s * 1000),
+        vector_scan=getattr(settings, "vector_scan", "auto"),
+        int8_min_rows=getattr(settings, "vector_int8_min_rows", 200_000),
+    )

@@ -5,7 +5,7 @@ full extracted text), chunks, and vectors keyed by ``(chunk_id, model)``.
 It knows nothing of extraction, embedding providers or envelopes. Must not
 import streamlit, mcp or argparse.
 
-Contract rules (tested by ``tests/test_store.py`` against every backend):
+Contract rules (tested by ``tests/store/test_store.py`` against every backend):
     * ``replace_document`` swaps a file's document row and all its chunks in
       one transaction: a reader sees the old set or the new set, never a mix.
     * vectors are only added (``add_vectors`` ignores an existing
@@ -74,8 +74,9 @@ class Store(Protocol):
         """All chunks of one file by ``chunk_index``."""
 
     # -- vectors -------------------------------------------------------------
-    def chunks_missing_vectors(self, model: str, limit: int | None = None,
-                               after: str | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(
+        self, model: str, limit: int | None = None, after: str | None = None
+    ) -> list[tuple[str, str]]:
         """``(chunk_id, chunk_text)`` for distinct chunk ids that have no vector
         for ``model``, ordered by chunk_id, only ids greater than ``after``
         (None: from the start), at most ``limit`` (None: all)."""
@@ -100,8 +101,9 @@ class Store(Protocol):
         """``{text_hash: (vector float32 (dim,), truncated_chars | None)}`` for the
         window-text sha256s that already have a vector of ``model`` (stale ones too)."""
 
-    def note_vectors(self, model: str, chunk_ids: list[str], text_hashes: list[str],
-                     truncated_chars: list[int | None]) -> None:
+    def note_vectors(
+        self, model: str, chunk_ids: list[str], text_hashes: list[str], truncated_chars: list[int | None]
+    ) -> None:
         """Remember the window-text hash of vectors just added and which were made
         from a cut text (clears those chunks' failure notes)."""
 
@@ -123,9 +125,7 @@ class Store(Protocol):
         (None: all). Best first. A chunk_id stored at several paths yields one
         hit per path."""
 
-    def search_keyword(
-        self, query: str, collection_paths: Iterable[str] | None, limit: int
-    ) -> list[KeywordHit]:
+    def search_keyword(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
         """BM25 keyword hits (FTS5 on SQLite, full-text on Postgres), best first.
         ``query`` is plain words; the store quotes them (no query syntax)."""
 

@@ -108,8 +108,14 @@ def migrate(src: Store, dst: Store, on_progress: Callable[[dict[str, Any]], None
     """
     t0 = time.perf_counter()
     emit = on_progress or (lambda _event: None)
-    counts: dict[str, Any] = {"collections": 0, "documents": 0, "chunks": 0, "vectors": 0,
-                              "vectorsAdded": 0, "models": {}}
+    counts: dict[str, Any] = {
+        "collections": 0,
+        "documents": 0,
+        "chunks": 0,
+        "vectors": 0,
+        "vectorsAdded": 0,
+        "models": {},
+    }
     with dst.index_lock():
         for coll in src.collections():
             dst.add_collection(coll)

@@ -21,21 +21,33 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "STOPWORDS", "content_terms", "CJK_GLOB", "KeywordTerms", "keyword_terms", "is_cjk", "quote",
-           "trigrams"]
+__all__ = [
+    "MAX_TERMS",
+    "MAX_TERM_CHARS",
+    "STOPWORDS",
+    "content_terms",
+    "CJK_GLOB",
+    "KeywordTerms",
+    "keyword_terms",
+    "is_cjk",
+    "quote",
+    "trigrams",
+]
 
 #: Most distinct terms a keyword query keeps (later ones are dropped).
 MAX_TERMS = 64
 #: English function words left out of a porter query when other terms remain: each is in
 #: most chunks, so its BM25 weight is ~0 (FTS5 clamps a negative IDF to 1e-6) while
 #: matching it makes the any-term pass score nearly every chunk.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the and or but if of to in on at by for with from as into onto over under about is are was
 were be been being am do does did have has had can could should would will shall may might must
 this that these those it its they them their there here what which who whom whose when where why
 how all any each both more most other some such no nor not only own same so than too very just
 i me my we our you your he him his she her also
-""".split())
+""".split()
+)
 #: Longest term kept, in characters (longer tokens are cut).
 MAX_TERM_CHARS = 128
 #: Characters treated as CJK: kana, CJK ideographs (+ extension A, compatibility), Hangul.
@@ -115,7 +127,7 @@ def trigrams(term: str) -> list[str]:
         return [term]
     out: dict[str, None] = {}
     for i in range(len(term) - 2):
-        piece = term[i:i + 3]
+        piece = term[i : i + 3]
         if is_cjk(piece) and not piece.isspace():
             out.setdefault(piece, None)
     return list(out) or [term]

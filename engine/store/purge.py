@@ -50,8 +50,10 @@ def _purge_sqlite(store: Any) -> dict[str, int]:
             return {}
         conn.execute(f"DELETE FROM vectors WHERE {_STALE}")
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_texts'").fetchone():
-            conn.execute("DELETE FROM vector_texts WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE "
-                         "v.chunk_id = vector_texts.chunk_id AND v.model = vector_texts.model)")
+            conn.execute(
+                "DELETE FROM vector_texts WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE "
+                "v.chunk_id = vector_texts.chunk_id AND v.model = vector_texts.model)"
+            )
         for model in gone:
             store._bump(conn, f"vectors_gen:{model}")
     cache = store._vectors  # the search matrix is append-only: rebuild it from the rows left
@@ -77,14 +79,21 @@ def _purge_postgres(store: Any) -> dict[str, int]:
     shared = sql.Identifier(SHARED_SCHEMA)
     ids = store._vectors._all_chunk_ids_sql()
     with store._pool.connection() as conn, conn.transaction():
-        rows = conn.execute(sql.SQL(
-            "DELETE FROM {0}.vectors v WHERE NOT EXISTS (SELECT 1 FROM ({1}) a WHERE a.chunk_id = v.chunk_id) "
-            "RETURNING v.model").format(shared, ids)).fetchall()
+        rows = conn.execute(
+            sql.SQL(
+                "DELETE FROM {0}.vectors v WHERE NOT EXISTS (SELECT 1 FROM ({1}) a WHERE a.chunk_id = v.chunk_id) "
+                "RETURNING v.model"
+            ).format(shared, ids)
+        ).fetchall()
         gone: dict[str, int] = {}
         for r in rows:
             model = r["model"] if isinstance(r, dict) else r[0]
             gone[model] = gone.get(model, 0) + 1
         if gone:
-            conn.execute(sql.SQL("DELETE FROM {0}.vector_texts t WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
-                                 "WHERE v.chunk_id = t.chunk_id AND v.model = t.model)").format(shared))
+            conn.execute(
+                sql.SQL(
+                    "DELETE FROM {0}.vector_texts t WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
+                    "WHERE v.chunk_id = t.chunk_id AND v.model = t.model)"
+                ).format(shared)
+            )
     return gone

@@ -19,7 +19,7 @@ scan: wall time ~ (scan + keyword CPU) / 2 when a core is free.
 
 Exactness: blocks are multiples of 64 rows, and OpenBLAS's one-thread gemv
 gives each row's dot product the same bits whatever rows surround it in the
-call (tested against ``matrix @ q`` on one thread, tests/test_scan_share.py),
+call (tested against ``matrix @ q`` on one thread, tests/store/test_scan_share.py),
 so the scores, hence the ranking, equal a one-thread full scan's.
 
 Imports numpy and ``engine.store.threads`` only; no store, no face.
@@ -115,7 +115,7 @@ class ScanShare:
         out = np.empty(n, np.float32)
 
         def block(i: int) -> None:
-            np.matmul(matrix[i * b:(i + 1) * b], q, out=out[i * b:(i + 1) * b])
+            np.matmul(matrix[i * b : (i + 1) * b], q, out=out[i * b : (i + 1) * b])
 
         self.run(-(-n // b), block, n)
         return out

@@ -34,8 +34,15 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-__all__ = ["scan_threads", "int8_threads", "one_thread", "LARGE_SCAN_ROWS", "EXPLORE_EVERY", "ThreadChoice",
-           "FixedChoice"]
+__all__ = [
+    "scan_threads",
+    "int8_threads",
+    "one_thread",
+    "LARGE_SCAN_ROWS",
+    "EXPLORE_EVERY",
+    "ThreadChoice",
+    "FixedChoice",
+]
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,18 @@ from engine.index.runs import run_outcome
 from engine.search.searcher import make_snippets, normalise_collection_path, shown_terms
 from engine.service import Engine
 
-__all__ = ["READ_LIMIT_DEFAULT", "LIST_LIMIT_DEFAULT", "SCORE_DECIMALS", "tool_search", "tool_search_chunks",
-           "tool_get_chunk", "tool_read_document", "tool_get_document", "tool_list_documents",
-           "tool_index_status"]
+__all__ = [
+    "READ_LIMIT_DEFAULT",
+    "LIST_LIMIT_DEFAULT",
+    "SCORE_DECIMALS",
+    "tool_search",
+    "tool_search_chunks",
+    "tool_get_chunk",
+    "tool_read_document",
+    "tool_get_document",
+    "tool_list_documents",
+    "tool_index_status",
+]
 
 log = logging.getLogger(__name__)
 
@@ -130,20 +139,36 @@ def _breakdown(h: dict[str, Any], ranked) -> None:
         h["keywordRank"] = ranked.keyword_rank
 
 
-def tool_search(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
-                mode: str = "auto", minScore: float | None = None,
-                vectorWeight: float | None = None) -> E.SearchResult:
+def tool_search(
+    engine: Engine,
+    query: str,
+    scope: str | list[str] | None = None,
+    limit: int = 20,
+    mode: str = "auto",
+    minScore: float | None = None,
+    vectorWeight: float | None = None,
+) -> E.SearchResult:
     """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
-    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=True,
-                                                 min_score=minScore, vector_weight=vectorWeight), True)
+    return _search_envelope(
+        engine.search.search(query, scope, limit, mode, per_file=True, min_score=minScore, vector_weight=vectorWeight),
+        True,
+    )
 
 
-def tool_search_chunks(engine: Engine, query: str, scope: str | list[str] | None = None, limit: int = 20,
-                       mode: str = "auto", minScore: float | None = None,
-                       vectorWeight: float | None = None) -> E.SearchResult:
+def tool_search_chunks(
+    engine: Engine,
+    query: str,
+    scope: str | list[str] | None = None,
+    limit: int = 20,
+    mode: str = "auto",
+    minScore: float | None = None,
+    vectorWeight: float | None = None,
+) -> E.SearchResult:
     """``search_chunks``: one hit per chunk, not deduplicated by file."""
-    return _search_envelope(engine.search.search(query, scope, limit, mode, per_file=False,
-                                                 min_score=minScore, vector_weight=vectorWeight), False)
+    return _search_envelope(
+        engine.search.search(query, scope, limit, mode, per_file=False, min_score=minScore, vector_weight=vectorWeight),
+        False,
+    )
 
 
 def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str, str | None]:
@@ -156,8 +181,10 @@ def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str,
     if len(found) == 1:
         return found[0], None
     if found:
-        return name, (f"{name!r} is not indexed as written; {len(found)} different {what}s look the same "
-                      f"({', '.join(repr(f) for f in found)}: NFC and NFD forms): give one exactly")
+        return name, (
+            f"{name!r} is not indexed as written; {len(found)} different {what}s look the same "
+            f"({', '.join(repr(f) for f in found)}: NFC and NFD forms): give one exactly"
+        )
     return name, None
 
 
@@ -195,8 +222,12 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     message naming the valid range; never an exception.
     """
     collectionPath = normalise_collection_path(collectionPath)
-    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
-                           "chunkIndex": chunkIndex}
+    out: dict[str, Any] = {
+        "found": False,
+        "collectionPath": collectionPath,
+        "filePath": filePath,
+        "chunkIndex": chunkIndex,
+    }
     escape = _check_file_path(engine, collectionPath, filePath)
     if escape:
         out.update(totalChunks=0, error="path-escape", message=escape)
@@ -272,8 +303,9 @@ def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
         out["staleReason"] = f"{kept.get('code')}: {kept.get('reason', '')}"
 
 
-def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offset: int = 0,
-                       limit: int | None = None) -> E.DocumentText:
+def tool_read_document(
+    engine: Engine, collectionPath: str, filePath: str, offset: int = 0, limit: int | None = None
+) -> E.DocumentText:
     """``read_document``: the extracted text, ``limit`` characters from ``offset``.
 
     ``nextOffset`` is the offset of the next page, None at the end. Never
@@ -281,8 +313,7 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     ``error: path-escape``.
     """
     collectionPath = normalise_collection_path(collectionPath)
-    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath,
-                           "offset": offset}
+    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath, "offset": offset}
     escape = _check_file_path(engine, collectionPath, filePath)
     if escape:
         out.update(error="path-escape", message=escape)
@@ -297,8 +328,13 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
     page = None if doc is None or doc.status != "indexed" else _page_from_chunks(engine.store, doc, offset, limit)
     if page is not None:  # a long document: the page from its chunks, not the whole text
         end = min(doc.text_length, offset + limit)
-        out.update(found=True, documentPath=document_path(collectionPath, filePath), totalLength=doc.text_length,
-                   text=page, nextOffset=end if end < doc.text_length else None)
+        out.update(
+            found=True,
+            documentPath=document_path(collectionPath, filePath),
+            totalLength=doc.text_length,
+            text=page,
+            nextOffset=end if end < doc.text_length else None,
+        )
         return out  # type: ignore[return-value]
     text = None if doc is None or doc.status != "indexed" else engine.store.document_text(collectionPath, filePath)
     if text is None:
@@ -308,8 +344,13 @@ def tool_read_document(engine: Engine, collectionPath: str, filePath: str, offse
             _no_text(out, doc)
         return out  # type: ignore[return-value]
     end = min(len(text), offset + limit)
-    out.update(found=True, documentPath=document_path(collectionPath, filePath), totalLength=len(text),
-               text=text[offset:end], nextOffset=end if end < len(text) else None)
+    out.update(
+        found=True,
+        documentPath=document_path(collectionPath, filePath),
+        totalLength=len(text),
+        text=text[offset:end],
+        nextOffset=end if end < len(text) else None,
+    )
     return out  # type: ignore[return-value]
 
 
@@ -360,13 +401,17 @@ def _page_from_chunks(store, doc, offset: int, limit: int) -> str | None:
         if c is None or c.start > pos or len(c.chunk_text) != c.end - c.start:
             return None
         stop = min(c.end, end)
-        pieces.append(c.chunk_text[pos - c.start:stop - c.start])
+        pieces.append(c.chunk_text[pos - c.start : stop - c.start])
         pos, i = stop, i + 1
         if pos < end and i >= n:
             return None
     now = store.get_document(*key)
     if now is None or (now.content_hash, now.indexed_at, now.chunk_count, now.text_length) != (
-            doc.content_hash, doc.indexed_at, n, total):
+        doc.content_hash,
+        doc.indexed_at,
+        n,
+        total,
+    ):
         return None
     return "".join(pieces)
 
@@ -386,9 +431,15 @@ def _find_document(engine: Engine, doc_path: str):
     for d in docs:
         if document_path(d.collection_path, d.file_path) == doc_path:
             return d
-    found = [d for d in docs if any(document_path(c, f) == doc_path
-                                    for c in [d.collection_path] + other_forms(d.collection_path)
-                                    for f in [d.file_path] + other_forms(d.file_path))]
+    found = [
+        d
+        for d in docs
+        if any(
+            document_path(c, f) == doc_path
+            for c in [d.collection_path] + other_forms(d.collection_path)
+            for f in [d.file_path] + other_forms(d.file_path)
+        )
+    ]
     return found[0] if len(found) == 1 else None
 
 
@@ -397,15 +448,28 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     ``collectionPath`` + ``filePath`` so the caller can ``read_document``."""
     d = _find_document(engine, documentPath)
     if d is None:
-        return {"found": False, "documentPath": documentPath,  # type: ignore[return-value]
-                "message": f"no document node {documentPath!r}; paths look like "
-                           "'<collectionPath>/_Documents/<slug>' (see search hits)"}
+        return {
+            "found": False,
+            "documentPath": documentPath,  # type: ignore[return-value]
+            "message": f"no document node {documentPath!r}; paths look like "
+            "'<collectionPath>/_Documents/<slug>' (see search hits)",
+        }
     out: dict[str, Any] = {
-        "found": True, "documentPath": documentPath, "collectionPath": d.collection_path,
-        "filePath": d.file_path, "fileType": d.file_type, "status": d.status,
-        "contentHash": d.content_hash, "sizeBytes": d.size_bytes, "lastModified": d.last_modified,
-        "indexedAt": d.indexed_at, "pageCount": d.page_count, "chunkCount": d.chunk_count,
-        "textLength": d.text_length, "summary": d.summary, "metadata": d.metadata,
+        "found": True,
+        "documentPath": documentPath,
+        "collectionPath": d.collection_path,
+        "filePath": d.file_path,
+        "fileType": d.file_type,
+        "status": d.status,
+        "contentHash": d.content_hash,
+        "sizeBytes": d.size_bytes,
+        "lastModified": d.last_modified,
+        "indexedAt": d.indexed_at,
+        "pageCount": d.page_count,
+        "chunkCount": d.chunk_count,
+        "textLength": d.text_length,
+        "summary": d.summary,
+        "metadata": d.metadata,
     }
     if d.reason:
         out["reason"] = d.reason
@@ -417,8 +481,11 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
 
 def _noted_file(d) -> dict[str, Any]:
     """An indexed document's extraction notes (and text encoding) for ``index_status``."""
-    out: dict[str, Any] = {"collectionPath": d.collection_path, "filePath": d.file_path,
-                           "notes": list(d.metadata["notes"])}
+    out: dict[str, Any] = {
+        "collectionPath": d.collection_path,
+        "filePath": d.file_path,
+        "notes": list(d.metadata["notes"]),
+    }
     if "encoding" in d.metadata:
         out["encoding"] = d.metadata["encoding"]
     if "encodingConfidence" in d.metadata:
@@ -440,8 +507,9 @@ def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
     return None
 
 
-def tool_list_documents(engine: Engine, collectionPath: str, offset: int = 0,
-                        limit: int = LIST_LIMIT_DEFAULT) -> E.DocumentList:
+def tool_list_documents(
+    engine: Engine, collectionPath: str, offset: int = 0, limit: int = LIST_LIMIT_DEFAULT
+) -> E.DocumentList:
     """``list_documents``: a collection's files, sorted by filePath, paged.
 
     Each entry: ``documentPath`` (for ``get_document``), ``filePath`` (for
@@ -450,23 +518,30 @@ def tool_list_documents(engine: Engine, collectionPath: str, offset: int = 0,
     extractor recorded them the text ``encoding`` and the ``ocrPages``.
     Unknown collection: ``found: false`` with a message (an answer, not an error).
     """
-    collectionPath = form_found(normalise_collection_path(collectionPath),
-                                lambda c: engine.store.get_collection(c) is not None)  # NFC / NFD
+    collectionPath = form_found(
+        normalise_collection_path(collectionPath), lambda c: engine.store.get_collection(c) is not None
+    )  # NFC / NFD
     out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "offset": offset}
     if engine.store.get_collection(collectionPath) is None:
         known = ", ".join(c.collection_path for c in engine.store.collections()) or "none"
-        out.update(total=0, count=0, documents=[], nextOffset=None,
-                   message=f"no collection {collectionPath!r}; known: {known}")
+        out.update(
+            total=0, count=0, documents=[], nextOffset=None, message=f"no collection {collectionPath!r}; known: {known}"
+        )
         return out  # type: ignore[return-value]
     docs = engine.store.documents(collectionPath)
-    page = docs[offset:offset + limit]
+    page = docs[offset : offset + limit]
     rows = []
     for d in page:
         meta = d.metadata or {}
         row: dict[str, Any] = {
-            "documentPath": document_path(d.collection_path, d.file_path), "filePath": d.file_path,
-            "fileType": d.file_type, "status": d.status, "pageCount": d.page_count,
-            "chunkCount": d.chunk_count, "textLength": d.text_length, "sizeBytes": d.size_bytes,
+            "documentPath": document_path(d.collection_path, d.file_path),
+            "filePath": d.file_path,
+            "fileType": d.file_type,
+            "status": d.status,
+            "pageCount": d.page_count,
+            "chunkCount": d.chunk_count,
+            "textLength": d.text_length,
+            "sizeBytes": d.size_bytes,
         }
         if d.reason:
             row["reason"] = d.reason
@@ -477,8 +552,9 @@ def tool_list_documents(engine: Engine, collectionPath: str, offset: int = 0,
             row["ocrPages"] = ocr
         rows.append(row)
     end = offset + len(page)
-    out.update(found=True, total=len(docs), count=len(rows), documents=rows,
-               nextOffset=end if end < len(docs) else None)
+    out.update(
+        found=True, total=len(docs), count=len(rows), documents=rows, nextOffset=end if end < len(docs) else None
+    )
     return out  # type: ignore[return-value]
 
 
@@ -496,21 +572,45 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         p["chunks"] += d.chunk_count
         if d.status != "indexed":
             p["failed"] += d.status == "failed"
-            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
-                             "status": d.status, "reason": d.reason or ""})
+            failures.append(
+                {
+                    "collectionPath": d.collection_path,
+                    "filePath": d.file_path,
+                    "status": d.status,
+                    "reason": d.reason or "",
+                }
+            )
         elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
             stale = d.metadata["stale"]
-            failures.append({"collectionPath": d.collection_path, "filePath": d.file_path,
-                             "status": "stale", "reason": f"{stale.get('code')}: {stale.get('reason', '')}"})
+            failures.append(
+                {
+                    "collectionPath": d.collection_path,
+                    "filePath": d.file_path,
+                    "status": "stale",
+                    "reason": f"{stale.get('code')}: {stale.get('reason', '')}",
+                }
+            )
         elif d.metadata.get("notes"):
             noted.append(_noted_file(d))
-    colls = [{"collectionPath": c.collection_path, "root": c.root,
-              **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0}),
-              **({"passwordRef": c.password_ref} if c.password_ref else {})}  # a reference, never the password
-             for c in store.collections()]
-    vectors = [{"model": m, "dim": int(v.get("dim", 0)), "vectors": int(v.get("vectors", 0)),
-                "stale": int(v.get("stale", 0)), "missing": int(v.get("missing", 0))}
-               for m, v in sorted(store.vector_counts().items())]
+    colls = [
+        {
+            "collectionPath": c.collection_path,
+            "root": c.root,
+            **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0}),
+            **({"passwordRef": c.password_ref} if c.password_ref else {}),
+        }  # a reference, never the password
+        for c in store.collections()
+    ]
+    vectors = [
+        {
+            "model": m,
+            "dim": int(v.get("dim", 0)),
+            "vectors": int(v.get("vectors", 0)),
+            "stale": int(v.get("stale", 0)),
+            "missing": int(v.get("missing", 0)),
+        }
+        for m, v in sorted(store.vector_counts().items())
+    ]
     notes = store.embed_notes()  # embed pass: truncated / failed chunks per model
     for v in vectors:
         n = notes.get(v["model"], {})

@@ -43,8 +43,16 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 from engine.tools.answers import (  # noqa: E402,F401  (re-exported: the registry's functions)
-    LIST_LIMIT_DEFAULT, READ_LIMIT_DEFAULT, SCORE_DECIMALS, tool_get_chunk, tool_get_document, tool_index_status,
-    tool_list_documents, tool_read_document, tool_search, tool_search_chunks,
+    LIST_LIMIT_DEFAULT,
+    READ_LIMIT_DEFAULT,
+    SCORE_DECIMALS,
+    tool_get_chunk,
+    tool_get_document,
+    tool_index_status,
+    tool_list_documents,
+    tool_read_document,
+    tool_search,
+    tool_search_chunks,
 )
 
 
@@ -70,35 +78,53 @@ class Tool:
 
 
 _PATHS = {
-    "collectionPath": {"type": "string", "minLength": 1,
-                       "description": "collection node path, e.g. 'ACME/Reports'"},
-    "filePath": {"type": "string", "minLength": 1,
-                 "description": "POSIX path of the file relative to the collection root"},
+    "collectionPath": {"type": "string", "minLength": 1, "description": "collection node path, e.g. 'ACME/Reports'"},
+    "filePath": {
+        "type": "string",
+        "minLength": 1,
+        "description": "POSIX path of the file relative to the collection root",
+    },
 }
 _SEARCH_ARGS = {
-    "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
-              "description": "words to search for (at most "
-              f"{MAX_QUERY_CHARS} characters); may contain 'namespace:<collectionPath>' (targets "
-              f"that collection; repeatable) and 'scope:{'|'.join(SCOPE_QUALIFIERS)}' (exact: that "
-              "collection only, the default; subtree: it and the collections below; "
-              "ancestorsandself: it and its ancestors). Other key:value tokens are named in "
-              "'hint' and not searched"},
-    "scope": {"type": ["string", "array", "null"], "items": {"type": "string", "minLength": 1},
-              "minItems": 1, "maxItems": 100,
-              "description": "anchored scope: a node path, or a list of them; each path and its "
-              "ancestors are searched; '*' = every collection. A trailing '/' is accepted"},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20,
-              "description": "hits to return"},
-    "mode": {"type": "string", "enum": ["auto", "vector", "keyword", "hybrid"], "default": "auto",
-             "description": "vector = cosine over embeddings, keyword = BM25 (stemmed; CJK by "
-             "substring), hybrid = weighted reciprocal rank fusion of both (each hit carries "
-             "vectorScore/vectorRank/keywordScore/keywordRank); auto = hybrid when a provider is "
-             "configured and vectors exist for it, else keyword"},
-    "minScore": {"type": ["number", "null"],
-                 "description": "drop hits whose score (the mode's own: cosine, BM25 or fused) is below this"},
-    "vectorWeight": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
-                     "description": "hybrid only: weight of the vector ranking in the fusion, 0..1 "
-                     "(default 0.5; 1 = vector order, 0 = keyword order)"},
+    "query": {
+        "type": "string",
+        "maxLength": MAX_QUERY_CHARS,
+        "description": "words to search for (at most "
+        f"{MAX_QUERY_CHARS} characters); may contain 'namespace:<collectionPath>' (targets "
+        f"that collection; repeatable) and 'scope:{'|'.join(SCOPE_QUALIFIERS)}' (exact: that "
+        "collection only, the default; subtree: it and the collections below; "
+        "ancestorsandself: it and its ancestors). Other key:value tokens are named in "
+        "'hint' and not searched",
+    },
+    "scope": {
+        "type": ["string", "array", "null"],
+        "items": {"type": "string", "minLength": 1},
+        "minItems": 1,
+        "maxItems": 100,
+        "description": "anchored scope: a node path, or a list of them; each path and its "
+        "ancestors are searched; '*' = every collection. A trailing '/' is accepted",
+    },
+    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20, "description": "hits to return"},
+    "mode": {
+        "type": "string",
+        "enum": ["auto", "vector", "keyword", "hybrid"],
+        "default": "auto",
+        "description": "vector = cosine over embeddings, keyword = BM25 (stemmed; CJK by "
+        "substring), hybrid = weighted reciprocal rank fusion of both (each hit carries "
+        "vectorScore/vectorRank/keywordScore/keywordRank); auto = hybrid when a provider is "
+        "configured and vectors exist for it, else keyword",
+    },
+    "minScore": {
+        "type": ["number", "null"],
+        "description": "drop hits whose score (the mode's own: cosine, BM25 or fused) is below this",
+    },
+    "vectorWeight": {
+        "type": ["number", "null"],
+        "minimum": 0,
+        "maximum": 1,
+        "description": "hybrid only: weight of the vector ranking in the fusion, 0..1 "
+        "(default 0.5; 1 = vector order, 0 = keyword order)",
+    },
 }
 
 
@@ -109,63 +135,121 @@ def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 REGISTRY: dict[str, Tool] = {
     t.name: t
     for t in (
-        Tool("search",
-             "Which documents are about X? Ranks files by their best chunk. Returns one hit per file "
-             "(documentPath, collectionPath, filePath, rank, score, snippet, chunkIndex of the best "
-             "chunk). Give a scope or a namespace: token. On error the envelope has searched=false "
-             "and an 'error' code; never read that as 'no results'.",
-             _schema(_SEARCH_ARGS, ["query"]), tool_search, E.SearchResult),
-        Tool("search_chunks",
-             "Find passages about X. Returns chunks (not deduplicated by file) with rank, score "
-             "(hybrid by default: fused, with vectorScore/vectorRank/keywordScore/keywordRank), "
-             "snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
-             "for the full text and its neighbours.",
-             _schema(_SEARCH_ARGS, ["query"]), tool_search_chunks, E.SearchResult),
-        Tool("get_chunk",
-             "Read one chunk (about 1000 characters; neighbours overlap by 150) with its page, bbox, "
-             "start/end character offsets, and prevIndex/nextIndex to step through the document. "
-             "Out of range answers found=false with totalChunks and the valid range; a file that failed, "
-             "is encrypted or has no text answers found=false with status, reasonCode and message.",
-             _schema({**_PATHS, "chunkIndex": {"type": "integer", "minimum": 0,
-                                               "description": "0-based chunk index"}},
-                     ["collectionPath", "filePath", "chunkIndex"]),
-             tool_get_chunk, E.ChunkResult),
-        Tool("read_document",
-             "Read a document's whole extracted text (use this for a whole table or section, not "
-             "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end. "
-             "A file that failed, is encrypted or has no text answers found=false with status, "
-             "reasonCode and message (never an empty text).",
-             _schema({**_PATHS,
-                      "offset": {"type": "integer", "minimum": 0, "default": 0,
-                                 "description": "character offset to start at"},
-                      "limit": {"type": ["integer", "null"], "minimum": 1,
-                                "description": f"characters to return (default {READ_LIMIT_DEFAULT})"}},
-                     ["collectionPath", "filePath"]),
-             tool_read_document, E.DocumentText),
-        Tool("get_document",
-             "Metadata and a short summary of a document node (never its text), with collectionPath "
-             "and filePath for read_document.",
-             _schema({"documentPath": {"type": "string", "minLength": 1,
-                                       "description": "'<collectionPath>/_Documents/<slug>' as in search hits"}},
-                     ["documentPath"]),
-             tool_get_document, E.DocumentNode),
-        Tool("list_documents",
-             "List a collection's files (paged, sorted by filePath): documentPath for get_document, "
-             "filePath for get_chunk/read_document, type, status and reason (failed/empty files "
-             "too), pages, chunks, text encoding and OCR pages where recorded.",
-             _schema({"collectionPath": _PATHS["collectionPath"],
-                      "offset": {"type": "integer", "minimum": 0, "default": 0,
-                                 "description": "documents to skip"},
-                      "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": LIST_LIMIT_DEFAULT,
-                                "description": "documents to return"}},
-                     ["collectionPath"]),
-             tool_list_documents, E.DocumentList),
-        Tool("index_status",
-             "What is indexed: collections, documents, chunks, vectors per model, stale vectors, failed "
-             "files with reasons, and the embedding provider with its probe result.",
-             _schema({"probe": {"type": "boolean", "default": True,
-                                "description": "embed a fixed string to check the provider"}}, []),
-             tool_index_status, E.IndexStatus),
+        Tool(
+            "search",
+            "Which documents are about X? Ranks files by their best chunk. Returns one hit per file "
+            "(documentPath, collectionPath, filePath, rank, score, snippet, chunkIndex of the best "
+            "chunk). Give a scope or a namespace: token. On error the envelope has searched=false "
+            "and an 'error' code; never read that as 'no results'.",
+            _schema(_SEARCH_ARGS, ["query"]),
+            tool_search,
+            E.SearchResult,
+        ),
+        Tool(
+            "search_chunks",
+            "Find passages about X. Returns chunks (not deduplicated by file) with rank, score "
+            "(hybrid by default: fused, with vectorScore/vectorRank/keywordScore/keywordRank), "
+            "snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
+            "for the full text and its neighbours.",
+            _schema(_SEARCH_ARGS, ["query"]),
+            tool_search_chunks,
+            E.SearchResult,
+        ),
+        Tool(
+            "get_chunk",
+            "Read one chunk (about 1000 characters; neighbours overlap by 150) with its page, bbox, "
+            "start/end character offsets, and prevIndex/nextIndex to step through the document. "
+            "Out of range answers found=false with totalChunks and the valid range; a file that failed, "
+            "is encrypted or has no text answers found=false with status, reasonCode and message.",
+            _schema(
+                {**_PATHS, "chunkIndex": {"type": "integer", "minimum": 0, "description": "0-based chunk index"}},
+                ["collectionPath", "filePath", "chunkIndex"],
+            ),
+            tool_get_chunk,
+            E.ChunkResult,
+        ),
+        Tool(
+            "read_document",
+            "Read a document's whole extracted text (use this for a whole table or section, not "
+            "chunk stepping). Paged: 'limit' characters from 'offset'; nextOffset is null at the end. "
+            "A file that failed, is encrypted or has no text answers found=false with status, "
+            "reasonCode and message (never an empty text).",
+            _schema(
+                {
+                    **_PATHS,
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "default": 0,
+                        "description": "character offset to start at",
+                    },
+                    "limit": {
+                        "type": ["integer", "null"],
+                        "minimum": 1,
+                        "description": f"characters to return (default {READ_LIMIT_DEFAULT})",
+                    },
+                },
+                ["collectionPath", "filePath"],
+            ),
+            tool_read_document,
+            E.DocumentText,
+        ),
+        Tool(
+            "get_document",
+            "Metadata and a short summary of a document node (never its text), with collectionPath "
+            "and filePath for read_document.",
+            _schema(
+                {
+                    "documentPath": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "'<collectionPath>/_Documents/<slug>' as in search hits",
+                    }
+                },
+                ["documentPath"],
+            ),
+            tool_get_document,
+            E.DocumentNode,
+        ),
+        Tool(
+            "list_documents",
+            "List a collection's files (paged, sorted by filePath): documentPath for get_document, "
+            "filePath for get_chunk/read_document, type, status and reason (failed/empty files "
+            "too), pages, chunks, text encoding and OCR pages where recorded.",
+            _schema(
+                {
+                    "collectionPath": _PATHS["collectionPath"],
+                    "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "documents to skip"},
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 1000,
+                        "default": LIST_LIMIT_DEFAULT,
+                        "description": "documents to return",
+                    },
+                },
+                ["collectionPath"],
+            ),
+            tool_list_documents,
+            E.DocumentList,
+        ),
+        Tool(
+            "index_status",
+            "What is indexed: collections, documents, chunks, vectors per model, stale vectors, failed "
+            "files with reasons, and the embedding provider with its probe result.",
+            _schema(
+                {
+                    "probe": {
+                        "type": "boolean",
+                        "default": True,
+                        "description": "embed a fixed string to check the provider",
+                    }
+                },
+                [],
+            ),
+            tool_index_status,
+            E.IndexStatus,
+        ),
     )
 }
 
@@ -190,8 +274,21 @@ def _validator(tool: Tool):
 
 #: Schema keywords the accept-only check (``_plainly_valid``) understands; a property
 #: using any other keyword is always left to jsonschema.
-_PLAIN_KEYWORDS = frozenset({"type", "minLength", "maxLength", "minimum", "maximum", "enum", "items",
-                             "minItems", "maxItems", "default", "description"})
+_PLAIN_KEYWORDS = frozenset(
+    {
+        "type",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "enum",
+        "items",
+        "minItems",
+        "maxItems",
+        "default",
+        "description",
+    }
+)
 _PLAIN_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array"})
 _PLAIN: dict[str, tuple[dict[str, Any], dict[str, Any], tuple[str, ...]] | None] = {}
 
@@ -224,8 +321,12 @@ def _plain_check(spec: Any) -> Callable[[Any], bool] | None:
     def ok(v: Any) -> bool:
         t = type(v)
         if t is str:
-            return "string" in kinds and lo_len <= len(v) and (hi_len is None or len(v) <= hi_len) and (
-                enum is None or v in enum)
+            return (
+                "string" in kinds
+                and lo_len <= len(v)
+                and (hi_len is None or len(v) <= hi_len)
+                and (enum is None or v in enum)
+            )
         if enum is not None:
             return False
         if t is int:
@@ -237,8 +338,12 @@ def _plain_check(spec: Any) -> Callable[[Any], bool] | None:
         if v is None:
             return "null" in kinds
         if t is list:
-            return "array" in kinds and lo_items <= len(v) and (hi_items is None or len(v) <= hi_items) and (
-                items is None or all(items(x) for x in v))
+            return (
+                "array" in kinds
+                and lo_items <= len(v)
+                and (hi_items is None or len(v) <= hi_items)
+                and (items is None or all(items(x) for x in v))
+            )
         return False
 
     return ok
@@ -253,8 +358,11 @@ def _plainly_valid(tool: Tool, arguments: dict[str, Any]) -> bool:
     if plain is False or (plain is not None and plain[0] is not tool.schema):
         plain = None
         schema = tool.schema
-        if set(schema) <= {"type", "properties", "required", "additionalProperties"} and \
-                schema.get("type") == "object" and schema.get("additionalProperties") is False:
+        if (
+            set(schema) <= {"type", "properties", "required", "additionalProperties"}
+            and schema.get("type") == "object"
+            and schema.get("additionalProperties") is False
+        ):
             checks = {name: _plain_check(spec) for name, spec in schema.get("properties", {}).items()}
             if all(c is not None for c in checks.values()):
                 plain = (schema, checks, tuple(schema.get("required", ())))
@@ -283,9 +391,11 @@ def _validate(tool: Tool, arguments: dict[str, Any]) -> None:
             raise error
     except jsonschema.ValidationError as e:
         where = ".".join(str(p) for p in e.absolute_path) or (
-            e.message.split("'")[1] if e.validator in ("required", "additionalProperties") and "'" in e.message else "")
-        raise ToolArgumentError(f"{tool.name}: argument {where!r}: {e.message}" if where
-                                else f"{tool.name}: {e.message}") from None
+            e.message.split("'")[1] if e.validator in ("required", "additionalProperties") and "'" in e.message else ""
+        )
+        raise ToolArgumentError(
+            f"{tool.name}: argument {where!r}: {e.message}" if where else f"{tool.name}: {e.message}"
+        ) from None
 
 
 def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -382,20 +492,44 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str
     fail = {"error": "index-unavailable", "message": message}
     a = arguments
     if name in ("search", "search_chunks"):
-        return {"searched": False, "query": a.get("query", ""), "mode": a.get("mode", "auto"),
-                "collections": [], **fail}
+        return {
+            "searched": False,
+            "query": a.get("query", ""),
+            "mode": a.get("mode", "auto"),
+            "collections": [],
+            **fail,
+        }
     if name == "get_chunk":
-        return {"found": False, "collectionPath": a["collectionPath"], "filePath": a["filePath"],
-                "chunkIndex": a["chunkIndex"], "totalChunks": 0, **fail}
+        return {
+            "found": False,
+            "collectionPath": a["collectionPath"],
+            "filePath": a["filePath"],
+            "chunkIndex": a["chunkIndex"],
+            "totalChunks": 0,
+            **fail,
+        }
     if name == "read_document":
-        return {"found": False, "collectionPath": a["collectionPath"], "filePath": a["filePath"],
-                "offset": a.get("offset", 0), **fail}
+        return {
+            "found": False,
+            "collectionPath": a["collectionPath"],
+            "filePath": a["filePath"],
+            "offset": a.get("offset", 0),
+            **fail,
+        }
     if name == "get_document":
         return {"found": False, "documentPath": a["documentPath"], **fail}
     if name == "list_documents":
         return {"found": False, "collectionPath": a["collectionPath"], "offset": a.get("offset", 0), **fail}
-    return {"collections": [], "documents": 0, "chunks": 0, "vectors": [], "staleVectors": 0,
-            "failures": [], "provider": {"provider": "", "model": "", "dim": 0}, **fail}
+    return {
+        "collections": [],
+        "documents": 0,
+        "chunks": 0,
+        "vectors": [],
+        "staleVectors": 0,
+        "failures": [],
+        "provider": {"provider": "", "model": "", "dim": 0},
+        **fail,
+    }
 
 
 def _integers(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -418,8 +552,11 @@ def _arg_kinds(tool: Tool) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]
     if hit is None or hit[0] is not tool.schema:
         props = tool.schema["properties"]
         lengths = tuple((arg, spec["maxLength"]) for arg, spec in props.items() if spec.get("maxLength") is not None)
-        ints = tuple(arg for arg, spec in props.items() if spec.get("type") == "integer" or (
-            isinstance(spec.get("type"), list) and "integer" in spec["type"]))
+        ints = tuple(
+            arg
+            for arg, spec in props.items()
+            if spec.get("type") == "integer" or (isinstance(spec.get("type"), list) and "integer" in spec["type"])
+        )
         hit = _ARG_KINDS[tool.name] = (tool.schema, lengths, ints)
     return hit[1], hit[2]
 
@@ -492,7 +629,7 @@ def cli_command(name: str, arguments: dict[str, Any], settings: Any = None) -> s
             if arg == "probe" and not value:
                 parts.append("--no-probe")
             continue
-        for item in (value if isinstance(value, list) else [value]):
+        for item in value if isinstance(value, list) else [value]:
             parts += [cli_option(arg), str(item)]
     if name == "index_status":
         parts.append("--json")

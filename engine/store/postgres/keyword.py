@@ -19,8 +19,13 @@ from engine.store.postgres.rows import CHUNK_SELECT, row_to_chunk
 __all__ = ["search_keyword"]
 
 
-def search_keyword(pool: Any, schemas: Callable[[list[str] | None], dict[str, list[str] | None]],
-                   query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
+def search_keyword(
+    pool: Any,
+    schemas: Callable[[list[str] | None], dict[str, list[str] | None]],
+    query: str,
+    collection_paths: Iterable[str] | None,
+    limit: int,
+) -> list[KeywordHit]:
     """Full-text hits over chunk_text, best first; all terms first, then any term.
 
     The query is cut by ``engine.store.fts.keyword_terms`` (deduplicated,
@@ -49,8 +54,7 @@ def search_keyword(pool: Any, schemas: Callable[[list[str] | None], dict[str, li
         return []
     latin = " ".join(terms.latin)
     targets = schemas(None if collection_paths is None else list(collection_paths))
-    cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
-                              for n in CHUNK_SELECT.split(","))
+    cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip())) for n in CHUNK_SELECT.split(","))
     passes = []
     for config, column in (("english", "tsv_en"), ("simple", "tsv")):
         for joiner in (" & ", " | "):
@@ -79,12 +83,14 @@ def search_keyword(pool: Any, schemas: Callable[[list[str] | None], dict[str, li
                 if paths is not None:
                     full += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
                     params["paths"] = paths
-                rows = conn.execute(sql.SQL(
-                    "SELECT {cols}, {score} AS score FROM {s}.content_chunks c, "
-                    "(SELECT {tsq} AS tq) q WHERE {where} "
-                    "ORDER BY score DESC, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
-                ).format(cols=cols, score=score, s=sql.Identifier(schema), tsq=tq, where=full),
-                    params).fetchall()
+                rows = conn.execute(
+                    sql.SQL(
+                        "SELECT {cols}, {score} AS score FROM {s}.content_chunks c, "
+                        "(SELECT {tsq} AS tq) q WHERE {where} "
+                        "ORDER BY score DESC, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
+                    ).format(cols=cols, score=score, s=sql.Identifier(schema), tsq=tq, where=full),
+                    params,
+                ).fetchall()
                 hits.extend(KeywordHit(row_to_chunk(r), float(r["score"])) for r in rows)
             if hits:
                 break

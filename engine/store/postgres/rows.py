@@ -112,18 +112,44 @@ def row_to_document(r: dict[str, Any]) -> Document:
 
 def document_params(d: Document, text: str) -> tuple[Any, ...]:
     """The 16 ``DOCUMENT_UPSERT`` parameters of a document and its full extracted text (NUL escaped)."""
-    return (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
-            d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
-            d.chunk_count, d.text_length, pg_text(d.summary), pg_jsonb(d.metadata), pg_text(text))
+    return (
+        d.collection_path,
+        d.file_path,
+        d.content_hash,
+        d.settings_key,
+        d.file_type,
+        d.status,
+        d.reason,
+        d.size_bytes,
+        d.last_modified,
+        d.indexed_at,
+        d.page_count,
+        d.chunk_count,
+        d.text_length,
+        pg_text(d.summary),
+        pg_jsonb(d.metadata),
+        pg_text(text),
+    )
 
 
 def chunk_params(c: Chunk) -> tuple[Any, ...]:
     """The 14 ``CHUNK_INSERT`` parameters of a chunk (bbox/regions/metadata as jsonb text, NUL escaped)."""
-    return (c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start,
-            c.end, pg_text(c.chunk_text), c.page, pg_text(c.page_label),
-            pg_jsonb(c.bbox.to_dict() if c.bbox else None),
-            pg_jsonb([r.to_store() for r in c.regions]), pg_jsonb(c.metadata),
-            c.last_modified)
+    return (
+        c.collection_path,
+        c.file_path,
+        c.chunk_index,
+        c.chunk_id,
+        c.content_hash,
+        c.start,
+        c.end,
+        pg_text(c.chunk_text),
+        c.page,
+        pg_text(c.page_label),
+        pg_jsonb(c.bbox.to_dict() if c.bbox else None),
+        pg_jsonb([r.to_store() for r in c.regions]),
+        pg_jsonb(c.metadata),
+        c.last_modified,
+    )
 
 
 def pg_text(value: str | None) -> str | None:

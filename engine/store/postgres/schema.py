@@ -72,7 +72,7 @@ SHARED_SCHEMA = "chunknav"
 HNSW_MAX_DIM = 2000
 #: Largest dimension indexed as ``halfvec`` (float16); above it search is exact.
 HALFVEC_MAX_DIM = 4000
-#: HNSW build parameters (pgvector defaults; recall measured in tests/test_postgres.py).
+#: HNSW build parameters (pgvector defaults; recall measured in tests/store/test_postgres.py).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 #: Transaction advisory-lock key serialising DDL (provisioning) across processes.
@@ -120,33 +120,75 @@ TableSpec = tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], 
 
 #: Shared-schema tables: (name, keys, columns, indexes); see ``apply_ddl``.
 SHARED_TABLES: tuple[TableSpec, ...] = (
-    ("collections", "collection_path text PRIMARY KEY",
-     (("root", "text NOT NULL DEFAULT ''"), ("password", "text"), ("partition", "text NOT NULL DEFAULT ''")), ()),
-    ("partitions", "partition text PRIMARY KEY, schema_name text NOT NULL UNIQUE",
-     (("provisioned_at", "double precision NOT NULL DEFAULT 0"),), ()),
-    ("vectors", "chunk_id text NOT NULL, model text NOT NULL, PRIMARY KEY (chunk_id, model)",
-     (("dim", "integer NOT NULL DEFAULT 0"), ("embedding", "vector"),
-      ("created", "double precision NOT NULL DEFAULT 0")),
-     (("vectors_model_dim", "(model, dim)"),)),
-    ("runs", "id bigserial PRIMARY KEY",
-     (("saved_at", "double precision NOT NULL DEFAULT 0"), ("summary", "jsonb NOT NULL DEFAULT '{}'::jsonb")), ()),
+    (
+        "collections",
+        "collection_path text PRIMARY KEY",
+        (("root", "text NOT NULL DEFAULT ''"), ("password", "text"), ("partition", "text NOT NULL DEFAULT ''")),
+        (),
+    ),
+    (
+        "partitions",
+        "partition text PRIMARY KEY, schema_name text NOT NULL UNIQUE",
+        (("provisioned_at", "double precision NOT NULL DEFAULT 0"),),
+        (),
+    ),
+    (
+        "vectors",
+        "chunk_id text NOT NULL, model text NOT NULL, PRIMARY KEY (chunk_id, model)",
+        (
+            ("dim", "integer NOT NULL DEFAULT 0"),
+            ("embedding", "vector"),
+            ("created", "double precision NOT NULL DEFAULT 0"),
+        ),
+        (("vectors_model_dim", "(model, dim)"),),
+    ),
+    (
+        "runs",
+        "id bigserial PRIMARY KEY",
+        (("saved_at", "double precision NOT NULL DEFAULT 0"), ("summary", "jsonb NOT NULL DEFAULT '{}'::jsonb")),
+        (),
+    ),
     # embedding notes (engine/store/postgres/notes.py): window-text hash -> the chunk whose vector holds it,
     # and per (chunk, model) a truncation or a failure of the embed pass.
-    ("vector_texts", "text_hash text NOT NULL, model text NOT NULL, PRIMARY KEY (text_hash, model)",
-     (("chunk_id", "text NOT NULL DEFAULT ''"), ("truncated_chars", "integer")), ()),
-    ("embed_notes", "chunk_id text NOT NULL, model text NOT NULL, PRIMARY KEY (chunk_id, model)",
-     (("kind", "text NOT NULL DEFAULT ''"), ("chars", "integer"), ("code", "text"), ("reason", "text"),
-      ("created", "double precision NOT NULL DEFAULT 0")), ()),
+    (
+        "vector_texts",
+        "text_hash text NOT NULL, model text NOT NULL, PRIMARY KEY (text_hash, model)",
+        (("chunk_id", "text NOT NULL DEFAULT ''"), ("truncated_chars", "integer")),
+        (),
+    ),
+    (
+        "embed_notes",
+        "chunk_id text NOT NULL, model text NOT NULL, PRIMARY KEY (chunk_id, model)",
+        (
+            ("kind", "text NOT NULL DEFAULT ''"),
+            ("chars", "integer"),
+            ("code", "text"),
+            ("reason", "text"),
+            ("created", "double precision NOT NULL DEFAULT 0"),
+        ),
+        (),
+    ),
 )
 #: Per-partition tables, in the order writes touch them (documents, then chunks).
 PARTITION_TABLES: tuple[TableSpec, ...] = (
-    ("documents", "collection_path text NOT NULL, file_path text NOT NULL, PRIMARY KEY (collection_path, file_path)",
-     DOCUMENT_COLUMNS, ()),
-    ("content_chunks", "collection_path text NOT NULL, file_path text NOT NULL, chunk_index integer NOT NULL, "
-     "PRIMARY KEY (collection_path, file_path, chunk_index)",
-     CHUNK_COLUMNS,
-     (("content_chunks_chunk_id", "(chunk_id)"), ("content_chunks_collection", "(collection_path, chunk_id)"),
-      ("content_chunks_tsv", "USING gin (tsv)"), ("content_chunks_tsv_en", "USING gin (tsv_en)"))),
+    (
+        "documents",
+        "collection_path text NOT NULL, file_path text NOT NULL, PRIMARY KEY (collection_path, file_path)",
+        DOCUMENT_COLUMNS,
+        (),
+    ),
+    (
+        "content_chunks",
+        "collection_path text NOT NULL, file_path text NOT NULL, chunk_index integer NOT NULL, "
+        "PRIMARY KEY (collection_path, file_path, chunk_index)",
+        CHUNK_COLUMNS,
+        (
+            ("content_chunks_chunk_id", "(chunk_id)"),
+            ("content_chunks_collection", "(collection_path, chunk_id)"),
+            ("content_chunks_tsv", "USING gin (tsv)"),
+            ("content_chunks_tsv_en", "USING gin (tsv_en)"),
+        ),
+    ),
 )
 
 
@@ -222,12 +264,17 @@ def apply_ddl(conn: psycopg.Connection, schema: str, tables: tuple[TableSpec, ..
     """
     s = sql.Identifier(schema)
     have_schema = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
-    cols = {(r["table_name"], r["column_name"]) for r in conn.execute(
-        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s",
-        (schema,)).fetchall()}
+    cols = {
+        (r["table_name"], r["column_name"])
+        for r in conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s", (schema,)
+        ).fetchall()
+    }
     tables_have = {t for t, _c in cols}
-    indexes = {r["indexname"] for r in conn.execute(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)).fetchall()}
+    indexes = {
+        r["indexname"]
+        for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)).fetchall()
+    }
     todo: list[sql.Composable] = []
     if have_schema is None:
         todo.append(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
@@ -237,12 +284,18 @@ def apply_ddl(conn: psycopg.Connection, schema: str, tables: tuple[TableSpec, ..
             todo.append(sql.SQL("CREATE TABLE IF NOT EXISTS {}.{} ({})").format(s, t, sql.SQL(keys)))
         for name, decl in columns:
             if (table, name) not in cols:
-                todo.append(sql.SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS {} {}")
-                            .format(s, t, sql.Identifier(name), sql.SQL(decl)))
+                todo.append(
+                    sql.SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS {} {}").format(
+                        s, t, sql.Identifier(name), sql.SQL(decl)
+                    )
+                )
         for name, spec in table_indexes:
             if name not in indexes:
-                todo.append(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} {}")
-                            .format(sql.Identifier(name), s, t, sql.SQL(spec)))
+                todo.append(
+                    sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} {}").format(
+                        sql.Identifier(name), s, t, sql.SQL(spec)
+                    )
+                )
     if todo:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
         for stmt in todo:
@@ -258,10 +311,16 @@ def provision_shared(conn: psycopg.Connection) -> bool:
     changed = apply_ddl(conn, SHARED_SCHEMA, SHARED_TABLES)
     from engine.passwords import LEGACY_PASSWORD_SQL
 
-    if conn.execute(sql.SQL(f"SELECT 1 FROM {{}}.collections WHERE {LEGACY_PASSWORD_SQL} LIMIT 1")
-                    .format(sql.Identifier(SHARED_SCHEMA))).fetchone():
-        conn.execute(sql.SQL(f"UPDATE {{}}.collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
-                     .format(sql.Identifier(SHARED_SCHEMA)))
+    if conn.execute(
+        sql.SQL(f"SELECT 1 FROM {{}}.collections WHERE {LEGACY_PASSWORD_SQL} LIMIT 1").format(
+            sql.Identifier(SHARED_SCHEMA)
+        )
+    ).fetchone():
+        conn.execute(
+            sql.SQL(f"UPDATE {{}}.collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}").format(
+                sql.Identifier(SHARED_SCHEMA)
+            )
+        )
     return changed
 
 
@@ -283,11 +342,14 @@ def provision_partition(conn: psycopg.Connection, partition: str) -> str:
     """
     schema = schema_for(partition)
     changed = apply_ddl(conn, schema, PARTITION_TABLES)
-    conn.execute(sql.SQL(
-        "INSERT INTO {}.partitions (partition, schema_name, provisioned_at) VALUES (%s, %s, %s) "
-        "ON CONFLICT (partition) DO " + ("UPDATE SET provisioned_at = EXCLUDED.provisioned_at"
-                                        if changed else "NOTHING")
-    ).format(sql.Identifier(SHARED_SCHEMA)), (partition, schema, time.time()))
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {}.partitions (partition, schema_name, provisioned_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT (partition) DO "
+            + ("UPDATE SET provisioned_at = EXCLUDED.provisioned_at" if changed else "NOTHING")
+        ).format(sql.Identifier(SHARED_SCHEMA)),
+        (partition, schema, time.time()),
+    )
     return schema
 
 
@@ -304,16 +366,24 @@ def hnsw_index_sql(model: str, dim: int) -> sql.Composable | None:
     return sql.SQL(
         "CREATE INDEX IF NOT EXISTS {} ON {}.vectors USING hnsw ((embedding::{}({})) {}) "
         "WITH (m = {}, ef_construction = {}) WHERE model = {} AND dim = {}"
-    ).format(sql.Identifier(hnsw_index_name(model, dim)), sql.Identifier(SHARED_SCHEMA),
-             sql.SQL(kind), sql.Literal(dim), sql.SQL(f"{kind}_cosine_ops"),
-             sql.Literal(HNSW_M), sql.Literal(HNSW_EF_CONSTRUCTION),
-             sql.Literal(model), sql.Literal(dim))
+    ).format(
+        sql.Identifier(hnsw_index_name(model, dim)),
+        sql.Identifier(SHARED_SCHEMA),
+        sql.SQL(kind),
+        sql.Literal(dim),
+        sql.SQL(f"{kind}_cosine_ops"),
+        sql.Literal(HNSW_M),
+        sql.Literal(HNSW_EF_CONSTRUCTION),
+        sql.Literal(model),
+        sql.Literal(dim),
+    )
 
 
 def has_hnsw_index(conn: psycopg.Connection, model: str, dim: int) -> bool:
     """True when the (model, dim) HNSW index exists (takes no lock)."""
-    r = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS ok",
-                     (f"{SHARED_SCHEMA}.{hnsw_index_name(model, dim)}",)).fetchone()
+    r = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL AS ok", (f"{SHARED_SCHEMA}.{hnsw_index_name(model, dim)}",)
+    ).fetchone()
     return bool(r["ok"])
 
 
@@ -327,6 +397,5 @@ def build_hnsw_index(conn: psycopg.Connection, ddl: sql.Composable, build_memory
         build_memory_mb: ``maintenance_work_mem`` for this build, in MiB.
     """
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
-    conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
-        sql.Literal(f"{build_memory_mb}MB")))
+    conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(f"{build_memory_mb}MB")))
     conn.execute(ddl)

@@ -48,7 +48,9 @@ except ImportError as e:  # the [postgres] extra is not installed
     raise ImportError(
         f"CHUNKNAV_DSN selects the Postgres store, which needs the [postgres] extra "
         f"(missing module {e.name!r}): pip install 'chunknav[postgres]' "
-        f"(or pip install -r requirements-postgres.txt)", name=e.name) from e
+        f"(or pip install -r requirements-postgres.txt)",
+        name=e.name,
+    ) from e
 
 from engine.errors import IndexBusyError
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
@@ -64,6 +66,7 @@ from engine.store.postgres.rows import (
     row_to_chunk,
     row_to_document,
 )
+
 # SHARED_SCHEMA, partition_of, schema_for, HNSW_MAX_DIM, HALFVEC_MAX_DIM are re-exported (__all__).
 from engine.store.postgres.schema import (
     HALFVEC_MAX_DIM,
@@ -211,8 +214,11 @@ class PostgresStore(PgEmbedNotes):
         """
         if collection_paths is None:
             with self._pool.connection() as conn:
-                rows = conn.execute(sql.SQL("SELECT partition FROM {}.partitions ORDER BY partition")
-                                    .format(sql.Identifier(SHARED_SCHEMA))).fetchall()
+                rows = conn.execute(
+                    sql.SQL("SELECT partition FROM {}.partitions ORDER BY partition").format(
+                        sql.Identifier(SHARED_SCHEMA)
+                    )
+                ).fetchall()
             found = (self._schema(r["partition"]) for r in rows)
             return {schema: None for schema in found if schema is not None}
         out: dict[str, list[str] | None] = {}
@@ -225,8 +231,11 @@ class PostgresStore(PgEmbedNotes):
     def partitions(self) -> dict[str, str]:
         """Registered partitions: partition name -> schema name, sorted by name."""
         with self._pool.connection() as conn:
-            rows = conn.execute(sql.SQL("SELECT partition, schema_name FROM {}.partitions ORDER BY partition")
-                                .format(sql.Identifier(SHARED_SCHEMA))).fetchall()
+            rows = conn.execute(
+                sql.SQL("SELECT partition, schema_name FROM {}.partitions ORDER BY partition").format(
+                    sql.Identifier(SHARED_SCHEMA)
+                )
+            ).fetchall()
         return {r["partition"]: r["schema_name"] for r in rows}
 
     # -- collections -------------------------------------------------------------
@@ -237,13 +246,19 @@ class PostgresStore(PgEmbedNotes):
         """
         self._schema(collection.collection_path, create=True)
         with self._tx() as conn:
-            conn.execute(sql.SQL(
-                "INSERT INTO {}.collections (collection_path, root, password, partition) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (collection_path) DO UPDATE SET "
-                "root = EXCLUDED.root, password = EXCLUDED.password, partition = EXCLUDED.partition"
-            ).format(sql.Identifier(SHARED_SCHEMA)),
-                (collection.collection_path, collection.root, collection.password_ref,
-                 partition_of(collection.collection_path)))
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {}.collections (collection_path, root, password, partition) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (collection_path) DO UPDATE SET "
+                    "root = EXCLUDED.root, password = EXCLUDED.password, partition = EXCLUDED.partition"
+                ).format(sql.Identifier(SHARED_SCHEMA)),
+                (
+                    collection.collection_path,
+                    collection.root,
+                    collection.password_ref,
+                    partition_of(collection.collection_path),
+                ),
+            )
 
     def remove_collection(self, collection_path: str) -> bool:
         """Drop a collection with its documents and chunks (vectors stay, stale).
@@ -254,35 +269,47 @@ class PostgresStore(PgEmbedNotes):
         """
         schema = self._schema(collection_path)
         with self._tx() as conn:
-            cur = conn.execute(sql.SQL("DELETE FROM {}.collections WHERE collection_path = %s")
-                               .format(sql.Identifier(SHARED_SCHEMA)), (collection_path,))
+            cur = conn.execute(
+                sql.SQL("DELETE FROM {}.collections WHERE collection_path = %s").format(sql.Identifier(SHARED_SCHEMA)),
+                (collection_path,),
+            )
             existed = cur.rowcount > 0
             if schema is None:
                 return existed
             s = sql.Identifier(schema)
-            conn.execute(sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s").format(s),
-                         (collection_path,))
-            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s").format(s),
-                         (collection_path,))
+            conn.execute(sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s").format(s), (collection_path,))
+            conn.execute(
+                sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s").format(s), (collection_path,)
+            )
         return existed
 
     def collections(self) -> list[Collection]:
         """All collections, sorted by ``collection_path``."""
         with self._pool.connection() as conn:
-            rows = conn.execute(sql.SQL(
-                "SELECT collection_path, root, password FROM {}.collections ORDER BY collection_path"
-            ).format(sql.Identifier(SHARED_SCHEMA))).fetchall()
-        return [Collection(r["collection_path"], r["root"], r["password"] if is_password_ref(r["password"]) else None)
-                for r in rows]
+            rows = conn.execute(
+                sql.SQL("SELECT collection_path, root, password FROM {}.collections ORDER BY collection_path").format(
+                    sql.Identifier(SHARED_SCHEMA)
+                )
+            ).fetchall()
+        return [
+            Collection(r["collection_path"], r["root"], r["password"] if is_password_ref(r["password"]) else None)
+            for r in rows
+        ]
 
     def get_collection(self, collection_path: str) -> Collection | None:
         """One collection or None."""
         with self._pool.connection() as conn:
-            r = conn.execute(sql.SQL(
-                "SELECT collection_path, root, password FROM {}.collections WHERE collection_path = %s"
-            ).format(sql.Identifier(SHARED_SCHEMA)), (collection_path,)).fetchone()
-        return None if r is None else Collection(r["collection_path"], r["root"],
-                                                 r["password"] if is_password_ref(r["password"]) else None)
+            r = conn.execute(
+                sql.SQL("SELECT collection_path, root, password FROM {}.collections WHERE collection_path = %s").format(
+                    sql.Identifier(SHARED_SCHEMA)
+                ),
+                (collection_path,),
+            ).fetchone()
+        return (
+            None
+            if r is None
+            else Collection(r["collection_path"], r["root"], r["password"] if is_password_ref(r["password"]) else None)
+        )
 
     # -- documents and chunks ----------------------------------------------------
     def _document_row(self, collection_path: str, file_path: str, columns: str) -> dict[str, Any] | None:
@@ -292,9 +319,12 @@ class PostgresStore(PgEmbedNotes):
         if schema is None:
             return None
         with self._pool.connection() as conn:
-            return conn.execute(sql.SQL(
-                "SELECT " + columns + " FROM {}.documents WHERE collection_path = %s AND file_path = %s"
-            ).format(sql.Identifier(schema)), (collection_path, file_path)).fetchone()
+            return conn.execute(
+                sql.SQL(
+                    "SELECT " + columns + " FROM {}.documents WHERE collection_path = %s AND file_path = %s"
+                ).format(sql.Identifier(schema)),
+                (collection_path, file_path),
+            ).fetchone()
 
     def get_document(self, collection_path: str, file_path: str) -> Document | None:
         """One document row (no text) or None."""
@@ -340,17 +370,20 @@ class PostgresStore(PgEmbedNotes):
         key = (document.collection_path, document.file_path)
         for c in chunks:
             if (c.collection_path, c.file_path) != key:
-                raise ValueError(f"chunk {c.chunk_index} belongs to {c.collection_path}/{c.file_path}, "
-                                 f"not {key[0]}/{key[1]}")
+                raise ValueError(
+                    f"chunk {c.chunk_index} belongs to {c.collection_path}/{c.file_path}, not {key[0]}/{key[1]}"
+                )
         schema = self._schema(document.collection_path, create=True)
         assert schema is not None
         s = sql.Identifier(schema)
         with self._tx() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                         (f"{schema}\x1f{key[0]}\x1f{key[1]}",))
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{schema}\x1f{key[0]}\x1f{key[1]}",)
+            )
             conn.execute(sql.SQL(DOCUMENT_UPSERT).format(s), document_params(document, text))
-            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
-                         .format(s), key)
+            conn.execute(
+                sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s").format(s), key
+            )
             if chunks:
                 with conn.cursor() as cur:
                     cur.executemany(sql.SQL(CHUNK_INSERT).format(s), [chunk_params(c) for c in chunks])
@@ -363,9 +396,12 @@ class PostgresStore(PgEmbedNotes):
             return False
         s = sql.Identifier(schema)
         with self._tx() as conn:
-            cur = conn.execute(sql.SQL("UPDATE {}.documents SET metadata = %s::jsonb "
-                                       "WHERE collection_path = %s AND file_path = %s").format(s),
-                               (pg_jsonb(metadata or {}), collection_path, file_path))
+            cur = conn.execute(
+                sql.SQL(
+                    "UPDATE {}.documents SET metadata = %s::jsonb WHERE collection_path = %s AND file_path = %s"
+                ).format(s),
+                (pg_jsonb(metadata or {}), collection_path, file_path),
+            )
             return cur.rowcount > 0
 
     def remove_document(self, collection_path: str, file_path: str) -> None:
@@ -375,13 +411,19 @@ class PostgresStore(PgEmbedNotes):
             return
         s = sql.Identifier(schema)
         with self._tx() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                         (f"{schema}\x1f{collection_path}\x1f{file_path}",))
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"{schema}\x1f{collection_path}\x1f{file_path}",),
+            )
             # Tables in the order every write and the DDL take them: documents, then chunks.
-            conn.execute(sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s AND file_path = %s")
-                         .format(s), (collection_path, file_path))
-            conn.execute(sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s")
-                         .format(s), (collection_path, file_path))
+            conn.execute(
+                sql.SQL("DELETE FROM {}.documents WHERE collection_path = %s AND file_path = %s").format(s),
+                (collection_path, file_path),
+            )
+            conn.execute(
+                sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s").format(s),
+                (collection_path, file_path),
+            )
 
     def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> Chunk | None:
         """One chunk by key ``(collection_path, file_path, chunk_index)``, or None."""
@@ -390,10 +432,13 @@ class PostgresStore(PgEmbedNotes):
             return None
         s = sql.Identifier(schema)
         with self._pool.connection() as conn:
-            r = conn.execute(sql.SQL(
-                "SELECT " + CHUNK_SELECT + " FROM {}.content_chunks "
-                "WHERE collection_path = %s AND file_path = %s AND chunk_index = %s"
-            ).format(s), (collection_path, file_path, chunk_index)).fetchone()
+            r = conn.execute(
+                sql.SQL(
+                    "SELECT " + CHUNK_SELECT + " FROM {}.content_chunks "
+                    "WHERE collection_path = %s AND file_path = %s AND chunk_index = %s"
+                ).format(s),
+                (collection_path, file_path, chunk_index),
+            ).fetchone()
         return None if r is None else row_to_chunk(r)
 
     def chunk_count(self, collection_path: str, file_path: str) -> int:
@@ -403,9 +448,12 @@ class PostgresStore(PgEmbedNotes):
             return 0
         s = sql.Identifier(schema)
         with self._pool.connection() as conn:
-            r = conn.execute(sql.SQL(
-                "SELECT count(*) AS n FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s"
-            ).format(s), (collection_path, file_path)).fetchone()
+            r = conn.execute(
+                sql.SQL(
+                    "SELECT count(*) AS n FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s"
+                ).format(s),
+                (collection_path, file_path),
+            ).fetchone()
         return int(r["n"])
 
     def chunks(self, collection_path: str, file_path: str) -> list[Chunk]:
@@ -415,15 +463,19 @@ class PostgresStore(PgEmbedNotes):
             return []
         s = sql.Identifier(schema)
         with self._pool.connection() as conn:
-            rows = conn.execute(sql.SQL(
-                "SELECT " + CHUNK_SELECT + " FROM {}.content_chunks "
-                "WHERE collection_path = %s AND file_path = %s ORDER BY chunk_index"
-            ).format(s), (collection_path, file_path)).fetchall()
+            rows = conn.execute(
+                sql.SQL(
+                    "SELECT " + CHUNK_SELECT + " FROM {}.content_chunks "
+                    "WHERE collection_path = %s AND file_path = %s ORDER BY chunk_index"
+                ).format(s),
+                (collection_path, file_path),
+            ).fetchall()
         return [row_to_chunk(r) for r in rows]
 
     # -- vectors (PgVectors, engine/store/postgres/vectors.py) ------------------------
-    def chunks_missing_vectors(self, model: str, limit: int | None = None,
-                               after: str | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(
+        self, model: str, limit: int | None = None, after: str | None = None
+    ) -> list[tuple[str, str]]:
         """Distinct chunk ids that have no vector for ``model``, with their text.
 
         Returns:
@@ -463,8 +515,7 @@ class PostgresStore(PgEmbedNotes):
         """
         return self._vectors.add_vectors(model, chunk_ids, vectors, self.build_memory_mb)
 
-    def iter_vectors(self, model: str | None = None, batch: int = 10000
-                     ) -> Iterator[tuple[str, list[str], np.ndarray]]:
+    def iter_vectors(self, model: str | None = None, batch: int = 10000) -> Iterator[tuple[str, list[str], np.ndarray]]:
         """Every stored vector (stale ones too), in batches, for export or migration.
 
         Args:
@@ -481,8 +532,13 @@ class PostgresStore(PgEmbedNotes):
     def has_vectors(self, model: str) -> bool:
         """True when at least one vector is stored for ``model`` (one indexed lookup)."""
         with self._pool.connection() as conn:
-            return conn.execute(sql.SQL("SELECT 1 FROM {}.vectors WHERE model = %s LIMIT 1").format(
-                sql.Identifier(SHARED_SCHEMA)), (model,)).fetchone() is not None
+            return (
+                conn.execute(
+                    sql.SQL("SELECT 1 FROM {}.vectors WHERE model = %s LIMIT 1").format(sql.Identifier(SHARED_SCHEMA)),
+                    (model,),
+                ).fetchone()
+                is not None
+            )
 
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model: ``{"vectors", "dim", "stale", "missing"}``.
@@ -516,8 +572,9 @@ class PostgresStore(PgEmbedNotes):
         """
         return self._vectors.search_vectors(model, query, collection_paths, limit, self.ef_search)
 
-    def explain_vector_search(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
-                              limit: int = 10) -> str:
+    def explain_vector_search(
+        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int = 10
+    ) -> str:
         """The Postgres plan of ``search_vectors``' HNSW query, one partition per block.
 
         For operators and tests: a healthy plan shows ``Index Scan using
@@ -529,9 +586,7 @@ class PostgresStore(PgEmbedNotes):
         return self._vectors.explain_vector_search(model, query, collection_paths, limit, self.ef_search)
 
     # -- keyword search -----------------------------------------------------------
-    def search_keyword(
-        self, query: str, collection_paths: Iterable[str] | None, limit: int
-    ) -> list[KeywordHit]:
+    def search_keyword(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
         """Full-text hits over chunk_text, best first (``engine.store.postgres.keyword.search_keyword``)."""
         return postgres_search_keyword(self._pool, self._schemas, query, collection_paths, limit)
 
@@ -575,16 +630,22 @@ class PostgresStore(PgEmbedNotes):
         """Remember the last index run's summary (JSON-able dict); the last 20 are kept."""
         with self._tx() as conn:
             shared = sql.Identifier(SHARED_SCHEMA)
-            conn.execute(sql.SQL("INSERT INTO {}.runs (saved_at, summary) VALUES (%s, %s::jsonb)")
-                         .format(shared), (time.time(), pg_jsonb(summary)))
-            conn.execute(sql.SQL("DELETE FROM {0}.runs WHERE id NOT IN "
-                                 "(SELECT id FROM {0}.runs ORDER BY id DESC LIMIT 20)").format(shared))
+            conn.execute(
+                sql.SQL("INSERT INTO {}.runs (saved_at, summary) VALUES (%s, %s::jsonb)").format(shared),
+                (time.time(), pg_jsonb(summary)),
+            )
+            conn.execute(
+                sql.SQL(
+                    "DELETE FROM {0}.runs WHERE id NOT IN (SELECT id FROM {0}.runs ORDER BY id DESC LIMIT 20)"
+                ).format(shared)
+            )
 
     def last_run(self) -> dict[str, Any] | None:
         """The last saved run summary, or None."""
         with self._pool.connection() as conn:
-            r = conn.execute(sql.SQL("SELECT summary FROM {}.runs ORDER BY id DESC LIMIT 1")
-                             .format(sql.Identifier(SHARED_SCHEMA))).fetchone()
+            r = conn.execute(
+                sql.SQL("SELECT summary FROM {}.runs ORDER BY id DESC LIMIT 1").format(sql.Identifier(SHARED_SCHEMA))
+            ).fetchone()
         return None if r is None else r["summary"]
 
     def close(self) -> None:

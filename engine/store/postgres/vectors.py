@@ -96,14 +96,16 @@ class PgVectors:
 
     def _all_chunk_ids_sql(self) -> sql.Composable:
         """A subquery yielding ``chunk_id`` of every chunk row in every partition."""
-        parts = [sql.SQL("SELECT chunk_id FROM {}.content_chunks").format(sql.Identifier(s))
-                 for s in self._schemas(None)]
+        parts = [
+            sql.SQL("SELECT chunk_id FROM {}.content_chunks").format(sql.Identifier(s)) for s in self._schemas(None)
+        ]
         if not parts:
             return sql.SQL("SELECT NULL::text AS chunk_id WHERE false")
         return sql.SQL(" UNION ALL ").join(parts)
 
-    def chunks_missing_vectors(self, model: str, limit: int | None = None,
-                               after: str | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(
+        self, model: str, limit: int | None = None, after: str | None = None
+    ) -> list[tuple[str, str]]:
         """Distinct chunk ids that have no vector for ``model``, with their text.
 
         One ``DISTINCT ON`` query over the ``UNION ALL`` of every partition's chunks.
@@ -112,15 +114,17 @@ class PgVectors:
             ``[(chunk_id, chunk_text)]`` ordered by chunk_id (stable), at most
             ``limit`` (None: all). A chunk id stored at several paths appears once.
         """
-        parts = [sql.SQL("SELECT chunk_id, chunk_text FROM {}.content_chunks").format(sql.Identifier(s))
-                 for s in self._schemas(None)]
+        parts = [
+            sql.SQL("SELECT chunk_id, chunk_text FROM {}.content_chunks").format(sql.Identifier(s))
+            for s in self._schemas(None)
+        ]
         if not parts:
             return []
         q = sql.SQL(
             "SELECT DISTINCT ON (c.chunk_id) c.chunk_id, c.chunk_text FROM ({}) c "
             "WHERE NOT EXISTS (SELECT 1 FROM {}.vectors v WHERE v.chunk_id = c.chunk_id AND v.model = %s) "
-            + ("AND c.chunk_id > %s " if after is not None else "") +
-            "ORDER BY c.chunk_id"
+            + ("AND c.chunk_id > %s " if after is not None else "")
+            + "ORDER BY c.chunk_id"
         ).format(sql.SQL(" UNION ALL ").join(parts), sql.Identifier(SHARED_SCHEMA))
         params: list[Any] = [model] if after is None else [model, after]
         if limit is not None:
@@ -161,8 +165,11 @@ class PgVectors:
         """
         built: list[tuple[str, int, float]] = []
         with self._pool.connection() as conn:
-            pairs = conn.execute(sql.SQL("SELECT DISTINCT model, dim FROM {}.vectors ORDER BY model, dim")
-                                 .format(sql.Identifier(SHARED_SCHEMA))).fetchall()
+            pairs = conn.execute(
+                sql.SQL("SELECT DISTINCT model, dim FROM {}.vectors ORDER BY model, dim").format(
+                    sql.Identifier(SHARED_SCHEMA)
+                )
+            ).fetchall()
         for r in pairs:
             model, dim = r["model"], int(r["dim"])
             ddl = hnsw_index_sql(model, dim)
@@ -205,22 +212,25 @@ class PgVectors:
             if have is not None and have != dim:
                 raise ValueError(f"model {model!r} has dim {have} in this index, got {dim}")
             self._ensure_vector_index(conn, model, dim, build_memory_mb)
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS _cn_vectors_in "
-                         "(chunk_id text, embedding vector) ON COMMIT DELETE ROWS")
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS _cn_vectors_in (chunk_id text, embedding vector) ON COMMIT DELETE ROWS"
+            )
             with conn.cursor() as cur:
                 with cur.copy("COPY _cn_vectors_in (chunk_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
                     cp.set_types(["text", "vector"])
                     for cid, row in zip(chunk_ids, arr):
                         cp.write_row((cid, row))
-                cur.execute(sql.SQL(
-                    "INSERT INTO {}.vectors (chunk_id, model, dim, embedding, created) "
-                    "SELECT DISTINCT ON (chunk_id) chunk_id, %s, %s, embedding, %s FROM _cn_vectors_in "
-                    "ORDER BY chunk_id ON CONFLICT (chunk_id, model) DO NOTHING"
-                ).format(sql.Identifier(SHARED_SCHEMA)), (model, dim, now))
+                cur.execute(
+                    sql.SQL(
+                        "INSERT INTO {}.vectors (chunk_id, model, dim, embedding, created) "
+                        "SELECT DISTINCT ON (chunk_id) chunk_id, %s, %s, embedding, %s FROM _cn_vectors_in "
+                        "ORDER BY chunk_id ON CONFLICT (chunk_id, model) DO NOTHING"
+                    ).format(sql.Identifier(SHARED_SCHEMA)),
+                    (model, dim, now),
+                )
                 return max(cur.rowcount, 0)
 
-    def iter_vectors(self, model: str | None = None, batch: int = 10000
-                     ) -> Iterator[tuple[str, list[str], np.ndarray]]:
+    def iter_vectors(self, model: str | None = None, batch: int = 10000) -> Iterator[tuple[str, list[str], np.ndarray]]:
         """Every stored vector (stale ones too), in batches, through a server-side cursor.
 
         Args, Yields: as for ``PostgresStore.iter_vectors``.
@@ -231,8 +241,12 @@ class PgVectors:
         with self._pool.connection() as conn, conn.transaction():
             with conn.cursor(name="cn_vectors_scan") as cur:
                 cur.itersize = batch
-                cur.execute(sql.SQL("SELECT model, dim, chunk_id, embedding FROM {}.vectors").format(shared)
-                            + where + sql.SQL(" ORDER BY model, dim, chunk_id"), params)
+                cur.execute(
+                    sql.SQL("SELECT model, dim, chunk_id, embedding FROM {}.vectors").format(shared)
+                    + where
+                    + sql.SQL(" ORDER BY model, dim, chunk_id"),
+                    params,
+                )
                 key: tuple[str, int] | None = None
                 ids: list[str] = []
                 rows: list[np.ndarray] = []
@@ -257,9 +271,11 @@ class PgVectors:
         ids = self._all_chunk_ids_sql()
         shared = sql.Identifier(SHARED_SCHEMA)
         with self._pool.connection() as conn:
-            models = conn.execute(sql.SQL(
-                "SELECT model, count(*) AS n, max(dim) AS dim FROM {}.vectors GROUP BY model ORDER BY model"
-            ).format(shared)).fetchall()
+            models = conn.execute(
+                sql.SQL(
+                    "SELECT model, count(*) AS n, max(dim) AS dim FROM {}.vectors GROUP BY model ORDER BY model"
+                ).format(shared)
+            ).fetchall()
             if not models:
                 return {}
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS _cn_ids (chunk_id text PRIMARY KEY)")
@@ -269,24 +285,34 @@ class PgVectors:
                 conn.execute("ANALYZE _cn_ids")
                 out: dict[str, dict[str, int]] = {}
                 for m in models:
-                    r = conn.execute(sql.SQL(
-                        "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
-                        "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
-                        "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
-                        "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
-                    ).format(shared), {"m": m["model"]}).fetchone()
-                    out[m["model"]] = {"vectors": int(m["n"]), "dim": int(m["dim"]),
-                                       "stale": int(r["stale"]), "missing": int(r["missing"])}
+                    r = conn.execute(
+                        sql.SQL(
+                            "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
+                            "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
+                            "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
+                            "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
+                        ).format(shared),
+                        {"m": m["model"]},
+                    ).fetchone()
+                    out[m["model"]] = {
+                        "vectors": int(m["n"]),
+                        "dim": int(m["dim"]),
+                        "stale": int(r["stale"]),
+                        "missing": int(r["missing"]),
+                    }
         return out
 
     def _model_dim(self, conn: psycopg.Connection, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
-        r = conn.execute(sql.SQL("SELECT dim FROM {}.vectors WHERE model = %s LIMIT 1")
-                         .format(sql.Identifier(SHARED_SCHEMA)), (model,)).fetchone()
+        r = conn.execute(
+            sql.SQL("SELECT dim FROM {}.vectors WHERE model = %s LIMIT 1").format(sql.Identifier(SHARED_SCHEMA)),
+            (model,),
+        ).fetchone()
         return None if r is None else int(r["dim"])
 
-    def search_vectors(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
-                       limit: int, ef_search: int) -> list[VectorHit]:
+    def search_vectors(
+        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int, ef_search: int
+    ) -> list[VectorHit]:
         """Top ``limit`` chunks by cosine similarity, HNSW first, exact when filtering starves it.
 
         Per partition schema: the model's HNSW index (``hnsw.ef_search`` =
@@ -323,9 +349,19 @@ class PgVectors:
         hits.sort(key=lambda h: (-h.score, h.chunk.collection_path, h.chunk.file_path, h.chunk.chunk_index))
         return hits[:limit]
 
-    def _search_partition(self, conn: psycopg.Connection, schema: str, paths: list[str] | None, model: str,
-                          dim: int, kind: str | None, q: np.ndarray, limit: int, ef_search: int,
-                          explain: bool = False) -> list[dict[str, Any]]:
+    def _search_partition(
+        self,
+        conn: psycopg.Connection,
+        schema: str,
+        paths: list[str] | None,
+        model: str,
+        dim: int,
+        kind: str | None,
+        q: np.ndarray,
+        limit: int,
+        ef_search: int,
+        explain: bool = False,
+    ) -> list[dict[str, Any]]:
         """Rows of one partition's top ``limit`` (chunk columns + ``distance``); with
         ``explain``, the approximate query's plan rows (``{"QUERY PLAN": line}``)."""
         s = sql.Identifier(schema)
@@ -334,8 +370,7 @@ class PgVectors:
         if paths is not None:
             where += sql.SQL(" AND c.collection_path = ANY(%(paths)s)")
             params["paths"] = paths
-        cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip()))
-                                  for n in CHUNK_SELECT.split(","))
+        cols = sql.SQL(", ").join(sql.SQL("c.{}").format(sql.Identifier(n.strip())) for n in CHUNK_SELECT.split(","))
         exact = sql.SQL(
             "SELECT {cols}, (v.embedding <=> %(q)s::vector) AS distance FROM {sh}.vectors v "
             "JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
@@ -364,16 +399,20 @@ class PgVectors:
                 return conn.execute(sql.SQL("EXPLAIN ") + approx, params).fetchall()
             rows = conn.execute(approx, params).fetchall()
         if len(rows) < limit:
-            have = conn.execute(sql.SQL(
-                "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
-                "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
-            ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where), params).fetchone()["n"]
+            have = conn.execute(
+                sql.SQL(
+                    "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
+                    "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
+                ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where),
+                params,
+            ).fetchone()["n"]
             if have > len(rows):
                 rows = conn.execute(exact, params).fetchall()
         return rows
 
-    def explain_vector_search(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
-                              limit: int, ef_search: int) -> str:
+    def explain_vector_search(
+        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int, ef_search: int
+    ) -> str:
         """The Postgres plan of ``search_vectors``' HNSW query, one partition per block.
 
         Returns "" when the model has no vectors.
@@ -389,7 +428,8 @@ class PgVectors:
             if dim is None:
                 return ""
             for schema, paths in targets.items():
-                rows = self._search_partition(conn, schema, paths, model, dim, vector_type(dim), q, limit,
-                                              ef_search, explain=True)
+                rows = self._search_partition(
+                    conn, schema, paths, model, dim, vector_type(dim), q, limit, ef_search, explain=True
+                )
                 out.append(f"-- {schema}\n" + "\n".join(r["QUERY PLAN"] for r in rows))
         return "\n".join(out)

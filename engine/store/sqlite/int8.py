@@ -41,8 +41,18 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["CLIP_SIGMAS", "RESCORE", "int8_scale", "quantise", "kernel", "int8_candidates", "RowIndex",
-           "row_index", "top_entries", "share_rows"]
+__all__ = [
+    "CLIP_SIGMAS",
+    "RESCORE",
+    "int8_scale",
+    "quantise",
+    "kernel",
+    "int8_candidates",
+    "RowIndex",
+    "row_index",
+    "top_entries",
+    "share_rows",
+]
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +96,10 @@ def quantise(rows: np.ndarray, scale: float) -> np.ndarray:
     out = np.empty(a.shape, np.int8)
     s = np.float32(scale)
     for i in range(0, len(a), _BLOCK):
-        x = a[i:i + _BLOCK] * s
+        x = a[i : i + _BLOCK] * s
         np.rint(x, out=x)
         np.clip(x, -127, 127, out=x)
-        out[i:i + _BLOCK] = x
+        out[i : i + _BLOCK] = x
     return out
 
 
@@ -104,8 +114,9 @@ def kernel() -> Callable[..., Any] | None:
 
                     _kernel = simsimd.cdist
                 except Exception as e:  # ImportError, or a wheel without a kernel for this CPU
-                    log.warning("int8 vector scan off, exact float32 scans instead (simsimd: %s: %s)",
-                                type(e).__name__, e)
+                    log.warning(
+                        "int8 vector scan off, exact float32 scans instead (simsimd: %s: %s)", type(e).__name__, e
+                    )
                     _kernel = None
                 _kernel_tried = True
     return _kernel
@@ -122,8 +133,9 @@ def _worker() -> ThreadPoolExecutor:
     return _pool
 
 
-def _part_top(cdist: Callable[..., Any], codes: np.ndarray, q8: np.ndarray, a: int, b: int,
-              dead: np.ndarray | None, r: int) -> tuple[np.ndarray, np.ndarray]:
+def _part_top(
+    cdist: Callable[..., Any], codes: np.ndarray, q8: np.ndarray, a: int, b: int, dead: np.ndarray | None, r: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``a:b``: the best ``r`` (global row numbers, their int8 dot products), unordered."""
     s = np.asarray(cdist(q8, codes[a:b], metric="dot", out_dtype="float32")).reshape(-1)
     if dead is not None and len(dead):
@@ -134,13 +146,18 @@ def _part_top(cdist: Callable[..., Any], codes: np.ndarray, q8: np.ndarray, a: i
     if r >= n:
         top = np.arange(n)
     else:
-        top = np.argpartition(s, n - r)[n - r:]  # the r largest, without a negated copy
+        top = np.argpartition(s, n - r)[n - r :]  # the r largest, without a negated copy
     return top + a, s[top]
 
 
-def int8_candidates(codes: np.ndarray, q: np.ndarray, r: int, dead: np.ndarray | None = None,
-                    threads: int = 1, run: Callable[[int, Callable[[int], object], int], None] | None = None
-                    ) -> np.ndarray:
+def int8_candidates(
+    codes: np.ndarray,
+    q: np.ndarray,
+    r: int,
+    dead: np.ndarray | None = None,
+    threads: int = 1,
+    run: Callable[[int, Callable[[int], object], int], None] | None = None,
+) -> np.ndarray:
     """Matrix rows with the ``r`` highest int8 dot products with ``q``, ascending row order.
 
     Args:
@@ -180,7 +197,7 @@ def int8_candidates(codes: np.ndarray, q: np.ndarray, r: int, dead: np.ndarray |
         rows = np.concatenate([p[0] for p in parts])
         s = np.concatenate([p[1] for p in parts])
         if len(rows) > r:
-            keep = np.argpartition(s, len(s) - r)[len(s) - r:]
+            keep = np.argpartition(s, len(s) - r)[len(s) - r :]
             rows, s = rows[keep], s[keep]
     elif threads > 1 and n >= 2 * r:
         mid = n // 2
@@ -189,7 +206,7 @@ def int8_candidates(codes: np.ndarray, q: np.ndarray, r: int, dead: np.ndarray |
         rows = np.concatenate([p[0] for p in parts])
         s = np.concatenate([p[1] for p in parts])
         if len(rows) > r:
-            keep = np.argpartition(s, len(s) - r)[len(s) - r:]
+            keep = np.argpartition(s, len(s) - r)[len(s) - r :]
             rows, s = rows[keep], s[keep]
     else:
         rows, s = _part_top(cdist, codes, q8, 0, n, dead, r)
@@ -223,10 +240,16 @@ def row_index(matrix_row: np.ndarray, n: int) -> RowIndex:
     return RowIndex(order, matrix_row[order], np.flatnonzero(~live), n)
 
 
-def top_entries(matrix: np.ndarray, codes: np.ndarray, q: np.ndarray, index: RowIndex, limit: int,
-                r: int = RESCORE, threads: int = 1,
-                run: Callable[[int, Callable[[int], object], int], None] | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
+def top_entries(
+    matrix: np.ndarray,
+    codes: np.ndarray,
+    q: np.ndarray,
+    index: RowIndex,
+    limit: int,
+    r: int = RESCORE,
+    threads: int = 1,
+    run: Callable[[int, Callable[[int], object], int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The best ``limit`` entries by float32 dot product, from the int8 scan's top rows, best first.
 
     The ``max(r, 4 * limit)`` live rows with the highest int8 dot products

@@ -22,9 +22,20 @@ from engine.store.fts import CJK_GLOB
 from engine.store.sqlite.rows import CHUNK_COLUMNS, chunk_of, fts_queries
 from engine.store.sqlite.term_scores import any_term_refs, document_counts, keyword_state
 
-__all__ = ["FTS_TOKENIZE", "KEYWORD_ANY_TERMS", "KEYWORD_COMMON_SHARE", "ensure_fts", "fts_is_current",
-           "search_keyword", "keyword_refs", "chunk_rows", "selective_any", "FTS_MAX_SEGMENTS",
-           "fts_segments", "tidy_fts"]
+__all__ = [
+    "FTS_TOKENIZE",
+    "KEYWORD_ANY_TERMS",
+    "KEYWORD_COMMON_SHARE",
+    "ensure_fts",
+    "fts_is_current",
+    "search_keyword",
+    "keyword_refs",
+    "chunk_rows",
+    "selective_any",
+    "FTS_MAX_SEGMENTS",
+    "fts_segments",
+    "tidy_fts",
+]
 
 #: The any-term keyword pass keeps at most this many of the query's rarest terms
 #: (8 before session 4: 6 measured equal or better on the evaluation set, README "Keyword cost").
@@ -42,9 +53,13 @@ _FTS_OBJECTS = ("chunks_tri", "chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui
 
 def fts_is_current(conn: sqlite3.Connection) -> bool:
     """True when the keyword indexes already have this version's shape (a read, no lock)."""
-    rows = dict(conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE name IN ('chunks_fts', "
-        + ", ".join(f"'{n}'" for n in _FTS_OBJECTS) + ")").fetchall())
+    rows = dict(
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE name IN ('chunks_fts', "
+            + ", ".join(f"'{n}'" for n in _FTS_OBJECTS)
+            + ")"
+        ).fetchall()
+    )
     return FTS_TOKENIZE in (rows.get("chunks_fts") or "") and all(n in rows for n in _FTS_OBJECTS)
 
 
@@ -60,28 +75,33 @@ def ensure_fts(conn: sqlite3.Connection) -> None:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
     if row is None or FTS_TOKENIZE not in row[0]:
         conn.execute("DROP TABLE IF EXISTS chunks_fts")
-        conn.execute("CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, "
-                     f"tokenize='{FTS_TOKENIZE}', content=\"chunks\")")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, tokenize='{FTS_TOKENIZE}', content=\"chunks\")"
+        )
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_tri'").fetchone() is None:
-        conn.execute("CREATE VIRTUAL TABLE chunks_tri USING FTS5 (chunk_text, "
-                     "tokenize='trigram', content=\"chunks\")")
-        conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
-                     "FROM chunks WHERE chunk_text GLOB ?", (CJK_GLOB,))
+        conn.execute("CREATE VIRTUAL TABLE chunks_tri USING FTS5 (chunk_text, tokenize='trigram', content=\"chunks\")")
+        conn.execute(
+            "INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text FROM chunks WHERE chunk_text GLOB ?",
+            (CJK_GLOB,),
+        )
     # Only CJK chunks are in chunks_tri: a 'delete' of a row never added would corrupt it.
     cjk_old = f"old.chunk_text GLOB '{CJK_GLOB}'"
     cjk_new = f"new.chunk_text GLOB '{CJK_GLOB}'"
     conn.execute(
         f"CREATE TRIGGER IF NOT EXISTS chunks_tri_ad AFTER DELETE ON chunks WHEN {cjk_old} BEGIN "
         "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
-        "VALUES('delete', old.rowid, old.chunk_text); END")
+        "VALUES('delete', old.rowid, old.chunk_text); END"
+    )
     conn.execute(
         f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aud AFTER UPDATE ON chunks WHEN {cjk_old} BEGIN "
         "INSERT INTO chunks_tri (chunks_tri, rowid, chunk_text) "
-        "VALUES('delete', old.rowid, old.chunk_text); END")
+        "VALUES('delete', old.rowid, old.chunk_text); END"
+    )
     conn.execute(
         f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aui AFTER UPDATE ON chunks WHEN {cjk_new} BEGIN "
-        "INSERT INTO chunks_tri (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
+        "INSERT INTO chunks_tri (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END"
+    )
 
 
 #: An index run that wrote chunks merges ``chunks_fts`` into one segment when it has more
@@ -118,8 +138,13 @@ def tidy_fts(conn: sqlite3.Connection, written: int) -> bool:
     return True
 
 
-def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_cache: dict[str, Any],
-                   query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
+def search_keyword(
+    read: Callable[[], ContextManager[sqlite3.Connection]],
+    df_cache: dict[str, Any],
+    query: str,
+    collection_paths: Iterable[str] | None,
+    limit: int,
+) -> list[KeywordHit]:
     """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
 
     ``query`` is plain words, cut by ``engine.store.fts.keyword_terms``
@@ -143,8 +168,13 @@ def search_keyword(read: Callable[[], ContextManager[sqlite3.Connection]], df_ca
     return [KeywordHit(chunk_of(rows[rid]), float(score)) for rid, score in best if rid in rows]
 
 
-def keyword_refs(read: Callable[[], ContextManager[sqlite3.Connection]], df_cache: dict[str, Any],
-                 query: str, collection_paths: Iterable[str] | None, limit: int) -> list[tuple[int, float]]:
+def keyword_refs(
+    read: Callable[[], ContextManager[sqlite3.Connection]],
+    df_cache: dict[str, Any],
+    query: str,
+    collection_paths: Iterable[str] | None,
+    limit: int,
+) -> list[tuple[int, float]]:
     """The ranking of ``search_keyword`` without reading the rows: ``(chunks rowid, -bm25)`` best first."""
     q = fts_queries(query)
     if q is None or limit <= 0:
@@ -171,14 +201,15 @@ def keyword_refs(read: Callable[[], ContextManager[sqlite3.Connection]], df_cach
         if len(sub) == 1:
             ranked = sub[0]
         elif every:  # all terms: a chunk must match in both indexes
-            ranked = (f"SELECT a.rid AS rid, a.s + b.s AS s FROM ({sub[0]}) a "
-                      f"JOIN ({sub[1]}) b ON a.rid = b.rid")
+            ranked = f"SELECT a.rid AS rid, a.s + b.s AS s FROM ({sub[0]}) a JOIN ({sub[1]}) b ON a.rid = b.rid"
         else:  # any term: either index, scores summed
-            ranked = (f"SELECT rid, sum(s) AS s FROM ({sub[0]} UNION ALL {sub[1]}) GROUP BY rid")
+            ranked = f"SELECT rid, sum(s) AS s FROM ({sub[0]} UNION ALL {sub[1]}) GROUP BY rid"
         # rank first (rowid + score only, so the sorter stays small), then read the k rows
         if where:
-            top = (f"SELECT r.rid, r.s FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
-                   f"WHERE 1{where} ORDER BY r.s DESC, r.rid LIMIT ?")
+            top = (
+                f"SELECT r.rid, r.s FROM ({ranked}) r JOIN chunks c ON c.rowid = r.rid "
+                f"WHERE 1{where} ORDER BY r.s DESC, r.rid LIMIT ?"
+            )
         else:
             top = f"SELECT r.rid, r.s FROM ({ranked}) r ORDER BY r.s DESC, r.rid LIMIT ?"
         with read() as conn:
@@ -195,12 +226,13 @@ def chunk_rows(read: Callable[[], ContextManager[sqlite3.Connection]], rowids: l
     cols = ", ".join("c." + x.strip() for x in CHUNK_COLUMNS.split(","))
     marks = ",".join("?" * len(rowids))
     with read() as conn:
-        return {r[0]: r[1:] for r in conn.execute(
-            f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", rowids)}
+        return {
+            r[0]: r[1:]
+            for r in conn.execute(f"SELECT c.rowid, {cols} FROM chunks c WHERE c.rowid IN ({marks})", rowids)
+        }
 
 
-def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache: dict[str, Any],
-                 any_query: str) -> str:
+def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache: dict[str, Any], any_query: str) -> str:
     """The any-term porter query cut to its ``KEYWORD_ANY_TERMS`` rarest terms, leaving out
     terms found in more than ``KEYWORD_COMMON_SHARE`` of the chunks while rarer ones remain.
 

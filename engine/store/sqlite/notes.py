@@ -47,9 +47,13 @@ class SqliteEmbedNotes:
 
     def _notes_exist(self, conn: sqlite3.Connection) -> bool:
         if not self._notes_ready:
-            self._notes_ready = conn.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                "AND name IN ('vector_texts', 'embed_notes')").fetchone()[0] == 2
+            self._notes_ready = (
+                conn.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                    "AND name IN ('vector_texts', 'embed_notes')"
+                ).fetchone()[0]
+                == 2
+            )
         return self._notes_ready
 
     def _ensure_notes(self, conn: sqlite3.Connection) -> None:
@@ -67,11 +71,14 @@ class SqliteEmbedNotes:
             ids, missing = conn.execute(
                 "SELECT (SELECT count(DISTINCT chunk_id) FROM chunks), (SELECT count(DISTINCT chunk_id) "
                 "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id "
-                "AND v.model = ?))", (model,)).fetchone()
+                "AND v.model = ?))",
+                (model,),
+            ).fetchone()
         return int(ids) - int(missing), int(missing)
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
+
         def read(conn) -> int | None:
             row = conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
             return None if row is None else int(row[0])
@@ -95,18 +102,20 @@ class SqliteEmbedNotes:
             if not text_hashes or not self._notes_exist(conn):
                 return out
             for i in range(0, len(text_hashes), _PARAMS):
-                part = text_hashes[i:i + _PARAMS]
+                part = text_hashes[i : i + _PARAMS]
                 rows = conn.execute(
                     "SELECT t.text_hash, v.vec, t.truncated_chars FROM vector_texts t JOIN vectors v "
                     "ON v.chunk_id = t.chunk_id AND v.model = t.model "
                     f"WHERE t.model = ? AND t.text_hash IN ({','.join('?' * len(part))})",
-                    [model, *part]).fetchall()
+                    [model, *part],
+                ).fetchall()
                 for h, blob, trunc in rows:
                     out[h] = (np.frombuffer(blob, dtype=np.float32).copy(), trunc)
         return out
 
-    def note_vectors(self, model: str, chunk_ids: list[str], text_hashes: list[str],
-                     truncated_chars: list[int | None]) -> None:
+    def note_vectors(
+        self, model: str, chunk_ids: list[str], text_hashes: list[str], truncated_chars: list[int | None]
+    ) -> None:
         """Remember which window text each new vector holds, and which were cut.
 
         Args:
@@ -120,14 +129,18 @@ class SqliteEmbedNotes:
         with self._write() as conn:  # type: ignore[attr-defined]
             self._ensure_notes(conn)
             conn.executemany(
-                "INSERT OR IGNORE INTO vector_texts(text_hash, model, chunk_id, truncated_chars) "
-                "VALUES (?, ?, ?, ?)", zip(text_hashes, [model] * len(chunk_ids), chunk_ids, truncated_chars))
-            conn.executemany("DELETE FROM embed_notes WHERE chunk_id = ? AND model = ? AND kind = 'failed'",
-                             ((cid, model) for cid in chunk_ids))
+                "INSERT OR IGNORE INTO vector_texts(text_hash, model, chunk_id, truncated_chars) VALUES (?, ?, ?, ?)",
+                zip(text_hashes, [model] * len(chunk_ids), chunk_ids, truncated_chars),
+            )
+            conn.executemany(
+                "DELETE FROM embed_notes WHERE chunk_id = ? AND model = ? AND kind = 'failed'",
+                ((cid, model) for cid in chunk_ids),
+            )
             conn.executemany(
                 "INSERT OR REPLACE INTO embed_notes(chunk_id, model, kind, chars, code, reason, created) "
                 "VALUES (?, ?, 'truncated', ?, NULL, NULL, ?)",
-                ((cid, model, t, now) for cid, t in zip(chunk_ids, truncated_chars) if t is not None))
+                ((cid, model, t, now) for cid, t in zip(chunk_ids, truncated_chars) if t is not None),
+            )
 
     def record_embed_failures(self, model: str, failures: list[tuple[str, str, str]]) -> None:
         """Record chunks that could not be embedded: ``[(chunk_id, code, reason)]``
@@ -139,8 +152,9 @@ class SqliteEmbedNotes:
             self._ensure_notes(conn)
             conn.executemany(
                 "INSERT OR REPLACE INTO embed_notes(chunk_id, model, kind, chars, code, reason, created) "
-                "VALUES (?, ?, 'failed', NULL, ?, ?, ?)", ((cid, model, code, reason, now)
-                                                        for cid, code, reason in failures))
+                "VALUES (?, ?, 'failed', NULL, ?, ?, ?)",
+                ((cid, model, code, reason, now) for cid, code, reason in failures),
+            )
 
     def backfill_vector_texts(self, model: str, text_hash: Any) -> int:
         """Once per model: fill ``vector_texts`` from chunks embedded before it existed.
@@ -153,19 +167,26 @@ class SqliteEmbedNotes:
             Rows added (0 when the model already has rows or no vectors).
         """
         with self._read() as conn:  # type: ignore[attr-defined]
-            if self._notes_exist(conn) and conn.execute(
-                    "SELECT 1 FROM vector_texts WHERE model = ? LIMIT 1", (model,)).fetchone():
+            if (
+                self._notes_exist(conn)
+                and conn.execute("SELECT 1 FROM vector_texts WHERE model = ? LIMIT 1", (model,)).fetchone()
+            ):
                 return 0
             rows = conn.execute(
                 "SELECT c.chunk_id, min(c.chunk_text) FROM chunks c JOIN vectors v "
-                "ON v.chunk_id = c.chunk_id AND v.model = ? GROUP BY c.chunk_id", (model,)).fetchall()
+                "ON v.chunk_id = c.chunk_id AND v.model = ? GROUP BY c.chunk_id",
+                (model,),
+            ).fetchall()
         if not rows:
             return 0
         with self._write() as conn:  # type: ignore[attr-defined]
             self._ensure_notes(conn)
             before = conn.total_changes
-            conn.executemany("INSERT OR IGNORE INTO vector_texts(text_hash, model, chunk_id, truncated_chars) "
-                             "VALUES (?, ?, ?, NULL)", ((text_hash(t), model, cid) for cid, t in rows))
+            conn.executemany(
+                "INSERT OR IGNORE INTO vector_texts(text_hash, model, chunk_id, truncated_chars) "
+                "VALUES (?, ?, ?, NULL)",
+                ((text_hash(t), model, cid) for cid, t in rows),
+            )
             return conn.total_changes - before
 
     def embed_notes(self, limit: int = 50) -> dict[str, dict[str, Any]]:
@@ -179,14 +200,24 @@ class SqliteEmbedNotes:
             if not self._notes_exist(conn):
                 return out
             for model, kind, n in conn.execute(
-                    "SELECT model, kind, count(*) FROM embed_notes n WHERE EXISTS "
-                    "(SELECT 1 FROM chunks c WHERE c.chunk_id = n.chunk_id) GROUP BY model, kind").fetchall():
+                "SELECT model, kind, count(*) FROM embed_notes n WHERE EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.chunk_id = n.chunk_id) GROUP BY model, kind"
+            ).fetchall():
                 out.setdefault(model, {"truncated": 0, "failed": 0, "failures": []})[kind] = int(n)
             for model, cp, fp, ci, cid, code, reason in conn.execute(
-                    "SELECT n.model, c.collection_path, c.file_path, c.chunk_index, n.chunk_id, n.code, n.reason "
-                    "FROM embed_notes n JOIN chunks c ON c.chunk_id = n.chunk_id WHERE n.kind = 'failed' "
-                    "ORDER BY n.model, c.collection_path, c.file_path, c.chunk_index LIMIT ?", (int(limit),)):
+                "SELECT n.model, c.collection_path, c.file_path, c.chunk_index, n.chunk_id, n.code, n.reason "
+                "FROM embed_notes n JOIN chunks c ON c.chunk_id = n.chunk_id WHERE n.kind = 'failed' "
+                "ORDER BY n.model, c.collection_path, c.file_path, c.chunk_index LIMIT ?",
+                (int(limit),),
+            ):
                 out.setdefault(model, {"truncated": 0, "failed": 0, "failures": []})["failures"].append(
-                    {"collectionPath": cp, "filePath": fp, "chunkIndex": int(ci), "chunkId": cid,
-                     "error": code or "", "reason": reason or ""})
+                    {
+                        "collectionPath": cp,
+                        "filePath": fp,
+                        "chunkIndex": int(ci),
+                        "chunkId": cid,
+                        "error": code or "",
+                        "reason": reason or "",
+                    }
+                )
         return out

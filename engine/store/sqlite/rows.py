@@ -16,15 +16,25 @@ from typing import Any, Iterable
 from engine.values import Bbox, Chunk, Document, KeywordHit, Region, VectorHit, rects_code
 from engine.store.fts import MAX_TERMS, content_terms, keyword_terms, quote, trigrams
 
-__all__ = ["DOC_COLUMNS", "CHUNK_COLUMNS", "to_json", "document_of", "chunk_of", "hits_of", "bbox_json",
-           "chunk_params", "fts_query", "fts_queries"]
+__all__ = [
+    "DOC_COLUMNS",
+    "CHUNK_COLUMNS",
+    "to_json",
+    "document_of",
+    "chunk_of",
+    "hits_of",
+    "bbox_json",
+    "chunk_params",
+    "fts_query",
+    "fts_queries",
+]
 
 DOC_COLUMNS = (
     "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "
     "size_bytes, last_modified, indexed_at, page_count, chunk_count, text_length, summary, metadata"
 )
 CHUNK_COLUMNS = (
-    "collection_path, file_path, chunk_index, chunk_id, content_hash, start, \"end\", chunk_text, "
+    'collection_path, file_path, chunk_index, chunk_id, content_hash, start, "end", chunk_text, '
     "page, page_label, bbox, regions, metadata, last_modified"
 )
 
@@ -37,9 +47,23 @@ def to_json(value: Any) -> str | None:
 def document_of(row: sqlite3.Row | tuple) -> Document:
     """One ``documents`` row in ``DOC_COLUMNS`` order -> ``Document``."""
     (cp, fp, ch, sk, ft, st, reason, size, mtime, at, pages, nchunks, tlen, summary, meta) = row
-    return Document(cp, fp, ch, sk, ft, st, reason, size or 0, mtime or 0.0, at or 0.0,
-                    pages or 0, nchunks or 0, tlen or 0, summary or "",
-                    json.loads(meta) if meta else {})
+    return Document(
+        cp,
+        fp,
+        ch,
+        sk,
+        ft,
+        st,
+        reason,
+        size or 0,
+        mtime or 0.0,
+        at or 0.0,
+        pages or 0,
+        nchunks or 0,
+        tlen or 0,
+        summary or "",
+        json.loads(meta) if meta else {},
+    )
 
 
 def _slots_twin(cls: type) -> type | None:
@@ -76,8 +100,22 @@ def _slots_twin(cls: type) -> type | None:
     return None
 
 
-_CHUNK_FIELDS = ("collection_path", "file_path", "chunk_index", "chunk_id", "content_hash", "start", "end",
-                 "chunk_text", "page", "page_label", "bbox", "regions", "metadata", "last_modified")
+_CHUNK_FIELDS = (
+    "collection_path",
+    "file_path",
+    "chunk_index",
+    "chunk_id",
+    "content_hash",
+    "start",
+    "end",
+    "chunk_text",
+    "page",
+    "page_label",
+    "bbox",
+    "regions",
+    "metadata",
+    "last_modified",
+)
 _UNBUILT: Any = object()  # the twins below before their first use (built then, ~0.15 ms, not at import)
 #: ``Chunk``'s twin (``_slots_twin``) when its fields are the 14 of ``CHUNK_COLUMNS``; else None.
 _CHUNK_SLOTS: Any = _UNBUILT
@@ -161,12 +199,27 @@ def chunk_params(c: Chunk) -> tuple:
     """``Chunk`` -> INSERT parameters in ``CHUNK_COLUMNS`` order."""
     bbox = bbox_json(c.bbox) if c.bbox is not None else None
     return (
-        c.collection_path, c.file_path, c.chunk_index, c.chunk_id, c.content_hash, c.start, c.end,
-        c.chunk_text, c.page, c.page_label,
+        c.collection_path,
+        c.file_path,
+        c.chunk_index,
+        c.chunk_id,
+        c.content_hash,
+        c.start,
+        c.end,
+        c.chunk_text,
+        c.page,
+        c.page_label,
         bbox,
-        "[" + ",".join(f'{{"page":{r.page},"bbox":{bbox if r.bbox is c.bbox else bbox_json(r.bbox)}'
-                       + (f',"r":"{rects_code(r.rects)}"' if r.rects else "") + "}" for r in c.regions) + "]"
-        if c.regions else None,
+        "["
+        + ",".join(
+            f'{{"page":{r.page},"bbox":{bbox if r.bbox is c.bbox else bbox_json(r.bbox)}'
+            + (f',"r":"{rects_code(r.rects)}"' if r.rects else "")
+            + "}"
+            for r in c.regions
+        )
+        + "]"
+        if c.regions
+        else None,
         to_json(c.metadata) if c.metadata else None,
         c.last_modified,
     )

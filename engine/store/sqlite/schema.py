@@ -40,13 +40,14 @@ class SqliteSchema:
                     try:
                         conn.execute(f"UPDATE collections SET password = NULL WHERE {LEGACY_PASSWORD_SQL}")
                         conn.commit()
-                        log.warning("blanked plain-text collection passwords in the SQLite index; set them "
-                                    "again with --password-env / --password-file")
+                        log.warning(
+                            "blanked plain-text collection passwords in the SQLite index; set them "
+                            "again with --password-env / --password-file"
+                        )
                     except sqlite3.OperationalError as e:  # locked: reads ignore them; next open retries
                         conn.rollback()
                         log.warning("plain-text collection passwords not blanked yet (%s)", e)
-                if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' "
-                                "AND name = 'chunks_ai'").fetchone():
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'chunks_ai'").fetchone():
                     # an index made before FTS rows were added per file: its insert
                     # trigger would add every row twice now
                     conn.execute("DROP TRIGGER chunks_ai")
@@ -60,51 +61,86 @@ class SqliteSchema:
             # sqlite-utils runs some DDL through executescript (which commits), so the
             # steps are idempotent instead of one transaction; "meta" is made last.
             db["collections"].create(
-                {"collection_path": str, "root": str, "password": str}, pk="collection_path",
-                if_not_exists=True)
+                {"collection_path": str, "root": str, "password": str}, pk="collection_path", if_not_exists=True
+            )
             db["documents"].create(
-                {"collection_path": str, "file_path": str, "content_hash": str,
-                 "settings_key": str, "file_type": str, "status": str, "reason": str,
-                 "size_bytes": int, "last_modified": float, "indexed_at": float,
-                 "page_count": int, "chunk_count": int, "text_length": int, "summary": str,
-                 "metadata": str, "text": str},
-                pk=("collection_path", "file_path"), if_not_exists=True)
+                {
+                    "collection_path": str,
+                    "file_path": str,
+                    "content_hash": str,
+                    "settings_key": str,
+                    "file_type": str,
+                    "status": str,
+                    "reason": str,
+                    "size_bytes": int,
+                    "last_modified": float,
+                    "indexed_at": float,
+                    "page_count": int,
+                    "chunk_count": int,
+                    "text_length": int,
+                    "summary": str,
+                    "metadata": str,
+                    "text": str,
+                },
+                pk=("collection_path", "file_path"),
+                if_not_exists=True,
+            )
             db["chunks"].create(
-                {"collection_path": str, "file_path": str, "chunk_index": int, "chunk_id": str,
-                 "content_hash": str, "start": int, "end": int, "chunk_text": str, "page": int,
-                 "page_label": str, "bbox": str, "regions": str, "metadata": str,
-                 "last_modified": float},
-                pk=("collection_path", "file_path", "chunk_index"), if_not_exists=True)
+                {
+                    "collection_path": str,
+                    "file_path": str,
+                    "chunk_index": int,
+                    "chunk_id": str,
+                    "content_hash": str,
+                    "start": int,
+                    "end": int,
+                    "chunk_text": str,
+                    "page": int,
+                    "page_label": str,
+                    "bbox": str,
+                    "regions": str,
+                    "metadata": str,
+                    "last_modified": float,
+                },
+                pk=("collection_path", "file_path", "chunk_index"),
+                if_not_exists=True,
+            )
             db["chunks"].create_index(["chunk_id"], index_name="chunks_chunk_id", if_not_exists=True)
             db["vectors"].create(
                 {"chunk_id": str, "model": str, "dim": int, "vec": bytes, "created": float},
-                pk=("chunk_id", "model"), if_not_exists=True)
+                pk=("chunk_id", "model"),
+                if_not_exists=True,
+            )
             db["vectors"].create_index(["model"], index_name="vectors_model", if_not_exists=True)
-            db["runs"].create({"id": int, "saved_at": float, "summary": str}, pk="id",
-                              if_not_exists=True)
+            db["runs"].create({"id": int, "saved_at": float, "summary": str}, pk="id", if_not_exists=True)
             # FTS5 over chunk_text, external content. Deletes and updates reach it
             # through triggers; inserts are added by one INSERT ... SELECT per file
             # in replace_document: one statement tokenises a whole file without the
             # GIL (a per-row trigger needs the GIL between rows), so the indexer's
             # writer thread overlaps with extraction.
             db.execute("DROP TRIGGER IF EXISTS chunks_ai")
-            db["chunks"].enable_fts(["chunk_text"], fts_version="FTS5", create_triggers=False,
-                                    tokenize=FTS_TOKENIZE, replace=True)
+            db["chunks"].enable_fts(
+                ["chunk_text"], fts_version="FTS5", create_triggers=False, tokenize=FTS_TOKENIZE, replace=True
+            )
             with self._write() as conn:
                 conn.execute(
                     "CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN "
                     "INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) "
-                    "VALUES('delete', old.rowid, old.chunk_text); END")
+                    "VALUES('delete', old.rowid, old.chunk_text); END"
+                )
                 conn.execute(
                     "CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN "
                     "INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) "
                     "VALUES('delete', old.rowid, old.chunk_text); "
-                    "INSERT INTO chunks_fts (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END")
+                    "INSERT INTO chunks_fts (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END"
+                )
                 conn.execute("CREATE TABLE IF NOT EXISTS meta ([key] TEXT PRIMARY KEY, [value] TEXT)")
                 import uuid  # a new file's db_id only (uuid imports platform: ~1.5 ms at every open)
 
-                conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
-                                 [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")])
+                conn.executemany(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
+                    [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")],
+                )
             self._ensure_fts()
 
     def _ensure_fts(self) -> None:
@@ -141,9 +177,13 @@ class SqliteSchema:
         """
         try:
             with self._read() as conn:
-                gone = [r[0] for r in conn.execute(
-                    "SELECT DISTINCT collection_path FROM documents WHERE collection_path NOT IN "
-                    "(SELECT collection_path FROM collections)").fetchall()]
+                gone = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT DISTINCT collection_path FROM documents WHERE collection_path NOT IN "
+                        "(SELECT collection_path FROM collections)"
+                    ).fetchall()
+                ]
             for cp in gone:
                 self.remove_collection(cp)
         except (sqlite3.Error, StoreBusyError):

@@ -22,8 +22,15 @@ from typing import Callable, Iterable
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.values import Chunk, KeywordHit, VectorHit
-from engine.store.sqlite.keyword import _TIDY_SHARE, FTS_MAX_SEGMENTS, chunk_rows, fts_segments, keyword_refs, \
-    search_keyword, tidy_fts
+from engine.store.sqlite.keyword import (
+    _TIDY_SHARE,
+    FTS_MAX_SEGMENTS,
+    chunk_rows,
+    fts_segments,
+    keyword_refs,
+    search_keyword,
+    tidy_fts,
+)
 from engine.store.sqlite.rows import CHUNK_COLUMNS, chunk_of, hits_of
 from engine.store.sqlite.vectors import Matrix, Occurrences, id_bytes, top_occurrences
 
@@ -38,8 +45,10 @@ _GENS = "(SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE k
 #: The same counters as a condition of the hit fetch (one statement, one snapshot): true while
 #: they hold the values given (a missing counter is 0, as ``_gens_match`` reads it); parameters
 #: "chunks_gen", its value, "vectors_gen:<model>", its value.
-_GENS_ARE = ("CAST(COALESCE((SELECT value FROM meta WHERE key = ?), 0) AS INTEGER) = ? AND "
-             "CAST(COALESCE((SELECT value FROM meta WHERE key = ?), 0) AS INTEGER) = ?")
+_GENS_ARE = (
+    "CAST(COALESCE((SELECT value FROM meta WHERE key = ?), 0) AS INTEGER) = ? AND "
+    "CAST(COALESCE((SELECT value FROM meta WHERE key = ?), 0) AS INTEGER) = ?"
+)
 #: A hit fetch's answer when the counters no longer name the cached matrix and occurrences.
 _MOVED = object()
 #: (rowids, columns, checked) -> the hit fetch's statement (``_rows_sql``).
@@ -57,8 +66,10 @@ def _rows_sql(n: int, columns: str, checked: bool) -> str:
     key = (n, columns, checked)
     sql = _ROWS_SQL.get(key)
     if sql is None:
-        sql = (f"WITH w(r) AS (VALUES {','.join(['(?)'] * n)}) SELECT chunks.rowid, {columns} "
-               f"FROM w CROSS JOIN chunks ON chunks.rowid = w.r" + (f" WHERE {_GENS_ARE}" if checked else ""))
+        sql = (
+            f"WITH w(r) AS (VALUES {','.join(['(?)'] * n)}) SELECT chunks.rowid, {columns} "
+            f"FROM w CROSS JOIN chunks ON chunks.rowid = w.r" + (f" WHERE {_GENS_ARE}" if checked else "")
+        )
         if len(_ROWS_SQL) > 256:
             _ROWS_SQL.clear()
         _ROWS_SQL[key] = sql
@@ -99,8 +110,13 @@ class SqliteSearch:
             if own:  # warm cache: one read of the counters, no transaction (hyb: small searches)
                 chunks_gen, vectors_gen = self._gens(model)
                 m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
-                if m is not None and occ is not None and m.gen == vectors_gen and \
-                        occ.chunks_gen == chunks_gen and occ.vectors_gen == vectors_gen:
+                if (
+                    m is not None
+                    and occ is not None
+                    and m.gen == vectors_gen
+                    and occ.chunks_gen == chunks_gen
+                    and occ.vectors_gen == vectors_gen
+                ):
                     return m, occ
                 conn.execute("BEGIN")
             try:
@@ -131,15 +147,22 @@ class SqliteSearch:
         """
         return self._vector_top(model, query, collection_paths, limit, self._resolve)
 
-    def search_vector_refs(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None,
-                           limit: int) -> list[tuple[int, str, float]]:
+    def search_vector_refs(
+        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
+    ) -> list[tuple[int, str, float]]:
         """``search_vectors`` without reading the chunk rows: ``(chunks rowid, chunk_id, score)``
         best first (the same ranking; rows checked against the matrix as there). Read the
         rows with ``chunks_at``. Raises as ``search_vectors``."""
         return self._vector_top(model, query, collection_paths, limit, self._refs)
 
-    def _vector_top(self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int,
-                    resolve: Callable[[Matrix, Occurrences, np.ndarray, np.ndarray, str | None], object]) -> list:
+    def _vector_top(
+        self,
+        model: str,
+        query: np.ndarray,
+        collection_paths: Iterable[str] | None,
+        limit: int,
+        resolve: Callable[[Matrix, Occurrences, np.ndarray, np.ndarray, str | None], object],
+    ) -> list:
         if limit <= 0:
             return []
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
@@ -193,22 +216,23 @@ class SqliteSearch:
             row = conn.execute(f"SELECT {_GENS}", ("chunks_gen", f"vectors_gen:{check}")).fetchone()
         return _gens_match(m, occ, row)
 
-    def _rows_at(self, m: Matrix, occ: Occurrences, rowids: list[int], columns: str,
-                 check: str | None) -> list[tuple] | object:
+    def _rows_at(
+        self, m: Matrix, occ: Occurrences, rowids: list[int], columns: str, check: str | None
+    ) -> list[tuple] | object:
         """``(rowid, *columns)`` of the ``chunks`` rows at ``rowids``, in that order (one
         statement, ``_rows_sql``; missing rows left out). With ``check`` (a model), the same
         statement checks that model's counters too: ``_MOVED`` when they no longer name
         ``m``/``occ`` (or a row is missing, or inside a transaction: the search then checks
         and scans again, through ``_prepare``)."""
-        sql = _ROWS_SQL.get((len(rowids), columns, check is not None)) or _rows_sql(len(rowids), columns,
-                                                                                   check is not None)
+        sql = _ROWS_SQL.get((len(rowids), columns, check is not None)) or _rows_sql(
+            len(rowids), columns, check is not None
+        )
         with self._read() as conn:
             if check is None:
                 return conn.execute(sql, rowids).fetchall()
             if occ.vectors_gen != m.gen or conn.in_transaction:
                 return _MOVED
-            rows = conn.execute(sql, (*rowids, "chunks_gen", occ.chunks_gen, f"vectors_gen:{check}",
-                                      m.gen)).fetchall()
+            rows = conn.execute(sql, (*rowids, "chunks_gen", occ.chunks_gen, f"vectors_gen:{check}", m.gen)).fetchall()
         return rows if len(rows) == len(rowids) else _MOVED
 
     @staticmethod
@@ -219,8 +243,9 @@ class SqliteSearch:
         got = [by_rowid.get(rowid) for rowid in rowids]
         return None if any(r is None for r in got) else got
 
-    def _resolve(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
-                 scores: np.ndarray, check: str | None = None) -> list[VectorHit] | None | object:
+    def _resolve(
+        self, m: Matrix, occ: Occurrences, picked: np.ndarray, scores: np.ndarray, check: str | None = None
+    ) -> list[VectorHit] | None | object:
         """Chunk rows for the picked occurrences; None when the chunks changed meanwhile,
         ``_MOVED`` when the counters of model ``check`` no longer name ``m``/``occ``."""
         if len(picked) == 0:
@@ -235,8 +260,9 @@ class SqliteSearch:
             return None
         return hits_of(VectorHit, got, scores.tolist())
 
-    def _refs(self, m: Matrix, occ: Occurrences, picked: np.ndarray,
-              scores: np.ndarray, check: str | None = None) -> list[tuple[int, str, float]] | None | object:
+    def _refs(
+        self, m: Matrix, occ: Occurrences, picked: np.ndarray, scores: np.ndarray, check: str | None = None
+    ) -> list[tuple[int, str, float]] | None | object:
         """``(rowid, chunk_id, score)`` for the picked occurrences; None when the chunks changed
         meanwhile, ``_MOVED`` as ``_resolve``."""
         if len(picked) == 0:
@@ -265,9 +291,14 @@ class SqliteSearch:
         if not ids:
             return {}
         with self._read() as conn:
-            return {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
-                "SELECT rowid, collection_path, file_path, chunk_id FROM chunks "
-                f"WHERE rowid IN ({','.join('?' * len(ids))})", ids)}
+            return {
+                r[0]: (r[1], r[2], r[3])
+                for r in conn.execute(
+                    "SELECT rowid, collection_path, file_path, chunk_id FROM chunks "
+                    f"WHERE rowid IN ({','.join('?' * len(ids))})",
+                    ids,
+                )
+            }
 
     def file_count(self, collection_paths: Iterable[str] | None) -> int:
         """Documents holding at least one chunk in ``collection_paths`` (every collection when
@@ -282,9 +313,7 @@ class SqliteSearch:
             return int(conn.execute(sql, args).fetchone()[0])
 
     # -- keyword search -------------------------------------------------------------------
-    def search_keyword(
-        self, query: str, collection_paths: Iterable[str] | None, limit: int
-    ) -> list[KeywordHit]:
+    def search_keyword(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
         """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
 
         Latin terms match the ``porter`` index ("running" finds "runs"), CJK
@@ -294,8 +323,9 @@ class SqliteSearch:
         """
         return search_keyword(self._read, self._df_cache, query, collection_paths, limit)
 
-    def search_keyword_refs(self, query: str, collection_paths: Iterable[str] | None,
-                            limit: int) -> list[tuple[int, float]]:
+    def search_keyword_refs(
+        self, query: str, collection_paths: Iterable[str] | None, limit: int
+    ) -> list[tuple[int, float]]:
         """``search_keyword`` without reading the chunk rows: ``(chunks rowid, -bm25)`` best first."""
         return keyword_refs(self._read, self._df_cache, query, collection_paths, limit)
 

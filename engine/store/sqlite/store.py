@@ -67,7 +67,12 @@ from engine.values import Chunk, Collection, Document
 from engine.passwords import is_password_ref
 from engine.store.fts import CJK_GLOB, is_cjk
 from engine.store.sqlite.rows import (
-    CHUNK_COLUMNS, DOC_COLUMNS, chunk_of, chunk_params, document_of, to_json,
+    CHUNK_COLUMNS,
+    DOC_COLUMNS,
+    chunk_of,
+    chunk_params,
+    document_of,
+    to_json,
 )
 from engine.store.sqlite.vectors import VectorCache
 from engine.store.sqlite.notes import SqliteEmbedNotes
@@ -87,6 +92,7 @@ _BUSY_TIMEOUT_MS = 30_000
 #: without a pread and a private copy per connection. hyb measured keyword search at
 #: 100k chunks ~20% faster and a 10-hit fetch 0.105 -> 0.088 ms.
 _MMAP_BYTES = 0x7FFF0000
+
 
 class _Reading:
     """``SqliteStore._read()``: the thread's connection for the ``with`` block (a class, not a
@@ -128,8 +134,13 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     #: parameters built ahead, in an extract worker): the indexer then builds rows, not ``Chunk``s.
     takes_chunk_rows = True
 
-    def __init__(self, path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS, vector_scan: str = "auto",
-                 int8_min_rows: int = 200_000):
+    def __init__(
+        self,
+        path: str,
+        busy_timeout_ms: int = _BUSY_TIMEOUT_MS,
+        vector_scan: str = "auto",
+        int8_min_rows: int = 200_000,
+    ):
         """Open or create the database.
 
         Args:
@@ -164,8 +175,9 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
 
     # -- connections -----------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                               timeout=self._busy_timeout_ms / 1000)
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout_ms / 1000
+        )
         conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
         conn.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # only takes effect on a new file
         if not self.memory:
@@ -254,13 +266,19 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     def _bump(conn: sqlite3.Connection, key: str) -> None:
         conn.execute(
             "INSERT INTO meta(key, value) VALUES (?, '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1", (key,))
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (key,),
+        )
 
     def _gens(self, model: str) -> tuple[int, int]:
         """(chunks_gen, vectors_gen of model) as one snapshot."""
+
         def read(conn: sqlite3.Connection) -> tuple[int, int]:
-            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)",
-                                     ("chunks_gen", f"vectors_gen:{model}")).fetchall())
+            rows = dict(
+                conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN (?, ?)", ("chunks_gen", f"vectors_gen:{model}")
+                ).fetchall()
+            )
             return int(rows.get("chunks_gen", 0)), int(rows.get(f"vectors_gen:{model}", 0))
 
         return self._unchanged(("gens", model), read)
@@ -297,7 +315,8 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
                 "INSERT INTO collections(collection_path, root, password) VALUES (?, ?, ?) "
                 "ON CONFLICT(collection_path) DO UPDATE SET root = excluded.root, "
                 "password = excluded.password",
-                (collection.collection_path, collection.root, collection.password_ref))
+                (collection.collection_path, collection.root, collection.password_ref),
+            )
 
     def remove_collection(self, collection_path: str) -> bool:
         """Drop a collection with its documents and chunks (vectors stay, then stale).
@@ -306,8 +325,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             False when the collection did not exist.
         """
         with self._write() as conn:
-            n = conn.execute("DELETE FROM collections WHERE collection_path = ?",
-                             (collection_path,)).rowcount
+            n = conn.execute("DELETE FROM collections WHERE collection_path = ?", (collection_path,)).rowcount
             conn.execute("DELETE FROM chunks WHERE collection_path = ?", (collection_path,))
             conn.execute("DELETE FROM documents WHERE collection_path = ?", (collection_path,))
             self._bump(conn, "chunks_gen")
@@ -323,9 +341,11 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
 
     def _collections_by_path(self) -> dict[str, Collection]:
         """``collection_path -> Collection`` sorted by path (read again only after a change: ``_unchanged``)."""
+
         def read(conn: sqlite3.Connection) -> dict[str, Collection]:
-            rows = conn.execute("SELECT collection_path, root, password FROM collections "
-                                "ORDER BY collection_path").fetchall()
+            rows = conn.execute(
+                "SELECT collection_path, root, password FROM collections ORDER BY collection_path"
+            ).fetchall()
             return {r[0]: Collection(r[0], r[1], r[2] if is_password_ref(r[2]) else None) for r in rows}
 
         return self._unchanged(("collections",), read)
@@ -334,9 +354,10 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     def get_document(self, collection_path: str, file_path: str) -> Document | None:
         """One document row (no text) or None."""
         with self._read() as conn:
-            row = conn.execute(f"SELECT {DOC_COLUMNS} FROM documents "
-                               "WHERE collection_path = ? AND file_path = ?",
-                               (collection_path, file_path)).fetchone()
+            row = conn.execute(
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE collection_path = ? AND file_path = ?",
+                (collection_path, file_path),
+            ).fetchone()
         return document_of(row) if row else None
 
     def documents(self, collection_path: str | None = None) -> list[Document]:
@@ -353,8 +374,9 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
     def document_text(self, collection_path: str, file_path: str) -> str | None:
         """The full extracted text of a stored document ("" for empty/failed), or None."""
         with self._read() as conn:
-            row = conn.execute("SELECT text FROM documents WHERE collection_path = ? AND file_path = ?",
-                               (collection_path, file_path)).fetchone()
+            row = conn.execute(
+                "SELECT text FROM documents WHERE collection_path = ? AND file_path = ?", (collection_path, file_path)
+            ).fetchone()
         return None if row is None else (row[0] or "")
 
     def replace_document(self, document: Document, text: str, chunks: list[Chunk]) -> None:
@@ -386,70 +408,100 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             conn.execute(
                 f"INSERT OR REPLACE INTO documents({DOC_COLUMNS}, text) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (d.collection_path, d.file_path, d.content_hash, d.settings_key, d.file_type,
-                 d.status, d.reason, d.size_bytes, d.last_modified, d.indexed_at, d.page_count,
-                 d.chunk_count, d.text_length, d.summary, to_json(d.metadata or {}), text))
+                (
+                    d.collection_path,
+                    d.file_path,
+                    d.content_hash,
+                    d.settings_key,
+                    d.file_type,
+                    d.status,
+                    d.reason,
+                    d.size_bytes,
+                    d.last_modified,
+                    d.indexed_at,
+                    d.page_count,
+                    d.chunk_count,
+                    d.text_length,
+                    d.summary,
+                    to_json(d.metadata or {}),
+                    text,
+                ),
+            )
             if chunks:
                 conn.executemany(
-                    f"INSERT INTO chunks({CHUNK_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
-                conn.execute("INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
-                             "FROM chunks WHERE collection_path = ? AND file_path = ?", key)
+                    f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows()
+                )
+                conn.execute(
+                    "INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
+                    "FROM chunks WHERE collection_path = ? AND file_path = ?",
+                    key,
+                )
                 if cjk[0]:
-                    conn.execute("INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
-                                 "FROM chunks WHERE collection_path = ? AND file_path = ? "
-                                 "AND chunk_text GLOB ?", (*key, CJK_GLOB))
+                    conn.execute(
+                        "INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text "
+                        "FROM chunks WHERE collection_path = ? AND file_path = ? "
+                        "AND chunk_text GLOB ?",
+                        (*key, CJK_GLOB),
+                    )
             self._bump(conn, "chunks_gen")
 
     def set_document_metadata(self, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
         """Replace one document's ``metadata`` only: its text, chunks (rowids), keyword rows
         and vectors stay as they are (the indexer's stale marks). False: no such document."""
         with self._write() as conn:
-            n = conn.execute("UPDATE documents SET metadata = ? WHERE collection_path = ? AND file_path = ?",
-                             (to_json(metadata or {}), collection_path, file_path)).rowcount
+            n = conn.execute(
+                "UPDATE documents SET metadata = ? WHERE collection_path = ? AND file_path = ?",
+                (to_json(metadata or {}), collection_path, file_path),
+            ).rowcount
         return n > 0
 
     def remove_document(self, collection_path: str, file_path: str) -> None:
         """Delete the document row, its text and its chunks (vectors stay)."""
         with self._write() as conn:
-            conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?",
-                         (collection_path, file_path))
-            conn.execute("DELETE FROM documents WHERE collection_path = ? AND file_path = ?",
-                         (collection_path, file_path))
+            conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?", (collection_path, file_path))
+            conn.execute(
+                "DELETE FROM documents WHERE collection_path = ? AND file_path = ?", (collection_path, file_path)
+            )
             self._bump(conn, "chunks_gen")
 
     def get_chunk(self, collection_path: str, file_path: str, chunk_index: int) -> Chunk | None:
         """One chunk by key, or None."""
         with self._read() as conn:
-            row = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
-                               "AND file_path = ? AND chunk_index = ?",
-                               (collection_path, file_path, chunk_index)).fetchone()
+            row = conn.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? AND file_path = ? AND chunk_index = ?",
+                (collection_path, file_path, chunk_index),
+            ).fetchone()
         return chunk_of(row) if row else None
 
     def chunk_count(self, collection_path: str, file_path: str) -> int:
         """Number of chunks stored for the file (0 when never indexed)."""
         with self._read() as conn:
-            return conn.execute("SELECT count(*) FROM chunks WHERE collection_path = ? "
-                                "AND file_path = ?", (collection_path, file_path)).fetchone()[0]
+            return conn.execute(
+                "SELECT count(*) FROM chunks WHERE collection_path = ? AND file_path = ?", (collection_path, file_path)
+            ).fetchone()[0]
 
     def chunks(self, collection_path: str, file_path: str) -> list[Chunk]:
         """All chunks of one file by ``chunk_index`` (one statement: one snapshot)."""
         with self._read() as conn:
-            rows = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? "
-                                "AND file_path = ? ORDER BY chunk_index",
-                                (collection_path, file_path)).fetchall()
+            rows = conn.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE collection_path = ? AND file_path = ? ORDER BY chunk_index",
+                (collection_path, file_path),
+            ).fetchall()
         return [chunk_of(r) for r in rows]
 
     # -- vectors ----------------------------------------------------------------------
-    def chunks_missing_vectors(self, model: str, limit: int | None = None,
-                               after: str | None = None) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(
+        self, model: str, limit: int | None = None, after: str | None = None
+    ) -> list[tuple[str, str]]:
         """``(chunk_id, chunk_text)`` for distinct chunk ids without a vector for ``model``,
         ordered by chunk_id, only ids greater than ``after`` (None: from the
         start); at most ``limit`` rows (None: all)."""
-        sql = ("SELECT chunk_id, min(chunk_text) FROM chunks c WHERE NOT EXISTS "
-               "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?) "
-               + ("AND chunk_id > ? " if after is not None else "")
-               + "GROUP BY chunk_id ORDER BY chunk_id")
+        sql = (
+            "SELECT chunk_id, min(chunk_text) FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?) "
+            + ("AND chunk_id > ? " if after is not None else "")
+            + "GROUP BY chunk_id ORDER BY chunk_id"
+        )
         args: tuple = (model,) if after is None else (model, after)
         if limit is not None:
             sql += " LIMIT ?"
@@ -487,15 +539,23 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO vectors(chunk_id, model, dim, vec, created) VALUES (?, ?, ?, ?, ?)",
-                ((cid, model, dim, arr[i].tobytes(), now) for i, cid in enumerate(chunk_ids)))
+                ((cid, model, dim, arr[i].tobytes(), now) for i, cid in enumerate(chunk_ids)),
+            )
             added = conn.total_changes - before
             if added:
                 self._bump(conn, f"vectors_gen:{model}")
                 if committed:  # rows for the matrix files, handed over after the commit
-                    gen = int(conn.execute("SELECT value FROM meta WHERE key = ?",
-                                           (f"vectors_gen:{model}",)).fetchone()[0])
-                    fresh = (prev, conn.execute("SELECT rowid, chunk_id FROM vectors WHERE model = ? AND "
-                                                "rowid > ? ORDER BY rowid", (model, prev)).fetchall(), gen)
+                    gen = int(
+                        conn.execute("SELECT value FROM meta WHERE key = ?", (f"vectors_gen:{model}",)).fetchone()[0]
+                    )
+                    fresh = (
+                        prev,
+                        conn.execute(
+                            "SELECT rowid, chunk_id FROM vectors WHERE model = ? AND rowid > ? ORDER BY rowid",
+                            (model, prev),
+                        ).fetchall(),
+                        gen,
+                    )
         if fresh is not None:
             prev, rows, gen = fresh
             first: dict[str, int] = {}
@@ -518,8 +578,10 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
 
     def has_vectors(self, model: str) -> bool:
         """True when at least one vector is stored for ``model`` (one indexed lookup)."""
-        return self._unchanged(("has_vectors", model), lambda conn: conn.execute(
-            "SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None)
+        return self._unchanged(
+            ("has_vectors", model),
+            lambda conn: conn.execute("SELECT 1 FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone() is not None,
+        )
 
     def vector_counts(self) -> dict[str, dict[str, int]]:
         """Per model ``{"vectors", "dim", "stale", "missing"}``.
@@ -529,16 +591,20 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
         """
         out: dict[str, dict[str, int]] = {}
         with self._read() as conn:
-            models = conn.execute("SELECT model, count(*), max(dim) FROM vectors GROUP BY model "
-                                  "ORDER BY model").fetchall()
+            models = conn.execute(
+                "SELECT model, count(*), max(dim) FROM vectors GROUP BY model ORDER BY model"
+            ).fetchall()
             for model, n, dim in models:
                 stale = conn.execute(
                     "SELECT count(*) FROM vectors v WHERE v.model = ? AND NOT EXISTS "
-                    "(SELECT 1 FROM chunks c WHERE c.chunk_id = v.chunk_id)", (model,)).fetchone()[0]
+                    "(SELECT 1 FROM chunks c WHERE c.chunk_id = v.chunk_id)",
+                    (model,),
+                ).fetchone()[0]
                 missing = conn.execute(
                     "SELECT count(DISTINCT chunk_id) FROM chunks c WHERE NOT EXISTS "
                     "(SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?)",
-                    (model,)).fetchone()[0]
+                    (model,),
+                ).fetchone()[0]
                 out[model] = {"vectors": n, "dim": dim, "stale": stale, "missing": missing}
         return out
 
@@ -580,8 +646,7 @@ class SqliteStore(SqliteSchema, SqliteEmbedNotes, SqliteSearch):
         after the run (in any process) reads them instead of rebuilding.
         """
         with self._write() as conn:
-            conn.execute("INSERT INTO runs(saved_at, summary) VALUES (?, ?)",
-                         (time.time(), json.dumps(summary)))
+            conn.execute("INSERT INTO runs(saved_at, summary) VALUES (?, ?)", (time.time(), json.dumps(summary)))
             conn.execute("DELETE FROM runs WHERE id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT 20)")
         self.warm_vectors()
 

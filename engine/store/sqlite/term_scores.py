@@ -25,7 +25,7 @@ single-term query ``MATCH '<term>'`` gives that term's contribution to any
 OR query, bit for bit, and adding the contributions in phrase order
 reproduces FTS5's sum exactly (tested against the OR query's scores, bit
 for bit, on the evaluation questions and random term sets:
-tests/test_term_scores.py). Ties keep the SQL order: score descending, then
+tests/store/test_term_scores.py). Ties keep the SQL order: score descending, then
 rowid ascending.
 
 Consistency: lists belong to one ``chunks_gen`` (the counter every chunk
@@ -46,8 +46,15 @@ from typing import Any, Callable, ContextManager
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-__all__ = ["TermLists", "any_term_refs", "keyword_state", "document_counts", "TERM_POSTINGS_BUDGET",
-           "NEW_TERMS_SHARE", "NEW_TERMS_FLOOR"]
+__all__ = [
+    "TermLists",
+    "any_term_refs",
+    "keyword_state",
+    "document_counts",
+    "TERM_POSTINGS_BUDGET",
+    "NEW_TERMS_SHARE",
+    "NEW_TERMS_FLOOR",
+]
 
 #: Most postings (rows of term lists, 16 bytes each) one store keeps: ~16 MB.
 TERM_POSTINGS_BUDGET = 1_000_000
@@ -142,8 +149,9 @@ def keyword_state(conn: sqlite3.Connection, cache: dict[str, Any]) -> object:
     return gen
 
 
-def document_counts(conn: sqlite3.Connection, cache: dict[str, Any], terms: list[str],
-                    gen: object = None) -> dict[str, int]:
+def document_counts(
+    conn: sqlite3.Connection, cache: dict[str, Any], terms: list[str], gen: object = None
+) -> dict[str, int]:
     """``cache["df"]`` with each of ``terms`` in it: the chunks matching the term in
     ``chunks_fts`` (``count(*)`` of its MATCH, no scoring: ~0.06 us per row), kept per
     ``chunks_gen`` (``keyword_state`` first); past 50,000 terms the counts restart. With
@@ -170,9 +178,11 @@ def _lists_for(cache: dict[str, Any], gen: object) -> TermLists:
 #: 2**52: a contribution x >= 1 times this is an integer below 2**63 (its 53-bit mantissa
 #: shifted), so the integer carries every bit of x; the fetch checks it and reads rows otherwise.
 _SCALE = 4503599627370496.0
-_TERM_PACKED_SQL = (f"SELECT group_concat(r), group_concat(CAST(s * {_SCALE} AS INTEGER)), "
-                    f"min(CAST(s * {_SCALE} AS INTEGER) = s * {_SCALE}), count(*) "
-                    f"FROM (SELECT rowid r, -bm25(chunks_fts) s FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT -1)")
+_TERM_PACKED_SQL = (
+    f"SELECT group_concat(r), group_concat(CAST(s * {_SCALE} AS INTEGER)), "
+    f"min(CAST(s * {_SCALE} AS INTEGER) = s * {_SCALE}), count(*) "
+    f"FROM (SELECT rowid r, -bm25(chunks_fts) s FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT -1)"
+)
 
 
 def _fetch(conn: sqlite3.Connection, term: str) -> tuple[Any, Any]:
@@ -225,7 +235,7 @@ def _top(rowids: Any, scores: Any, limit: int) -> list[tuple[int, float]]:
     """``(rowid, score)`` of the best ``limit``: score descending, ties by rowid ascending."""
     k = min(limit, len(rowids))
     if k < len(rowids):
-        kth = scores[np.argpartition(scores, len(scores) - k)[len(scores) - k:]].min()
+        kth = scores[np.argpartition(scores, len(scores) - k)[len(scores) - k :]].min()
         sel = np.flatnonzero(scores >= kth)  # every row tied with the k-th too: ties go by rowid
     else:
         sel = np.arange(len(rowids))
@@ -250,8 +260,9 @@ class _Scratch:
         return self._acc, self._mark
 
 
-def any_term_refs(read: Callable[[], ContextManager[sqlite3.Connection]], cache: dict[str, Any],
-                  porter_any: str, limit: int) -> list[tuple[int, float]] | None:
+def any_term_refs(
+    read: Callable[[], ContextManager[sqlite3.Connection]], cache: dict[str, Any], porter_any: str, limit: int
+) -> list[tuple[int, float]] | None:
     """The any-term porter pass over every collection from per-term lists, or None (run the OR query).
 
     Args:

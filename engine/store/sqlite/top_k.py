@@ -42,15 +42,15 @@ def top_k(scores: np.ndarray, limit: int) -> np.ndarray:
     if k < 1 or k > _TOP_K_MAX or n < TOP_K_MIN_ROWS or scores.ndim != 1:
         return _top_k_partition(scores, k)
     b = _TOP_K_BLOCKS
-    maxima = scores[:n - n % b].reshape(b, -1).max(axis=1)
+    maxima = scores[: n - n % b].reshape(b, -1).max(axis=1)
     maxima.partition(b - k)
     cand = (scores >= maxima[b - k]).nonzero()[0]
     if len(cand) < k:  # NaN among the scores: only the partition orders those
         return _top_k_partition(scores, k)
     best = scores[cand]
     order = (-best).argsort(kind="stable")
-    kept = best[order[:k + 1]]
-    if (len(cand) > k and kept[k - 1] == kept[k]) or (kept[1:k] == kept[:k - 1]).any():
+    kept = best[order[: k + 1]]
+    if (len(cand) > k and kept[k - 1] == kept[k]) or (kept[1:k] == kept[: k - 1]).any():
         return _top_k_partition(scores, k)  # a tie: which of the equal scores come first is the partition's
     return cand[order[:k]]
 

@@ -102,8 +102,7 @@ class VectorCache:
     ``os.replace``) and a key checked on every load.
     """
 
-    def __init__(self, path: str, db_id: str | None,
-                 read: Callable[[], AbstractContextManager[sqlite3.Connection]]):
+    def __init__(self, path: str, db_id: str | None, read: Callable[[], AbstractContextManager[sqlite3.Connection]]):
         """
         Args:
             path: the store's database path, or ``":memory:"`` (RAM arrays, no files).
@@ -151,8 +150,15 @@ class VectorCache:
             self.occurrences.pop(model, None)
             self._distrust.add(model)
 
-    def appended(self, model: str, prev_max_rowid: int, rowids: np.ndarray, chunk_ids: list[str],
-                 vectors: np.ndarray, vectors_gen: int) -> None:
+    def appended(
+        self,
+        model: str,
+        prev_max_rowid: int,
+        rowids: np.ndarray,
+        chunk_ids: list[str],
+        vectors: np.ndarray,
+        vectors_gen: int,
+    ) -> None:
         """Take rows the store just committed, to append to the matrix files
         without reading their blobs back from SQLite (the embed pass feeds the
         matrix as it goes, so the first search after an index run finds it whole).
@@ -177,8 +183,9 @@ class VectorCache:
             segs = self._pending.setdefault(model, [])
             if segs and int(segs[-1][1][-1]) != prev_max_rowid:
                 segs.clear()  # not a chain: let SQL fill the gap
-            segs.append((prev_max_rowid, np.asarray(rowids, np.int64),
-                         digests, np.ascontiguousarray(vectors, np.float32)))
+            segs.append(
+                (prev_max_rowid, np.asarray(rowids, np.int64), digests, np.ascontiguousarray(vectors, np.float32))
+            )
             if sum(len(x[1]) for x in segs) >= APPEND_ROWS:
                 self._write_pending(model)
                 self.matrices.pop(model, None)  # remapped on the next search
@@ -218,8 +225,12 @@ class VectorCache:
                     _ensure_codes(p, state)
                 dim = int(chain[0][2].shape[1])
                 scale = int8_scan.int8_scale(dim)
-                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr, \
-                        open(p["i8"], "ab") as f8:
+                with (
+                    open(p["f32"], "ab") as fm,
+                    open(p["ids"], "ab") as fi,
+                    open(p["rowids"], "ab") as fr,
+                    open(p["i8"], "ab") as f8,
+                ):
                     for rowids, digests, vecs in chain:
                         fm.write(vecs.tobytes())
                         fi.write(digests.tobytes())
@@ -228,8 +239,7 @@ class VectorCache:
                     for f in (fm, fi, fr, f8):
                         f.flush()
                         os.fsync(f.fileno())
-                state.update(rows=state["rows"] + sum(len(c[0]) for c in chain), dim=dim,
-                             max_rowid=end, i8_scale=scale)
+                state.update(rows=state["rows"] + sum(len(c[0]) for c in chain), dim=dim, max_rowid=end, i8_scale=scale)
                 _write_atomic(p["json"], json.dumps(state).encode())
         except OSError as e:
             log.warning("could not append to the vector cache of %s: %s", model, e)
@@ -244,11 +254,14 @@ class VectorCache:
         if state is None:
             return None
         rows, dim = state.get("rows", -1), state.get("dim", -1)
-        ok = (state.get("format") == _FORMAT and state.get("db_id") == self.db_id
-              and all(f.exists() for f in files)
-              and p["f32"].stat().st_size == rows * dim * 4
-              and p["ids"].stat().st_size == rows * 32
-              and p["rowids"].stat().st_size == rows * 8)
+        ok = (
+            state.get("format") == _FORMAT
+            and state.get("db_id") == self.db_id
+            and all(f.exists() for f in files)
+            and p["f32"].stat().st_size == rows * dim * 4
+            and p["ids"].stat().st_size == rows * 32
+            and p["rowids"].stat().st_size == rows * 8
+        )
         return state if ok else None
 
     def clear(self) -> None:
@@ -273,22 +286,32 @@ class VectorCache:
 
     def _load_matrix_ram(self, model: str, gen: int, cur: Matrix | None) -> Matrix | None:
         with self._read() as conn:
-            rows = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
-                                "AND rowid > ? ORDER BY rowid", (model, cur.max_rowid if cur else 0)).fetchall()
+            rows = conn.execute(
+                "SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? AND rowid > ? ORDER BY rowid",
+                (model, cur.max_rowid if cur else 0),
+            ).fetchall()
         if cur is None and not rows:
             return None
         if cur is None:
             dim = rows[0][3]
-            cur = Matrix(dim, np.empty((0, dim), np.float32), np.empty((0, 32), np.uint8),
-                         np.empty(0, np.int64), 0, gen, np.empty((0, dim), np.int8))
+            cur = Matrix(
+                dim,
+                np.empty((0, dim), np.float32),
+                np.empty((0, 32), np.uint8),
+                np.empty(0, np.int64),
+                0,
+                gen,
+                np.empty((0, dim), np.int8),
+            )
         if rows:
             new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), cur.dim)
             digests = np.frombuffer(b"".join(id_bytes(r[1]) for r in rows), np.uint8).reshape(len(rows), 32)
             cur.matrix = np.concatenate([cur.matrix, new])
             cur.codes = np.concatenate([cur.codes, int8_scan.quantise(new, int8_scan.int8_scale(cur.dim))])
             cur.digests = np.concatenate([cur.digests, digests])
-            cur.vector_rowid = np.concatenate([cur.vector_rowid, np.fromiter((r[0] for r in rows), np.int64,
-                                                                             len(rows))])
+            cur.vector_rowid = np.concatenate(
+                [cur.vector_rowid, np.fromiter((r[0] for r in rows), np.int64, len(rows))]
+            )
             cur.max_rowid = rows[-1][0]
         cur.gen = gen
         self.matrices[model] = cur
@@ -311,22 +334,35 @@ class VectorCache:
             # Stream new rows into the files in blocks: never all blobs in memory at once.
             added = 0
             with self._read() as conn:
-                cur = conn.execute("SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? "
-                                   "AND rowid > ? ORDER BY rowid", (model, state["max_rowid"]))
-                with open(p["f32"], "ab") as fm, open(p["ids"], "ab") as fi, open(p["rowids"], "ab") as fr, \
-                        open(p["i8"], "ab") as f8:
+                cur = conn.execute(
+                    "SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? AND rowid > ? ORDER BY rowid",
+                    (model, state["max_rowid"]),
+                )
+                with (
+                    open(p["f32"], "ab") as fm,
+                    open(p["ids"], "ab") as fi,
+                    open(p["rowids"], "ab") as fr,
+                    open(p["i8"], "ab") as f8,
+                ):
                     while rows := cur.fetchmany(_BLOCK_ROWS):
                         dim = rows[0][3]
                         if state["dim"] and dim != state["dim"]:
                             raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
                         blob = b"".join(r[2] for r in rows)
                         fm.write(blob)
-                        f8.write(int8_scan.quantise(np.frombuffer(blob, np.float32).reshape(len(rows), dim),
-                                                    int8_scan.int8_scale(dim)).tobytes())
+                        f8.write(
+                            int8_scan.quantise(
+                                np.frombuffer(blob, np.float32).reshape(len(rows), dim), int8_scan.int8_scale(dim)
+                            ).tobytes()
+                        )
                         fi.write(b"".join(id_bytes(r[1]) for r in rows))
                         fr.write(np.fromiter((r[0] for r in rows), np.int64, len(rows)).tobytes())
-                        state.update(rows=state["rows"] + len(rows), dim=dim, max_rowid=rows[-1][0],
-                                     i8_scale=int8_scan.int8_scale(dim))
+                        state.update(
+                            rows=state["rows"] + len(rows),
+                            dim=dim,
+                            max_rowid=rows[-1][0],
+                            i8_scale=int8_scan.int8_scale(dim),
+                        )
                         added += len(rows)
                     for f in (fm, fi, fr, f8):
                         f.flush()
@@ -340,14 +376,17 @@ class VectorCache:
                 cur.gen = gen
                 return cur
             n, dim = state["rows"], state["dim"]
-            m = Matrix(dim,
-                       # plain ndarray views of the maps: indexing a np.memmap builds a memmap
-                       # object per slice (~µs each, several per search)
-                       np.asarray(np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim))),
-                       np.asarray(np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32))),
-                       np.asarray(np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,))),
-                       state["max_rowid"], gen,
-                       np.asarray(np.memmap(p["i8"], dtype=np.int8, mode="r", shape=(n, dim))))
+            m = Matrix(
+                dim,
+                # plain ndarray views of the maps: indexing a np.memmap builds a memmap
+                # object per slice (~µs each, several per search)
+                np.asarray(np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim))),
+                np.asarray(np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32))),
+                np.asarray(np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,))),
+                state["max_rowid"],
+                gen,
+                np.asarray(np.memmap(p["i8"], dtype=np.int8, mode="r", shape=(n, dim))),
+            )
         self.matrices[model] = m
         return m
 
@@ -375,13 +414,14 @@ class VectorCache:
         ``m.vector_rowid`` (ascending). Vectors newer than the matrix are skipped.
         Order: by collection code, then matrix row.
         """
-        sql = ("SELECT c.rowid, v.rowid FROM chunks c JOIN vectors v "
-               "ON v.chunk_id = c.chunk_id AND v.model = ? WHERE c.collection_path = ?")
+        sql = (
+            "SELECT c.rowid, v.rowid FROM chunks c JOIN vectors v "
+            "ON v.chunk_id = c.chunk_id AND v.model = ? WHERE c.collection_path = ?"
+        )
         rids, vrids, codes_out = [], [], []
         codes: dict[str, int] = {}
         with self._read() as conn:
-            paths = [r[0] for r in conn.execute("SELECT DISTINCT collection_path FROM chunks "
-                                                "ORDER BY collection_path")]
+            paths = [r[0] for r in conn.execute("SELECT DISTINCT collection_path FROM chunks ORDER BY collection_path")]
             for cp in paths:
                 pairs = np.fromiter(itertools.chain.from_iterable(conn.execute(sql, (model, cp))), np.int64)
                 if len(pairs) == 0:
@@ -407,8 +447,16 @@ class VectorCache:
         return Occurrences(chunks_gen, vectors_gen, rid, mrow.astype(np.int64, copy=False), code_arr, codes, {})
 
     def _occurrence_key(self, chunks_gen: int, vectors_gen: int, m: Matrix) -> str:
-        return json.dumps({"format": _FORMAT, "db_id": self.db_id, "chunks_gen": chunks_gen,
-                           "vectors_gen": vectors_gen, "dim": m.dim}, sort_keys=True)
+        return json.dumps(
+            {
+                "format": _FORMAT,
+                "db_id": self.db_id,
+                "chunks_gen": chunks_gen,
+                "vectors_gen": vectors_gen,
+                "dim": m.dim,
+            },
+            sort_keys=True,
+        )
 
     def _read_occurrence_file(self, model: str, m: Matrix, chunks_gen: int, vectors_gen: int) -> Occurrences | None:
         """The persisted table when its key matches these counters exactly, else None."""
@@ -424,24 +472,31 @@ class VectorCache:
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # missing, damaged, other layout
             return None
         n = len(rid)
-        if not (len(mrow) == n == len(code) and rid.dtype == np.int64 and mrow.dtype == np.int64
-                and code.dtype == np.int32):
+        if not (
+            len(mrow) == n == len(code) and rid.dtype == np.int64 and mrow.dtype == np.int64 and code.dtype == np.int32
+        ):
             return None
-        if n and (int(mrow.max()) >= len(m.matrix) or int(mrow.min()) < 0
-                  or int(code.min()) < 0 or int(code.max()) >= len(paths)):
+        if n and (
+            int(mrow.max()) >= len(m.matrix)
+            or int(mrow.min()) < 0
+            or int(code.min()) < 0
+            or int(code.max()) >= len(paths)
+        ):
             return None
-        return Occurrences(chunks_gen, vectors_gen, rid, mrow, code,
-                           {cp: i for i, cp in enumerate(paths)}, {})
+        return Occurrences(chunks_gen, vectors_gen, rid, mrow, code, {cp: i for i, cp in enumerate(paths)}, {})
 
     def _write_occurrence_file(self, model: str, occ: Occurrences) -> None:
         """Persist the table under its key (temp file + ``os.replace``); failures only log."""
         m = self.matrices[model]
         path = self._cache_paths(model)["occ.npz"]
         paths = sorted(occ.codes, key=occ.codes.__getitem__)
-        arrays = {"key": np.array(self._occurrence_key(occ.chunks_gen, occ.vectors_gen, m)),
-                  "chunk_rowid": occ.chunk_rowid, "matrix_row": occ.matrix_row,
-                  "collection_code": occ.collection_code,
-                  "paths": np.array(paths, dtype=str) if paths else np.empty(0, "U1")}
+        arrays = {
+            "key": np.array(self._occurrence_key(occ.chunks_gen, occ.vectors_gen, m)),
+            "chunk_rowid": occ.chunk_rowid,
+            "matrix_row": occ.matrix_row,
+            "collection_code": occ.collection_code,
+            "paths": np.array(paths, dtype=str) if paths else np.empty(0, "U1"),
+        }
         try:
             _replace_with(path, lambda f: np.savez(f, **arrays))
         except OSError as e:
@@ -465,7 +520,7 @@ def _ensure_codes(p: dict[str, Path], state: dict) -> None:
 
     def fill(f: BinaryIO) -> None:
         for i in range(0, rows, _BLOCK_ROWS):
-            f.write(int8_scan.quantise(f32[i:i + _BLOCK_ROWS], scale).tobytes())
+            f.write(int8_scan.quantise(f32[i : i + _BLOCK_ROWS], scale).tobytes())
 
     _replace_with(p["i8"], fill)
     if scale is not None:
@@ -511,6 +566,7 @@ def scope_rows(occ: Occurrences, collection_paths: Iterable[str] | None) -> np.n
         occ.scope_rows[key] = cached
     return cached
 
+
 _MIN_RUN_ROWS = 64  # shorter runs of consecutive rows are gathered with their neighbours
 
 
@@ -544,9 +600,14 @@ def _scope_runs(occ: Occurrences, scope: np.ndarray) -> list[tuple[int, int, int
     return spans
 
 
-def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
-                    collection_paths: Iterable[str] | None, limit: int,
-                    int8_min_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def top_occurrences(
+    m: Matrix,
+    occ: Occurrences,
+    q: np.ndarray,
+    collection_paths: Iterable[str] | None,
+    limit: int,
+    int8_min_rows: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``occ`` of the best ``limit`` and their float32 scores, best first.
 
     ``int8_min_rows``: a full scan of a matrix with at least this many rows uses
@@ -556,9 +617,14 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
     total = len(occ.chunk_rowid)
     if scope is not None and len(scope) == 0:
         return np.empty(0, np.int64), np.empty(0, np.float32)
-    if (scope is None and int8_min_rows is not None and m.codes is not None and total
-            and len(m.matrix) >= max(int8_min_rows, 8 * max(int8_scan.RESCORE, 4 * limit))
-            and int8_scan.kernel() is not None):
+    if (
+        scope is None
+        and int8_min_rows is not None
+        and m.codes is not None
+        and total
+        and len(m.matrix) >= max(int8_min_rows, 8 * max(int8_scan.RESCORE, 4 * limit))
+        and int8_scan.kernel() is not None
+    ):
         try:
             if occ.by_row is None or occ.by_row.n != len(m.matrix):
                 occ.by_row = int8_scan.row_index(occ.matrix_row, len(m.matrix))
@@ -575,14 +641,14 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
         spans = _scope_runs(occ, scope)
         with scan_threads(len(scope), full=False):
             if len(spans) == 1 and spans[0][2] is not None:  # one run of consecutive rows: one view
-                scores = m.matrix[spans[0][2]:spans[0][2] + len(scope)] @ q
+                scores = m.matrix[spans[0][2] : spans[0][2] + len(scope)] @ q
             else:
                 scores = np.empty(len(scope), np.float32)
                 for a, b, r in spans:
                     if r is None:  # scattered rows: copy them (a block at a time)
                         scores[a:b] = m.matrix[occ.matrix_row[scope[a:b]]] @ q
                     else:  # a run of consecutive matrix rows: a view, no copy
-                        scores[a:b] = m.matrix[r:r + (b - a)] @ q
+                        scores[a:b] = m.matrix[r : r + (b - a)] @ q
         cand = scope
     else:
         all_scores = full_scores(m.matrix, q)  # a hybrid search's keyword thread helps (engine/store/scan_share.py)
@@ -591,8 +657,12 @@ def top_occurrences(m: Matrix, occ: Occurrences, q: np.ndarray,
                 all_scores = m.matrix @ q  # (n_vectors,) float32
         n = len(all_scores)
         if occ.identity_rows is None:  # one chunk per matrix row, in order: the scores need no gather
-            occ.identity_rows = n if len(occ.matrix_row) == n and bool(
-                np.array_equal(occ.matrix_row, np.arange(n, dtype=occ.matrix_row.dtype))) else -1
+            occ.identity_rows = (
+                n
+                if len(occ.matrix_row) == n
+                and bool(np.array_equal(occ.matrix_row, np.arange(n, dtype=occ.matrix_row.dtype)))
+                else -1
+            )
         scores = all_scores if occ.identity_rows == n else all_scores[occ.matrix_row]  # (occurrences,)
         if scope is not None:
             scores = scores[scope]
