@@ -1,7 +1,7 @@
 """User-visible figures of two engine trees, side by side in one run, with the ratio this/base.
 
     .venv/bin/python bench/user_figures.py [--base DIR] [--this DIR] [--rounds 5] [--cli-runs 15]
-                                           [--queries 60] [--mcp-starts 5]
+                                           [--queries 60] [--mcp-starts 9]
                                            [--query TEXT ...] [--files 60] [--keep]
 
 Rows (every one measured on both sides in the same run; the ratio is this / base, so
@@ -19,7 +19,7 @@ below 1.00x is better for seconds and milliseconds, above 1.00x for chunks/s):
   ``search-chunks`` processes, the queries taken in turn
 * ``MCP start + initialize + list_tools ms``  spawning ``python -m engine mcp`` (stdio)
   with the official client (``mcp.client.stdio.stdio_client`` + ``ClientSession``) until
-  ``list_tools`` answers, ``--mcp-starts`` times per side (default 5, alternated)
+  ``list_tools`` answers, ``--mcp-starts`` times per side (default 9, alternated)
 * ``MCP first search_chunks ms``  the first ``search_chunks`` call of each of those
   sessions (it loads the model); arguments: ``query``, and ``scope: '*'`` when the
   tool's input schema has ``scope``
@@ -364,8 +364,8 @@ def main() -> None:
     ap.add_argument(
         "--mcp-starts",
         type=int,
-        default=5,
-        help="MCP server starts per side, each timed with its first search_chunks (default 5)",
+        default=9,
+        help="MCP server starts per side, each timed with its first search_chunks (default 9)",
     )
     ap.add_argument(
         "--query",

@@ -130,8 +130,8 @@ def test_settings_key_changes_with_ocr():
     off = settings_key(Settings(ocr="off"))
     auto = settings_key(Settings(ocr="auto"))
     assert off != auto and "ocr=off" in off
-    assert Settings(ocr_languages="eng+deu").settings_key != auto
-    assert Settings(ocr_dpi=200).settings_key != auto
+    assert settings_key(Settings(ocr_languages="eng+deu")) != auto
+    assert settings_key(Settings(ocr_dpi=200)) != auto
     assert f"tesseract={tesseract_version() or 'none'}" in auto
 
 
