@@ -6,25 +6,14 @@ else the SQLite file ``settings.db``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from engine.store.base import Store
+from engine.store.base import Store
 
 __all__ = ["Store", "open_store"]
 
 
-def __getattr__(name: str) -> Any:
-    """``Store``, from ``engine.store.base`` on first use: opening a store does not build the
-    protocol class (~1 ms of every process that opens one, e.g. an unchanged index run)."""
-    if name == "Store":
-        from engine.store.base import Store
-
-        return Store
-    raise AttributeError(f"module 'engine.store' has no attribute {name!r}")
-
-
-def open_store(settings) -> Store:
+def open_store(settings: Any) -> Store:
     """Open the configured store (Postgres when ``settings.dsn`` is set, else SQLite).
 
     Raises:

@@ -5,9 +5,8 @@ chunks, vectors (as stored: nothing is re-embedded) and the last run summary.
 Imports ``engine.store`` and ``engine.values`` only; never a face (streamlit,
 mcp, argparse) and never an embedding provider.
 
-The ``Store`` protocol has no vector reader, so vectors come from the source's
-``iter_vectors`` when it has one (``PostgresStore``), else, for a
-``SqliteStore``, from its ``vectors`` table read in one snapshot.
+Vectors come from the source's ``iter_vectors`` (one snapshot on SQLite, a
+server-side cursor on Postgres).
 """
 
 from __future__ import annotations
@@ -34,33 +33,8 @@ def iter_vectors(store: Store, batch: int = VECTOR_BATCH) -> Iterator[tuple[str,
     Yields:
         ``(model, chunk_ids, vectors)``, vectors float32 of shape
         (len(chunk_ids), dim), one model per batch.
-
-    Raises:
-        TypeError: the store offers no way to read its vectors.
     """
-    if hasattr(store, "iter_vectors"):
-        yield from store.iter_vectors(batch=batch)  # type: ignore[attr-defined]
-        return
-    from engine.store.sqlite.store import SqliteStore
-
-    if not isinstance(store, SqliteStore):
-        raise TypeError(f"cannot read vectors from {type(store).__name__}: it has no iter_vectors()")
-    # One statement = one snapshot; rows arrive in (model, rowid) order.
-    with store._read() as conn:  # noqa: SLF001 - SqliteStore has no public vector reader yet
-        cur = conn.execute("SELECT model, dim, chunk_id, vec FROM vectors ORDER BY model, rowid")
-        model: str | None = None
-        dim = 0
-        ids: list[str] = []
-        blobs: list[bytes] = []
-        for m, d, cid, blob in cur:
-            if ids and (m != model or d != dim or len(ids) >= batch):
-                yield model, ids, np.frombuffer(b"".join(blobs), np.float32).reshape(len(ids), dim)  # type: ignore[misc]
-                ids, blobs = [], []
-            model, dim = m, int(d)
-            ids.append(cid)
-            blobs.append(blob)
-        if ids:
-            yield model, ids, np.frombuffer(b"".join(blobs), np.float32).reshape(len(ids), dim)  # type: ignore[misc]
+    yield from store.iter_vectors(batch=batch)
 
 
 def open_location(location: str) -> Store:
@@ -104,7 +78,6 @@ def migrate(src: Store, dst: Store, on_progress: Callable[[dict[str, Any]], None
 
     Raises:
         IndexBusyError: an index run holds ``dst``'s lock.
-        TypeError: vectors cannot be read from ``src``.
     """
     t0 = time.perf_counter()
     emit = on_progress or (lambda _event: None)

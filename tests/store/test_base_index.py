@@ -71,7 +71,9 @@ def test_the_tools_search_the_kept_format_without_an_index_run(base_db):
     engine = Engine(settings)
     try:
         for mode in ("keyword", "vector", "hybrid"):
-            got = call_tool(engine, "search_chunks", {"query": "Molière biography", "scope": "S", "mode": mode, "limit": 3})
+            got = call_tool(
+                engine, "search_chunks", {"query": "Molière biography", "scope": "S", "mode": mode, "limit": 3}
+            )
             assert got["searched"] and got["hits"], (mode, got)
             assert got["hits"][0]["filePath"] == "sample-french-1.txt", (mode, got["hits"][0])
         chunk = call_tool(

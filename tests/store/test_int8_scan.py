@@ -1,4 +1,4 @@
-"""The int8 scan of large full vector searches (issue 15, 1M row): same hits, float32 scores, fresh files.
+"""The int8 scan of large full vector searches: same hits, float32 scores, fresh files.
 
 Real parts: the real local WordLlama model on windows of the test corpus
 text, real SQLite files, the real int8 files; the int8 path is forced with

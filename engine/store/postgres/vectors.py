@@ -31,7 +31,6 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
-import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
@@ -39,6 +38,8 @@ from engine.values import VectorHit
 from engine.store.base import as_vector_rows
 from engine.store.postgres.rows import CHUNK_SELECT, row_to_chunk
 from engine.store.postgres.schema import (
+    one_row,
+    DictConnection,
     SHARED_SCHEMA,
     build_hnsw_index,
     has_hnsw_index,
@@ -46,12 +47,17 @@ from engine.store.postgres.schema import (
     vector_type,
 )
 
-__all__ = ["PgVectors", "SchemaResolver"]
+__all__ = ["PgVectors", "SchemaResolver", "as_array"]
 
 log = logging.getLogger(__name__)
 
 #: ``PostgresStore._schemas``: collection paths (None: all) -> {schema: paths to filter on (None: all)}.
 SchemaResolver = Callable[[Iterable[str] | None], dict[str, list[str] | None]]
+
+
+def as_array(embedding: Any) -> np.ndarray:
+    """A pgvector value as read (``Vector``/``HalfVector`` or a sequence) -> float32 (dim,)."""
+    return np.asarray(embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding, dtype=np.float32)
 
 
 class PgVectors:
@@ -76,7 +82,7 @@ class PgVectors:
             ones rely on the exact fallback alone.
     """
 
-    def __init__(self, pool: ConnectionPool, schemas: SchemaResolver, iterative: bool):
+    def __init__(self, pool: ConnectionPool[DictConnection], schemas: SchemaResolver, iterative: bool):
         self._pool = pool
         self._schemas = schemas
         self.iterative = iterative
@@ -89,7 +95,7 @@ class PgVectors:
         self._lock = threading.Lock()
 
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection]:
+    def _tx(self) -> Iterator[DictConnection]:
         """A pooled connection inside one transaction (commit on success)."""
         with self._pool.connection() as conn, conn.transaction():
             yield conn
@@ -134,7 +140,7 @@ class PgVectors:
             rows = conn.execute(q, params).fetchall()
         return [(r["chunk_id"], r["chunk_text"]) for r in rows]
 
-    def _ensure_vector_index(self, conn: psycopg.Connection, model: str, dim: int, build_memory_mb: int) -> None:
+    def _ensure_vector_index(self, conn: DictConnection, model: str, dim: int, build_memory_mb: int) -> None:
         """Make sure ``(model, dim)`` has its HNSW index, or defer it (inside the caller's tx).
 
         Deferred while this store holds ``index_lock`` and the index does not
@@ -257,8 +263,7 @@ class PgVectors:
                         ids, rows = [], []
                     key = k
                     ids.append(r["chunk_id"])
-                    e = r["embedding"]
-                    rows.append(np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32))
+                    rows.append(as_array(r["embedding"]))
                 if ids:
                     yield key[0], ids, np.vstack(rows).astype(np.float32)  # type: ignore[index]
 
@@ -285,15 +290,17 @@ class PgVectors:
                 conn.execute("ANALYZE _cn_ids")
                 out: dict[str, dict[str, int]] = {}
                 for m in models:
-                    r = conn.execute(
-                        sql.SQL(
-                            "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
-                            "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
-                            "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
-                            "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
-                        ).format(shared),
-                        {"m": m["model"]},
-                    ).fetchone()
+                    r = one_row(
+                        conn.execute(
+                            sql.SQL(
+                                "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
+                                "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
+                                "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
+                                "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
+                            ).format(shared),
+                            {"m": m["model"]},
+                        ).fetchone()
+                    )
                     out[m["model"]] = {
                         "vectors": int(m["n"]),
                         "dim": int(m["dim"]),
@@ -302,7 +309,20 @@ class PgVectors:
                     }
         return out
 
-    def _model_dim(self, conn: psycopg.Connection, model: str) -> int | None:
+    def vector_dim(self, model: str) -> int | None:
+        """Dimension of ``model``'s stored vectors, or None when it has none."""
+        with self._pool.connection() as conn:
+            return self._model_dim(conn, model)
+
+    def purge_stale(self) -> dict[str, int]:
+        """Delete every stale vector and its text notes in one transaction (``engine.store.purge``)."""
+        from engine.store.purge import purge_stale_pg
+
+        ids = self._all_chunk_ids_sql()
+        with self._tx() as conn:
+            return purge_stale_pg(conn, SHARED_SCHEMA, ids)
+
+    def _model_dim(self, conn: DictConnection, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
         r = conn.execute(
             sql.SQL("SELECT dim FROM {}.vectors WHERE model = %s LIMIT 1").format(sql.Identifier(SHARED_SCHEMA)),
@@ -351,7 +371,7 @@ class PgVectors:
 
     def _search_partition(
         self,
-        conn: psycopg.Connection,
+        conn: DictConnection,
         schema: str,
         paths: list[str] | None,
         model: str,
@@ -399,13 +419,15 @@ class PgVectors:
                 return conn.execute(sql.SQL("EXPLAIN ") + approx, params).fetchall()
             rows = conn.execute(approx, params).fetchall()
         if len(rows) < limit:
-            have = conn.execute(
-                sql.SQL(
-                    "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
-                    "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
-                ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where),
-                params,
-            ).fetchone()["n"]
+            have = one_row(
+                conn.execute(
+                    sql.SQL(
+                        "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
+                        "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
+                    ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where),
+                    params,
+                ).fetchone()
+            )["n"]
             if have > len(rows):
                 rows = conn.execute(exact, params).fetchall()
         return rows

@@ -85,7 +85,7 @@ def _slots_twin(cls: type) -> type | None:
             return None
         twin = type(f"_{cls.__name__}Slots", (), {"__slots__": names, "__module__": __name__})
         sample = [object() for _ in names]
-        obj = object.__new__(twin)
+        obj: Any = object.__new__(twin)
         for name, value in zip(names, sample):
             setattr(obj, name, value)
         obj.__class__ = cls
@@ -176,7 +176,7 @@ def hits_of(hit: type[VectorHit] | type[KeywordHit], rows: Iterable[tuple], scor
         return [hit(chunk_of(r[1:]), s) for r, s in zip(rows, scores)]
     out = []
     for r, s in zip(rows, scores):
-        h = _new(twin)
+        h: Any = _new(twin)
         h.chunk = chunk_of(r[1:])
         h.score = s
         h.__class__ = hit
@@ -186,7 +186,7 @@ def hits_of(hit: type[VectorHit] | type[KeywordHit], rows: Iterable[tuple], scor
 
 def bbox_json(b: Bbox) -> str:
     """``Bbox.to_dict()`` as compact JSON, formatted directly (json.dumps of a
-    dict per box was ~5% of an index run). Boxes are finite: extraction clamps them."""
+    dict per box costs ~5% of an index run). Boxes are finite: extraction clamps them."""
     return box_json(b.x, b.y, b.w, b.h)
 
 
