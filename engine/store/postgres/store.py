@@ -1,8 +1,8 @@
 """The Postgres + pgvector store: one schema per partition, HNSW vector search.
 
 Owns: the Postgres implementation of the ``Store`` protocol
-(``engine/store/base.py``): the connection pool, provisioning, the reads and
-writes, keyword search, the HNSW build settings and the indexer lock. Selected by
+(``engine/store/base.py``): the connection pool, the reads and writes, keyword
+search, the HNSW build settings and the indexer lock. Selected by
 ``CHUNKNAV_DSN=postgresql://...`` (``open_store``). The schema side (layout,
 naming, self-provisioning DDL, vector index DDL) lives in
 ``engine/store/postgres/schema.py``; row <-> dataclass conversion and the SQL
@@ -18,10 +18,11 @@ Layout: see ``engine/store/postgres/schema.py`` and ``docs/postgres.md``.
 Vectors live in the shared schema, keyed by ``chunk_id`` (see
 ``engine/store/postgres/vectors.py``).
 
-Provisioning (``postgres_schema``) is idempotent and additive and runs under a
-transaction-scoped advisory lock, so several processes may provision at once.
-This module decides when: once per schema per process, on first touch; a read
-never creates a partition.
+Provisioning (``engine/store/postgres/schema.py``) is idempotent and additive
+and runs under a transaction-scoped advisory lock, so several processes may
+provision at once. ``Partitions`` (``engine/store/postgres/partitions.py``)
+decides when: once per schema per process, on first touch; a read never
+creates a partition.
 
 Concurrency: every write is one transaction; ``replace_document`` also takes a
 per-file transaction advisory lock, so two writers of one file serialise and
@@ -32,7 +33,6 @@ session advisory lock held on a dedicated connection.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
@@ -78,14 +78,12 @@ from engine.store.postgres.schema import (
     SHARED_SCHEMA,
     ensure_vector_extension,
     partition_of,
-    provision_partition,
-    provision_shared,
-    schema_exists,
     schema_for,
 )
 from engine.store.postgres.vectors import PgVectors
 from engine.store.postgres.keyword import search_keyword as postgres_search_keyword
 from engine.store.postgres.notes import PgNotes
+from engine.store.postgres.partitions import Partitions
 
 __all__ = [
     "PostgresStore",
@@ -140,8 +138,6 @@ class PostgresStore(StoreBase):
         self.dsn = dsn
         self.build_memory_mb = build_memory_mb
         self.ef_search = ef_search
-        self._provisioned: set[str] = set()
-        self._lock = threading.Lock()
         with psycopg.connect(dsn, autocommit=True) as conn:
             version = ensure_vector_extension(conn)  # before register_vector() can find its type
         #: pgvector >= 0.8 has iterative index scans; older ones rely on the exact fallback alone.
@@ -160,10 +156,13 @@ class PostgresStore(StoreBase):
             name="chunknav",
         )
         #: The vector half (HNSW upkeep state included); see ``engine/store/postgres/vectors.py``.
+        #: Partition schemas: provisioning once per process, and which schemas a call visits.
+        self._partitions = Partitions(self._pool)
+        self._schema, self._schemas = self._partitions.schema, self._partitions.schemas
         self._vectors = PgVectors(self._pool, self._schemas, iterative)
         #: The embedding notes; see ``engine/store/postgres/notes.py``.
         self._notes = PgNotes(self._pool, self._schemas)
-        self._provision_shared()
+        self._partitions.provision_shared()
 
     # -- connections and provisioning -----------------------------------------
     @contextmanager
@@ -172,77 +171,14 @@ class PostgresStore(StoreBase):
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
-    def _provision_shared(self) -> None:
-        """Create or upgrade the shared ``chunknav`` schema (``postgres_schema.provision_shared``)."""
-        with self._tx() as conn:
-            provision_shared(conn)
-
     def provision(self, partition: str) -> str:
-        """Create or upgrade one partition's schema; idempotent, safe across processes.
-
-        Creates the schema, its tables, columns and indexes that are missing
-        (``ADD COLUMN IF NOT EXISTS``, ``CREATE INDEX IF NOT EXISTS``); a schema
-        already up to date is only read. Registers the partition in ``chunknav.partitions``.
-
-        Args:
-            partition: the first segment of a collection path, e.g. ``ACME``.
-
-        Returns:
-            The schema name (``schema_for(partition)``).
-        """
-        with self._tx() as conn:
-            schema = provision_partition(conn, partition)
-        with self._lock:
-            self._provisioned.add(schema)
-        return schema
-
-    def _schema(self, collection_path: str, create: bool = False) -> str | None:
-        """The provisioned schema of a collection's partition, or None when it does not exist.
-
-        A schema this process has not touched yet is provisioned first (it gains
-        any column or index it lacks); a missing one is created only when
-        ``create`` (writes), never by a read.
-        """
-        partition = partition_of(collection_path)
-        schema = schema_for(partition)
-        if schema in self._provisioned:
-            return schema
-        if not create:
-            with self._pool.connection() as conn:
-                if not schema_exists(conn, schema):
-                    return None
-        return self.provision(partition)
-
-    def _schemas(self, collection_paths: Iterable[str] | None = None) -> dict[str, list[str] | None]:
-        """Schemas to visit -> the collection paths to filter on there (None: all).
-
-        ``None`` gives every registered partition (each provisioned first).
-        """
-        if collection_paths is None:
-            with self._pool.connection() as conn:
-                rows = conn.execute(
-                    sql.SQL("SELECT partition FROM {}.partitions ORDER BY partition").format(
-                        sql.Identifier(SHARED_SCHEMA)
-                    )
-                ).fetchall()
-            found = (self._schema(r["partition"]) for r in rows)
-            return {schema: None for schema in found if schema is not None}
-        out: dict[str, list[str] | None] = {}
-        for path in dict.fromkeys(collection_paths):
-            schema = self._schema(path)
-            if schema is not None:
-                out.setdefault(schema, []).append(path)  # type: ignore[union-attr]
-        return out
+        """Create or upgrade one partition's schema; idempotent, safe across processes
+        (``Partitions.provision``). Returns the schema name (``schema_for(partition)``)."""
+        return self._partitions.provision(partition)
 
     def partitions(self) -> dict[str, str]:
         """Registered partitions: partition name -> schema name, sorted by name."""
-        with self._pool.connection() as conn:
-            rows = conn.execute(
-                sql.SQL("SELECT partition, schema_name FROM {}.partitions ORDER BY partition").format(
-                    sql.Identifier(SHARED_SCHEMA)
-                )
-            ).fetchall()
-        return {r["partition"]: r["schema_name"] for r in rows}
+        return self._partitions.registered()
 
     # -- collections -------------------------------------------------------------
     def add_collection(self, collection: Collection) -> None:

@@ -51,7 +51,7 @@ __all__ = ["PgVectors", "SchemaResolver", "as_array"]
 
 log = logging.getLogger(__name__)
 
-#: ``PostgresStore._schemas``: collection paths (None: all) -> {schema: paths to filter on (None: all)}.
+#: ``Partitions.schemas``: collection paths (None: all) -> {schema: paths to filter on (None: all)}.
 SchemaResolver = Callable[[Iterable[str] | None], dict[str, list[str] | None]]
 
 
