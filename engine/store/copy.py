@@ -13,28 +13,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterator
-
-import numpy as np
+from typing import Any, Callable
 
 from engine.store.base import Store
 
-__all__ = ["migrate", "iter_vectors", "open_location"]
+__all__ = ["migrate", "open_location"]
 
 log = logging.getLogger(__name__)
 
 #: Vectors per ``add_vectors`` call while copying.
 VECTOR_BATCH = 10_000
-
-
-def iter_vectors(store: Store, batch: int = VECTOR_BATCH) -> Iterator[tuple[str, list[str], np.ndarray]]:
-    """Every stored vector of ``store`` (stale ones too), in batches.
-
-    Yields:
-        ``(model, chunk_ids, vectors)``, vectors float32 of shape
-        (len(chunk_ids), dim), one model per batch.
-    """
-    yield from store.iter_vectors(batch=batch)
 
 
 def open_location(location: str) -> Store:
@@ -101,7 +89,7 @@ def migrate(src: Store, dst: Store, on_progress: Callable[[dict[str, Any]], None
             counts["chunks"] += len(chunks)
             if counts["documents"] % 100 == 0:
                 emit({"phase": "documents", "done": counts["documents"]})
-        for model, ids, vectors in iter_vectors(src):
+        for model, ids, vectors in src.iter_vectors(batch=VECTOR_BATCH):
             counts["vectorsAdded"] += dst.add_vectors(model, ids, vectors)
             counts["vectors"] += len(ids)
             counts["models"][model] = counts["models"].get(model, 0) + len(ids)

@@ -4,11 +4,11 @@ Owns: ``PgVectors``, the helper a ``PostgresStore`` builds once and delegates
 its vector methods to: listing chunks that miss a vector, loading vectors
 (binary COPY), the HNSW index policy (create on first vectors of a
 ``(model, dim)``, or defer to a bulk build while the store holds
-``index_lock``), streaming vectors out, per-model counts, and the HNSW-first /
-exact-fallback search with its ``EXPLAIN``. The connection pool, provisioning,
-settings (``ef_search``, ``build_memory_mb``) and ``index_lock`` stay with
-``PostgresStore`` (``engine/store/postgres/store.py``), which hands in its pool and
-its partition-schema resolver.
+``index_lock``), streaming vectors out, per-model counts, deleting stale
+vectors, and the HNSW-first / exact-fallback search with its ``EXPLAIN``.
+The connection pool, settings (``ef_search``, ``build_memory_mb``) and
+``index_lock`` stay with ``PostgresStore`` (``engine/store/postgres/store.py``),
+which hands in its pool and its partition-schema resolver (``Partitions.schemas``).
 
 Vectors live in the shared schema because they are keyed by ``chunk_id``
 (content-addressed, not per partition): a chunk id indexed in two partitions
@@ -18,8 +18,9 @@ joins each hit to the scoped chunks of one partition schema at a time.
 
 Imports psycopg 3, psycopg_pool and numpy. Must not import
 ``engine.store.postgres.store`` (it imports this module), streamlit, mcp, argparse
-or any other engine module but ``model``, ``store.base``,
-``store.postgres_schema`` and ``store.postgres_rows``.
+or any other engine module but ``engine.values``, ``engine.store.base``,
+``engine.store.purge``, ``engine.store.postgres.schema`` and
+``engine.store.postgres.rows``.
 """
 
 from __future__ import annotations

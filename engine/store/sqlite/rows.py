@@ -2,8 +2,8 @@
 
 Owns: the column lists of ``documents`` and ``chunks`` (the order every
 SELECT uses), row -> ``Document`` / ``Chunk`` (and search hits), ``Chunk`` -> INSERT parameters
-(boxes as compact JSON; line rectangles as ``rects_code`` text), and ``fts_query`` (plain words -> safe FTS5 query
-strings, ``fts_queries`` for the porter and trigram indexes). Imports
+(boxes as compact JSON; line rectangles as ``rects_code`` text), and ``fts_queries`` (plain words -> safe FTS5
+query strings for the porter and trigram indexes). Imports
 ``engine.values`` and ``engine.store.fts`` only; no connection, no SQL execution.
 """
 
@@ -25,7 +25,6 @@ __all__ = [
     "hits_of",
     "bbox_json",
     "chunk_params",
-    "fts_query",
     "fts_queries",
 ]
 
@@ -223,21 +222,6 @@ def chunk_params(c: Chunk) -> tuple:
         to_json(c.metadata) if c.metadata else None,
         c.last_modified,
     )
-
-
-def fts_query(text: str) -> tuple[str, str] | None:
-    """Plain words -> (all-words FTS5 query, any-word FTS5 query) over every term, or None.
-
-    Each term (``engine.store.fts.keyword_terms``: deduplicated, capped) becomes
-    one quoted FTS5 string (inner quotes doubled), so ``AND``, ``*``, ``-``,
-    ``:``, ``(`` and quotes are searched as text, never parsed as query syntax.
-    Tokens without a letter or digit are dropped (the tokenizer would drop them anyway).
-    """
-    terms = keyword_terms(text)
-    if not terms:
-        return None
-    quoted = [quote(t) for t in (*terms.latin, *terms.cjk)]
-    return " AND ".join(quoted), " OR ".join(quoted)
 
 
 def fts_queries(text: str) -> tuple[tuple[str | None, str | None], tuple[str | None, str | None]] | None:
