@@ -26,7 +26,8 @@ _PAGE_SIZE = 16384
 #: Bytes of the database file each connection reads through a memory map (SQLite's
 #: ``mmap_size``; capped by the library at ~2 GB): pages come from the OS page cache
 #: without a pread and a private copy per connection: keyword search at 100k chunks
-#: measured ~20% faster with it, a 10-hit fetch 0.088 ms instead of 0.105 ms.
+#: measured ~20% faster with it, a 10-hit fetch 0.088 ms instead of 0.105 ms
+#: (docs/decisions/sqlite-mmap.md).
 _MMAP_BYTES = 0x7FFF0000
 
 
@@ -212,6 +213,7 @@ class Connections:
         ~2 us statement instead of the read (collections, vector dim, counters: ~40-60 us
         each with caches cold after a vector scan). Inside a transaction: always read.
         Values must be immutable (they are shared by the calls of this connection).
+        See docs/decisions/sqlite-remembered-reads.md.
         """
         with self.read() as conn:
             if conn.in_transaction:

@@ -74,7 +74,8 @@ def _slots_twin(cls: type) -> type | None:
     ``cls``: CPython allows that between classes whose slots are the same, and
     the object is then what ``cls(...)`` makes (same type, fields, equality,
     hash, repr, still frozen). Checked here on a sample; None (callers build
-    through ``cls(...)``) when ``cls`` has another shape or the check fails.
+    through ``cls(...)``) when ``cls`` has another shape or the check fails
+    (docs/decisions/chunk-slot-twins.md).
     """
     import dataclasses
 

@@ -52,7 +52,8 @@ def _rows_sql(n: int, columns: str, checked: bool) -> str:
     no row gives none). ``checked``: four more parameters, ``_GENS_ARE``: no row at all when the
     counters moved. Right after a 4k-row scan has flushed the caches, ~10 us less than
     ``rowid IN (...)`` (rows in rowid order, reordered in Python) with the counters as two
-    more columns of every row (~65 us for 10 rows of ``CHUNK_COLUMNS``)."""
+    more columns of every row (~65 us for 10 rows of ``CHUNK_COLUMNS``;
+    docs/decisions/sqlite-hit-fetch.md)."""
     key = (n, columns, checked)
     sql = _ROWS_SQL.get(key)
     if sql is None:
