@@ -44,14 +44,14 @@ class _Reading:
 
     def __enter__(self) -> sqlite3.Connection:
         db = self._db
-        shared = db._shared
+        shared = db.shared
         if shared is None:
             return db.conn()
         db.write_lock.acquire()
         self._locked = True
-        if db._shared is None:  # closed meanwhile: the thread's own connection
+        if db.shared is None:  # closed meanwhile: the thread's own connection
             return db.conn()
-        return db._shared
+        return db.shared
 
     def __exit__(self, *exc: object) -> None:
         if self._locked:
@@ -70,6 +70,7 @@ class Connections:
     Attributes:
         write_lock: one writer per process at a time (reentrant); ``:memory:``
             readers take it too.
+        shared: ``:memory:``'s one connection (None for a file, and once closed).
     """
 
     def __init__(self, path: str, busy_timeout_ms: int) -> None:
@@ -80,7 +81,7 @@ class Connections:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._memo: dict[int, tuple[tuple[int, int], dict[tuple[Any, ...], Any]]] = {}  # id(conn) -> (token, reads)
-        self._shared: sqlite3.Connection | None = self._connect() if self.memory else None
+        self.shared: sqlite3.Connection | None = self._connect() if self.memory else None
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -98,8 +99,8 @@ class Connections:
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use; ``:memory:``: the shared one)."""
-        if self._shared is not None:
-            return self._shared
+        if self.shared is not None:
+            return self.shared
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
@@ -240,4 +241,4 @@ class Connections:
         self._connections.clear()
         self._memo.clear()
         self._local = threading.local()
-        self._shared = None
+        self.shared = None
