@@ -167,8 +167,7 @@ class HybridRanking:
 
     def _scope_files(self, collections: list[str] | None) -> int:
         """Files holding chunks in ``collections`` (every collection when None): the store's
-        ``file_count``, or -1 when it has none (a per-file search then goes deeper until the
-        lists run out)."""
+        ``file_count``."""
         return int(self.store.file_count(collections))
 
     def _hybrid_lists(
