@@ -447,7 +447,7 @@ def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkey
 
 
 def test_hybrid_takes_the_keyword_list_before_the_helper_leaves_and_sees_its_failure(corpus_index, monkeypatch):
-    """kw (session 4): with the keyword thread helping the int8 scan, the calling thread takes
+    """With the keyword thread helping the int8 scan, the calling thread takes
     the keyword list from a future set before the thread helps (so it never waits for the
     helper's way out of the scan); a keyword search that raises still raises in the calling
     thread, and the next hybrid search on the same pool answers as before."""
