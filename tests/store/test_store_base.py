@@ -104,3 +104,17 @@ def test_both_backends_declare_every_capability(store):
     assert store.repair_orphans() == 0
     assert store.file_count(None) == 0 and store.vector_coverage("m") == (0, 0)
     assert list(store.iter_vectors()) == [] and store.purge_stale_vectors() == {}
+
+
+def test_repair_orphans_drops_the_documents_of_a_collection_row_that_is_gone(store):
+    _fill(store)
+    if isinstance(store, SqliteStore):
+        with store._write() as conn:  # a remove that raced a run: documents without their collection
+            conn.execute("DELETE FROM collections WHERE collection_path = 'D'")
+    else:
+        with store._pool.connection() as conn:
+            conn.execute("DELETE FROM chunknav.collections WHERE collection_path = 'D'")
+    assert [c.collection_path for c in store.collections()] == ["C"]
+    assert store.repair_orphans() == 1
+    assert sorted({d.collection_path for d in store.documents()}) == ["C"]
+    assert store.chunks("D", "c.txt") == [] and store.repair_orphans() == 0
