@@ -54,9 +54,7 @@ class Engine:
 
                 try:
                     self._store = open_store(self.settings)
-                    repair = getattr(self._store, "repair_orphans", None)
-                    if repair is not None:  # SQLite: one query (Postgres: checked at each index run)
-                        repair()  # rows of a collection removed while a run still wrote
+                    self._store.repair_orphans()  # rows of a collection removed while a run still wrote
                 except ChunknavError:
                     raise
                 except Exception as e:  # sqlite3 / psycopg / OSError: the index cannot be opened

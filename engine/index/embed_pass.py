@@ -124,12 +124,10 @@ def embed_pass(
     model = embedder.model
     summary.setdefault("truncated", 0)
     summary.setdefault("embedFailed", 0)
-    coverage = getattr(store, "vector_coverage", None)  # SQLite: one statement (issue 15: lean no-op runs)
-    if coverage is not None:
-        live, missing = coverage(model)
-        if not missing:  # nothing to embed: the answer the three reads below give, no probe
-            summary["reused"] = max(0, live)
-            return
+    live, missing = store.vector_coverage(model)
+    if not missing:  # nothing to embed: the answer the three reads below give, no probe
+        summary["reused"] = max(0, live)
+        return
     group = store.chunks_missing_vectors(model, limit=GROUP_TEXTS)
     counts = store.vector_counts().get(model, {})
     live = int(counts.get("vectors", 0)) - int(counts.get("stale", 0))

@@ -66,21 +66,12 @@ log = logging.getLogger(__name__)
 
 def repair_orphans(store: Store) -> int:
     """Drop documents and chunks whose collection is gone (a remove that raced a
-    run in an older version). Uses the store's own ``repair_orphans`` when it
-    has one (SQLite: one query), else the protocol (``documents`` of every
-    collection path, ``remove_collection`` of the orphans).
+    run): the store's ``repair_orphans``.
 
     Returns:
         The number of collection paths whose rows were removed.
     """
-    own = getattr(store, "repair_orphans", None)
-    if own is not None:
-        return int(own())
-    known = {c.collection_path for c in store.collections()}
-    gone = sorted({d.collection_path for d in store.documents()} - known)
-    for cp in gone:
-        store.remove_collection(cp)
-    return len(gone)
+    return int(store.repair_orphans())
 
 
 class Indexer(WalkPass, TextPass):
@@ -206,9 +197,9 @@ class Indexer(WalkPass, TextPass):
         """After a text pass that wrote chunks, let the store merge its keyword index
         (``tidy_keyword_index``, SQLite only: FTS5 segments; cheaper keyword searches).
         A busy writer lock only skips it (logged): the next run tries again."""
-        tidy = getattr(self.store, "tidy_keyword_index", None)
+        tidy = self.store.tidy_keyword_index
         written = int(summary.get("chunksWritten") or 0)
-        if tidy is None or written <= 0:
+        if written <= 0:
             return
         try:
             self._retrying(lambda: tidy(written))

@@ -331,7 +331,7 @@ class TextPass:
 
     def _takes_rows(self) -> bool:
         """True when the store takes ready chunk rows (``engine.index.rows``; the SQLite store)."""
-        return bool(getattr(self.store, "takes_chunk_rows", False))
+        return bool(self.store.takes_chunk_rows)
 
     def commit(self, group: list[Prepared], summary: dict) -> None:
         """Write a group of outcomes in one store batch (retried while the writer

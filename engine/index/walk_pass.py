@@ -20,7 +20,6 @@ never a face (streamlit, mcp, argparse).
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import hashlib
 import os
@@ -397,15 +396,8 @@ class WalkPass:
         self._set_metadata(doc, {k: v for k, v in (doc.metadata or {}).items() if k != "stale"})
 
     def _set_metadata(self, doc: Document, meta: dict) -> None:
-        """Write ``doc``'s new metadata: the store's ``set_document_metadata`` (one row: SQLite,
-        Postgres), else the document rewritten with its own text and chunks (a store without it).
-        A collection root that vanished marks every document: a rewrite of each would cost as
-        much as indexing them again (7.5 s for one 33 MB text file of 39k chunks; one UPDATE: ms)."""
+        """Write ``doc``'s new metadata with the store's ``set_document_metadata`` (one row on
+        SQLite and Postgres). A collection root that vanished marks every document: a rewrite
+        of each would cost as much as indexing them again."""
         cp, fp = doc.collection_path, doc.file_path
-        own = getattr(self.store, "set_document_metadata", None)
-        if own is not None:
-            self._retrying(lambda: own(cp, fp, meta))
-            return
-        text = self.store.document_text(cp, fp) or ""
-        chunks = self.store.chunks(cp, fp)
-        self._retrying(lambda: self.store.replace_document(dataclasses.replace(doc, metadata=meta), text, chunks))
+        self._retrying(lambda: self.store.set_document_metadata(cp, fp, meta))

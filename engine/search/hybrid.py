@@ -122,11 +122,9 @@ class HybridRanking:
         from engine.values import RankedChunk
 
         store = self.store
-        files_of = getattr(store, "chunk_files", None)
-        if files_of is None or not all(
-            hasattr(store, a) for a in ("search_vector_refs", "search_keyword_refs", "chunks_at")
-        ):
+        if not store.row_refs:
             return None
+        files_of = store.chunk_files
         depth = want_files = max(limit, FUSION_DEPTH)
         in_scope: int | None = None
         while True:
@@ -169,10 +167,8 @@ class HybridRanking:
 
     def _scope_files(self, collections: list[str] | None) -> int:
         """Files holding chunks in ``collections`` (every collection when None): the store's
-        ``file_count``, or -1 when it has none (a per-file search then goes deeper until the
-        lists run out)."""
-        count = getattr(self.store, "file_count", None)
-        return int(count(collections)) if count is not None else -1
+        ``file_count``."""
+        return int(self.store.file_count(collections))
 
     def _hybrid_lists(
         self, text: str, collections: list[str] | None, depth: int, embedder, refs: bool = False

@@ -412,11 +412,7 @@ class ContentChunkSearch(HybridRanking):
         """True when the store holds vectors for ``model`` (``auto`` runs hybrid then)."""
         if not model:
             return False
-        probe = getattr(self.store, "has_vectors", None)
-        if probe is not None:
-            return bool(probe(model))
-        counts = self.store.vector_counts().get(model)
-        return bool(counts and counts.get("vectors"))
+        return bool(self.store.has_vectors(model))
 
     def search(
         self,
@@ -614,7 +610,7 @@ class ContentChunkSearch(HybridRanking):
                 RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)
             ], "cosine"
         weight = VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight
-        if all(hasattr(self.store, a) for a in ("search_vector_refs", "search_keyword_refs", "chunks_at")):
+        if self.store.row_refs:
             ranked = self._hybrid_by_refs(text, collections, depth, embedder, weight, want)
             if ranked is not None:
                 return ranked, "rrf"

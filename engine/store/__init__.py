@@ -6,25 +6,17 @@ else the SQLite file ``settings.db``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.store.base import Store
 
 if TYPE_CHECKING:
-    from engine.store.base import Store
+    from engine.config import Settings
 
 __all__ = ["Store", "open_store"]
 
 
-def __getattr__(name: str) -> Any:
-    """``Store``, from ``engine.store.base`` on first use: opening a store does not build the
-    protocol class (~1 ms of every process that opens one, e.g. an unchanged index run)."""
-    if name == "Store":
-        from engine.store.base import Store
-
-        return Store
-    raise AttributeError(f"module 'engine.store' has no attribute {name!r}")
-
-
-def open_store(settings) -> Store:
+def open_store(settings: Settings) -> Store:
     """Open the configured store (Postgres when ``settings.dsn`` is set, else SQLite).
 
     Raises:
@@ -38,10 +30,10 @@ def open_store(settings) -> Store:
 
     # one write waits up to a quarter of lock_wait_s (0.5..30 s) for another
     # process's writer lock; the indexer retries with backoff up to lock_wait_s
-    wait_s = max(0.5, min(30.0, float(getattr(settings, "lock_wait_s", 120.0)) / 4))
+    wait_s = max(0.5, min(30.0, float(settings.lock_wait_s) / 4))
     return SqliteStore(
         settings.db,
         busy_timeout_ms=int(wait_s * 1000),
-        vector_scan=getattr(settings, "vector_scan", "auto"),
-        int8_min_rows=getattr(settings, "vector_int8_min_rows", 200_000),
+        vector_scan=settings.vector_scan,
+        int8_min_rows=settings.vector_int8_min_rows,
     )

@@ -15,23 +15,41 @@ Contract rules (tested by ``tests/store/test_store.py`` against every backend):
       float32 vectors, best first, only within the given collections.
     * ``index_lock`` is exclusive across processes: a second holder gets
       ``IndexBusyError`` at once (no waiting).
+
+Capabilities: the protocol also declares what only some backends do well
+(row-id searches, an orphan repair, a keyword-index tidy, a metadata-only
+update, a one-statement vector coverage). ``StoreBase`` gives each a slow,
+correct default built on the methods above, and says by ``row_refs`` and
+``takes_chunk_rows`` whether a backend's own versions are worth a caller's
+choosing them; callers call the methods, they never probe with ``hasattr``.
+A new backend subclasses ``StoreBase`` and implements the rest.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Protocol, Sequence, cast, runtime_checkable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 
-__all__ = ["Store", "as_vector_rows"]
+__all__ = ["Store", "StoreBase", "ChunkRef", "as_vector_rows"]
+
+#: A store's handle on one chunk row, as its ``*_refs`` searches return it: SQLite's
+#: ``chunks`` rowid; ``StoreBase``'s defaults use ``(collection_path, file_path, chunk_index)``.
+ChunkRef = Hashable
 
 
 @runtime_checkable
 class Store(Protocol):
     """Storage backend contract; see the module docstring for the rules."""
+
+    #: True when ``replace_document`` takes ``engine.index.rows.RowChunks`` (rows built ahead).
+    takes_chunk_rows: ClassVar[bool]
+    #: True when the ``*_refs`` searches, ``chunks_at`` and ``chunk_files`` answer without
+    #: reading chunk rows (cheaper than ``search_vectors`` / ``search_keyword``).
+    row_refs: ClassVar[bool]
 
     # -- collections -------------------------------------------------------
     def add_collection(self, collection: Collection) -> None:
@@ -93,7 +111,15 @@ class Store(Protocol):
         vectors whose chunk_id is in no chunk, missing = chunk ids without a
         vector for that model."""
 
-    # -- embedding notes (engine/store/sqlite/notes.py, postgres_notes.py) ----
+    def set_document_metadata(self, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
+        """Replace one document's ``metadata`` only (text, chunks and vectors stay).
+        False: no such document."""
+
+    def repair_orphans(self) -> int:
+        """Drop documents and chunks whose collection is gone; the number of collection
+        paths repaired."""
+
+    # -- embedding notes (engine/store/sqlite/notes.py, engine/store/postgres/notes.py) ----
     def vector_dim(self, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
 
@@ -110,8 +136,9 @@ class Store(Protocol):
     def record_embed_failures(self, model: str, failures: list[tuple[str, str, str]]) -> None:
         """Record ``(chunk_id, error code, reason)`` of chunks that got no vector."""
 
-    def backfill_vector_texts(self, model: str, text_hash: Any) -> int:
-        """Once per model, hash the texts of chunks embedded before text hashes were kept."""
+    def backfill_vector_texts(self, model: str, text_hash: Callable[[str], str]) -> int:
+        """Once per model: note the window-text hash (``text_hash(chunk_text)``) of vectors
+        stored without one (e.g. copied by ``migrate``); rows added."""
 
     def embed_notes(self, limit: int = 50) -> dict[str, dict[str, Any]]:
         """Per model ``{"truncated": n, "failed": n, "failures": [{collectionPath,
@@ -128,6 +155,43 @@ class Store(Protocol):
     def search_keyword(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
         """BM25 keyword hits (FTS5 on SQLite, full-text on Postgres), best first.
         ``query`` is plain words; the store quotes them (no query syntax)."""
+
+    def vector_coverage(self, model: str) -> tuple[int, int]:
+        """``(live, missing)`` for ``model``: its vectors whose chunk_id is in some chunk
+        (``vector_counts``' vectors - stale) and distinct chunk ids without its vector."""
+
+    def iter_vectors(
+        self, model: str | None = None, batch: int = 10_000
+    ) -> Iterator[tuple[str, list[str], np.ndarray]]:
+        """Every stored vector (stale ones too) of ``model`` (None: all), in batches of at
+        most ``batch``: ``(model, chunk_ids, vectors float32 (n, dim))``, one model and dim each."""
+
+    def purge_stale_vectors(self) -> dict[str, int]:
+        """Delete every stale vector in one transaction; ``{model: vectors deleted}``."""
+
+    # -- row-id searches (cheap when ``row_refs``) ---------------------------------
+    def search_vector_refs(
+        self, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
+    ) -> Sequence[tuple[ChunkRef, str, float]]:
+        """``search_vectors`` as ``(ref, chunk_id, score)``, best first, the same ranking."""
+
+    def search_keyword_refs(
+        self, query: str, collection_paths: Iterable[str] | None, limit: int
+    ) -> Sequence[tuple[ChunkRef, float]]:
+        """``search_keyword`` as ``(ref, score)``, best first, the same ranking."""
+
+    def chunks_at(self, refs: Iterable[ChunkRef]) -> dict[ChunkRef, Chunk]:
+        """ref -> Chunk for the refs whose row still exists."""
+
+    def chunk_files(self, refs: Iterable[ChunkRef]) -> dict[ChunkRef, tuple[str, str, str]]:
+        """ref -> ``(collection_path, file_path, chunk_id)`` for the refs whose row still exists."""
+
+    def file_count(self, collection_paths: Iterable[str] | None) -> int:
+        """Documents holding at least one chunk in ``collection_paths`` (None: every collection)."""
+
+    def tidy_keyword_index(self, written: int) -> bool:
+        """After an index run that wrote ``written`` chunks: compact the keyword index when
+        that pays; True when it did."""
 
     # -- runs and locks ------------------------------------------------------
     def index_lock(self) -> AbstractContextManager[None]:
@@ -147,6 +211,89 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections and files."""
+
+
+class StoreBase:
+    """Slow, correct defaults of the ``Store`` capabilities, over the protocol's core methods.
+
+    A backend subclasses this, implements the core (collections, documents, chunks,
+    vectors, searches, runs and locks) and overrides what it does better. Every
+    default uses public ``Store`` methods only.
+    """
+
+    takes_chunk_rows: ClassVar[bool] = False
+    row_refs: ClassVar[bool] = False
+
+    def set_document_metadata(self: Store, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
+        """Rewrite the document with its text and chunks unchanged and ``metadata`` replaced."""
+        import dataclasses
+
+        doc = self.get_document(collection_path, file_path)
+        if doc is None:
+            return False
+        text = self.document_text(collection_path, file_path) or ""
+        chunks = self.chunks(collection_path, file_path)
+        self.replace_document(dataclasses.replace(doc, metadata=dict(metadata or {})), text, chunks)
+        return True
+
+    def repair_orphans(self: Store) -> int:
+        """Remove the documents of every collection path that is not a collection any more."""
+        known = {c.collection_path for c in self.collections()}
+        gone = sorted({d.collection_path for d in self.documents()} - known)
+        for cp in gone:
+            self.remove_collection(cp)
+        return len(gone)
+
+    def vector_coverage(self: Store, model: str) -> tuple[int, int]:
+        """From ``vector_counts`` (several reads, not one snapshot)."""
+        counts = self.vector_counts().get(model)
+        if counts is None:
+            missing = len({c.chunk_id for d in self.documents() for c in self.chunks(d.collection_path, d.file_path)})
+            return 0, missing
+        return counts["vectors"] - counts["stale"], counts["missing"]
+
+    def tidy_keyword_index(self, written: int) -> bool:
+        """Nothing to tidy."""
+        return False
+
+    def search_vector_refs(
+        self: Store, model: str, query: np.ndarray, collection_paths: Iterable[str] | None, limit: int
+    ) -> Sequence[tuple[ChunkRef, str, float]]:
+        """``search_vectors``, each hit named by its chunk's key."""
+        return [
+            (_key(h.chunk), h.chunk.chunk_id, h.score)
+            for h in self.search_vectors(model, query, collection_paths, limit)
+        ]
+
+    def search_keyword_refs(
+        self: Store, query: str, collection_paths: Iterable[str] | None, limit: int
+    ) -> Sequence[tuple[ChunkRef, float]]:
+        """``search_keyword``, each hit named by its chunk's key."""
+        return [(_key(h.chunk), h.score) for h in self.search_keyword(query, collection_paths, limit)]
+
+    def chunks_at(self: Store, refs: Iterable[ChunkRef]) -> dict[ChunkRef, Chunk]:
+        """One ``get_chunk`` per key."""
+        out: dict[ChunkRef, Chunk] = {}
+        for ref in refs:
+            cp, fp, index = cast("tuple[str, str, int]", ref)
+            chunk = self.get_chunk(cp, fp, index)
+            if chunk is not None:
+                out[ref] = chunk
+        return out
+
+    def chunk_files(self: Store, refs: Iterable[ChunkRef]) -> dict[ChunkRef, tuple[str, str, str]]:
+        """From ``chunks_at``."""
+        return {ref: (c.collection_path, c.file_path, c.chunk_id) for ref, c in self.chunks_at(refs).items()}
+
+    def file_count(self: Store, collection_paths: Iterable[str] | None) -> int:
+        """From ``documents``."""
+        wanted = None if collection_paths is None else set(collection_paths)
+        return sum(1 for d in self.documents() if d.chunk_count > 0 and (wanted is None or d.collection_path in wanted))
+
+
+def _key(chunk: Chunk) -> tuple[str, str, int]:
+    """``StoreBase``'s ref of a chunk: its key."""
+    return (chunk.collection_path, chunk.file_path, chunk.chunk_index)
 
 
 def as_vector_rows(chunk_ids: list[str], vectors) -> np.ndarray:

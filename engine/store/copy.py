@@ -5,62 +5,24 @@ chunks, vectors (as stored: nothing is re-embedded) and the last run summary.
 Imports ``engine.store`` and ``engine.values`` only; never a face (streamlit,
 mcp, argparse) and never an embedding provider.
 
-The ``Store`` protocol has no vector reader, so vectors come from the source's
-``iter_vectors`` when it has one (``PostgresStore``), else, for a
-``SqliteStore``, from its ``vectors`` table read in one snapshot.
+Vectors come from the source's ``iter_vectors`` (one snapshot on SQLite, a
+server-side cursor on Postgres).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterator
-
-import numpy as np
+from typing import Any, Callable
 
 from engine.store.base import Store
 
-__all__ = ["migrate", "iter_vectors", "open_location"]
+__all__ = ["migrate", "open_location"]
 
 log = logging.getLogger(__name__)
 
 #: Vectors per ``add_vectors`` call while copying.
 VECTOR_BATCH = 10_000
-
-
-def iter_vectors(store: Store, batch: int = VECTOR_BATCH) -> Iterator[tuple[str, list[str], np.ndarray]]:
-    """Every stored vector of ``store`` (stale ones too), in batches.
-
-    Yields:
-        ``(model, chunk_ids, vectors)``, vectors float32 of shape
-        (len(chunk_ids), dim), one model per batch.
-
-    Raises:
-        TypeError: the store offers no way to read its vectors.
-    """
-    if hasattr(store, "iter_vectors"):
-        yield from store.iter_vectors(batch=batch)  # type: ignore[attr-defined]
-        return
-    from engine.store.sqlite.store import SqliteStore
-
-    if not isinstance(store, SqliteStore):
-        raise TypeError(f"cannot read vectors from {type(store).__name__}: it has no iter_vectors()")
-    # One statement = one snapshot; rows arrive in (model, rowid) order.
-    with store._read() as conn:  # noqa: SLF001 - SqliteStore has no public vector reader yet
-        cur = conn.execute("SELECT model, dim, chunk_id, vec FROM vectors ORDER BY model, rowid")
-        model: str | None = None
-        dim = 0
-        ids: list[str] = []
-        blobs: list[bytes] = []
-        for m, d, cid, blob in cur:
-            if ids and (m != model or d != dim or len(ids) >= batch):
-                yield model, ids, np.frombuffer(b"".join(blobs), np.float32).reshape(len(ids), dim)  # type: ignore[misc]
-                ids, blobs = [], []
-            model, dim = m, int(d)
-            ids.append(cid)
-            blobs.append(blob)
-        if ids:
-            yield model, ids, np.frombuffer(b"".join(blobs), np.float32).reshape(len(ids), dim)  # type: ignore[misc]
 
 
 def open_location(location: str) -> Store:
@@ -104,7 +66,6 @@ def migrate(src: Store, dst: Store, on_progress: Callable[[dict[str, Any]], None
 
     Raises:
         IndexBusyError: an index run holds ``dst``'s lock.
-        TypeError: vectors cannot be read from ``src``.
     """
     t0 = time.perf_counter()
     emit = on_progress or (lambda _event: None)
@@ -128,7 +89,7 @@ def migrate(src: Store, dst: Store, on_progress: Callable[[dict[str, Any]], None
             counts["chunks"] += len(chunks)
             if counts["documents"] % 100 == 0:
                 emit({"phase": "documents", "done": counts["documents"]})
-        for model, ids, vectors in iter_vectors(src):
+        for model, ids, vectors in src.iter_vectors(batch=VECTOR_BATCH):
             counts["vectorsAdded"] += dst.add_vectors(model, ids, vectors)
             counts["vectors"] += len(ids)
             counts["models"][model] = counts["models"].get(model, 0) + len(ids)

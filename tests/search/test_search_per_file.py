@@ -187,13 +187,13 @@ def test_no_deeper_pass_once_every_file_of_the_scope_is_reached(tmp_path, embed_
 @pytest.mark.slow
 def test_the_row_id_path_gives_what_the_rows_path_gives(sample_engine, sample_index):
     """``engine.search.hybrid._per_file_hybrid`` (the file of each fused row, the hits' rows read once)
-    against the path that reads every fused row (taken by a store without ``chunk_files``, as
+    against the path that reads every fused row (taken by a store without ``row_refs``, as
     Postgres): the same hits, order and scores, for every question, limit and weight."""
     from engine.search.searcher import ContentChunkSearch
     from engine.store.sqlite.store import SqliteStore
 
     class RowsOnly(SqliteStore):
-        chunk_files = None  # the real SQLite store, without the row-id file lookup
+        row_refs = False  # the real SQLite store, searched as a store without row ids
 
     store = RowsOnly(sample_index.db)
     rows_path = ContentChunkSearch(store, sample_engine.embedder)

@@ -1,4 +1,4 @@
-"""The int8 scan of large full vector searches (issue 15, 1M row): same hits, float32 scores, fresh files.
+"""The int8 scan of large full vector searches: same hits, float32 scores, fresh files.
 
 Real parts: the real local WordLlama model on windows of the test corpus
 text, real SQLite files, the real int8 files; the int8 path is forced with
@@ -209,7 +209,7 @@ def test_codes_appended_in_the_embed_pass_equal_codes_rebuilt_from_sql(tmp_path)
 
 
 def test_a_cache_without_codes_gets_them_from_the_float32_file(tmp_path):
-    """A cache written before the int8 file existed (or an interrupted append): regenerated, same bytes."""
+    """A cache without its int8 file (or with a short one: an interrupted append): regenerated, same bytes."""
     path = tmp_path / "x.db"
     n = 4000
     store = _store(path, n, vector_scan="int8")
@@ -357,7 +357,7 @@ def test_without_simsimd_the_scan_is_exact_and_says_why(tmp_path):
 
 
 def test_a_shared_int8_scan_gives_the_exact_float32_hits(corpus_index, monkeypatch):
-    """call2: under a hybrid search's ``ScanShare`` the int8 scan runs in blocks taken by the
+    """Under a hybrid search's ``ScanShare`` the int8 scan runs in blocks taken by the
     scanning thread and a helper thread; the hits are the exact float32 search's (same ids,
     same order) with the unshared int8 search's float32 scores, bit for bit. The corpus is
     small, so the sharing threshold is lowered and blocks are 400 rows (~10 blocks)."""
@@ -398,7 +398,7 @@ def test_a_shared_int8_scan_gives_the_exact_float32_hits(corpus_index, monkeypat
 
 
 def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkeypatch):
-    """call2: hybrid search with the int8 scan, one list after the other or with the keyword
+    """Hybrid search with the int8 scan, one list after the other or with the keyword
     thread helping the int8 scan's blocks, gives the hits, order, fused scores and ranks of a
     hybrid search over exact float32 scans (vector scores equal within float32 rounding)."""
     import engine.search.hybrid as hybrid
@@ -447,7 +447,7 @@ def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkey
 
 
 def test_hybrid_takes_the_keyword_list_before_the_helper_leaves_and_sees_its_failure(corpus_index, monkeypatch):
-    """kw (session 4): with the keyword thread helping the int8 scan, the calling thread takes
+    """With the keyword thread helping the int8 scan, the calling thread takes
     the keyword list from a future set before the thread helps (so it never waits for the
     helper's way out of the scan); a keyword search that raises still raises in the calling
     thread, and the next hybrid search on the same pool answers as before."""

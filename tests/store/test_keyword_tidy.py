@@ -1,9 +1,9 @@
-"""kw (session 4): the keyword index merged into one segment after a large index run.
+"""The keyword index merged into one segment after a large index run.
 
 Real SQLite files, real FTS5 indexes built from the real corpus text
 (the evaluation questions' files cut into windows), the real indexer; no mocks.
 The merge (FTS5 ``optimize``) must not change any keyword ranking or score:
-compared bit for bit over the 116 evaluation questions and the 27 issue-3 queries,
+compared bit for bit over the 116 evaluation questions and the 27 queries of tests/data/search_queries.json,
 all-terms and any-term passes alike.
 """
 
@@ -68,7 +68,7 @@ def _segments(store: SqliteStore) -> int:
 def test_merging_the_keyword_index_changes_no_ranking_or_score(tmp_path, monkeypatch):
     import engine.store.sqlite.keyword as sk
 
-    # FTS5 answers every pass: the per-term lists (session 5) would answer repeated any-term
+    # FTS5 answers every pass: the per-term lists (engine.store.sqlite.term_scores) would answer repeated any-term
     # passes from what they read before the merge (the index state does not change with it)
     monkeypatch.setattr(sk, "any_term_refs", lambda *a, **k: None)
     store = _fragmented(str(tmp_path / "i.db"))

@@ -1,7 +1,6 @@
 """Stored rows pinned: an index of tests/corpus/pdf keeps, file by file, the same document
 and chunk rows (text, offsets, chunk ids, pages, labels, boxes, regions, metadata, status,
-reasons) as main produced before issue 15's CPU work (main b098a60, 2026-12-01), with one
-extraction worker and with two. A change that moves any stored value fails here; if the
+reasons) as the pinned digests below, with one extraction worker and with two. A change that moves any stored value fails here; if the
 change is meant, recompute the digests (``_digests``) and say why in the commit."""
 
 from __future__ import annotations

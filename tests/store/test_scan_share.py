@@ -140,7 +140,7 @@ def test_importing_the_engine_first_stops_openblas_spinning_unless_the_user_chos
 
 
 def test_run_calls_every_block_once_and_a_failed_helper_block_again_here():
-    """call2: ``ScanShare.run`` (the int8 scan's blocks) runs each block once across the two
+    """``ScanShare.run`` (the int8 scan's blocks) runs each block once across the two
     threads; a block that raised on the helper runs again on the scanning thread."""
     scanner = threading.get_ident()
     for fail in (False, True):

@@ -610,11 +610,11 @@ def test_sqlite_reads_remembered_while_nothing_changed_see_every_change(tmp_path
     assert s.collections() == [] and s.vector_dim("m") is None and not s.has_vectors("m")
     s.add_collection(Collection("A", "/a"))
     assert [c.collection_path for c in s.collections()] == ["A"] and s.get_collection("A").root == "/a"
-    gens = s._gens("m")
+    gens = s._db.gens("m")
     a = _put(s, "A", "a.txt", "ha", ["a0 ", "a1"])
-    assert s._gens("m")[0] > gens[0]
+    assert s._db.gens("m")[0] > gens[0]
     s.add_vectors("m", [c.chunk_id for c in a], _unit(np.random.default_rng(1), 2, 8))
-    assert s.vector_dim("m") == 8 and s.has_vectors("m") and s._gens("m")[1] > gens[1]
+    assert s.vector_dim("m") == 8 and s.has_vectors("m") and s._db.gens("m")[1] > gens[1]
     t = threading.Thread(target=lambda: s.add_collection(Collection("B", "/b")))
     t.start()
     t.join()

@@ -1,4 +1,4 @@
-"""Session 5: the any-term keyword pass answered from per-term BM25 lists (engine/store/sqlite/term_scores.py).
+"""The any-term keyword pass answered from per-term BM25 lists (engine/store/sqlite/term_scores.py).
 
 Real SQLite files with real FTS5 indexes of the real corpus text (the
 evaluation questions' files cut into windows); the reference is FTS5's own

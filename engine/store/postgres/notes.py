@@ -1,37 +1,43 @@
 """The Postgres store's embedding notes: vectors reused by window text, truncations, failures.
 
-Owns: the ``PostgresStore`` methods on the shared tables ``vector_texts``
-(sha256 of a window's text, model -> the chunk_id whose vector holds it) and
-``embed_notes`` (per chunk and model: a vector made from a cut text, or a
-chunk that could not be embedded), as the mixin ``PgEmbedNotes``; the tables
-are declared in ``engine.store.postgres.schema`` and provisioned with the
-shared schema. Same contract as ``engine.store.sqlite.notes``. Imports psycopg
+Owns: ``PgNotes``, the ``PostgresStore`` methods on the shared tables
+``vector_texts`` (sha256 of a window's text, model -> the chunk_id whose vector
+holds it) and ``embed_notes`` (per chunk and model: a vector made from a cut
+text, or a chunk that could not be embedded), built on the store's pool and
+partition-schema resolver; the tables are declared in
+``engine.store.postgres.schema`` and provisioned with the shared schema. Same contract as ``engine.store.sqlite.notes``. Imports psycopg
 and ``engine.store.postgres.schema``; never a face, never extract/embed.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from psycopg import sql
+from psycopg_pool import ConnectionPool
 
-from engine.store.postgres.schema import SHARED_SCHEMA
+from engine.store.postgres.schema import SHARED_SCHEMA, DictConnection
+from engine.store.postgres.vectors import SchemaResolver, as_array
 
-__all__ = ["PgEmbedNotes"]
+__all__ = ["PgNotes"]
 
 
-class PgEmbedNotes:
-    """Mixin of ``PostgresStore``: the ``Store`` methods on ``vector_texts`` and ``embed_notes``."""
+class PgNotes:
+    """The embedding-note methods of one ``PostgresStore`` (thread-safe as its pool).
 
-    def vector_dim(self, model: str) -> int | None:
-        """Dimension of ``model``'s stored vectors, or None when it has none."""
-        with self._pool.connection() as conn:  # type: ignore[attr-defined]
-            return self._vectors._model_dim(conn, model)  # type: ignore[attr-defined]
+    Args:
+        pool: the store's pool (autocommit, ``dict_row``, ``register_vector``).
+        schemas: the store's partition-schema resolver (``SchemaResolver``).
+    """
+
+    def __init__(self, pool: ConnectionPool[DictConnection], schemas: SchemaResolver) -> None:
+        self._pool = pool
+        self._schemas = schemas
 
     def vectors_by_text(self, model: str, text_hashes: list[str]) -> dict[str, tuple[np.ndarray, int | None]]:
-        """Stored vectors of ``model`` by window-text sha256 (see ``SqliteEmbedNotes.vectors_by_text``)."""
+        """Stored vectors of ``model`` by window-text sha256 (see ``engine.store.sqlite.notes``)."""
         if not text_hashes:
             return {}
         q = sql.SQL(
@@ -39,28 +45,19 @@ class PgEmbedNotes:
             "JOIN {0}.vectors v ON v.chunk_id = t.chunk_id AND v.model = t.model "
             "WHERE t.model = %s AND t.text_hash = ANY(%s)"
         ).format(sql.Identifier(SHARED_SCHEMA))
-        with self._pool.connection() as conn:  # type: ignore[attr-defined]
+        with self._pool.connection() as conn:
             rows = conn.execute(q, (model, list(text_hashes))).fetchall()
-        return {
-            r["text_hash"]: (
-                np.asarray(
-                    r["embedding"].to_numpy() if hasattr(r["embedding"], "to_numpy") else r["embedding"],
-                    dtype=np.float32,
-                ).copy(),
-                r["truncated_chars"],
-            )
-            for r in rows
-        }
+        return {r["text_hash"]: (as_array(r["embedding"]).copy(), r["truncated_chars"]) for r in rows}
 
     def note_vectors(
         self, model: str, chunk_ids: list[str], text_hashes: list[str], truncated_chars: list[int | None]
     ) -> None:
-        """Remember the window text of each new vector and which were cut (see ``SqliteEmbedNotes``)."""
+        """Remember the window text of each new vector and which were cut (see ``engine.store.sqlite.notes``)."""
         if not chunk_ids:
             return
         sh = sql.Identifier(SHARED_SCHEMA)
         now = time.time()
-        with self._tx() as conn, conn.cursor() as cur:  # type: ignore[attr-defined]
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(
                 sql.SQL(
                     "INSERT INTO {}.vector_texts (text_hash, model, chunk_id, truncated_chars) VALUES (%s, %s, %s, %s) "
@@ -91,7 +88,7 @@ class PgEmbedNotes:
         if not failures:
             return
         now = time.time()
-        with self._tx() as conn, conn.cursor() as cur:  # type: ignore[attr-defined]
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(
                 sql.SQL(
                     "INSERT INTO {}.embed_notes (chunk_id, model, kind, code, reason, created) "
@@ -102,10 +99,11 @@ class PgEmbedNotes:
                 [(cid, model, code, reason, now) for cid, code, reason in failures],
             )
 
-    def backfill_vector_texts(self, model: str, text_hash: Any) -> int:
-        """Once per model: fill ``vector_texts`` from chunks embedded before it existed; rows added."""
+    def backfill_vector_texts(self, model: str, text_hash: Callable[[str], str]) -> int:
+        """Once per model: note the text hash of vectors stored without one (e.g. copied by
+        ``migrate``); rows added."""
         sh = sql.Identifier(SHARED_SCHEMA)
-        with self._pool.connection() as conn:  # type: ignore[attr-defined]
+        with self._pool.connection() as conn:
             if conn.execute(
                 sql.SQL("SELECT 1 FROM {}.vector_texts WHERE model = %s LIMIT 1").format(sh), (model,)
             ).fetchone():
@@ -113,14 +111,14 @@ class PgEmbedNotes:
         parts = [
             sql.SQL("SELECT chunk_id, chunk_text FROM {}.content_chunks").format(sql.Identifier(s))
             for s in self._schemas(None)
-        ]  # type: ignore[attr-defined]
+        ]
         if not parts:
             return 0
         q = sql.SQL(
             "SELECT DISTINCT ON (c.chunk_id) c.chunk_id, c.chunk_text FROM ({}) c JOIN {}.vectors v "
             "ON v.chunk_id = c.chunk_id AND v.model = %s ORDER BY c.chunk_id"
         ).format(sql.SQL(" UNION ALL ").join(parts), sh)
-        with self._pool.connection() as conn:  # type: ignore[attr-defined]
+        with self._pool.connection() as conn:
             rows = conn.execute(q, (model,)).fetchall()
         if not rows:
             return 0
@@ -130,9 +128,9 @@ class PgEmbedNotes:
         return len(rows)
 
     def embed_notes(self, limit: int = 50) -> dict[str, dict[str, Any]]:
-        """Per model ``{"truncated", "failed", "failures": [...]}`` over live chunks (see ``SqliteEmbedNotes``)."""
+        """Per model ``{"truncated", "failed", "failures": [...]}`` over live chunks (see ``engine.store.sqlite.notes``)."""
         sh = sql.Identifier(SHARED_SCHEMA)
-        with self._pool.connection() as conn:  # type: ignore[attr-defined]
+        with self._pool.connection() as conn:
             if conn.execute(sql.SQL("SELECT 1 FROM {}.embed_notes LIMIT 1").format(sh)).fetchone() is None:
                 return {}  # the common case: never scan the chunks of every partition for nothing
         parts = [
@@ -140,12 +138,12 @@ class PgEmbedNotes:
                 sql.Identifier(s)
             )
             for s in self._schemas(None)
-        ]  # type: ignore[attr-defined]
+        ]
         out: dict[str, dict[str, Any]] = {}
         if not parts:
             return out
         live = sql.SQL(" UNION ALL ").join(parts)
-        with self._pool.connection() as conn:  # type: ignore[attr-defined]
+        with self._pool.connection() as conn:
             for r in conn.execute(
                 sql.SQL(
                     "SELECT n.model, n.kind, count(*) AS n FROM {}.embed_notes n WHERE n.chunk_id IN "

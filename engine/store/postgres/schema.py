@@ -27,8 +27,8 @@ Layout (see ``docs/postgres.md``)::
 
 Provisioning is idempotent and additive: ``CREATE ... IF NOT EXISTS`` for
 schemas, tables and indexes, then ``ALTER TABLE ... ADD COLUMN IF NOT EXISTS``
-for every column, so a partition made by an older version gains new columns
-the next time a process touches it. DDL runs under a transaction-scoped
+for every column, so a partition that lacks a column or index gains it the
+next time a process touches it. DDL runs under a transaction-scoped
 advisory lock, so several processes may provision at once.
 """
 
@@ -37,11 +37,16 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
+#: A connection of the store's pool: autocommit, rows as dicts (``dict_row``).
+DictConnection = psycopg.Connection[dict[str, Any]]
+
 __all__ = [
+    "DictConnection",
     "SHARED_SCHEMA",
     "HNSW_MAX_DIM",
     "HALFVEC_MAX_DIM",
@@ -57,6 +62,7 @@ __all__ = [
     "hnsw_index_name",
     "vector_type",
     "ensure_vector_extension",
+    "one_row",
     "apply_ddl",
     "provision_shared",
     "provision_partition",
@@ -230,7 +236,18 @@ def vector_type(dim: int) -> str | None:
     return None
 
 
-def ensure_vector_extension(conn: psycopg.Connection) -> str:
+def one_row(row: Any) -> Any:
+    """A statement's single row (an aggregate or ``RETURNING`` always has one).
+
+    Raises:
+        RuntimeError: the statement returned no row.
+    """
+    if row is None:
+        raise RuntimeError("expected one row, got none")
+    return row
+
+
+def ensure_vector_extension(conn: psycopg.Connection[Any]) -> str:
     """Create the ``vector`` extension when missing; returns its version (e.g. ``"0.8.0"``).
 
     ``conn`` must be in autocommit mode. The extension must exist before
@@ -245,10 +262,11 @@ def ensure_vector_extension(conn: psycopg.Connection) -> str:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    return str(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0])
+    row = one_row(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone())
+    return str(row["extversion"] if isinstance(row, dict) else row[0])
 
 
-def apply_ddl(conn: psycopg.Connection, schema: str, tables: tuple[TableSpec, ...]) -> bool:
+def apply_ddl(conn: DictConnection, schema: str, tables: tuple[TableSpec, ...]) -> bool:
     """Bring ``schema`` up to ``tables``; returns True when any DDL ran.
 
     Each table is ``(name, key columns and constraints, columns, indexes)``
@@ -275,7 +293,7 @@ def apply_ddl(conn: psycopg.Connection, schema: str, tables: tuple[TableSpec, ..
         r["indexname"]
         for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)).fetchall()
     }
-    todo: list[sql.Composable] = []
+    todo: list[sql.Composed] = []
     if have_schema is None:
         todo.append(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
     for table, keys, columns, table_indexes in tables:
@@ -303,11 +321,11 @@ def apply_ddl(conn: psycopg.Connection, schema: str, tables: tuple[TableSpec, ..
     return bool(todo)
 
 
-def provision_shared(conn: psycopg.Connection) -> bool:
+def provision_shared(conn: DictConnection) -> bool:
     """Create or upgrade the shared ``chunknav`` schema (see ``apply_ddl``); True when any DDL ran.
 
-    Also blanks plain-text collection passwords an older version stored
-    (the index keeps only references: ``engine.passwords``)."""
+    Also blanks a collection password that is not a reference (``env:``/``file:``):
+    the index keeps only references (``engine.passwords``)."""
     changed = apply_ddl(conn, SHARED_SCHEMA, SHARED_TABLES)
     from engine.passwords import LEGACY_PASSWORD_SQL
 
@@ -324,11 +342,11 @@ def provision_shared(conn: psycopg.Connection) -> bool:
     return changed
 
 
-def provision_partition(conn: psycopg.Connection, partition: str) -> str:
+def provision_partition(conn: DictConnection, partition: str) -> str:
     """Create or upgrade one partition's schema and register it, inside the caller's transaction.
 
     Creates the schema and its tables when missing and adds every column or
-    index an older version lacked (``ADD COLUMN IF NOT EXISTS``, ``CREATE
+    index it lacks (``ADD COLUMN IF NOT EXISTS``, ``CREATE
     INDEX IF NOT EXISTS``); a schema already up to date is only read.
     Registers the partition in ``chunknav.partitions`` (``provisioned_at``,
     Unix seconds, is updated only when DDL ran).
@@ -353,12 +371,12 @@ def provision_partition(conn: psycopg.Connection, partition: str) -> str:
     return schema
 
 
-def schema_exists(conn: psycopg.Connection, schema: str) -> bool:
+def schema_exists(conn: DictConnection, schema: str) -> bool:
     """True when ``schema`` exists in the catalog (``pg_namespace``); creates nothing."""
     return conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is not None
 
 
-def hnsw_index_sql(model: str, dim: int) -> sql.Composable | None:
+def hnsw_index_sql(model: str, dim: int) -> sql.Composed | None:
     """``CREATE INDEX IF NOT EXISTS`` of the (model, dim) HNSW index; None above ``HALFVEC_MAX_DIM``."""
     kind = vector_type(dim)
     if kind is None:
@@ -379,15 +397,17 @@ def hnsw_index_sql(model: str, dim: int) -> sql.Composable | None:
     )
 
 
-def has_hnsw_index(conn: psycopg.Connection, model: str, dim: int) -> bool:
+def has_hnsw_index(conn: DictConnection, model: str, dim: int) -> bool:
     """True when the (model, dim) HNSW index exists (takes no lock)."""
-    r = conn.execute(
-        "SELECT to_regclass(%s) IS NOT NULL AS ok", (f"{SHARED_SCHEMA}.{hnsw_index_name(model, dim)}",)
-    ).fetchone()
+    r = one_row(
+        conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL AS ok", (f"{SHARED_SCHEMA}.{hnsw_index_name(model, dim)}",)
+        ).fetchone()
+    )
     return bool(r["ok"])
 
 
-def build_hnsw_index(conn: psycopg.Connection, ddl: sql.Composable, build_memory_mb: int) -> None:
+def build_hnsw_index(conn: DictConnection, ddl: sql.Composed, build_memory_mb: int) -> None:
     """Run one ``hnsw_index_sql`` statement under the DDL lock, inside the caller's transaction.
 
     Args:

@@ -1,26 +1,28 @@
 """The Postgres + pgvector store: one schema per partition, HNSW vector search.
 
 Owns: the Postgres implementation of the ``Store`` protocol
-(``engine/store/base.py``): the connection pool, provisioning, the reads and
-writes, keyword search, the HNSW build settings and the indexer lock. Selected by
+(``engine/store/base.py``): the connection pool, the reads and writes, keyword
+search, the HNSW build settings and the indexer lock. Selected by
 ``CHUNKNAV_DSN=postgresql://...`` (``open_store``). The schema side (layout,
 naming, self-provisioning DDL, vector index DDL) lives in
 ``engine/store/postgres/schema.py``; row <-> dataclass conversion and the SQL
 text of row I/O in ``engine/store/postgres/rows.py``; the vector half
 (vector rows, HNSW upkeep, vector search) in ``engine/store/postgres/vectors.py``
-(``PgVectors``, which this store owns and delegates to). Imports psycopg 3,
+(``PgVectors``) and the embedding notes in ``engine/store/postgres/notes.py``
+(``PgNotes``), both built here and delegated to. Imports psycopg 3,
 psycopg_pool and pgvector; must not import streamlit, mcp, argparse or any
-other engine module but ``model``, ``errors``, ``store.postgres_schema``,
-``store.postgres_rows`` and ``store.postgres_vectors``.
+engine module outside ``engine.values``, ``engine.errors``, ``engine.passwords``
+and ``engine.store``.
 
 Layout: see ``engine/store/postgres/schema.py`` and ``docs/postgres.md``.
 Vectors live in the shared schema, keyed by ``chunk_id`` (see
 ``engine/store/postgres/vectors.py``).
 
-Provisioning (``postgres_schema``) is idempotent and additive and runs under a
-transaction-scoped advisory lock, so several processes may provision at once.
-This module decides when: once per schema per process, on first touch; a read
-never creates a partition.
+Provisioning (``engine/store/postgres/schema.py``) is idempotent and additive
+and runs under a transaction-scoped advisory lock, so several processes may
+provision at once. ``Partitions`` (``engine/store/postgres/partitions.py``)
+decides when: once per schema per process, on first touch; a read never
+creates a partition.
 
 Concurrency: every write is one transaction; ``replace_document`` also takes a
 per-file transaction advisory lock, so two writers of one file serialise and
@@ -31,10 +33,9 @@ session advisory lock held on a dedicated connection.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -53,6 +54,7 @@ except ImportError as e:  # the [postgres] extra is not installed
     ) from e
 
 from engine.errors import IndexBusyError
+from engine.store.base import StoreBase
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
 from engine.store.postgres.rows import (
@@ -69,19 +71,19 @@ from engine.store.postgres.rows import (
 
 # SHARED_SCHEMA, partition_of, schema_for, HNSW_MAX_DIM, HALFVEC_MAX_DIM are re-exported (__all__).
 from engine.store.postgres.schema import (
+    one_row,
+    DictConnection,
     HALFVEC_MAX_DIM,
     HNSW_MAX_DIM,
     SHARED_SCHEMA,
     ensure_vector_extension,
     partition_of,
-    provision_partition,
-    provision_shared,
-    schema_exists,
     schema_for,
 )
 from engine.store.postgres.vectors import PgVectors
 from engine.store.postgres.keyword import search_keyword as postgres_search_keyword
-from engine.store.postgres.notes import PgEmbedNotes
+from engine.store.postgres.notes import PgNotes
+from engine.store.postgres.partitions import Partitions
 
 __all__ = [
     "PostgresStore",
@@ -96,7 +98,7 @@ __all__ = [
 INDEX_LOCK_KEY = 0x63686E6B6E6176  # "chnknav"
 
 
-class PostgresStore(PgEmbedNotes):
+class PostgresStore(StoreBase):
     """``Store`` on PostgreSQL + pgvector (layout: ``engine/store/postgres/schema.py``).
 
     Safe to share between threads: each call borrows a connection from a
@@ -109,7 +111,8 @@ class PostgresStore(PgEmbedNotes):
     yet are loaded without one, and the index is built in bulk when the lock
     is released (searches meanwhile are exact). Later runs insert into the
     existing index. ``build_vector_indexes()`` builds any missing index.
-    The vector methods delegate to ``PgVectors`` (``engine/store/postgres/vectors.py``).
+    The vector methods delegate to ``PgVectors`` (``engine/store/postgres/vectors.py``), the
+    embedding notes to ``PgNotes`` (``engine/store/postgres/notes.py``).
 
     Args:
         dsn: ``postgresql://user:pass@host:port/db`` (libpq URI or key=value).
@@ -135,14 +138,12 @@ class PostgresStore(PgEmbedNotes):
         self.dsn = dsn
         self.build_memory_mb = build_memory_mb
         self.ef_search = ef_search
-        self._provisioned: set[str] = set()
-        self._lock = threading.Lock()
         with psycopg.connect(dsn, autocommit=True) as conn:
             version = ensure_vector_extension(conn)  # before register_vector() can find its type
         #: pgvector >= 0.8 has iterative index scans; older ones rely on the exact fallback alone.
         self.pgvector_version = version
         iterative = tuple(int(p) for p in re.findall(r"\d+", self.pgvector_version)[:2]) >= (0, 8)
-        self._pool = ConnectionPool(
+        self._pool: ConnectionPool[DictConnection] = ConnectionPool(
             dsn,
             min_size=1,
             max_size=pool_size,
@@ -155,88 +156,29 @@ class PostgresStore(PgEmbedNotes):
             name="chunknav",
         )
         #: The vector half (HNSW upkeep state included); see ``engine/store/postgres/vectors.py``.
+        #: Partition schemas: provisioning once per process, and which schemas a call visits.
+        self._partitions = Partitions(self._pool)
+        self._schema, self._schemas = self._partitions.schema, self._partitions.schemas
         self._vectors = PgVectors(self._pool, self._schemas, iterative)
-        self._provision_shared()
+        #: The embedding notes; see ``engine/store/postgres/notes.py``.
+        self._notes = PgNotes(self._pool, self._schemas)
+        self._partitions.provision_shared()
 
     # -- connections and provisioning -----------------------------------------
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection]:
+    def _tx(self) -> Iterator[DictConnection]:
         """A pooled connection inside one transaction (commit on success)."""
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
-    def _provision_shared(self) -> None:
-        """Create or upgrade the shared ``chunknav`` schema (``postgres_schema.provision_shared``)."""
-        with self._tx() as conn:
-            provision_shared(conn)
-
     def provision(self, partition: str) -> str:
-        """Create or upgrade one partition's schema; idempotent, safe across processes.
-
-        Creates the schema and its tables when missing and adds every column
-        or index an older version lacked (``ADD COLUMN IF NOT EXISTS``,
-        ``CREATE INDEX IF NOT EXISTS``); a schema already up to date is only
-        read. Registers the partition in ``chunknav.partitions``.
-
-        Args:
-            partition: the first segment of a collection path, e.g. ``ACME``.
-
-        Returns:
-            The schema name (``schema_for(partition)``).
-        """
-        with self._tx() as conn:
-            schema = provision_partition(conn, partition)
-        with self._lock:
-            self._provisioned.add(schema)
-        return schema
-
-    def _schema(self, collection_path: str, create: bool = False) -> str | None:
-        """The provisioned schema of a collection's partition, or None when it does not exist.
-
-        A schema this process has not touched yet is provisioned first (so an
-        old-shaped partition gains its new columns); a missing one is created
-        only when ``create`` (writes), never by a read.
-        """
-        partition = partition_of(collection_path)
-        schema = schema_for(partition)
-        if schema in self._provisioned:
-            return schema
-        if not create:
-            with self._pool.connection() as conn:
-                if not schema_exists(conn, schema):
-                    return None
-        return self.provision(partition)
-
-    def _schemas(self, collection_paths: Iterable[str] | None = None) -> dict[str, list[str] | None]:
-        """Schemas to visit -> the collection paths to filter on there (None: all).
-
-        ``None`` gives every registered partition (each provisioned first).
-        """
-        if collection_paths is None:
-            with self._pool.connection() as conn:
-                rows = conn.execute(
-                    sql.SQL("SELECT partition FROM {}.partitions ORDER BY partition").format(
-                        sql.Identifier(SHARED_SCHEMA)
-                    )
-                ).fetchall()
-            found = (self._schema(r["partition"]) for r in rows)
-            return {schema: None for schema in found if schema is not None}
-        out: dict[str, list[str] | None] = {}
-        for path in dict.fromkeys(collection_paths):
-            schema = self._schema(path)
-            if schema is not None:
-                out.setdefault(schema, []).append(path)  # type: ignore[union-attr]
-        return out
+        """Create or upgrade one partition's schema; idempotent, safe across processes
+        (``Partitions.provision``). Returns the schema name (``schema_for(partition)``)."""
+        return self._partitions.provision(partition)
 
     def partitions(self) -> dict[str, str]:
         """Registered partitions: partition name -> schema name, sorted by name."""
-        with self._pool.connection() as conn:
-            rows = conn.execute(
-                sql.SQL("SELECT partition, schema_name FROM {}.partitions ORDER BY partition").format(
-                    sql.Identifier(SHARED_SCHEMA)
-                )
-            ).fetchall()
-        return {r["partition"]: r["schema_name"] for r in rows}
+        return self._partitions.registered()
 
     # -- collections -------------------------------------------------------------
     def add_collection(self, collection: Collection) -> None:
@@ -454,7 +396,7 @@ class PostgresStore(PgEmbedNotes):
                 ).format(s),
                 (collection_path, file_path),
             ).fetchone()
-        return int(r["n"])
+        return int(one_row(r)["n"])
 
     def chunks(self, collection_path: str, file_path: str) -> list[Chunk]:
         """All chunks of one file, ordered by ``chunk_index``."""
@@ -585,6 +527,56 @@ class PostgresStore(PgEmbedNotes):
         """
         return self._vectors.explain_vector_search(model, query, collection_paths, limit, self.ef_search)
 
+    def vector_dim(self, model: str) -> int | None:
+        """Dimension of ``model``'s stored vectors, or None when it has none."""
+        return self._vectors.vector_dim(model)
+
+    def purge_stale_vectors(self) -> dict[str, int]:
+        """Delete every stale vector (and its text notes) in one transaction (``engine.store.purge``)."""
+        return self._vectors.purge_stale()
+
+    # -- embedding notes (PgNotes, engine/store/postgres/notes.py) --------------------
+    def vectors_by_text(self, model: str, text_hashes: list[str]) -> dict[str, tuple[np.ndarray, int | None]]:
+        """Stored vectors of ``model`` by window-text sha256 (``PgNotes.vectors_by_text``)."""
+        return self._notes.vectors_by_text(model, text_hashes)
+
+    def note_vectors(
+        self, model: str, chunk_ids: list[str], text_hashes: list[str], truncated_chars: list[int | None]
+    ) -> None:
+        """Remember the window text of each new vector and which were cut (``PgNotes.note_vectors``)."""
+        self._notes.note_vectors(model, chunk_ids, text_hashes, truncated_chars)
+
+    def record_embed_failures(self, model: str, failures: list[tuple[str, str, str]]) -> None:
+        """Record ``(chunk_id, code, reason)`` of chunks that got no vector (``PgNotes``)."""
+        self._notes.record_embed_failures(model, failures)
+
+    def backfill_vector_texts(self, model: str, text_hash: Callable[[str], str]) -> int:
+        """Text notes for vectors that came without one (``PgNotes.backfill_vector_texts``)."""
+        return self._notes.backfill_vector_texts(model, text_hash)
+
+    def embed_notes(self, limit: int = 50) -> dict[str, dict[str, Any]]:
+        """Per model truncations and failures over live chunks (``PgNotes.embed_notes``)."""
+        return self._notes.embed_notes(limit)
+
+    def repair_orphans(self) -> int:
+        """Drop the documents and chunks of collection paths that are not collections any
+        more: per partition, its distinct collection paths against the registry.
+
+        Returns:
+            The number of collection paths whose rows were removed.
+        """
+        known = {c.collection_path for c in self.collections()}
+        gone: set[str] = set()
+        with self._pool.connection() as conn:
+            for schema in self._schemas(None):
+                rows = conn.execute(
+                    sql.SQL("SELECT DISTINCT collection_path FROM {}.documents").format(sql.Identifier(schema))
+                ).fetchall()
+                gone.update(r["collection_path"] for r in rows if r["collection_path"] not in known)
+        for cp in sorted(gone):
+            self.remove_collection(cp)
+        return len(gone)
+
     # -- keyword search -----------------------------------------------------------
     def search_keyword(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
         """Full-text hits over chunk_text, best first (``engine.store.postgres.keyword.search_keyword``)."""
@@ -610,7 +602,7 @@ class PostgresStore(PgEmbedNotes):
         """
         conn = psycopg.connect(self.dsn, autocommit=True)
         try:
-            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (INDEX_LOCK_KEY,)).fetchone()[0]
+            got = one_row(conn.execute("SELECT pg_try_advisory_lock(%s)", (INDEX_LOCK_KEY,)).fetchone())[0]
             if not got:
                 raise IndexBusyError("another index run holds the lock (Postgres advisory lock)")
             self._vectors.lock_held = True

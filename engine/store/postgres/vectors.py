@@ -4,11 +4,11 @@ Owns: ``PgVectors``, the helper a ``PostgresStore`` builds once and delegates
 its vector methods to: listing chunks that miss a vector, loading vectors
 (binary COPY), the HNSW index policy (create on first vectors of a
 ``(model, dim)``, or defer to a bulk build while the store holds
-``index_lock``), streaming vectors out, per-model counts, and the HNSW-first /
-exact-fallback search with its ``EXPLAIN``. The connection pool, provisioning,
-settings (``ef_search``, ``build_memory_mb``) and ``index_lock`` stay with
-``PostgresStore`` (``engine/store/postgres/store.py``), which hands in its pool and
-its partition-schema resolver.
+``index_lock``), streaming vectors out, per-model counts, deleting stale
+vectors, and the HNSW-first / exact-fallback search with its ``EXPLAIN``.
+The connection pool, settings (``ef_search``, ``build_memory_mb``) and
+``index_lock`` stay with ``PostgresStore`` (``engine/store/postgres/store.py``),
+which hands in its pool and its partition-schema resolver (``Partitions.schemas``).
 
 Vectors live in the shared schema because they are keyed by ``chunk_id``
 (content-addressed, not per partition): a chunk id indexed in two partitions
@@ -18,8 +18,9 @@ joins each hit to the scoped chunks of one partition schema at a time.
 
 Imports psycopg 3, psycopg_pool and numpy. Must not import
 ``engine.store.postgres.store`` (it imports this module), streamlit, mcp, argparse
-or any other engine module but ``model``, ``store.base``,
-``store.postgres_schema`` and ``store.postgres_rows``.
+or any other engine module but ``engine.values``, ``engine.store.base``,
+``engine.store.purge``, ``engine.store.postgres.schema`` and
+``engine.store.postgres.rows``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
-import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
@@ -39,6 +39,8 @@ from engine.values import VectorHit
 from engine.store.base import as_vector_rows
 from engine.store.postgres.rows import CHUNK_SELECT, row_to_chunk
 from engine.store.postgres.schema import (
+    one_row,
+    DictConnection,
     SHARED_SCHEMA,
     build_hnsw_index,
     has_hnsw_index,
@@ -46,12 +48,17 @@ from engine.store.postgres.schema import (
     vector_type,
 )
 
-__all__ = ["PgVectors", "SchemaResolver"]
+__all__ = ["PgVectors", "SchemaResolver", "as_array"]
 
 log = logging.getLogger(__name__)
 
-#: ``PostgresStore._schemas``: collection paths (None: all) -> {schema: paths to filter on (None: all)}.
+#: ``Partitions.schemas``: collection paths (None: all) -> {schema: paths to filter on (None: all)}.
 SchemaResolver = Callable[[Iterable[str] | None], dict[str, list[str] | None]]
+
+
+def as_array(embedding: Any) -> np.ndarray:
+    """A pgvector value as read (``Vector``/``HalfVector`` or a sequence) -> float32 (dim,)."""
+    return np.asarray(embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding, dtype=np.float32)
 
 
 class PgVectors:
@@ -76,7 +83,7 @@ class PgVectors:
             ones rely on the exact fallback alone.
     """
 
-    def __init__(self, pool: ConnectionPool, schemas: SchemaResolver, iterative: bool):
+    def __init__(self, pool: ConnectionPool[DictConnection], schemas: SchemaResolver, iterative: bool):
         self._pool = pool
         self._schemas = schemas
         self.iterative = iterative
@@ -89,7 +96,7 @@ class PgVectors:
         self._lock = threading.Lock()
 
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection]:
+    def _tx(self) -> Iterator[DictConnection]:
         """A pooled connection inside one transaction (commit on success)."""
         with self._pool.connection() as conn, conn.transaction():
             yield conn
@@ -134,7 +141,7 @@ class PgVectors:
             rows = conn.execute(q, params).fetchall()
         return [(r["chunk_id"], r["chunk_text"]) for r in rows]
 
-    def _ensure_vector_index(self, conn: psycopg.Connection, model: str, dim: int, build_memory_mb: int) -> None:
+    def _ensure_vector_index(self, conn: DictConnection, model: str, dim: int, build_memory_mb: int) -> None:
         """Make sure ``(model, dim)`` has its HNSW index, or defer it (inside the caller's tx).
 
         Deferred while this store holds ``index_lock`` and the index does not
@@ -257,8 +264,7 @@ class PgVectors:
                         ids, rows = [], []
                     key = k
                     ids.append(r["chunk_id"])
-                    e = r["embedding"]
-                    rows.append(np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32))
+                    rows.append(as_array(r["embedding"]))
                 if ids:
                     yield key[0], ids, np.vstack(rows).astype(np.float32)  # type: ignore[index]
 
@@ -285,15 +291,17 @@ class PgVectors:
                 conn.execute("ANALYZE _cn_ids")
                 out: dict[str, dict[str, int]] = {}
                 for m in models:
-                    r = conn.execute(
-                        sql.SQL(
-                            "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
-                            "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
-                            "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
-                            "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
-                        ).format(shared),
-                        {"m": m["model"]},
-                    ).fetchone()
+                    r = one_row(
+                        conn.execute(
+                            sql.SQL(
+                                "SELECT (SELECT count(*) FROM {0}.vectors v WHERE v.model = %(m)s AND NOT EXISTS "
+                                "(SELECT 1 FROM _cn_ids i WHERE i.chunk_id = v.chunk_id)) AS stale, "
+                                "(SELECT count(*) FROM _cn_ids i WHERE NOT EXISTS (SELECT 1 FROM {0}.vectors v "
+                                "WHERE v.chunk_id = i.chunk_id AND v.model = %(m)s)) AS missing"
+                            ).format(shared),
+                            {"m": m["model"]},
+                        ).fetchone()
+                    )
                     out[m["model"]] = {
                         "vectors": int(m["n"]),
                         "dim": int(m["dim"]),
@@ -302,7 +310,20 @@ class PgVectors:
                     }
         return out
 
-    def _model_dim(self, conn: psycopg.Connection, model: str) -> int | None:
+    def vector_dim(self, model: str) -> int | None:
+        """Dimension of ``model``'s stored vectors, or None when it has none."""
+        with self._pool.connection() as conn:
+            return self._model_dim(conn, model)
+
+    def purge_stale(self) -> dict[str, int]:
+        """Delete every stale vector and its text notes in one transaction (``engine.store.purge``)."""
+        from engine.store.purge import purge_stale_pg
+
+        ids = self._all_chunk_ids_sql()
+        with self._tx() as conn:
+            return purge_stale_pg(conn, SHARED_SCHEMA, ids)
+
+    def _model_dim(self, conn: DictConnection, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
         r = conn.execute(
             sql.SQL("SELECT dim FROM {}.vectors WHERE model = %s LIMIT 1").format(sql.Identifier(SHARED_SCHEMA)),
@@ -351,7 +372,7 @@ class PgVectors:
 
     def _search_partition(
         self,
-        conn: psycopg.Connection,
+        conn: DictConnection,
         schema: str,
         paths: list[str] | None,
         model: str,
@@ -399,13 +420,15 @@ class PgVectors:
                 return conn.execute(sql.SQL("EXPLAIN ") + approx, params).fetchall()
             rows = conn.execute(approx, params).fetchall()
         if len(rows) < limit:
-            have = conn.execute(
-                sql.SQL(
-                    "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
-                    "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
-                ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where),
-                params,
-            ).fetchone()["n"]
+            have = one_row(
+                conn.execute(
+                    sql.SQL(
+                        "SELECT count(*) AS n FROM (SELECT 1 FROM {sh}.vectors v JOIN {s}.content_chunks c "
+                        "ON c.chunk_id = v.chunk_id WHERE {where} LIMIT %(k)s) x"
+                    ).format(sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where),
+                    params,
+                ).fetchone()
+            )["n"]
             if have > len(rows):
                 rows = conn.execute(exact, params).fetchall()
         return rows

@@ -21,7 +21,7 @@ split a single query row), masks rows without a live chunk, and keeps the
 best ``r`` of each part with ``argpartition`` inside the worker. The caller
 rescores those rows in float32, so the scores it returns are the exact
 float32 cosines; only the choice of which rows to rescore is approximate
-(measured by bench/vector_scan.py: README "Large vector scans").
+(measured by bench/vector_scan.py).
 
 Imports ``simsimd`` lazily (``kernel()``); without it the caller scans
 exactly in float32 (the reason is logged once). Imports numpy and the

@@ -3,11 +3,10 @@
 Owns: the two FTS5 indexes over ``chunks.chunk_text`` (``chunks_fts`` with the
 ``porter`` stemmer over ``unicode61``; ``chunks_tri`` with the ``trigram``
 tokenizer over the chunks holding CJK characters, kept in step by
-conditional triggers), their migration from an older tokenizer, and
-``search_keyword`` (all terms, then any term; the any-term pass cut to the
+conditional triggers), their creation, and ``search_keyword`` (all terms, then any term; the any-term pass cut to the
 query's rarest terms, and answered from per-term BM25 lists when they are kept:
-``engine.store.sqlite.term_scores``). ``engine.store.sqlite.store.SqliteStore`` calls these with
-its connections; query text comes from ``engine.store.sqlite.rows.fts_queries``.
+``engine.store.sqlite.term_scores``). ``engine.store.sqlite.store.SqliteStore`` holds a
+``KeywordIndex`` built on its connections; query text comes from ``engine.store.sqlite.rows.fts_queries``.
 Imports ``engine.values``, ``engine.store.fts``, ``engine.store.sqlite.rows`` and
 ``engine.store.sqlite.term_scores``; never a face.
 """
@@ -23,6 +22,7 @@ from engine.store.sqlite.rows import CHUNK_COLUMNS, chunk_of, fts_queries
 from engine.store.sqlite.term_scores import any_term_refs, document_counts, keyword_state
 
 __all__ = [
+    "KeywordIndex",
     "FTS_TOKENIZE",
     "KEYWORD_ANY_TERMS",
     "KEYWORD_COMMON_SHARE",
@@ -38,43 +38,35 @@ __all__ = [
 ]
 
 #: The any-term keyword pass keeps at most this many of the query's rarest terms
-#: (8 before session 4: 6 measured equal or better on the evaluation set, README "Keyword cost").
+#: (docs/decisions/keyword-any-terms.md).
 KEYWORD_ANY_TERMS = 6
 #: ... and leaves out terms in more than this share of all chunks while rarer terms remain
-#: (0.03 before session 4; 0.02 measured equal or better and ~25% cheaper at 100k).
+#: (docs/decisions/keyword-any-terms.md).
 KEYWORD_COMMON_SHARE = 0.02
-#: Tokenizer of ``chunks_fts``; an index made with another one is rebuilt at open.
+#: Tokenizer of ``chunks_fts``.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
-#: Objects ``ensure_fts`` makes (besides ``chunks_fts`` with ``FTS_TOKENIZE``).
-_FTS_OBJECTS = ("chunks_tri", "chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui")
+#: The keyword index objects of a store's file (``ensure_fts`` makes the missing ones).
+_FTS_OBJECTS = ("chunks_fts", "chunks_tri", "chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui")
 
 
 def fts_is_current(conn: sqlite3.Connection) -> bool:
-    """True when the keyword indexes already have this version's shape (a read, no lock)."""
-    rows = dict(
-        conn.execute(
-            "SELECT name, sql FROM sqlite_master WHERE name IN ('chunks_fts', "
-            + ", ".join(f"'{n}'" for n in _FTS_OBJECTS)
-            + ")"
-        ).fetchall()
-    )
-    return FTS_TOKENIZE in (rows.get("chunks_fts") or "") and all(n in rows for n in _FTS_OBJECTS)
+    """True when every keyword index object exists (a read, no lock)."""
+    marks = ", ".join("?" * len(_FTS_OBJECTS))
+    found = conn.execute(f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _FTS_OBJECTS).fetchone()[0]
+    return int(found) == len(_FTS_OBJECTS)
 
 
 def ensure_fts(conn: sqlite3.Connection) -> None:
-    """Bring the keyword indexes to this version's shape, rebuilding what changed.
+    """Create the keyword indexes that are missing, filled from ``chunks``.
 
-    ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (an index
-    made with another tokenizer is dropped and rebuilt from ``chunks``);
+    ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (``FTS_TOKENIZE``);
     ``chunks_tri`` is a ``trigram`` FTS5 index over the chunks holding a CJK
-    character (created and filled when missing), kept in step by
-    conditional triggers. Idempotent; run inside the caller's write transaction.
+    character, kept in step by conditional triggers. Idempotent; run inside the
+    caller's write transaction.
     """
-    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
-    if row is None or FTS_TOKENIZE not in row[0]:
-        conn.execute("DROP TABLE IF EXISTS chunks_fts")
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is None:
         conn.execute(
             f"CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, tokenize='{FTS_TOKENIZE}', content=\"chunks\")"
         )
@@ -123,8 +115,8 @@ def tidy_fts(conn: sqlite3.Connection, written: int) -> bool:
 
     Why: each FTS5 query looks every term up in every segment, and the keyword
     passes (all terms, then any term) pay that per term and per query: a 100k
-    index built in one run has ~14 segments; merged, ``keyword_refs`` took ~18%
-    less (README "Keyword cost"). Rankings and scores are unchanged (the same
+    index built in one run has ~14 segments; merged, ``keyword_refs`` takes ~18%
+    less. Rankings and scores are unchanged (the same
     doclists, merged). The rewrite costs ~0.6 s per 100k chunks, hence the share:
     a small run on a large index leaves it to FTS5's own automerge.
     Run inside the caller's write transaction.
@@ -253,3 +245,49 @@ def selective_any(read: Callable[[], ContextManager[sqlite3.Connection]], cache:
     common = max(1, int(n * KEYWORD_COMMON_SHARE))
     kept = [t for t in ranked if df[t] <= common][:KEYWORD_ANY_TERMS] or ranked[:2]
     return " OR ".join(kept)
+
+
+class KeywordIndex:
+    """The keyword methods of one SQLite store: BM25 search, its row-id variant and the tidy.
+
+    Args:
+        read, write: the store's read and write transaction helpers (a context
+            manager per call, giving the connection).
+        cache: the store's keyword cache dict (document frequencies and per-term
+            lists of one ``chunks_gen``: ``engine.store.sqlite.term_scores``); the
+            store clears it when it closes.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[], ContextManager[sqlite3.Connection]],
+        write: Callable[[], ContextManager[sqlite3.Connection]],
+        cache: dict[str, Any],
+    ) -> None:
+        self._read = read
+        self._write = write
+        self._cache = cache
+
+    def search(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
+        """``search_keyword`` on this store (see the module function)."""
+        return search_keyword(self._read, self._cache, query, collection_paths, limit)
+
+    def refs(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[tuple[int, float]]:
+        """``keyword_refs`` on this store: ``(chunks rowid, -bm25)`` best first."""
+        return keyword_refs(self._read, self._cache, query, collection_paths, limit)
+
+    def tidy(self, written: int) -> bool:
+        """``tidy_fts`` after a run that wrote ``written`` chunks, checked with reads first, so a
+        run with nothing to merge takes no writer lock. True when it merged.
+
+        Raises:
+            StoreBusyError: another writer held the lock past the busy timeout.
+        """
+        if written <= 0:
+            return False
+        with self._read() as conn:
+            total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+            if total == 0 or written < _TIDY_SHARE * total or fts_segments(conn) <= FTS_MAX_SEGMENTS:
+                return False
+        with self._write() as conn:
+            return tidy_fts(conn, written)

@@ -1,7 +1,7 @@
 """The SQLite store's embedding notes: vectors reused by window text, truncations, failures.
 
-Owns: two tables beside ``vectors`` (created on first write, so an index made
-before them keeps working; reads of a database without them answer empty)::
+Owns: two tables beside ``vectors``, created on their first write (reads of a
+file without them answer empty)::
 
     vector_texts(text_hash, model PK pair; chunk_id, truncated_chars)
         sha256 of a window's text -> the chunk_id whose vector holds it, so a
@@ -13,10 +13,9 @@ before them keeps working; reads of a database without them answer empty)::
         not be embedded (``code``, ``reason``); a failure note is dropped when
         a vector arrives.
 
-plus ``vector_coverage`` (what the embed pass asks first: live and missing
-vectors of one model), and ``SqliteEmbedNotes``, the mixin ``SqliteStore`` inherits for them (it uses
-the store's ``_read``/``_write`` connections). Imports numpy only; never a face,
-never extract/embed. ``chunk_id`` stays as DESIGN defines it: these tables only
+``EmbedNotes`` holds the ``Store`` methods on them for ``SqliteStore``, through the
+read and write transaction helpers the store hands in. Imports numpy only; never a
+face, never extract/embed. ``chunk_id`` stays as DESIGN defines it: these tables only
 add a second way to find an existing vector.
 """
 
@@ -24,11 +23,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Callable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-__all__ = ["SqliteEmbedNotes"]
+__all__ = ["EmbedNotes"]
 
 _PARAMS = 500  # bound parameters per statement (SQLite's limit is 32766; keep statements short)
 
@@ -40,50 +40,39 @@ _DDL = (
 )
 
 
-class SqliteEmbedNotes:
-    """Mixin of ``SqliteStore``: the ``Store`` methods on ``vector_texts`` and ``embed_notes``."""
+class EmbedNotes:
+    """The ``Store`` methods on ``vector_texts`` and ``embed_notes`` of one SQLite store.
 
-    _notes_ready = False
+    Args:
+        read, write: the store's read and write transaction helpers (a context
+            manager per call, giving the connection).
+    """
 
-    def _notes_exist(self, conn: sqlite3.Connection) -> bool:
-        if not self._notes_ready:
-            self._notes_ready = (
+    def __init__(
+        self,
+        read: Callable[[], AbstractContextManager[sqlite3.Connection]],
+        write: Callable[[], AbstractContextManager[sqlite3.Connection]],
+    ) -> None:
+        self._read = read
+        self._write = write
+        self._ready = False  # both tables seen (they are never dropped)
+
+    def _exist(self, conn: sqlite3.Connection) -> bool:
+        if not self._ready:
+            self._ready = (
                 conn.execute(
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
                     "AND name IN ('vector_texts', 'embed_notes')"
                 ).fetchone()[0]
                 == 2
             )
-        return self._notes_ready
+        return self._ready
 
-    def _ensure_notes(self, conn: sqlite3.Connection) -> None:
-        if not self._notes_exist(conn):
+    def _ensure(self, conn: sqlite3.Connection) -> None:
+        if not self._exist(conn):
             for ddl in _DDL:
                 conn.execute(ddl)
-            self._notes_ready = True
-
-    def vector_coverage(self, model: str) -> tuple[int, int]:
-        """``(live, missing)`` for ``model`` in one statement (one snapshot): live = its vectors
-        whose chunk_id is in some chunk (``vector_counts``' vectors - stale), missing = distinct
-        chunk ids without its vector (``vector_counts``' missing; 0 also for a model with no
-        vectors and no chunks). The embed pass of an unchanged index asks only this."""
-        with self._read() as conn:  # two index scans (~1.1 ms at 3.5k chunks; the three reads ~4 ms)
-            ids, missing = conn.execute(
-                "SELECT (SELECT count(DISTINCT chunk_id) FROM chunks), (SELECT count(DISTINCT chunk_id) "
-                "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.chunk_id "
-                "AND v.model = ?))",
-                (model,),
-            ).fetchone()
-        return int(ids) - int(missing), int(missing)
-
-    def vector_dim(self, model: str) -> int | None:
-        """Dimension of ``model``'s stored vectors, or None when it has none."""
-
-        def read(conn) -> int | None:
-            row = conn.execute("SELECT dim FROM vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
-            return None if row is None else int(row[0])
-
-        return self._unchanged(("dim", model), read)  # type: ignore[attr-defined]
+            self._ready = True
 
     def vectors_by_text(self, model: str, text_hashes: list[str]) -> dict[str, tuple[np.ndarray, int | None]]:
         """Stored vectors of ``model`` for window texts, by the text's sha256.
@@ -98,8 +87,8 @@ class SqliteEmbedNotes:
             file's old vectors are found); others are absent.
         """
         out: dict[str, tuple[np.ndarray, int | None]] = {}
-        with self._read() as conn:  # type: ignore[attr-defined]
-            if not text_hashes or not self._notes_exist(conn):
+        with self._read() as conn:
+            if not text_hashes or not self._exist(conn):
                 return out
             for i in range(0, len(text_hashes), _PARAMS):
                 part = text_hashes[i : i + _PARAMS]
@@ -126,8 +115,8 @@ class SqliteEmbedNotes:
         if not chunk_ids:
             return
         now = time.time()
-        with self._write() as conn:  # type: ignore[attr-defined]
-            self._ensure_notes(conn)
+        with self._write() as conn:
+            self._ensure(conn)
             conn.executemany(
                 "INSERT OR IGNORE INTO vector_texts(text_hash, model, chunk_id, truncated_chars) VALUES (?, ?, ?, ?)",
                 zip(text_hashes, [model] * len(chunk_ids), chunk_ids, truncated_chars),
@@ -148,16 +137,17 @@ class SqliteEmbedNotes:
         if not failures:
             return
         now = time.time()
-        with self._write() as conn:  # type: ignore[attr-defined]
-            self._ensure_notes(conn)
+        with self._write() as conn:
+            self._ensure(conn)
             conn.executemany(
                 "INSERT OR REPLACE INTO embed_notes(chunk_id, model, kind, chars, code, reason, created) "
                 "VALUES (?, ?, 'failed', NULL, ?, ?, ?)",
                 ((cid, model, code, reason, now) for cid, code, reason in failures),
             )
 
-    def backfill_vector_texts(self, model: str, text_hash: Any) -> int:
-        """Once per model: fill ``vector_texts`` from chunks embedded before it existed.
+    def backfill_vector_texts(self, model: str, text_hash: Callable[[str], str]) -> int:
+        """Once per model: fill ``vector_texts`` for chunks whose vectors came without a text
+        note (a model with vectors and no ``vector_texts`` row, e.g. vectors copied by ``migrate``).
 
         Args:
             model: the vectors' model name.
@@ -166,9 +156,9 @@ class SqliteEmbedNotes:
         Returns:
             Rows added (0 when the model already has rows or no vectors).
         """
-        with self._read() as conn:  # type: ignore[attr-defined]
+        with self._read() as conn:
             if (
-                self._notes_exist(conn)
+                self._exist(conn)
                 and conn.execute("SELECT 1 FROM vector_texts WHERE model = ? LIMIT 1", (model,)).fetchone()
             ):
                 return 0
@@ -179,8 +169,8 @@ class SqliteEmbedNotes:
             ).fetchall()
         if not rows:
             return 0
-        with self._write() as conn:  # type: ignore[attr-defined]
-            self._ensure_notes(conn)
+        with self._write() as conn:
+            self._ensure(conn)
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO vector_texts(text_hash, model, chunk_id, truncated_chars) "
@@ -196,8 +186,8 @@ class SqliteEmbedNotes:
         ``{"collectionPath", "filePath", "chunkIndex", "chunkId", "error", "reason"}``.
         """
         out: dict[str, dict[str, Any]] = {}
-        with self._read() as conn:  # type: ignore[attr-defined]
-            if not self._notes_exist(conn):
+        with self._read() as conn:
+            if not self._exist(conn):
                 return out
             for model, kind, n in conn.execute(
                 "SELECT model, kind, count(*) FROM embed_notes n WHERE EXISTS "

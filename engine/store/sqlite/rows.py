@@ -2,8 +2,8 @@
 
 Owns: the column lists of ``documents`` and ``chunks`` (the order every
 SELECT uses), row -> ``Document`` / ``Chunk`` (and search hits), ``Chunk`` -> INSERT parameters
-(boxes as compact JSON; line rectangles as ``rects_code`` text), and ``fts_query`` (plain words -> safe FTS5 query
-strings, ``fts_queries`` for the porter and trigram indexes). Imports
+(boxes as compact JSON; line rectangles as ``rects_code`` text), and ``fts_queries`` (plain words -> safe FTS5
+query strings for the porter and trigram indexes). Imports
 ``engine.values`` and ``engine.store.fts`` only; no connection, no SQL execution.
 """
 
@@ -25,7 +25,6 @@ __all__ = [
     "hits_of",
     "bbox_json",
     "chunk_params",
-    "fts_query",
     "fts_queries",
 ]
 
@@ -75,7 +74,8 @@ def _slots_twin(cls: type) -> type | None:
     ``cls``: CPython allows that between classes whose slots are the same, and
     the object is then what ``cls(...)`` makes (same type, fields, equality,
     hash, repr, still frozen). Checked here on a sample; None (callers build
-    through ``cls(...)``) when ``cls`` has another shape or the check fails.
+    through ``cls(...)``) when ``cls`` has another shape or the check fails
+    (docs/decisions/chunk-slot-twins.md).
     """
     import dataclasses
 
@@ -85,7 +85,7 @@ def _slots_twin(cls: type) -> type | None:
             return None
         twin = type(f"_{cls.__name__}Slots", (), {"__slots__": names, "__module__": __name__})
         sample = [object() for _ in names]
-        obj = object.__new__(twin)
+        obj: Any = object.__new__(twin)
         for name, value in zip(names, sample):
             setattr(obj, name, value)
         obj.__class__ = cls
@@ -176,7 +176,7 @@ def hits_of(hit: type[VectorHit] | type[KeywordHit], rows: Iterable[tuple], scor
         return [hit(chunk_of(r[1:]), s) for r, s in zip(rows, scores)]
     out = []
     for r, s in zip(rows, scores):
-        h = _new(twin)
+        h: Any = _new(twin)
         h.chunk = chunk_of(r[1:])
         h.score = s
         h.__class__ = hit
@@ -186,7 +186,7 @@ def hits_of(hit: type[VectorHit] | type[KeywordHit], rows: Iterable[tuple], scor
 
 def bbox_json(b: Bbox) -> str:
     """``Bbox.to_dict()`` as compact JSON, formatted directly (json.dumps of a
-    dict per box was ~5% of an index run). Boxes are finite: extraction clamps them."""
+    dict per box costs ~5% of an index run). Boxes are finite: extraction clamps them."""
     return box_json(b.x, b.y, b.w, b.h)
 
 
@@ -223,21 +223,6 @@ def chunk_params(c: Chunk) -> tuple:
         to_json(c.metadata) if c.metadata else None,
         c.last_modified,
     )
-
-
-def fts_query(text: str) -> tuple[str, str] | None:
-    """Plain words -> (all-words FTS5 query, any-word FTS5 query) over every term, or None.
-
-    Each term (``engine.store.fts.keyword_terms``: deduplicated, capped) becomes
-    one quoted FTS5 string (inner quotes doubled), so ``AND``, ``*``, ``-``,
-    ``:``, ``(`` and quotes are searched as text, never parsed as query syntax.
-    Tokens without a letter or digit are dropped (the tokenizer would drop them anyway).
-    """
-    terms = keyword_terms(text)
-    if not terms:
-        return None
-    quoted = [quote(t) for t in (*terms.latin, *terms.cjk)]
-    return " AND ".join(quoted), " OR ".join(quoted)
 
 
 def fts_queries(text: str) -> tuple[tuple[str | None, str | None], tuple[str | None, str | None]] | None:

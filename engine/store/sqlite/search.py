@@ -1,40 +1,30 @@
-"""SQLite store search: the vector-cache glue, vector and keyword search, and their row-id variants.
+"""SQLite vector search: the vector-cache glue and the scan, with its row-id variant.
 
-Owns: ``SqliteSearch``, the read side of ``engine.store.sqlite.store.SqliteStore``
-that ranks: ``_prepare`` (the model's matrix and occurrence table, read in
-one snapshot with the counters), ``search_vectors`` / ``search_vector_refs``
-(exact or int8 full scans, ``engine.store.sqlite.vectors``; a writer that
-changed the chunks meanwhile makes it refresh and scan again),
-``search_keyword`` / ``search_keyword_refs`` (BM25 over the FTS5 indexes,
-``engine.store.sqlite.keyword``) and ``chunks_at`` (rows by rowid, for the
-row-id variants hybrid search fuses). A mixin of ``SqliteStore`` (uses its
-``_read``, ``_gens``, ``_vectors``, ``_df_cache`` and ``_int8_min_rows``);
-moved out of ``engine.store.sqlite.store`` unchanged. Imports ``engine.values``,
-``engine.lazy`` (numpy on first use) and the store's own modules; never a
-face (streamlit, mcp, argparse), never extract/embed.
+Owns: ``VectorSearch``, which one ``engine.store.sqlite.store.SqliteStore`` builds
+with its read-transaction helper, its counter reader, its ``VectorCache`` and its
+int8 threshold, and delegates ``search_vectors`` / ``search_vector_refs`` to:
+``prepare`` (the model's matrix and occurrence table, read in one snapshot with
+the counters), then exact or int8 scans (``engine.store.sqlite.vectors``), then
+the hit rows; a writer that changed the chunks meanwhile makes it refresh and
+scan again. Imports ``engine.values``, ``engine.lazy`` (numpy on first use) and
+the store's own modules; never a face (streamlit, mcp, argparse), never
+extract/embed.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import AbstractContextManager
 from operator import itemgetter
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.values import Chunk, KeywordHit, VectorHit
-from engine.store.sqlite.keyword import (
-    _TIDY_SHARE,
-    FTS_MAX_SEGMENTS,
-    chunk_rows,
-    fts_segments,
-    keyword_refs,
-    search_keyword,
-    tidy_fts,
-)
-from engine.store.sqlite.rows import CHUNK_COLUMNS, chunk_of, hits_of
-from engine.store.sqlite.vectors import Matrix, Occurrences, id_bytes, top_occurrences
+from engine.values import VectorHit
+from engine.store.sqlite.rows import CHUNK_COLUMNS, hits_of
+from engine.store.sqlite.vectors import Matrix, Occurrences, VectorCache, id_bytes, top_occurrences
 
-__all__ = ["SqliteSearch"]
+__all__ = ["VectorSearch"]
 
 _ROWID = itemgetter(0)  # a fetched row's rowid
 _CHUNK_ID = itemgetter(4)  # a hit row's chunk_id (rowid, then CHUNK_COLUMNS)
@@ -62,7 +52,8 @@ def _rows_sql(n: int, columns: str, checked: bool) -> str:
     no row gives none). ``checked``: four more parameters, ``_GENS_ARE``: no row at all when the
     counters moved. Right after a 4k-row scan has flushed the caches, ~10 us less than
     ``rowid IN (...)`` (rows in rowid order, reordered in Python) with the counters as two
-    more columns of every row (~65 us for 10 rows of ``CHUNK_COLUMNS``)."""
+    more columns of every row (~65 us for 10 rows of ``CHUNK_COLUMNS``;
+    docs/decisions/sqlite-hit-fetch.md)."""
     key = (n, columns, checked)
     sql = _ROWS_SQL.get(key)
     if sql is None:
@@ -78,7 +69,7 @@ def _rows_sql(n: int, columns: str, checked: bool) -> str:
 
 def _gens_match(m: Matrix | None, occ: Occurrences | None, values) -> bool:
     """True when the counters read (``(chunks_gen, vectors_gen)`` as stored, None = 0) are the
-    ones ``m`` and ``occ`` were built for (``_prepare``'s own check)."""
+    ones ``m`` and ``occ`` were built for (``prepare``'s own check)."""
     if m is None or occ is None or values is None:
         return False
     chunks_gen, vectors_gen = (int(v) if v is not None else 0 for v in values)
@@ -94,11 +85,33 @@ def _same_ids(chunk_ids: list[str], digests: np.ndarray) -> bool:
     return b"".join(id_bytes(c) for c in chunk_ids) == blob
 
 
-class SqliteSearch:
-    """Vector and keyword search for ``SqliteStore`` (a mixin; no state of its own)."""
+class VectorSearch:
+    """Cosine search over one SQLite store's vector cache.
 
-    # vector cache ---------------------------------------------------------------------
-    def _prepare(self, model: str) -> tuple[Matrix | None, Occurrences | None]:
+    Thread-safe as its store: the cache takes its own lock, reads go through the
+    store's per-thread connections.
+
+    Args:
+        read: the store's read-transaction helper (a context manager per call).
+        gens: ``model -> (chunks_gen, vectors_gen of model)``, read as one snapshot.
+        cache: the store's ``VectorCache``.
+        int8_min_rows: a full scan of at least this many rows uses the int8 scan
+            (None: never; ``engine.store.sqlite.vectors.top_occurrences``).
+    """
+
+    def __init__(
+        self,
+        read: Callable[[], AbstractContextManager[sqlite3.Connection]],
+        gens: Callable[[str], tuple[int, int]],
+        cache: VectorCache,
+        int8_min_rows: int | None,
+    ) -> None:
+        self._read = read
+        self._gens = gens
+        self._cache = cache
+        self._int8_min_rows = int8_min_rows
+
+    def prepare(self, model: str) -> tuple[Matrix | None, Occurrences | None]:
         """The model's matrix and occurrences, read in one snapshot with the counters.
 
         One read transaction spans reading the counters and whatever the cache
@@ -107,9 +120,9 @@ class SqliteSearch:
         """
         with self._read() as conn:
             own = not conn.in_transaction
-            if own:  # warm cache: one read of the counters, no transaction (hyb: small searches)
+            if own:  # warm cache: one read of the counters, no transaction (small searches)
                 chunks_gen, vectors_gen = self._gens(model)
-                m, occ = self._vectors.matrices.get(model), self._vectors.occurrences.get(model)
+                m, occ = self._cache.matrices.get(model), self._cache.occurrences.get(model)
                 if (
                     m is not None
                     and occ is not None
@@ -121,7 +134,7 @@ class SqliteSearch:
                 conn.execute("BEGIN")
             try:
                 chunks_gen, vectors_gen = self._gens(model)
-                return self._vectors.prepare(model, chunks_gen, vectors_gen)
+                return self._cache.prepare(model, chunks_gen, vectors_gen)
             finally:
                 if own:
                     conn.execute("COMMIT")
@@ -168,8 +181,8 @@ class SqliteSearch:
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         for attempt in range(4):
             # first the cached matrix as it is, its counters checked by the hit fetch itself;
-            # after a miss (or without a cache) checked first, as _prepare does
-            m, occ, check = self._prepare_trusted(model) if attempt == 0 else (*self._prepare(model), None)
+            # after a miss (or without a cache) checked first, as prepare does
+            m, occ, check = self._prepare_trusted(model) if attempt == 0 else (*self.prepare(model), None)
             if m is None or occ is None or len(occ.chunk_rowid) == 0:
                 if self._counters_match(m, occ, check):
                     return []
@@ -188,22 +201,22 @@ class SqliteSearch:
             if hits is not None:
                 return hits  # type: ignore[return-value]
             # A writer changed the chunks between our snapshot and the fetch: refresh.
-            self._vectors.forget_occurrences(model)
+            self._cache.forget_occurrences(model)
         return []
 
     def _prepare_trusted(self, model: str) -> tuple[Matrix | None, Occurrences | None, str | None]:
         """The model's cached matrix and occurrences as they are, with ``model`` as the third
         value: the hit fetch checks the counters in its own statement (``_GENS_ARE``) and the
         search scans again when they no longer match (``_MOVED``), so an unchanged index
-        costs the fetch alone (a separate counter read was ~25 us with caches cold after a
-        4k-row scan of ~0.2 ms). No cache yet: ``_prepare`` and None. Inside a transaction
-        the hit fetch answers ``_MOVED`` (the search goes through ``_prepare``), as do the
+        costs the fetch alone (a separate counter read takes ~25 us with caches cold after a
+        4k-row scan of ~0.2 ms). No cache yet: ``prepare`` and None. Inside a transaction
+        the hit fetch answers ``_MOVED`` (the search goes through ``prepare``), as do the
         answers without a fetch (``_counters_match``)."""
-        vectors = self._vectors
+        vectors = self._cache
         m, occ = vectors.matrices.get(model), vectors.occurrences.get(model)
         if m is not None and occ is not None:
             return m, occ, model
-        return (*self._prepare(model), None)
+        return (*self.prepare(model), None)
 
     def _counters_match(self, m: Matrix | None, occ: Occurrences | None, check: str | None) -> bool:
         """True when nothing is to be checked (``check`` None) or the counters of model
@@ -218,12 +231,12 @@ class SqliteSearch:
 
     def _rows_at(
         self, m: Matrix, occ: Occurrences, rowids: list[int], columns: str, check: str | None
-    ) -> list[tuple] | object:
+    ) -> list[tuple[Any, ...]] | None:
         """``(rowid, *columns)`` of the ``chunks`` rows at ``rowids``, in that order (one
         statement, ``_rows_sql``; missing rows left out). With ``check`` (a model), the same
-        statement checks that model's counters too: ``_MOVED`` when they no longer name
+        statement checks that model's counters too: None when they no longer name
         ``m``/``occ`` (or a row is missing, or inside a transaction: the search then checks
-        and scans again, through ``_prepare``)."""
+        and scans again, through ``prepare``)."""
         sql = _ROWS_SQL.get((len(rowids), columns, check is not None)) or _rows_sql(
             len(rowids), columns, check is not None
         )
@@ -231,17 +244,22 @@ class SqliteSearch:
             if check is None:
                 return conn.execute(sql, rowids).fetchall()
             if occ.vectors_gen != m.gen or conn.in_transaction:
-                return _MOVED
+                return None
             rows = conn.execute(sql, (*rowids, "chunks_gen", occ.chunks_gen, f"vectors_gen:{check}", m.gen)).fetchall()
-        return rows if len(rows) == len(rowids) else _MOVED
+        return rows if len(rows) == len(rowids) else None
 
     @staticmethod
-    def _in_order(rows: list[tuple], rowids: list[int]) -> list[tuple] | None:
+    def _in_order(rows: list[tuple[Any, ...]], rowids: list[int]) -> list[tuple[Any, ...]] | None:
         """``rows`` (rowid first) put in ``rowids`` order, for rows that did not come in it
         (``_rows_sql`` returns them in it: the callers check that first); None when one is missing."""
         by_rowid = {r[0]: r for r in rows}
-        got = [by_rowid.get(rowid) for rowid in rowids]
-        return None if any(r is None for r in got) else got
+        got = []
+        for rowid in rowids:
+            row = by_rowid.get(rowid)
+            if row is None:
+                return None
+            got.append(row)
+        return got
 
     def _resolve(
         self, m: Matrix, occ: Occurrences, picked: np.ndarray, scores: np.ndarray, check: str | None = None
@@ -252,9 +270,9 @@ class SqliteSearch:
             return []
         rowids = occ.chunk_rowid[picked].tolist()
         rows = self._rows_at(m, occ, rowids, CHUNK_COLUMNS, check)
-        if rows is _MOVED:
+        if rows is None:
             return _MOVED
-        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)  # type: ignore[arg-type]
+        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)
         # every row still holds the chunk id of its matrix row (one comparison of the joined digests)
         if got is None or not _same_ids(list(map(_CHUNK_ID, got)), m.digests.take(occ.matrix_row.take(picked), 0)):
             return None
@@ -269,80 +287,12 @@ class SqliteSearch:
             return []
         rowids = occ.chunk_rowid[picked].tolist()
         rows = self._rows_at(m, occ, rowids, "chunk_id", check)
-        if rows is _MOVED:
+        if rows is None:
             return _MOVED
-        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)  # type: ignore[arg-type]
+        got = rows if list(map(_ROWID, rows)) == rowids else self._in_order(rows, rowids)
         if got is None:
             return None
         ids = [r[1] for r in got]
         if not _same_ids(ids, m.digests.take(occ.matrix_row.take(picked), 0)):
             return None
         return list(zip(rowids, ids, scores.tolist()))
-
-    def chunks_at(self, rowids: Iterable[int]) -> dict[int, Chunk]:
-        """``chunks`` rowid -> Chunk for the rowids that exist (one query); see ``search_vector_refs``."""
-        return {rid: chunk_of(row) for rid, row in chunk_rows(self._read, list(rowids)).items()}
-
-    def chunk_files(self, rowids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
-        """``chunks`` rowid -> ``(collection_path, file_path, chunk_id)`` for the rowids that exist
-        (one query, no text, boxes or regions decoded): which file each fused row of a per-file
-        hybrid search belongs to (``engine.search.hybrid``)."""
-        ids = list(rowids)
-        if not ids:
-            return {}
-        with self._read() as conn:
-            return {
-                r[0]: (r[1], r[2], r[3])
-                for r in conn.execute(
-                    "SELECT rowid, collection_path, file_path, chunk_id FROM chunks "
-                    f"WHERE rowid IN ({','.join('?' * len(ids))})",
-                    ids,
-                )
-            }
-
-    def file_count(self, collection_paths: Iterable[str] | None) -> int:
-        """Documents holding at least one chunk in ``collection_paths`` (every collection when
-        None): the most files a per-file search can reach (``engine.search.searcher``: it stops going
-        deeper once every one is reached). One ``count(*)`` over the documents' key."""
-        sql, args = "SELECT count(*) FROM documents WHERE chunk_count > 0", []
-        if collection_paths is not None:
-            paths = sorted(set(collection_paths))
-            sql += f" AND collection_path IN ({','.join('?' * len(paths))})"
-            args = paths
-        with self._read() as conn:
-            return int(conn.execute(sql, args).fetchone()[0])
-
-    # -- keyword search -------------------------------------------------------------------
-    def search_keyword(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
-        """BM25 keyword hits over chunk_text, best first (score = -bm25, higher is better).
-
-        Latin terms match the ``porter`` index ("running" finds "runs"), CJK
-        terms the ``trigram`` index as substrings; all terms first, then any
-        term; see ``engine.store.sqlite.keyword.search_keyword``. Returns []
-        for a query without a letter or digit or a limit <= 0.
-        """
-        return search_keyword(self._read, self._df_cache, query, collection_paths, limit)
-
-    def search_keyword_refs(
-        self, query: str, collection_paths: Iterable[str] | None, limit: int
-    ) -> list[tuple[int, float]]:
-        """``search_keyword`` without reading the chunk rows: ``(chunks rowid, -bm25)`` best first."""
-        return keyword_refs(self._read, self._df_cache, query, collection_paths, limit)
-
-    def tidy_keyword_index(self, written: int) -> bool:
-        """After an index run that wrote ``written`` chunks: merge the keyword index into one
-        segment when it is fragmented and the run wrote enough of it
-        (``engine.store.sqlite.keyword.tidy_fts``); True when it merged. Checked with reads
-        first, so a run with nothing to merge takes no writer lock.
-
-        Raises:
-            StoreBusyError: another writer held the lock past the busy timeout.
-        """
-        if written <= 0:
-            return False
-        with self._read() as conn:
-            total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-            if total == 0 or written < _TIDY_SHARE * total or fts_segments(conn) <= FTS_MAX_SEGMENTS:
-                return False
-        with self._write() as conn:
-            return tidy_fts(conn, written)

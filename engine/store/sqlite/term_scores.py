@@ -10,8 +10,8 @@ runs the OR query itself when this returns None.
 Why: FTS5's ``bm25()`` costs ~0.7 us per matched row (the document-size
 lookup and the phrase position lists; ``count(*)`` of the same MATCH is
 ~0.06 us per row), and the any-term pass of a paraphrased question matches
-~2,300 of 100k chunks (p50), so it took ~1.7 ms, most of a hybrid search's
-keyword list (README "Keyword cost"). A common term recurs across questions
+~2,300 of 100k chunks (p50), so it takes ~1.7 ms, most of a hybrid search's
+keyword list. A common term recurs across questions
 (and across the modes of one question, e.g. Explore's side-by-side run), so
 its list is worth keeping; a term seen once is not fetched.
 
@@ -137,8 +137,8 @@ def keyword_state(conn: sqlite3.Connection, cache: dict[str, Any]) -> object:
     """The ``chunks_gen`` value now; when it is not the one ``cache`` holds, the cache is
     set for it (``n`` = chunk count, ``df`` = {}, no term lists, then ``gen``). The keys are
     replaced, never cleared, and ``gen`` last: a reader on another thread of the same store
-    finds ``df`` and ``n`` at every moment (``cache.clear()`` here let one such reader
-    fail with ``KeyError: 'df'`` during a write, seen once in CI)."""
+    finds ``df`` and ``n`` at every moment (clearing the dict instead would let such a
+    reader fail with ``KeyError: 'df'`` during a write)."""
     gen = conn.execute(_GEN_SQL).fetchone()
     if cache.get("gen") != gen:
         n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -249,8 +249,8 @@ class _Scratch:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._acc = None
-        self._mark = None
+        self._acc: Any = None  # float64 (n,) or None before the first pass
+        self._mark: Any = None  # bool (n,)
 
     def arrays(self, n: int) -> tuple[Any, Any]:
         """The two arrays, at least ``n`` long (grown, zeroed, when shorter)."""
@@ -284,8 +284,9 @@ def any_term_refs(
             return None
         gen = keyword_state(conn, cache)
         lists = _lists_for(cache, gen)
-        have = {t: lists.get(t) for t in terms}
-        missing = [t for t, v in have.items() if v is None]
+        kept = {t: lists.get(t) for t in terms}
+        have = {t: v for t, v in kept.items() if v is not None}
+        missing = [t for t, v in kept.items() if v is None]
         if missing:
             df = document_counts(conn, cache, terms, gen)
             new = sum(df[t] for t in missing if not lists.seen(t))

@@ -1,8 +1,8 @@
 """The best k of a vector scan's scores, exactly as a full partition ranks them, with less work.
 
 Owns: ``top_k`` (indices of the k best scores, best first) and ``_top_k_partition``
-(session 4's ``argpartition`` + stable ``argsort``, which ``top_k`` equals and falls back
-to). Used by ``engine.store.sqlite.vectors.top_occurrences`` after every float32 scan.
+(``argpartition`` + stable ``argsort``, the reference ranking that ``top_k`` equals and
+falls back to). Used by ``engine.store.sqlite.vectors.top_occurrences`` after every float32 scan.
 Imports ``numpy`` (``engine.lazy``) only; never a store, extract/embed or a face
 (streamlit, mcp, argparse).
 """

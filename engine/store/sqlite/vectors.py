@@ -39,7 +39,7 @@ import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
@@ -205,10 +205,9 @@ class VectorCache:
         try:
             with open(p["lock"], "a+b") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
-                state = self._valid_state(p)
-                fresh = state is None  # no usable files: start them when the chain starts at the first row
-                if fresh:
-                    state = {"format": _FORMAT, "db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+                valid = self._valid_state(p)
+                fresh = valid is None  # no usable files: start them when the chain starts at the first row
+                state = self._new_state() if valid is None else valid
                 chain = []
                 end = state["max_rowid"]
                 for prev, rowids, digests, vecs in segs:
@@ -219,8 +218,8 @@ class VectorCache:
                 if not chain:
                     return
                 if fresh:
-                    for f in (p["f32"], p["ids"], p["rowids"], p["i8"]):
-                        f.unlink(missing_ok=True)
+                    for path in (p["f32"], p["ids"], p["rowids"], p["i8"]):
+                        path.unlink(missing_ok=True)
                 else:
                     _ensure_codes(p, state)
                 dim = int(chain[0][2].shape[1])
@@ -244,7 +243,11 @@ class VectorCache:
         except OSError as e:
             log.warning("could not append to the vector cache of %s: %s", model, e)
 
-    def _valid_state(self, p: dict[str, Path]) -> dict | None:
+    def _new_state(self) -> dict[str, Any]:
+        """The JSON state of empty cache files of this database."""
+        return {"format": _FORMAT, "db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+
+    def _valid_state(self, p: dict[str, Path]) -> dict[str, Any] | None:
         """The JSON state when it matches this database and the files' sizes, else None."""
         files = (p["f32"], p["ids"], p["rowids"])
         try:
@@ -263,6 +266,23 @@ class VectorCache:
             and p["rowids"].stat().st_size == rows * 8
         )
         return state if ok else None
+
+    def drop(self, model: str) -> None:
+        """Forget the model's matrix and occurrences and delete its cache files (under their
+        ``flock``, which other processes take too), so the next search rebuilds them from
+        SQL: what a store does after deleting vector rows (the matrix files only grow)."""
+        with self.lock:
+            self.matrices.pop(model, None)
+            self.occurrences.pop(model, None)
+            self._pending.pop(model, None)
+            if self.memory:
+                return
+            paths = self._cache_paths(model)
+            with open(paths["lock"], "a+b") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                for key, path in paths.items():
+                    if key != "lock":
+                        path.unlink(missing_ok=True)
 
     def clear(self) -> None:
         """Drop every matrix and occurrence table (the caller holds ``lock``)."""
@@ -324,17 +344,18 @@ class VectorCache:
             self._write_pending(model)  # this process's newest rows, without re-reading them
         with open(p["lock"], "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process updates the cache files at a time
-            state = self._valid_state(p)
-            if state is None:
-                for f in (*files, p["i8"]):
-                    f.unlink(missing_ok=True)
-                state = {"format": _FORMAT, "db_id": self.db_id, "rows": 0, "dim": 0, "max_rowid": 0}
+            valid = self._valid_state(p)
+            if valid is None:
+                for path in (*files, p["i8"]):
+                    path.unlink(missing_ok=True)
+                state = self._new_state()
             else:
+                state = valid
                 _ensure_codes(p, state)
             # Stream new rows into the files in blocks: never all blobs in memory at once.
             added = 0
             with self._read() as conn:
-                cur = conn.execute(
+                stream = conn.execute(
                     "SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? AND rowid > ? ORDER BY rowid",
                     (model, state["max_rowid"]),
                 )
@@ -344,7 +365,7 @@ class VectorCache:
                     open(p["rowids"], "ab") as fr,
                     open(p["i8"], "ab") as f8,
                 ):
-                    while rows := cur.fetchmany(_BLOCK_ROWS):
+                    while rows := stream.fetchmany(_BLOCK_ROWS):
                         dim = rows[0][3]
                         if state["dim"] and dim != state["dim"]:
                             raise ValueError(f"model {model!r}: cache dim {state['dim']} != stored dim {dim}")
@@ -503,11 +524,11 @@ class VectorCache:
             log.warning("could not write the occurrence file %s: %s", path, e)
 
 
-def _ensure_codes(p: dict[str, Path], state: dict) -> None:
+def _ensure_codes(p: dict[str, Path], state: dict[str, Any]) -> None:
     """Make ``p["i8"]`` the int8 codes of the valid float32 file ``p["f32"]`` (caller holds the
-    model's flock): when the state has no matching scale or the file has the wrong size (a cache
-    written before the int8 file existed, an interrupted append), regenerate it from the float32
-    rows a block at a time into a temp file, ``os.replace`` it, and record the scale in the state."""
+    model's flock): when the state has no matching scale or the file has the wrong size (missing,
+    or an interrupted append), regenerate it from the float32 rows a block at a time into a temp
+    file, ``os.replace`` it, and record the scale in the state."""
     rows, dim = state["rows"], state["dim"]
     scale = int8_scan.int8_scale(dim) if dim else None
     try:
@@ -519,6 +540,8 @@ def _ensure_codes(p: dict[str, Path], state: dict) -> None:
     f32 = np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(rows, dim)) if rows else None
 
     def fill(f: BinaryIO) -> None:
+        if f32 is None or scale is None:
+            return
         for i in range(0, rows, _BLOCK_ROWS):
             f.write(int8_scan.quantise(f32[i : i + _BLOCK_ROWS], scale).tobytes())
 

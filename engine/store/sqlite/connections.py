@@ -1,0 +1,244 @@
+"""The SQLite store's connections: one per thread, the write transactions, batches and counters.
+
+Owns: ``Connections``, the connection state of one ``SqliteStore`` file (or
+``":memory:"``): a ``sqlite3`` connection per thread (``threading.local``; one
+shared connection behind the write lock for ``:memory:``), the write
+transaction (``BEGIN IMMEDIATE``, or a savepoint inside ``batch``), the
+counters in ``meta`` that every write bumps (``chunks_gen``,
+``vectors_gen:<model>``), and reads remembered while nothing changed
+(``unchanged``). Readers never wait for the writer (WAL) and every multi-row read
+is one statement, so it sees one snapshot. Imports ``engine.errors`` only; no
+schema, no rows, never a face.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from engine.errors import StoreBusyError
+
+__all__ = ["Connections"]
+
+_PAGE_SIZE = 16384
+#: Bytes of the database file each connection reads through a memory map (SQLite's
+#: ``mmap_size``; capped by the library at ~2 GB): pages come from the OS page cache
+#: without a pread and a private copy per connection: keyword search at 100k chunks
+#: measured ~20% faster with it, a 10-hit fetch 0.088 ms instead of 0.105 ms
+#: (docs/decisions/sqlite-mmap.md).
+_MMAP_BYTES = 0x7FFF0000
+
+
+class _Reading:
+    """``Connections.read()``: the thread's connection for the ``with`` block (a class, not a
+    generator: a search enters it several times, ~1 us less each); ``:memory:``'s shared
+    connection is held under the write lock."""
+
+    __slots__ = ("_db", "_locked")
+
+    def __init__(self, db: Connections):
+        self._db = db
+        self._locked = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        db = self._db
+        shared = db.shared
+        if shared is None:
+            return db.conn()
+        db.write_lock.acquire()
+        self._locked = True
+        if db.shared is None:  # closed meanwhile: the thread's own connection
+            return db.conn()
+        return db.shared
+
+    def __exit__(self, *exc: object) -> None:
+        if self._locked:
+            self._locked = False
+            self._db.write_lock.release()
+
+
+class Connections:
+    """The connections of one SQLite file; safe to share between threads.
+
+    Args:
+        path: the database file (its directory exists) or ``":memory:"``.
+        busy_timeout_ms: how long one write waits for another process's writer
+            lock before ``StoreBusyError``.
+
+    Attributes:
+        write_lock: one writer per process at a time (reentrant); ``:memory:``
+            readers take it too.
+        shared: ``:memory:``'s one connection (None for a file, and once closed).
+    """
+
+    def __init__(self, path: str, busy_timeout_ms: int) -> None:
+        self.path = path
+        self.memory = path == ":memory:"
+        self.busy_timeout_ms = busy_timeout_ms
+        self.write_lock = threading.RLock()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._memo: dict[int, tuple[tuple[int, int], dict[tuple[Any, ...], Any]]] = {}  # id(conn) -> (token, reads)
+        self.shared: sqlite3.Connection | None = self._connect() if self.memory else None
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
+        )
+        conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+        conn.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # only takes effect on a new file
+        if not self.memory:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        self._connections.append(conn)
+        return conn
+
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use; ``:memory:``: the shared one)."""
+        if self.shared is not None:
+            return self.shared
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def read(self) -> _Reading:
+        """A connection for reading (a context manager); ``:memory:`` serialises on the write lock."""
+        return _Reading(self)
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error).
+
+        Inside ``batch()`` on this thread it is a SAVEPOINT of the batch's
+        transaction instead: atomic on its own, committed with the batch.
+
+        Raises:
+            StoreBusyError: another process held the writer lock past the busy timeout.
+        """
+        with self.write_lock:
+            conn = self.conn()
+            if getattr(self._local, "batch", False):
+                conn.execute("SAVEPOINT write")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK TO write")
+                    conn.execute("RELEASE write")
+                    raise
+                conn.execute("RELEASE write")
+                return
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:  # another process holds the writer lock
+                raise StoreBusyError(f"the index {self.path} is locked by another writer: {e}") from None
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group this thread's writes in the block into one transaction (one WAL
+        commit). Each write stays atomic as a savepoint; other writers in this
+        process wait for the block, other processes' writers wait up to the busy
+        timeout; readers are never blocked (WAL). Nested blocks join the outer one.
+        What ``after_commit`` was given in the block runs once the block commits.
+
+        Raises:
+            Whatever the block raises, after rolling back the block's writes.
+        """
+        if getattr(self._local, "batch", False):
+            yield
+            return
+        after: list[Callable[[], None]] = []
+        with self.write():
+            self._local.batch = True
+            self._local.after_commit = after
+            try:
+                yield
+            finally:
+                self._local.batch = False
+                self._local.after_commit = None
+        for fn in after:  # only once the batch committed: a rollback drops them
+            fn()
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once this thread's ``batch`` commits, or now outside a batch."""
+        pending = getattr(self._local, "after_commit", None) if getattr(self._local, "batch", False) else None
+        if pending is not None:
+            pending.append(fn)
+        else:
+            fn()
+
+    def meta_get(self, key: str) -> str | None:
+        """One ``meta`` value, or None."""
+        with self.read() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    @staticmethod
+    def bump(conn: sqlite3.Connection, key: str) -> None:
+        """Add 1 to the ``meta`` counter ``key`` (from 0), inside the caller's write."""
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (key,),
+        )
+
+    def gens(self, model: str) -> tuple[int, int]:
+        """(chunks_gen, vectors_gen of model) as one snapshot."""
+
+        def read(conn: sqlite3.Connection) -> tuple[int, int]:
+            rows = dict(
+                conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN (?, ?)", ("chunks_gen", f"vectors_gen:{model}")
+                ).fetchall()
+            )
+            return int(rows.get("chunks_gen", 0)), int(rows.get(f"vectors_gen:{model}", 0))
+
+        gens: tuple[int, int] = self.unchanged(("gens", model), read)
+        return gens
+
+    def unchanged(self, key: tuple[Any, ...], read: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``read(conn)``, or what it returned last time on this connection when nothing
+        can have changed since: the connection's ``PRAGMA data_version`` (it moves when
+        any other connection, of this process or another, commits) and its own
+        ``total_changes`` (its own writes, rolled back ones too) are both the same. One
+        ~2 us statement instead of the read (collections, vector dim, counters: ~40-60 us
+        each with caches cold after a vector scan). Inside a transaction: always read.
+        Values must be immutable (they are shared by the calls of this connection).
+        See docs/decisions/sqlite-remembered-reads.md.
+        """
+        with self.read() as conn:
+            if conn.in_transaction:
+                return read(conn)
+            token = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+            memo = self._memo.get(id(conn))
+            if memo is None or memo[0] != token:
+                memo = self._memo[id(conn)] = (token, {})
+            values = memo[1]
+            if key not in values:
+                values[key] = read(conn)
+                if token[1] != conn.total_changes:  # read() wrote (it never should): keep nothing
+                    values.pop(key)
+            return values[key]
+
+    def close(self) -> None:
+        """Close every connection opened here (the caller holds ``write_lock``); a thread's
+        next call opens a new one."""
+        for conn in self._connections:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._connections.clear()
+        self._memo.clear()
+        self._local = threading.local()
+        self.shared = None
