@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Words that tell the story of how the code came to be instead of what it does.
 HISTORY = re.compile(
     r"\bissues? \d+"  # "issue 15", "issues 9-15"
+    r"|\bi(?:9|1\d)\b"  # "i12": an issue in shorthand
     r"|(?<![\w&/#])#\d{1,2}\b(?!-)"  # "#18" as an issue or item reference (not a colour)
     r"|\btrial\d*\b"  # "trial6", "a new user's trial"
     r"|\bsessions? \d+"  # "session 4"
@@ -31,7 +32,7 @@ EXCLUDED = ("tests/corpus/", "docs/decisions/", "tests/project/test_history.py")
 
 #: Folders whose scrubbing is merged separately: their hits are reported (xfail), not failed.
 #: Empty it once those branches are in; then every folder is held to the rule.
-PENDING = {"engine", "explorer", "pages", "tests"}
+PENDING = {"engine", "explorer", "tests"}
 
 
 def _hits(folder: str) -> list[str]:
@@ -63,7 +64,7 @@ def test_readme_has_no_history():
 def test_no_history_in(folder):
     hits = _hits(folder)
     if folder in PENDING and hits:
-        pytest.xfail(f"{len(hits)} history mentions pending in {folder}/:\n" + "\n".join(hits))
+        pytest.xfail(f"{len(hits)} history mentions pending in {folder}/, first {hits[0]}")
     assert not hits, f"{len(hits)} history mentions in {folder}/:\n" + "\n".join(hits)
 
 
@@ -78,6 +79,8 @@ def test_the_patterns_catch_history_and_spare_the_product():
         "older versions",
         "see #18",
         "trial",
+        "(i12)",
+        "i9's rule",
     ):
         assert HISTORY.search(text), text
     for text in (
@@ -91,5 +94,7 @@ def test_the_patterns_catch_history_and_spare_the_product():
         "versions of the model",
         "the session's token",
         "was 5 files",
+        "i1 = 0",
+        "pi12",
     ):
         assert not HISTORY.search(text), text
