@@ -52,12 +52,14 @@ def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, list[str], 
 
 
 def _argument(action: argparse.Action) -> str:
+    """``--limit LIMIT`` for an option, ``query`` for a positional argument."""
+    metavar = " ".join(action.metavar) if isinstance(action.metavar, tuple) else action.metavar
     if action.option_strings:
         flag = " / ".join(action.option_strings)
-        if action.nargs != 0 and action.metavar != argparse.SUPPRESS:
-            flag += " " + (action.metavar or action.dest.upper())
+        if action.nargs != 0 and metavar != argparse.SUPPRESS:
+            flag += " " + (metavar or action.dest.upper())
         return f"`{flag}`"
-    return f"`{action.metavar or action.dest}`"
+    return f"`{metavar or action.dest}`"
 
 
 def cli_table() -> str:
