@@ -12,7 +12,7 @@ DB     ?= .chunknav/index.db
 PORT   ?= 8501
 export CHUNKNAV_DB := $(DB)
 
-.PHONY: run test check setup setup-run sysdeps chromium index bench lock clean
+.PHONY: run test check docs setup setup-run sysdeps chromium index bench lock clean
 
 # The runtime: the pinned closure of requirements.txt, nothing resolved at install time.
 setup-run: $(STAMP_RUN)
@@ -70,6 +70,11 @@ check: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not postgres and not install"
+
+# Regenerate the tables of docs/ (commands, tools, settings, codes) from the code;
+# tests/project/test_docs.py fails until they match.
+docs: setup-run
+	$(BIN)/python docs/tables.py
 
 bench: setup
 	$(BIN)/python bench/index_throughput.py

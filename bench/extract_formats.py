@@ -1,4 +1,4 @@
-"""Cost of the readers added for issue 11, as ratios against native PDF text extraction.
+"""Cost of the OCR, .docx, HTML, EPUB and encoding readers, as ratios against native PDF text extraction.
 
 Anchor: ``extract`` of ``tests/corpus/pdf/pdflatex-4-pages.pdf`` (PyMuPDF words), per page,
 measured in the same run. Rows: OCR of the 5 scanned pages of

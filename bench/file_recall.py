@@ -6,9 +6,9 @@ Indexes tests/corpus (collection ``Corpus``) with the local model into a fresh
 SQLite file (or reuses ``--db`` when it already holds the collection), asks every
 question of ``tests/data/eval_questions.json`` through ``search`` (default mode:
 hybrid) at limits 5, 10 and 20, and prints the share of questions whose file is
-the first hit, in the first 3 and in the first 5, and the MRR over files. With
-session 6's rule (the fusion depth of ``search`` does not depend on a limit up to
-20) the first three columns of the three rows are the same.
+the first hit, in the first 3 and in the first 5, and the MRR over files. The
+fusion depth of ``search`` does not depend on a limit up to 20, so the first three
+columns of the three rows are the same.
 """
 
 from __future__ import annotations

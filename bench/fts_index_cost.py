@@ -1,14 +1,14 @@
-"""What the keyword-index additions of issue 13 cost at index time, in one run.
+"""What the stemmed and CJK trigram keyword indexes cost at index time, in one run.
 
 Usage: .venv/bin/python bench/fts_index_cost.py [corpus_dir]   (default tests/corpus)
 
 Indexes the corpus (extract + chunk + store, no embedding) into fresh SQLite
 files, alternating two variants ``BENCH_REPEATS`` times (default 7):
 
-* **before**: the FTS5 index as it was (``unicode61`` tokenizer, no trigram
+* **before**: a plain FTS5 index (``unicode61`` tokenizer, no trigram
   index, no CJK check) — the store's tables are rebuilt that way right after
   it opens, and the CJK check is switched off;
-* **after**: this version (``porter`` over ``unicode61`` plus the ``trigram``
+* **after**: the engine's index (``porter`` over ``unicode61`` plus the ``trigram``
   index over chunks holding CJK characters).
 
 Prints best and median wall and CPU seconds and the after/before ratio.
@@ -37,7 +37,7 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", "7"))
 
 
 def make_before(store: sqlite_store.SqliteStore) -> None:
-    """Turn a fresh store's keyword index back into the pre-issue-13 one."""
+    """Turn a fresh store's keyword index into the plain ``unicode61`` one, without the trigram index."""
     with store._write() as conn:
         conn.execute("DROP TABLE chunks_fts")
         conn.execute(

@@ -8,7 +8,7 @@ sees real term statistics, CJK chunks included) with one random unit 256-d
 vector per chunk under the local model's name, through the store's own
 ``replace_document`` / ``add_vectors`` (FTS rows written as the indexer
 writes them), then merges the keyword index as an index run does after writing chunks
-(``tidy_keyword_index``; ``--no-tidy`` leaves it as written, the row before session 4). Then asks the 116 evaluation questions through
+(``tidy_keyword_index``; ``--no-tidy`` leaves it as written, unmerged). Then asks the 116 evaluation questions through
 ``ContentChunkSearch.search`` (the local model embeds each query; scope =
 every collection, limit 10) and prints two tables, each with hybrid / vector
 p50 in the same run (target: hybrid p50 <= 1.5x vector p50):
@@ -22,7 +22,7 @@ p50 in the same run (target: hybrid p50 <= 1.5x vector p50):
    for twice has its list, as in a long session).
 
 ``--no-term-lists`` scores every any-term pass with FTS5's OR query (the rows
-before session 5). In table 2, beside the engine's own hybrid
+without per-term lists). In table 2, beside the engine's own hybrid
 (its timed choice, ``engine.search.hybrid._HYBRID_CHOICE``) it times the two ways
 forced: "1-by-1" (one list after the other) and "shared" (keyword thread that
 then scores blocks of the vector scan, ``engine/store/scan_share.py``), prints CPU
@@ -59,7 +59,7 @@ DIM = 256
 def build(engine: Engine, n: int, model: str) -> str:
     """n chunks in files of PER_FILE over COLLECTIONS collections, plus a random vector each;
     then the keyword index is merged as ``chunknav index`` does after a run that wrote chunks
-    (``tidy_keyword_index``, since session 4). Returns a line saying the FTS5 segments before/after."""
+    (``tidy_keyword_index``). Returns a line saying the FTS5 segments before/after."""
     windows = corpus_windows()
     rng = np.random.default_rng(0)
     store = engine.store
@@ -93,7 +93,7 @@ def build(engine: Engine, n: int, model: str) -> str:
 
     with store._read() as conn:
         before = fts_segments(conn)
-    if "--no-tidy" in sys.argv:  # the index as written, unmerged (the row before session 4)
+    if "--no-tidy" in sys.argv:  # the index as written, unmerged
         return f"keyword index: {before} FTS5 segments (not merged: --no-tidy)"
     merged = store.tidy_keyword_index(made)
     with store._read() as conn:
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         questions = [q["query"] for q in load_questions()]
         names = list(variants)
         lists_off = "--no-term-lists" in sys.argv[1:]
-        if lists_off:  # the any-term pass as FTS5's OR query every time (the row before session 5)
+        if lists_off:  # the any-term pass as FTS5's OR query every time (no per-term lists)
             import engine.store.sqlite.keyword as sk
 
             sk.any_term_refs = lambda *a, **k: None

@@ -9,7 +9,7 @@ process that reports its own peak resident set size (``ru_maxrss``, KiB on
 Linux) at the end, so the numbers do not include this process. The table
 gives the peak RSS in MiB and its ratio over an anchor run in the same
 invocation: the same pipeline on a ``--anchor-mb`` MiB text file (interpreter,
-numpy, PyMuPDF and SQLite loaded; the fixed cost). Target (issue 10): a 200 MB
+numpy, PyMuPDF and SQLite loaded; the fixed cost). Target: a 200 MB
 text file indexes under 1.5 GB peak RSS.
 
 ``--hostile`` adds the run over the hostile folder of the tests

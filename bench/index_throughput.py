@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/index_throughput.py [corpus_dir]   (default tests/corpus)
        .venv/bin/python bench/index_throughput.py --fts [corpus_dir]
-           (issue 13's row: index time with the keyword-index additions / without them,
+           (index time with the stemmed and CJK keyword indexes / without them,
            wall and CPU, target <= 1.25x; runs bench/fts_index_cost.py)
 
 1. PDFs only: bare ``page.get_text("words")`` over every page of every PDF vs

@@ -1,4 +1,4 @@
-"""The performance rows of issue 15, each as a ratio against its anchor measured in the same run.
+"""The performance rows of the engine, each as a ratio against its anchor measured in the same run.
 
 Usage::
 
@@ -25,7 +25,7 @@ Sections (``--only``; default all, a few minutes on a busy 2-core machine):
   embed pass ran in the indexer) vs a warm new process (goal: no rebuild,
   <= 1.5 s at 1M; ``--big 1000000`` for that size).
 * ``memory``    peak RSS of indexing ``--chunks`` chunks (default 20000; the
-  issue's figure: ``--chunks 100000``) with the local model, and without embedding.
+  full figure: ``--chunks 100000``) with the local model, and without embedding.
 
 Every row: ``--pairs`` interleaved A/B pairs (default 5), median and min-max
 of the per-pair ratios; the load average is printed. The full-size run for
@@ -231,9 +231,9 @@ def bench_search(args, work: Path, n: int) -> None:
     so that each finds the matrix equally warm. On this machine a 100k x 256
     matrix (100 MB) stays in the last-level cache between back-to-back scans
     (2 threads 2.1 ms) and not when another 100 MB is scanned in between
-    (3.2 ms): the earlier row (the tool alternated with a 1-thread bound over
-    a private copy, the 2-thread bound timed in a pass of its own) compared a
-    cold tool with a warm bound; it is printed second, for comparison.
+    (3.2 ms). The second row (the tool alternated with a 1-thread bound over
+    a private copy, the 2-thread bound timed in a pass of its own) compares a
+    cold tool with a warm bound; it is printed for comparison.
     """
     path = str(work / f"search{n}.db")
     rng = np.random.default_rng(0)
@@ -272,7 +272,7 @@ def bench_search(args, work: Path, n: int) -> None:
         tool_call(q)
 
     # mode "vector": the bound is a vector scan (the default mode, auto, is hybrid when vectors
-    # exist; its cost against vector search is issue 13's row, bench/search_latency.py --hybrid)
+    # exist; its cost against vector search: bench/search_latency.py --hybrid)
     tool, t1, t2 = alternate([tool_call, bound(matrix, 1), bound(matrix, 2)], qs, args.pairs)
     best = [min(a, b) for a, b in zip(t1, t2)]
     new, n1, n2 = alternate([tool_call_new, bound(matrix, 1), bound(matrix, 2)], qs, args.pairs)

@@ -1,4 +1,4 @@
-"""Process start (issue 15): the three processes the issue names, CPU time and wall time.
+"""Process start: three short-lived processes of the CLI, CPU time and wall time.
 
     .venv/bin/python bench/process_start.py [--runs 21] [--base DIR]
 
@@ -11,7 +11,7 @@ Rows (separate processes, each the median of ``--runs`` runs, default 21):
 * ``chunknav get-chunk Hundred piece-003.txt 2``
 
 CPU is the child's user + system time from ``getrusage(RUSAGE_CHILDREN)`` (microseconds;
-the row the issue asks for, steadier than wall on a shared machine); wall is
+the row that matters, steadier than wall on a shared machine); wall is
 ``perf_counter`` around ``subprocess.run``. engine/ is byte-compiled first, as an
 installed package is.
 

@@ -268,20 +268,17 @@ def test_text_and_structured_content_agree(sample_index, transport):
 
 
 def _agent_section() -> str:
-    """The README section "Use it from an agent", up to the next top-level section."""
+    """The page docs/agents.md, "Use it from an agent" (the README links it)."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    start = readme.index("## Use it from an agent")
-    end = readme.find("\n## ", start + 3)
-    return readme[start : end if end > 0 else None]
+    return (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text("utf-8")
 
 
 def test_agent_docs_name_every_tool():
-    """The README section "Use it from an agent" cannot drift from the registry."""
+    """The page "Use it from an agent" cannot drift from the registry."""
 
     text = _agent_section()
-    assert text.startswith("## Use it from an agent")
+    assert text.startswith("# Use it from an agent")
     for name in ("search_chunks", "get_chunk", "read_document", "get_document", "index_status"):
         assert name in text, name
     assert '"mcpServers"' in text and '"mcp"]' in text and "-32602" in text
@@ -289,7 +286,7 @@ def test_agent_docs_name_every_tool():
 
 
 def test_agent_docs_example_matches_the_sample_index(sample_engine):
-    """The worked loop in the README quotes real answers for Samples/multicolumn.pdf."""
+    """The worked loop in docs/agents.md quotes real answers for Samples/multicolumn.pdf."""
 
     if sample_engine.store.get_document(C, "multicolumn.pdf") is None:
         pytest.skip("multicolumn.pdf is not in the sample corpus")
