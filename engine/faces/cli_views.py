@@ -169,14 +169,11 @@ def attention(st: dict) -> list[str]:
                 f"(run chunknav index to embed them)"
             )
     # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
+    in_run = (run or {}).get("truncated") or 0
     truncated = (
         sum(int(v.get("truncated") or 0) for v in st["vectors"])
         or int(st.get("truncatedChunks") or 0)
-        or int(
-            (run or {}).get("truncated") or 0
-            if not isinstance((run or {}).get("truncated"), list)
-            else len(run["truncated"])
-        )
+        or (len(in_run) if isinstance(in_run, list) else int(in_run))
     )
     if truncated:
         out.append(f"attention: {truncated} chunks were truncated before embedding")
