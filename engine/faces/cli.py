@@ -21,7 +21,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import load_settings, settings_table
@@ -42,23 +41,11 @@ if TYPE_CHECKING:
 # engine.service (the Engine, engine.values) is imported when a command needs the index, and
 # engine.tools.registry (the registry, and the search and answer modules behind it) only where a
 # tool subcommand is parsed or run, or an envelope printed: an unchanged ``chunknav index``
-# never loads the registry (issue 15: lean no-op runs).
+# never loads the registry.
 
-__all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES", "streamlit_flags"]  # noqa: F822 (module __getattr__)
-
-
-def __getattr__(name: str) -> Any:
-    """``APP``, ``STREAMLIT_CONFIG``, ``streamlit_flags``: re-exported from ``engine.faces.gui``,
-    imported on first use (a command other than ``gui`` never needs it)."""
-    if name in ("APP", "STREAMLIT_CONFIG", "streamlit_flags"):
-        import engine.faces.gui
-
-        return getattr(engine.faces.gui, name)
-    raise AttributeError(f"module 'engine.faces.cli' has no attribute {name!r}")
-
+__all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES"]
 
 log = logging.getLogger(__name__)
-REPO = Path(__file__).resolve().parents[2]
 _TYPES = {"integer": int, "string": str, "number": float}
 
 

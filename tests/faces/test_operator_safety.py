@@ -1,4 +1,4 @@
-"""Faces an operator can leave running (issue 14): collections change only on
+"""Faces an operator can leave running: collections change only on
 purpose, allowed roots, the human status view, MCP parse errors, the bundled
 samples, and the ``chunknav gui`` launcher's rules (ports, addresses, token).
 
