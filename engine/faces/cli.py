@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     ``python -m engine``), which ends right after: the objects alive then are
     moved out of the cyclic collector's reach (``gc.freeze``), so the
     interpreter's exit skips its collection passes over every imported
-    module (~8 ms of an unchanged ``chunknav index`` here). Exit still runs
+    module (``docs/decisions/cli-exit-gc-freeze.md``). Exit still runs
     atexit handlers, flushes stdout and stderr and frees what refcounts free;
     what it skips is finalizing objects left in reference cycles, which
     Python never promises at exit. A caller passing ``argv`` (tests, an
