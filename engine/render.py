@@ -106,15 +106,6 @@ class RenderedPage:
     clip_y_px: int = 0
     unions: tuple[Bbox, ...] = ()
 
-    def box_px(self, b: Bbox) -> tuple[int, int, int, int]:
-        """``(x0, y0, x1, y1)`` pixels of a display-frame box in this PNG (may lie outside it)."""
-        return (
-            round(b.x * self.page_width_px) - self.clip_x_px,
-            round(b.y * self.page_height_px) - self.clip_y_px,
-            round((b.x + b.w) * self.page_width_px) - self.clip_x_px,
-            round((b.y + b.h) * self.page_height_px) - self.clip_y_px,
-        )
-
 
 def renders_pages(file_path: str | os.PathLike[str]) -> bool:
     """True when ``file_path`` is drawn page by page: a PDF, or a format PyMuPDF

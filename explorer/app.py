@@ -2,8 +2,9 @@
 
 Run from the repo root: ``chunknav gui`` (or ``make run``), which is
 ``python -m streamlit run explorer/app.py`` plus the ``streamlit_config.toml``
-values as ``--section.key`` flags. Pages are the files in ``pages/``, routed
-by ``st.navigation``; every view keeps its state in ``st.query_params``.
+values as ``--section.key`` flags. Pages are the rows of ``explorer/nav.py``
+(scripts in ``pages/``), routed by ``st.navigation``; every view keeps its
+state in ``st.query_params``.
 
 On a brand-new index (no collection and no index run recorded in it, and no
 collection seen by this process) the bundled sample corpus (``assets/samples``)
@@ -13,7 +14,7 @@ collections were removed keeps its run records, so they stay removed.
 
 Before any page runs (``explorer/access.py``): a non-loopback bind or client
 without ``CHUNKNAV_ACCESS_TOKEN`` is refused; with a token the session must
-enter it once; ``CHUNKNAV_READ_ONLY`` drops the Rebuild page. Then the
+enter it once; ``CHUNKNAV_READ_ONLY`` drops the pages that write (Rebuild). Then the
 page's query parameters are validated (``explorer/links.py``). The app root
 ``/`` is a hidden page that switches to Status, so ``/status``, ``/explore``,
 … all open directly.
@@ -32,7 +33,7 @@ import streamlit as st  # noqa: E402
 
 from engine.index.runs import roots_not_listed, unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
-from explorer import access, links, run_views, state, widgets  # noqa: E402
+from explorer import access, links, nav, run_views, state  # noqa: E402
 
 install_log_redaction()  # engine.secrets: no log line carries a configured secret
 st.set_page_config(page_title="chunknav explorer", page_icon=state.ICON, layout="wide")
@@ -40,18 +41,18 @@ st.set_page_config(page_title="chunknav explorer", page_icon=state.ICON, layout=
 
 def _home() -> None:
     """The app root: the Status page under its own URL (/status)."""
-    st.switch_page(widgets.page_path("status"))
+    st.switch_page(links.page_path("status"))
 
 
 read_only = state.settings().read_only
 pages = [st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden")]
 pages += [
-    st.Page(widgets.page_path(name), title=title, icon=icon, url_path=url)
-    for name, (_file, title, icon, url) in widgets.PAGES.items()
-    if not (read_only and name == "rebuild")
+    st.Page(links.page_path(p.name), title=p.title, icon=p.icon, url_path=p.name)
+    for p in nav.PAGES
+    if not (read_only and p.writes)
 ]
 # the gate runs after st.navigation, so a deep link (/rebuild?...) survives entering the token
-nav = st.navigation(pages, position="sidebar" if access.is_open(state.settings()) else "hidden")
+current = st.navigation(pages, position="sidebar" if access.is_open(state.settings()) else "hidden")
 access.gate(state.settings())  # st.stop() unless this session may see the explorer
 
 
@@ -111,6 +112,6 @@ with st.sidebar:
     _first_start()
     _sidebar_job()
 
-if nav.url_path in links.PARAMS:
-    links.validate(nav.url_path, [c.collection_path for c in state.engine().store.collections()])
-nav.run()
+if current.url_path in links.PARAMS:
+    links.validate(current.url_path, [c.collection_path for c in state.engine().store.collections()])
+current.run()

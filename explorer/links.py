@@ -1,12 +1,15 @@
-"""Deep links are input: the query parameters of every page, validated once.
+"""Deep links: every page's URL parameters, built and validated in one place.
 
-Owns: ``PARAMS`` (page url_path -> parameter -> rule) and ``validate``, which
-``explorer/app.py`` runs before the page: each parameter of the URL is
-checked against its page's rule; an unknown name is dropped, an unknown
-value falls back to the default, an out-of-range number is clamped, text
-loses control characters (NUL included) and is cut to ``MAX_TEXT_CHARS``;
-every change is written back to ``st.query_params`` and said in a visible
-notice. Pages then read clean values with ``explorer.state.qp_*``.
+Owns: the link builders (``page_path``, ``query``, ``go``, ``search_query``)
+and the validation of a link's parameters: ``RULES`` (parameter -> rule),
+``PARAMS`` (page name -> parameter -> rule, for the parameters each
+``explorer.nav.PAGES`` row lists) and ``validate``, which ``explorer/app.py``
+runs before the page: each parameter of the URL is checked against its
+page's rule; an unknown name is dropped, an unknown value falls back to the
+default, an out-of-range number is clamped, text loses control characters
+(NUL included) and is cut to ``MAX_TEXT_CHARS``; every change is written
+back to ``st.query_params`` and said in a visible notice. Pages then read
+clean values with ``explorer.state.qp_*``.
 
 Bounds and choices come from the tool registry (``engine.tools.registry.REGISTRY``
 schemas), so the URL accepts what the tool accepts. ``validate_params`` is
@@ -17,13 +20,29 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any, Callable
 
 import streamlit as st
 
 from engine.tools.registry import REGISTRY
+from explorer import nav, state
 
-__all__ = ["PARAMS", "REPEATED", "MAX_TEXT_CHARS", "MAX_PATH_CHARS", "MAX_MIN_SCORE", "validate_params", "validate"]
+__all__ = [
+    "RULES",
+    "PARAMS",
+    "REPEATED",
+    "ZOOMS",
+    "MAX_TEXT_CHARS",
+    "MAX_PATH_CHARS",
+    "MAX_MIN_SCORE",
+    "page_path",
+    "query",
+    "go",
+    "search_query",
+    "validate_params",
+    "validate",
+]
 
 #: Longest query text a link may carry, characters.
 MAX_TEXT_CHARS = 2000
@@ -39,7 +58,9 @@ _search = REGISTRY["search_chunks"].schema["properties"]
 _LIMIT = (int(_search["limit"]["minimum"]), int(_search["limit"]["maximum"]))
 _MODES = list(_search["mode"]["enum"])
 _KINDS = ["chunks", "documents"]
-_ZOOM = (1.0, 4.0)  # the Source view's zoom range (explorer/source_view.py ZOOMS, i12)
+#: The Source page's zoom levels (multiples of "page width fills the image"); a ``zoom``
+#: parameter is clamped to their range and the page snaps it to the nearest level.
+ZOOMS = [1.0, 1.5, 2.0, 3.0, 4.0]
 
 Rule = Callable[[str, str, dict[str, Any]], tuple[Any, str | None]]  # (clean value: str, list or None; notice)
 
@@ -125,8 +146,8 @@ def _collection(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None,
 
 def _scope(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | list[str] | None, str | None]:
     """One ``scope`` value: ``*`` (every collection) or a known collectionPath, taken whole
-    (commas included); a value that is no known path is read as a link of older versions,
-    known paths joined by ``,`` (returned as a list). The parameter repeats, one per path."""
+    (commas included); a value that is no known path is read as known paths joined by ``,``
+    (returned as a list). The parameter repeats, one per path."""
     if value.strip() == "*":
         return "*", None
     known = ctx.get("collections") or []
@@ -159,42 +180,34 @@ def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str |
 #: value, so a path with a comma stays whole); every other parameter keeps its last value.
 REPEATED = frozenset({"scope"})
 
-_SEARCH_PARAMS: dict[str, Rule] = {
+#: parameter -> rule (every page reading the parameter reads it the same way)
+RULES: dict[str, Rule] = {
+    # the search (nav.SEARCH)
     "q": _text(MAX_TEXT_CHARS),
     "scope": _scope,
     "kind": _choice(_KINDS, "chunks"),
     "mode": _choice(_MODES, "auto"),
     "limit": _int(_LIMIT[0], _LIMIT[1], 10),
     "hit": _int(0, _LIMIT[1] - 1, None),
-}
-_CHUNK_PARAMS: dict[str, Rule] = {
+    # one chunk (nav.CHUNK)
     "c": _collection,
     "f": _path,
     "i": _int(0, None, 0),
+    # Explore index: threshold, vector weight, compare modes, the file list
+    "min": _float(0.0, MAX_MIN_SCORE, 0.0),
+    "w": _float(0.0, 1.0, 0.5),
+    "cmp": _flag,
+    "files": _collection,
+    "doc": _path,
+    # Chunk and Source
+    "full": _flag,
+    "p": _int(1, None, None),
+    "zoom": _float(min(ZOOMS), max(ZOOMS), 1.0),
+    "view": _choice(["around", "page"], None),  # around the highlight | whole pages
 }
 
-#: page url_path -> parameter name -> rule
-PARAMS: dict[str, dict[str, Rule]] = {
-    "status": {},
-    "rebuild": {},
-    # retrieval testing (issue 13): threshold, vector weight, compare modes, the file list
-    "explore": {
-        **_SEARCH_PARAMS,
-        "min": _float(0.0, MAX_MIN_SCORE, 0.0),
-        "w": _float(0.0, 1.0, 0.5),
-        "cmp": _flag,
-        "files": _collection,
-        "doc": _path,
-    },
-    "chunk": {**_CHUNK_PARAMS, **_SEARCH_PARAMS, "full": _flag, "p": _int(1, None, None)},
-    "source": {
-        **_CHUNK_PARAMS,
-        **_SEARCH_PARAMS,
-        "p": _int(1, None, None),
-        "zoom": _float(_ZOOM[0], _ZOOM[1], 1.0),
-        "view": _choice(["around", "page"], None),
-    },  # i12: around the highlight | whole pages
-}
+#: page name (its url_path) -> parameter name -> rule
+PARAMS: dict[str, dict[str, Rule]] = {p.name: {n: RULES[n] for n in p.params} for p in nav.PAGES}
 
 
 def validate_params(page: str, params: dict[str, str], collections: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -205,7 +218,7 @@ def validate_params(page: str, params: dict[str, str], collections: list[str]) -
         params: name -> value as the URL gave them (a list for a parameter given more
             than once: ``REPEATED`` ones check each value, others keep the last).
         collections: the known collectionPaths (for ``c``, ``files`` and ``scope``; ``scope`` may
-            also be ``*``, repeat once per path, or, in links of older versions, join paths by ``,``).
+            also be ``*``, repeat once per path, or join paths by ``,``).
 
     Returns:
         ``(clean, notices)``: the parameters to keep (changed values
@@ -273,3 +286,46 @@ def validate(page: str, collections: list[str]) -> list[str]:
             icon=":material/link_off:",
         )
     return notices
+
+
+# -- building links ----------------------------------------------------------------
+def page_path(name: str) -> Path:
+    """Absolute path of page ``name``'s script, for ``st.switch_page`` / ``st.page_link``."""
+    return state.PAGES_DIR / nav.page(name).file
+
+
+def query(name: str, **params: Any) -> dict[str, str | list[str]]:
+    """The query parameters of a link to page ``name``.
+
+    Args:
+        name: a ``nav.PAGES`` name.
+        params: parameter -> value; None, ``""`` and ``[]`` are left out, a list
+            or tuple becomes one repeated parameter per item, anything else text.
+
+    Raises:
+        ValueError: a parameter the page does not read (its ``nav.PAGES`` row).
+    """
+    unknown = sorted(set(params) - set(nav.page(name).params))
+    if unknown:
+        raise ValueError(f"page {name!r} reads no URL parameter {', '.join(unknown)}")
+    return {
+        k: [str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)
+        for k, v in params.items()
+        if v is not None and v != "" and v != []
+    }
+
+
+def go(name: str, **params: Any) -> None:
+    """Switch to page ``name`` with ``query(name, **params)`` in its URL."""
+    st.switch_page(page_path(name), query_params=query(name, **params))
+
+
+def search_query() -> dict[str, str | list[str]]:
+    """The search the current URL carries (``nav.SEARCH``: ``scope`` repeated, one per
+    path), for a link back to its results."""
+    out: dict[str, str | list[str]] = {}
+    for k in nav.SEARCH:
+        values = [str(v) for v in st.query_params.get_all(k) if v not in (None, "")]
+        if values:
+            out[k] = values if k in REPEATED else values[-1]
+    return out

@@ -21,7 +21,7 @@ import streamlit as st
 
 from engine.search.searcher import RRF_K
 
-from explorer import widgets
+from explorer import links, widgets
 from explorer.table import table
 
 __all__ = [
@@ -70,7 +70,7 @@ def scope_paths(value: str | list[str] | None, known: list[str]) -> list[str]:
 
     Returns:
         Each value that is a known path, taken whole (commas and spaces included); a value
-        that is not one is read as a link of older versions, known paths joined by ``,``.
+        that is not one is read as known paths joined by ``,``.
         Unknown paths are dropped; ``*`` is not a path (see ``scope_from_param``).
     """
     out: list[str] = []
@@ -286,5 +286,5 @@ def file_list(collection: str, selected: str | None = None) -> dict[str, Any] | 
         if st.button(
             "Open its chunks", key="doc-chunks", icon=":material/article:", disabled=not node.get("chunkCount")
         ):
-            widgets.go("chunk", c=collection, f=pick, i=0)
+            links.go("chunk", c=collection, f=pick, i=0)
     return env

@@ -3,9 +3,8 @@ background job, a run's summary (every outcome class, failures with reasons, the
 collection roots it could not list), and the ``index_status`` envelope (Status page).
 
 Owns: ``job_progress``, ``run_summary``, ``root_errors``, ``provider_view`` and
-``status_view``. Split out of ``explorer.widgets`` by noun (STYLE.md: modules under
-~600 lines); uses its ``failure_callout``. Renders envelopes only: no engine calls, no
-store access, no SQL.
+``status_view``; failures are drawn by ``explorer.widgets.failure_callout``. Renders
+envelopes only: no engine calls, no store access, no SQL.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary", roots: bool =
     extra.append("forced rebuild" if summary.get("force") else "hash-gated")
     st.caption(" · ".join(extra))
     counts = summary.get("counts")
-    if counts:  # every class of outcome (issue 10)
+    if counts:  # every class of outcome
         st.caption(
             f"Run **{summary.get('status', 'finished')}** · "
             + " · ".join(

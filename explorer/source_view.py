@@ -21,7 +21,7 @@ from typing import Any
 import streamlit as st
 
 from engine.errors import ChunknavError
-from explorer import state, widgets
+from explorer import links, state, widgets
 
 __all__ = [
     "ZOOMS",
@@ -34,8 +34,8 @@ __all__ = [
     "renders_pages",
 ]
 
-#: Zoom levels: multiples of "page width fills the image".
-ZOOMS = [1.0, 1.5, 2.0, 3.0, 4.0]
+#: Zoom levels: multiples of "page width fills the image" (the ``zoom`` URL parameter's).
+ZOOMS = links.ZOOMS
 #: Image size rendered per page (pixels): fits the main column of a 1280 px wide
 #: window beside the sidebar; the crop height keeps the first highlight and the
 #: header inside an 800 px high viewport.

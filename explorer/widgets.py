@@ -1,18 +1,19 @@
 """Shared explorer widgets: tool calls with their panel, failure callouts, hits,
-marked text and page images (the index run and Status views: ``explorer.run_views``).
+marked text, the chunk and document views (the index run and Status views:
+``explorer.run_views``; the Source page's panels: ``explorer.source_view``).
 
 Owns: ``run_tool`` (every page calls the engine through it: one
 ``engine.tools.registry.call_tool`` per action, shown in the "This maps to a tool call"
 expander built from ``REGISTRY`` and ``cli_command``, never written per page),
 the failure callouts (one per error code, with who can fix it from
 ``engine.errors.WHO_FIXES``), hit rows, text with query words or spans
-marked, and the page-image helper (PNG from ``engine.render``; no PyMuPDF here).
+marked, a document's file confined to its collection root, and the Chunk
+page's views. Links to other pages come from ``explorer.links``.
 """
 
 from __future__ import annotations
 
 import html
-import os
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -24,11 +25,9 @@ from engine.paths import resolve_inside
 from engine.secrets import public_dsn, redact, redact_obj
 from engine.search.searcher import parse_query, query_terms, shown_terms
 from engine.tools.registry import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
-from explorer import state
+from explorer import links, state
 
 __all__ = [
-    "PAGES",
-    "page_path",
     "selected_chunk",
     "run_tool",
     "tool_call_panel",
@@ -39,24 +38,11 @@ __all__ = [
     "marked_block",
     "overlap_caption",
     "source_file",
-    "page_image",
+    "provenance_line",
+    "chunk_view",
+    "document_view",
     "FAILURE_TITLES",
 ]
-
-PAGES_DIR = state.PAGES_DIR
-#: page name -> (file, title, icon, url_path)
-PAGES = {
-    "status": ("status.py", "Status", ":material/monitoring:", "status"),
-    "rebuild": ("rebuild.py", "Rebuild", ":material/autorenew:", "rebuild"),
-    "explore": ("explore.py", "Explore index", ":material/search:", "explore"),
-    "chunk": ("chunk.py", "Chunk", ":material/article:", "chunk"),
-    "source": ("source.py", "Source", ":material/picture_as_pdf:", "source"),
-}
-
-
-def page_path(name: str) -> Path:
-    """Absolute path of a page script, for ``st.switch_page`` / ``st.page_link``."""
-    return PAGES_DIR / PAGES[name][0]
 
 
 def selected_chunk(button: str) -> tuple[str, str, int]:
@@ -65,22 +51,9 @@ def selected_chunk(button: str) -> tuple[str, str, int]:
     c, f, i = state.qp_get("c"), state.qp_get("f"), state.qp_int("i", 0)
     if not c or not f:
         st.info(f"No chunk selected: open one from **Explore index** (a hit's *{button}*).")
-        st.page_link(page_path("explore"), label="Explore index", icon=":material/search:")
+        st.page_link(links.page_path("explore"), label="Explore index", icon=":material/search:")
         st.stop()
     return c, f, int(i or 0)
-
-
-def go(name: str, **params: Any) -> None:
-    """Switch to a page with the given query parameters (a deep link; a list value becomes
-    one repeated parameter per item)."""
-    st.switch_page(
-        page_path(name),
-        query_params={
-            k: [str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)
-            for k, v in params.items()
-            if v is not None and v != []
-        },
-    )
 
 
 # -- tool calls -----------------------------------------------------------------
@@ -307,7 +280,7 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False, d
         return clicked
 
 
-# -- sources and page images ---------------------------------------------------------
+# -- sources ---------------------------------------------------------
 def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str | None, str | None]:
     """``(path, password, problem)`` of a document's file, confined to its collection root."""
     coll = state.engine().store.get_collection(collection_path)
@@ -322,34 +295,6 @@ def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str 
     from engine.passwords import resolve_password
 
     return path, resolve_password(coll.password_ref), None
-
-
-@st.cache_data(max_entries=48, show_spinner=False)
-def _render(
-    path: str, mtime_ns: int, page: int, zoom: float, regions_json: str, texts: tuple[str, ...], _password: str | None
-):
-    import json
-
-    from engine.render import render_page_info
-
-    return render_page_info(path, page, zoom, json.loads(regions_json), _password, texts or None)
-
-
-def page_image(
-    path: Path, password: str | None, page: int, zoom: float, regions: list[dict[str, Any]], texts: tuple[str, ...] = ()
-):
-    """The rendered page (``engine.render.RenderedPage``), cached per file version."""
-    import json
-
-    return _render(
-        str(path),
-        os.stat(path).st_mtime_ns,
-        page,
-        round(zoom, 3),
-        json.dumps(regions, sort_keys=True),
-        tuple(texts),
-        password,
-    )
 
 
 # -- chunk and document views -------------------------------------------------------------
@@ -444,26 +389,19 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
         spans.append((max(n_prev, len(text) - n_next), len(text), "ovl"))
     st.caption(overlap_caption(n_prev, prev_i, n_next, next_i))
     marked_block(text, spans, query)
-    params = {
-        k: v
-        for k, v in {
-            "c": chunk["collectionPath"],
-            "f": chunk["filePath"],
-            "i": i,
-            "p": chunk.get("page"),
-            "q": query or None,
-        }.items()
-        if v is not None
-    }
+    source = links.query(
+        "source", c=chunk["collectionPath"], f=chunk["filePath"], i=i, p=chunk.get("page"), q=query or None
+    )
     l1, l2, l3 = st.columns(3)
-    l1.page_link(page_path("source"), label="Source view", icon=":material/visibility:", query_params=params)
-    back: dict[str, Any] = {
-        k: st.query_params[k] for k in ("q", "kind", "mode", "limit", "hit") if k in st.query_params
-    }
-    if st.query_params.get_all("scope"):  # one repeated parameter per collection path
-        back["scope"] = st.query_params.get_all("scope")
+    l1.page_link(links.page_path("source"), label="Source view", icon=":material/visibility:", query_params=source)
+    back = links.search_query()
     if back.get("q"):
-        l2.page_link(page_path("explore"), label="Back to results", icon=":material/search:", query_params=back)
+        l2.page_link(
+            links.page_path("explore"),
+            label="Back to results",
+            icon=":material/search:",
+            query_params=links.query("explore", **back),
+        )
     st.session_state["chunk_full"] = st.query_params.get("full") == "1"
     l3.toggle("Full document text (read_document)", key="chunk_full", on_change=_full_toggled)
 
@@ -490,89 +428,3 @@ def document_view(
         + (" · the chunk is outlined in orange" if spans else "")
     )
     marked_block(text, spans, query, height_px=height_px)
-
-
-ZOOMS = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0]
-
-
-def _set_page(page: int) -> None:
-    st.query_params["p"] = str(page)
-
-
-def _set_zoom() -> None:
-    st.query_params["zoom"] = str(st.session_state["src_zoom"])
-
-
-def _page_typed() -> None:
-    _set_page(int(st.session_state["src_page"]))
-
-
-def pdf_source_view(chunk: dict[str, Any]) -> None:
-    """The chunk's PDF page rendered with its highlight, page navigation and zoom."""
-    path, password, problem = source_file(chunk["collectionPath"], chunk["filePath"])
-    if problem:
-        st.error(f"**Cannot show the source.** {problem}", icon=":material/error:")
-        return
-    regions = chunk.get("regions") or (
-        [{"page": chunk["page"], "bbox": chunk["bbox"]}] if chunk.get("bbox") and chunk.get("page") else []
-    )
-    pages_touched = [r["page"] for r in regions]
-    page = state.qp_int("p") or chunk.get("page") or 1
-    zoom = state.qp_float("zoom", 1.5)
-    zoom = min(ZOOMS, key=lambda z: abs(z - zoom))
-    try:
-        from engine.render import page_count
-
-        n = page_count(path, password)
-    except ChunknavError as e:
-        st.error(f"**Cannot open the PDF.** {e}", icon=":material/error:")
-        return
-    page = min(max(1, page), max(1, n))
-    c1, c2, c3, c4, c5 = st.columns([1.5, 1.3, 1.5, 3, 2.7], vertical_alignment="bottom")
-    c1.button(
-        "Previous",
-        key="pg_prev",
-        help="previous page",
-        icon=":material/chevron_left:",
-        disabled=page <= 1,
-        on_click=_set_page,
-        args=(page - 1,),
-        width="stretch",
-    )
-    st.session_state["src_page"] = page
-    c2.number_input(f"Page (of {n})", 1, max(1, n), key="src_page", on_change=_page_typed)
-    c3.button(
-        "Next",
-        key="pg_next",
-        help="next page",
-        icon=":material/chevron_right:",
-        disabled=page >= n,
-        on_click=_set_page,
-        args=(page + 1,),
-        width="stretch",
-    )
-    st.session_state["src_zoom"] = zoom
-    c4.select_slider("Zoom", ZOOMS, key="src_zoom", on_change=_set_zoom, format_func=lambda z: f"{z:g}×")
-    if chunk.get("page") and page != chunk["page"]:
-        c5.button(f"Back to the chunk's page {chunk['page']}", key="pg_home", on_click=_set_page, args=(chunk["page"],))
-    texts = (chunk["text"],) if not regions else ()
-    try:
-        shot = page_image(path, password, page, zoom, regions, texts)
-    except (ChunknavError, ValueError) as e:
-        st.error(f"**Cannot render page {page}.** {e}", icon=":material/error:")
-        return
-    if shot.source == "bbox":
-        note = f"The chunk's region on page {page} is drawn in yellow with an orange outline."
-    elif shot.source == "text":
-        note = f"This chunk has no bbox: its text found on page {page} is marked ({len(shot.boxes)} places)."
-    elif regions and page not in pages_touched:
-        note = f"The chunk is on page{'s' if len(pages_touched) > 1 else ''} {', '.join(map(str, pages_touched))}, not on page {page}."
-    else:
-        note = f"The chunk's text was not found on page {page}."
-    st.caption(note)
-    st.image(
-        shot.png,
-        caption=f"{chunk['filePath']} · page {page} of {n} · zoom {zoom:g}× · {shot.width_px}×{shot.height_px} px",
-        width="content",
-    )
-    st.session_state["_last_render"] = {"page": page, "source": shot.source, "boxes": len(shot.boxes)}

@@ -10,7 +10,7 @@ modes), ``files`` (a collection whose files are listed), ``doc``, ``hit``.
 
 import streamlit as st
 
-from explorer import retrieval, state, widgets
+from explorer import links, retrieval, state, widgets
 
 st.title("Explore index")
 engine = state.engine()
@@ -141,7 +141,7 @@ if query:
                 detail=retrieval.breakdown(hit, envelope.get("scoreKind")),
             )
             if clicked:
-                widgets.go(
+                links.go(
                     clicked,
                     c=hit["collectionPath"],
                     f=hit["filePath"],

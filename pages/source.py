@@ -13,7 +13,7 @@ State lives in the URL: ``c``, ``f``, ``i``, ``p`` (page), ``zoom``, ``view``, `
 
 import streamlit as st
 
-from explorer import source_view, state, widgets
+from explorer import links, source_view, state, widgets
 
 st.title("Source")
 c, f, i = widgets.selected_chunk("Source")
@@ -26,10 +26,10 @@ elif chunk is not None:
     head, link = st.columns([5, 1], vertical_alignment="center")
     head.markdown(f"`{c}` / **{f}** · chunk **{i}** of {chunk['totalChunks']} · {widgets.provenance_line(chunk)}")
     link.page_link(
-        widgets.page_path("chunk"),
+        links.page_path("chunk"),
         label="Chunk view",
         icon=":material/article:",
-        query_params={k: v for k, v in {"c": c, "f": f, "i": i, "q": state.qp_get("q")}.items() if v},
+        query_params=links.query("chunk", c=c, f=f, i=i, q=state.qp_get("q")),
     )
     stale = source_view.stale_notice(chunk)
     if source_view.renders_pages(f):  # PDF, EPUB, XPS, FB2, MOBI, CBZ

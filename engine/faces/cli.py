@@ -21,7 +21,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import load_settings, settings_table
@@ -42,23 +41,11 @@ if TYPE_CHECKING:
 # engine.service (the Engine, engine.values) is imported when a command needs the index, and
 # engine.tools.registry (the registry, and the search and answer modules behind it) only where a
 # tool subcommand is parsed or run, or an envelope printed: an unchanged ``chunknav index``
-# never loads the registry (issue 15: lean no-op runs).
+# never loads the registry.
 
-__all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES", "streamlit_flags"]  # noqa: F822 (module __getattr__)
-
-
-def __getattr__(name: str) -> Any:
-    """``APP``, ``STREAMLIT_CONFIG``, ``streamlit_flags``: re-exported from ``engine.faces.gui``,
-    imported on first use (a command other than ``gui`` never needs it)."""
-    if name in ("APP", "STREAMLIT_CONFIG", "streamlit_flags"):
-        import engine.faces.gui
-
-        return getattr(engine.faces.gui, name)
-    raise AttributeError(f"module 'engine.faces.cli' has no attribute {name!r}")
-
+__all__ = ["main", "build_parser", "command_in", "OWN_COMMANDS", "CLI_ALIASES"]
 
 log = logging.getLogger(__name__)
-REPO = Path(__file__).resolve().parents[2]
 _TYPES = {"integer": int, "string": str, "number": float}
 
 
@@ -338,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     ``python -m engine``), which ends right after: the objects alive then are
     moved out of the cyclic collector's reach (``gc.freeze``), so the
     interpreter's exit skips its collection passes over every imported
-    module (~8 ms of an unchanged ``chunknav index`` here). Exit still runs
+    module (``docs/decisions/cli-exit-gc-freeze.md``). Exit still runs
     atexit handlers, flushes stdout and stderr and frees what refcounts free;
     what it skips is finalizing objects left in reference cycles, which
     Python never promises at exit. A caller passing ``argv`` (tests, an

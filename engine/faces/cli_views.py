@@ -3,8 +3,7 @@
 Owns: ``human_index`` (an index run's summary for people), ``human_status``
 (the ``index_status`` envelope for people), ``last_run_line`` and
 ``attention`` (the lines an operator must not miss). Plain functions of the
-envelopes: no argparse, no store, no I/O. Split out of ``engine.faces.cli`` by noun
-(STYLE.md: modules under ~600 lines); ``engine.faces.cli`` imports them.
+envelopes: no argparse, no store, no I/O; ``engine.faces.cli`` prints them.
 """
 
 from __future__ import annotations
@@ -118,7 +117,7 @@ def last_run_line(run: dict) -> str:
     """The one ``last run:`` line of ``chunknav status``: the outcome (``finished``,
     ``finished with failures``, ``embedding failed``, or the status of a run that did
     not finish: ``running``, ``cancelled``, ``stopped``, ``interrupted``), when, and
-    every class of ``counts`` (older records without ``counts``: their top-level fields)."""
+    every class of ``counts`` (a record without ``counts``: its top-level fields)."""
     status = run.get("status", "finished")
     c = dict(run.get("counts") or {})
     c.setdefault("indexed", run.get("indexed", 0))
@@ -169,14 +168,11 @@ def attention(st: dict) -> list[str]:
                 f"(run chunknav index to embed them)"
             )
     # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
+    in_run = (run or {}).get("truncated") or 0
     truncated = (
         sum(int(v.get("truncated") or 0) for v in st["vectors"])
         or int(st.get("truncatedChunks") or 0)
-        or int(
-            (run or {}).get("truncated") or 0
-            if not isinstance((run or {}).get("truncated"), list)
-            else len(run["truncated"])
-        )
+        or (len(in_run) if isinstance(in_run, list) else int(in_run))
     )
     if truncated:
         out.append(f"attention: {truncated} chunks were truncated before embedding")

@@ -3,8 +3,8 @@
 Owns: the Streamlit command line (``streamlit_config.toml`` values as
 ``--section.key`` flags, each one yielding to its ``STREAMLIT_<SECTION>_<KEY>``
 environment variable; ``--port`` / ``--address`` flags win over both), the
-exposure rule (a non-loopback bind address needs ``CHUNKNAV_ACCESS_TOKEN``,
-else the launcher refuses to start), the startup line with the real
+refusal to start on a non-loopback address without ``CHUNKNAV_ACCESS_TOKEN``
+(the rule is ``engine.faces.exposure``), the startup line with the real
 address, and signal handling: SIGINT, SIGTERM and SIGHUP are forwarded to
 Streamlit and the launcher waits for it to exit (killed after
 ``STOP_TIMEOUT_S``); on Linux the child also gets SIGTERM if the launcher
@@ -17,7 +17,6 @@ as ``python -m streamlit``.
 from __future__ import annotations
 
 import errno
-import ipaddress
 import os
 import re
 import signal
@@ -31,6 +30,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import SettingsError
+from engine.faces import exposure
 from engine.secrets import redact
 
 __all__ = [
@@ -40,8 +40,6 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "streamlit_env_name",
     "streamlit_flags",
-    "is_loopback",
-    "check_exposure",
     "gui_command",
     "port_problem",
     "run_gui",
@@ -93,36 +91,6 @@ def streamlit_flags(config_path: Path = STREAMLIT_CONFIG, environ: dict[str, str
     return flags
 
 
-def is_loopback(address: str) -> bool:
-    """True for ``localhost``, ``127.x.y.z`` and ``::1``; False for ``0.0.0.0``,
-    ``""`` (Streamlit: every interface), ``::`` and any other host."""
-    a = address.strip().strip("[]").lower()
-    if a in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(a).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(address: str, settings: Settings) -> None:
-    """Refuse a non-loopback bind without an access token.
-
-    Raises:
-        SettingsError: ``address`` is not loopback and ``CHUNKNAV_ACCESS_TOKEN``
-            is empty; the message names the setting.
-    """
-    if is_loopback(address) or settings.access_token:
-        return
-    shown = address or "(every interface)"
-    raise SettingsError(
-        f"refusing to serve the explorer on {shown}: a non-loopback address lets anyone who reaches it "
-        f"read the index and the files under its collections. Set CHUNKNAV_ACCESS_TOKEN (the explorer "
-        f"then asks for it once per browser session; add CHUNKNAV_READ_ONLY=true to hide Rebuild and "
-        f"collection changes), or bind 127.0.0.1"
-    )
-
-
 def _effective(option: str, flag: Any, environ: dict[str, str], config: dict[str, dict[str, Any]]) -> str:
     section, key = option.split(".")
     if flag not in (None, ""):
@@ -169,7 +137,7 @@ def gui_command(
         ) from None
     if not 0 < real_port < 65536:
         raise SettingsError(f"server port must be in 1..65535 (--port / STREAMLIT_SERVER_PORT), got {real_port}")
-    check_exposure(bind, settings)
+    exposure.check(exposure.EXPLORER, bind, settings.access_token)
     own = ("--server.port=", "--server.address=", "--browser.serverAddress=", "--browser.serverPort=")
     cmd = [
         sys.executable,
@@ -253,11 +221,8 @@ def run_gui(settings: Settings, port: int | None = None, address: str | None = N
         return 2
     shown = bind or "0.0.0.0"
     host = f"[{shown}]" if ":" in shown else shown
-    exposure = (
-        "loopback only" if is_loopback(bind) else "every interface" if shown in ("0.0.0.0", "::") else "non-loopback"
-    )
     print(
-        f"chunknav explorer: http://{host}:{real_port}/ (bound to {shown}, {exposure}"
+        f"chunknav explorer: http://{host}:{real_port}/ (bound to {shown}, {exposure.reach(bind)}"
         + (", access token required" if settings.access_token else "")
         + (", read-only" if settings.read_only else "")
         + ")",
@@ -271,6 +236,10 @@ def run_gui(settings: Settings, port: int | None = None, address: str | None = N
     proc = subprocess.Popen(cmd, **kwargs)
     killer: list[threading.Timer] = []
 
+    def kill_if_running() -> None:
+        if proc.poll() is None:
+            proc.kill()
+
     def forward(signum: int, _frame: Any) -> None:
         if proc.poll() is None:
             try:
@@ -278,7 +247,7 @@ def run_gui(settings: Settings, port: int | None = None, address: str | None = N
             except ProcessLookupError:
                 return
             if not killer:
-                t = threading.Timer(STOP_TIMEOUT_S, lambda: proc.poll() is None and proc.kill())
+                t = threading.Timer(STOP_TIMEOUT_S, kill_if_running)
                 t.daemon = True
                 t.start()
                 killer.append(t)

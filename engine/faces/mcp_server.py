@@ -37,8 +37,8 @@ Transports: stdio (``chunknav mcp``), or the SDK's streamable HTTP
 uvicorn) with the same server object. HTTP listens on loopback unless told
 otherwise; any other address needs ``CHUNKNAV_MCP_TOKEN`` (refused to start
 without it), and when the token is set every request must carry
-``Authorization: Bearer <token>`` (compared with ``hmac.compare_digest``),
-else 401. The token is never logged.
+``Authorization: Bearer <token>``, else 401 (both rules:
+``engine.faces.exposure``). The token is never logged.
 
 This is the only module that imports ``mcp``; the engine core never imports
 this module.
@@ -47,8 +47,6 @@ this module.
 from __future__ import annotations
 
 import copy
-import hmac
-import ipaddress
 import json
 import logging
 from typing import Any
@@ -69,6 +67,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from engine.config import Settings, load_settings
 from engine.errors import SettingsError
+from engine.faces import exposure
 from engine.secrets import install_log_redaction, redact
 from engine.tools.registry import REGISTRY, Engine, ToolArgumentError, call_tool, to_json
 
@@ -80,7 +79,6 @@ __all__ = [
     "build_server",
     "serve",
     "parse_http_address",
-    "is_loopback",
     "http_app",
     "serve_http",
     "main",
@@ -251,35 +249,17 @@ def parse_http_address(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _check_token(host: str, token: str) -> None:
-    if not is_loopback(host) and not token:
-        raise SettingsError(
-            f"chunknav mcp --http on {host} (not loopback) needs a bearer token: set CHUNKNAV_MCP_TOKEN "
-            f"(mcp_token in chunknav.toml); clients then send 'Authorization: Bearer <token>'"
-        )
-
-
 class _BearerToken:
     """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``, else 401."""
 
     def __init__(self, app, token: str):
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._token = token
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+            if not exposure.bearer_matches(given, self._token):
                 body = json.dumps(
                     {"error": "unauthorized", "message": "missing or wrong bearer token (CHUNKNAV_MCP_TOKEN)"}
                 ).encode()
@@ -311,7 +291,7 @@ def http_app(engine: Engine, host: str = "127.0.0.1", token: str = ""):
     Raises:
         SettingsError: ``host`` is not loopback and ``token`` is empty.
     """
-    _check_token(host, token)
+    exposure.check(exposure.MCP_HTTP, host, token)
     app = build_server(engine).streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
     return _BearerToken(app, token) if token else app
 
@@ -332,8 +312,9 @@ async def serve_http(host: str, port: int, settings: Settings | None = None, eng
     import uvicorn
 
     own = engine is None
-    settings = settings or (load_settings() if own else engine.settings)
-    _check_token(host, settings.mcp_token)  # before opening anything
+    if settings is None:
+        settings = load_settings() if engine is None else engine.settings
+    exposure.check(exposure.MCP_HTTP, host, settings.mcp_token)  # before opening anything
     engine = engine or Engine(settings)
     app = http_app(engine, host, settings.mcp_token)
     config = uvicorn.Config(
@@ -370,7 +351,7 @@ def main(settings: Settings | None = None, *, db: str | None = None, http: str |
         anyio.run(serve, settings)
         return 0
     host, port = parse_http_address(http)
-    _check_token(host, settings.mcp_token)
+    exposure.check(exposure.MCP_HTTP, host, settings.mcp_token)
     shown = f"[{host}]" if ":" in host else host
     log.warning(
         "chunknav mcp: serving %d tools on http://%s:%d%s (%s)",

@@ -69,7 +69,7 @@ def _cases(engine: Engine) -> dict[str, tuple[str, dict]]:
         "list_documents-missing": ("list_documents", {"collectionPath": "No/Such"}),
         # probe=False: the probe's timing differs per call
         "index_status": ("index_status", {"probe": False}),
-        # issue 13: weights, thresholds, the breakdown, the scope grammar, trailing slashes
+        # weights, thresholds, the breakdown, the scope grammar, trailing slashes
         "search_chunks-breakdown": (
             "search_chunks",
             {"query": words, "scope": C, "mode": "hybrid", "vectorWeight": 0.7, "minScore": 0.001, "limit": 5},

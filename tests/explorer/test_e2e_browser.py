@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.faces.cli import streamlit_flags
+from engine.faces.gui import streamlit_flags
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,7 +132,7 @@ def test_search_open_hit_see_highlighted_page(server, request):
             )
             click_to_highlight_s = time.perf_counter() - t0
             assert "/source" in page.url and "c=Samples" in page.url and "i=" in page.url
-            page.get_by_text("lines of the chunk").first.wait_for(timeout=10_000)  # i12: line rectangles
+            page.get_by_text("lines of the chunk").first.wait_for(timeout=10_000)  # line rectangles
 
             img.scroll_into_view_if_needed()
             shot = img.screenshot(path=str(out / "3-highlight.png"))

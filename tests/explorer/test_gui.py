@@ -171,7 +171,7 @@ def test_zero_hits_looks_different_from_could_not_search(app):
 
 
 def test_a_link_without_scope_searches_the_scope_the_form_shows(app, sample_engine):
-    """trial6 #10: /explore?q=... without scope on a one-collection index pre-selects that
+    """/explore?q=... without scope on a one-collection index pre-selects that
     collection, and the search uses it; a cleared picker stays cleared and unsearched."""
     at = app("explore", q=QUERY)
     assert at.multiselect(key="scopes").value == [SAMPLE_COLLECTION]
@@ -197,7 +197,7 @@ def test_no_scope_is_not_searched_with_hint(app):
 
 @pytest.fixture
 def odd_names(tmp_path, monkeypatch):
-    """Collections whose paths hold a comma and spaces (trial6 #11), indexed, no provider."""
+    """Collections whose paths hold a comma and spaces, indexed, no provider."""
     root = tmp_path / "commadir"
     root.mkdir()
     (root / "a.txt").write_text("comma collection okra", "utf-8")
@@ -222,7 +222,7 @@ def _explore(**params) -> AppTest:
 
 
 def test_a_collection_path_with_a_comma_is_searched_from_the_explorer(odd_names):
-    """trial6 #11: scopes travel as one repeated `scope` parameter per path, never split."""
+    """Scopes travel as one repeated `scope` parameter per path, never split."""
     at = _explore()
     at.text_input(key="q").input("okra")
     at.multiselect(key="scopes").set_value(["Acme,Inc"])
@@ -243,7 +243,7 @@ def test_a_collection_path_with_a_comma_is_searched_from_the_explorer(odd_names)
     assert _panel(at, "search_chunks")[1]["count"] == 2
     next(b for b in at.button if b.label == "Open chunk").click().run()
     assert at.title[0].value == "Chunk" and at.query_params["scope"] == ["Acme,Inc", "Acme Inc/Sub Dir"]
-    # a link of older versions (paths joined by ',') still opens; a quoted namespace token names spaces
+    # a link joining paths by ',' opens too; a quoted namespace token names spaces
     at = _explore(q="okra", mode="keyword", scope="Other,Acme Inc/Sub Dir")
     assert at.multiselect(key="scopes").value == ["Other", "Acme Inc/Sub Dir"] and not at.warning
     at = _explore(q='namespace:"Acme Inc/Sub Dir" okra', mode="keyword", scope="Nope")
@@ -252,7 +252,7 @@ def test_a_collection_path_with_a_comma_is_searched_from_the_explorer(odd_names)
     assert shown["collections"] == ["Acme Inc/Sub Dir"] and shown["count"] == 1
 
 
-# -- retrieval testing (issue 13) ---------------------------------------------------------
+# -- retrieval testing ----------------------------------------------------------------------
 def _all_panels(at: AppTest, tool: str) -> list[tuple[dict, dict]]:
     blocks = _codes(at, "json")
     out = []
@@ -289,7 +289,7 @@ def test_weight_and_threshold_sliders_are_tool_arguments_and_hits_show_the_break
 
 
 def test_the_threshold_slider_fits_the_score_of_the_mode(app, sample_engine):
-    """trial6 #12: keyword BM25 thresholds above 1 can be set (slider and link), hybrid's slider
+    """Keyword BM25 thresholds above 1 can be set (slider and link), hybrid's slider
     spans the fused RRF range, vector's the cosine; a mode change resets the threshold."""
     from explorer.retrieval import HYBRID_TOP
 
@@ -339,7 +339,7 @@ def test_compare_modes_runs_each_mode_and_marks_what_each_found(app, sample_engi
 
 
 def test_compare_modes_applies_the_threshold_only_to_the_mode_it_is_in(app, sample_engine):
-    """trial6 #12: a keyword (BM25) threshold is not applied to the vector and hybrid columns."""
+    """A keyword (BM25) threshold is not applied to the vector and hybrid columns."""
     at = app("explore", q="population capital countries", scope=SAMPLE_COLLECTION, mode="keyword", min="5", cmp="1")
     assert not at.exception, at.exception
     panels = _all_panels(at, "search_chunks")
@@ -515,7 +515,7 @@ def test_source_of_text_file_highlights_the_span(app, sample_engine):
     chunk = call_tool(sample_engine, "get_chunk", {"collectionPath": SAMPLE_COLLECTION, "filePath": f, "chunkIndex": 1})
     assert doc["offset"] <= chunk["start"] and chunk["end"] <= doc["offset"] + len(doc["text"])
     assert chunk["text"] in doc["text"]
-    # i12: the text starts just before the chunk (so it is at the top of the box) and the overlaps are marked
+    # the text starts just before the chunk (so it is at the top of the box) and the overlaps are marked
     assert chunk["start"] - doc["offset"] <= 240
     assert 'class="cn-ovl"' in _texts(at.markdown)
 
@@ -644,7 +644,7 @@ def test_add_and_remove_a_collection(small_index, tmp_path):
 
 
 def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
-    """trial6 #7: the Status page and the run summary name the collection whose root could not
+    """The Status page and the run summary name the collection whose root could not
     be listed, with the reason; its documents are listed stale."""
     settings, root = small_index
     eng = Engine(settings)
@@ -713,7 +713,7 @@ def _remove_on_rebuild(at: AppTest, name: str) -> AppTest:
 
 
 def test_removing_the_last_collection_sticks_no_samples_come_back(small_index):
-    """trial6 #8: the samples are offered only on a brand-new index; removing the user's last
+    """The samples are offered only on a brand-new index; removing the user's last
     collection (in this process, in a new session, after a restart) adds nothing back."""
     from explorer import state
 
@@ -751,7 +751,7 @@ def test_the_samples_are_offered_once_and_removing_them_sticks(tmp_path, monkeyp
 
 
 def test_status_lists_files_indexed_with_notes(app, sample_engine):
-    """i11: a text file decoded from a detected encoding is listed with its encoding and confidence."""
+    """A text file decoded from a detected encoding is listed with its encoding and confidence."""
     direct = call_tool(sample_engine, "index_status", {"probe": False})
     noted = {n["filePath"]: n for n in direct["notes"]}
     assert noted["sample-french-1.txt"]["encoding"] == "cp1252"

@@ -1,4 +1,4 @@
-"""The explorer as an operator leaves it running (issue 14), under AppTest:
+"""The explorer as an operator leaves it running, under AppTest:
 the access token gate, read-only mode, hostile deep links on every page,
 the confirm steps of replace and remove, and the "maps to a tool call"
 command run as a subprocess from another directory.
@@ -165,7 +165,7 @@ def test_bad_chunk_links_fall_back_with_a_notice(monkeypatch, sample_index):
     at = _open("chunk", c=SAMPLE_COLLECTION, f="../../etc/passwd", i="0")
     assert any("leaves the collection root" in e.value for e in at.error)  # path-escape callout, no read
     at = _open("source", c=SAMPLE_COLLECTION, f="multicolumn.pdf", i="1", zoom="99")
-    assert "clamped to 4" in _warnings(at)  # Source zooms 1x-4x (i12)
+    assert "clamped to 4" in _warnings(at)  # Source zooms 1x-4x
 
 
 def test_validate_params_core():
@@ -297,11 +297,11 @@ def test_explore_retrieval_params_are_validated():
         "explore", {"scope": f"{SAMPLE_COLLECTION},Nope", "w": "7", "cmp": "yes"}, [SAMPLE_COLLECTION]
     )
     assert clean == {"scope": SAMPLE_COLLECTION, "w": "1"} and len(notes) == 3
-    # trial6 #11: one repeated `scope` per path; a path with a comma stays whole
+    # one repeated `scope` per path; a path with a comma stays whole
     known = ["Acme,Inc", "Acme", "B"]
     clean, notes = validate_params("explore", {"scope": ["Acme,Inc", "B", "B", "Nope"]}, known)
     assert clean == {"scope": ["Acme,Inc", "B"]} and len(notes) == 1 and "`Nope`" in notes[0]
-    clean, notes = validate_params("explore", {"scope": "Acme,B"}, known)  # a link of older versions
+    clean, notes = validate_params("explore", {"scope": "Acme,B"}, known)  # paths joined by ','
     assert clean == {"scope": ["Acme", "B"]} and not notes
     clean, notes = validate_params("explore", {"scope": ["B", "*"]}, known)
     assert clean == {"scope": "*"} and len(notes) == 1

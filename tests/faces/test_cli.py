@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.faces.cli import main, streamlit_flags
+from engine.faces.cli import main
+from engine.faces.gui import streamlit_flags
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,7 +90,7 @@ def test_status_human_and_json(tmp_path, corpus, capsys, monkeypatch):
 
 @pytest.mark.parametrize("kind", ["garbage", "truncated", "directory"])
 def test_status_of_an_index_that_cannot_be_opened_says_so(tmp_path, corpus, capsys, monkeypatch, kind):
-    """trial6 #9: human ``status`` on a corrupt, truncated or directory index prints the error
+    """Human ``status`` on a corrupt, truncated or directory index prints the error
     code and message (as --json does), never counts that look like an empty index."""
     monkeypatch.setenv("EMBED_PROVIDER", "none")
     db = tmp_path / "i.db"
@@ -109,7 +110,7 @@ def test_status_of_an_index_that_cannot_be_opened_says_so(tmp_path, corpus, caps
     assert code == 1
     assert out.startswith(f"error: index-unavailable: {env['message']}"), out
     assert "who can fix it: the operator" in out and "documents 0" not in out and "last run" not in out
-    # an index run on it is refused with an envelope a --json caller can parse (verify6 D1)
+    # an index run on it is refused with an envelope a --json caller can parse
     code, out, err = run(capsys, "--db", str(db), "index", "--json")
     run_env = json.loads(out)
     assert code == 1 and run_env["error"] == "index-unavailable" and run_env["status"] == "refused", out
@@ -117,7 +118,7 @@ def test_status_of_an_index_that_cannot_be_opened_says_so(tmp_path, corpus, caps
 
 
 def test_a_collection_path_with_spaces_is_named_in_a_quoted_namespace_token(tmp_path, capsys, monkeypatch):
-    """trial6 #11: ``namespace:"Acme Inc/Sub Dir"`` names a path with spaces (the unquoted token
+    """``namespace:"Acme Inc/Sub Dir"`` names a path with spaces (the unquoted token
     stops at the first space); a path with a comma works as --scope."""
     monkeypatch.setenv("EMBED_PROVIDER", "none")
     root = tmp_path / "commadir"

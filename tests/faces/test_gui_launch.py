@@ -1,4 +1,4 @@
-"""``chunknav gui`` as an operator runs it (issue 14): the real launcher as a
+"""``chunknav gui`` as an operator runs it: the real launcher as a
 subprocess on a free loopback port, the startup line with the real address,
 SIGTERM/SIGINT forwarded to Streamlit and waited for (the port is closed
 afterwards), and every page opened directly by URL in headless Chromium with
@@ -172,7 +172,7 @@ def test_every_page_opens_directly_with_hostile_parameters_in_chromium(sample_in
                     if query and name in ("explore", "source", "chunk"):
                         assert "This link had parameters that were changed" in body, url
                     if query and name == "explore":
-                        page.screenshot(path=str(shots / "i14-hostile-explore.png"), full_page=False)
+                        page.screenshot(path=str(shots / "hostile-explore.png"), full_page=False)
             # the app root shows Status under its own URL
             page.goto(f"http://127.0.0.1:{port}/")
             page.get_by_role("heading", name="Status").first.wait_for(timeout=60_000)

@@ -1,4 +1,4 @@
-"""Lean process start (issue 15, idx): numpy on first use, the Tesseract version remembered
+"""Lean process start: numpy on first use, the Tesseract version remembered
 beside the index, line rectangles coded without numpy. Correctness only, no timings."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_lazy_numpy_loads_on_first_use_and_is_numpy_after():
 
 
 def _rects_code_numpy(rects):
-    """The earlier implementation (the reference)."""
+    """The same coding with numpy (the reference)."""
     units = np.rint(np.array([(r.x, r.y, r.w, r.h) for r in rects], np.float64) * RECT_GRID)
     return base64.b64encode(np.clip(units, 0, RECT_GRID).astype("<u2").tobytes()).decode("ascii")
 

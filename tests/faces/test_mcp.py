@@ -371,23 +371,6 @@ def test_parse_http_address_rejects(value):
         mcp_server.parse_http_address(value)
 
 
-@pytest.mark.parametrize(
-    "host, loopback",
-    [
-        ("127.0.0.1", True),
-        ("127.1.2.3", True),
-        ("::1", True),
-        ("localhost", True),
-        ("0.0.0.0", False),
-        ("192.168.1.5", False),
-        ("::", False),
-        ("example.org", False),
-    ],
-)
-def test_is_loopback(host, loopback):
-    assert mcp_server.is_loopback(host) is loopback
-
-
 def test_http_token_is_required_and_never_logged(tmp_path):
     """Token set: no header or a wrong one -> 401; the right one -> a working session; log clean."""
     import tempfile

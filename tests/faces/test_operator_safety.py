@@ -1,4 +1,4 @@
-"""Faces an operator can leave running (issue 14): collections change only on
+"""Faces an operator can leave running: collections change only on
 purpose, allowed roots, the human status view, MCP parse errors, the bundled
 samples, and the ``chunknav gui`` launcher's rules (ports, addresses, token).
 
@@ -20,7 +20,7 @@ from engine import paths as roots
 from engine.faces.cli import main
 from engine.config import Settings, load_settings
 from engine.errors import CollectionBoundError, IndexBusyError, RootRefusedError, SettingsError
-from engine.faces.gui import check_exposure, gui_command, is_loopback, streamlit_env_name, streamlit_flags
+from engine.faces.gui import gui_command, streamlit_env_name, streamlit_flags
 from engine.tools.registry import Engine, call_tool
 from tests.conftest import ALLOWED_ROOTS
 
@@ -279,24 +279,6 @@ def test_port_precedence_flag_then_env_then_config():
         gui_command(s, port=70000, environ={})
 
 
-@pytest.mark.parametrize(
-    "address,loopback",
-    [
-        ("127.0.0.1", True),
-        ("localhost", True),
-        ("::1", True),
-        ("127.0.1.1", True),
-        ("0.0.0.0", False),
-        ("", False),
-        ("::", False),
-        ("192.168.1.5", False),
-        ("example.org", False),
-    ],
-)
-def test_loopback_rule(address, loopback):
-    assert is_loopback(address) is loopback
-
-
 def test_non_loopback_bind_needs_the_access_token():
     s = load_settings(environ={})
     with pytest.raises(SettingsError, match="CHUNKNAV_ACCESS_TOKEN"):
@@ -307,7 +289,6 @@ def test_non_loopback_bind_needs_the_access_token():
     cmd, env, bind, _port = gui_command(tok, address="0.0.0.0", environ={})
     assert bind == "0.0.0.0" and "--browser.serverAddress=0.0.0.0" in cmd
     assert env["CHUNKNAV_ACCESS_TOKEN"] == "tok-long-enough" and env["CHUNKNAV_READ_ONLY"] == "true"
-    check_exposure("127.0.0.1", s)  # loopback: no token needed
 
 
 def test_chunknav_gui_refuses_to_start_exposed_without_a_token(tmp_path):
