@@ -456,7 +456,7 @@ def _poppler_page(pdf_path: str | os.PathLike[str], page: int, zoom: float, pass
     try:
         from pdf2image import convert_from_path
     except ImportError:
-        raise ExtractError("the poppler renderer needs pdf2image (pip install pdf2image)") from None
+        raise ExtractError("extractor-error", "the poppler renderer needs pdf2image (pip install pdf2image)") from None
     try:
         images = convert_from_path(
             str(pdf_path),
@@ -468,9 +468,9 @@ def _poppler_page(pdf_path: str | os.PathLike[str], page: int, zoom: float, pass
             single_file=True,
         )
     except Exception as e:  # PDFInfoNotInstalledError, PDFPageCountError, PDFSyntaxError...
-        raise ExtractError(f"poppler could not render page {page}: {e}") from None
+        raise ExtractError("extractor-error", f"poppler could not render page {page}: {e}") from None
     if not images:
-        raise ExtractError(f"poppler rendered no image for page {page}")
+        raise ExtractError("extractor-error", f"poppler rendered no image for page {page}")
     return images[0].convert("RGB")
 
 

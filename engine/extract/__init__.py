@@ -123,7 +123,9 @@ def extract(
         a non-UTF-8 text file -> note ``"decoded as cp1252, not UTF-8"``.
         ``metadata``: ``encrypted`` (bool), ``title``/``author`` where the
         file has them, PDF ``repaired`` (True when MuPDF rebuilt the xref),
-        text ``encoding``.
+        text ``encoding``; ``reasonCode`` (an ``engine.errors.ExtractReason``:
+        ``no-pages``, ``no-text-layer``, ``only-whitespace``, ``empty-file``)
+        when the reader knows why the text is empty.
 
     Raises:
         UnsupportedFileError: suffix not in ``SUPPORTED_SUFFIXES``
@@ -136,9 +138,9 @@ def extract(
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise UnsupportedFileError(f"unsupported file type: {suffix or '(no suffix)'}")
+        raise UnsupportedFileError("unsupported", f"unsupported file type: {suffix or '(no suffix)'}")
     if not path.is_file():
-        raise ExtractError(f"not a readable file: {path}")
+        raise ExtractError("unreadable", f"not a readable file: {path}")
     if suffix == ".pdf":
         from engine.extract.pdf import extract_pdf
 

@@ -140,7 +140,7 @@ def _main_part(zf: zipfile.ZipFile) -> str:
             return member
     if "word/document.xml" in zf.namelist():
         return "word/document.xml"
-    raise ExtractError("corrupt: no main document part (word/document.xml)")
+    raise ExtractError("corrupt", "corrupt: no main document part (word/document.xml)")
 
 
 class _Reader:
@@ -419,7 +419,7 @@ def _read(zf: zipfile.ZipFile) -> tuple[list[str], list[str], _Reader, dict[str,
     root = _xml(zf, main)
     body = root.find(W + "body")
     if body is None:
-        raise ExtractError(f"corrupt: {main} has no w:body")
+        raise ExtractError("corrupt", f"corrupt: {main} has no w:body")
     reader = _Reader()
     blocks = reader.blocks(body)
     rels = _rels(zf, main)
@@ -471,7 +471,7 @@ def extract_docx(path: Path) -> ExtractedText:
     except ExtractError:
         raise
     except Exception as e:  # BadZipFile, KeyError, ParseError, OSError...
-        raise ExtractError(f"corrupt: {type(e).__name__}: {e}") from None
+        raise ExtractError("corrupt", f"corrupt: {type(e).__name__}: {e}") from None
     text = unicodedata.normalize("NFKC", BLOCK_SEPARATOR.join(blocks + extra))
     metadata: dict[str, Any] = {"encrypted": False, **core}
     notes: list[str] = []

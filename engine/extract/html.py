@@ -246,7 +246,7 @@ def extract_html(path: Path) -> ExtractedText:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ExtractError(f"cannot read: {e}") from None
+        raise ExtractError("unreadable", f"cannot read: {e}") from None
     markup, metadata, notes = _decode_html(data)
     text, title = html_text(markup)
     text = unicodedata.normalize("NFKC", text)

@@ -124,7 +124,7 @@ def open_pdf(
             doc = pymupdf.open(Path(path), filetype=filetype)
     except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
         errors = said()[0]
-        raise ExtractError(f"corrupt: {e}" + (f" (MuPDF: {errors[-1]})" if errors else "")) from None
+        raise ExtractError("corrupt", f"corrupt: {e}" + (f" (MuPDF: {errors[-1]})" if errors else "")) from None
     # Read needs_pass ONCE, before authenticating: reading it after a
     # successful authenticate() makes MuPDF retry the empty password, which
     # resets decryption and every later get_text() returns 0 words
@@ -146,7 +146,7 @@ def open_pdf(
             return doc, True
         if not password:
             doc.close()
-            raise EncryptedError("encrypted: password required")
+            raise EncryptedError("password-required", "encrypted: password required")
         if doc.authenticate(password):
             return doc, True
         try:
@@ -155,7 +155,7 @@ def open_pdf(
             prepared = password
         if prepared == password or not doc.authenticate(prepared):
             doc.close()
-            raise EncryptedError("encrypted: wrong password")
+            raise EncryptedError("wrong-password", "encrypted: wrong password")
     return doc, needs_pass
 
 
@@ -290,8 +290,9 @@ def _read_pdf(
         try:
             page_count = doc.page_count
         except Exception as e:  # broken page tree
-            raise ExtractError(f"corrupt: {e}") from None
+            raise ExtractError("corrupt", f"corrupt: {e}") from None
         if page_count == 0:
+            metadata["reasonCode"] = "no-pages"
             return ExtractedText("", WordArray.empty(), (), filetype, ("no pages",), metadata)
         labels = _label_rules(doc)
         if part is None:
@@ -434,12 +435,14 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
     words, text, kept = _place_words(corners, codes, lengths, block, line, raw_counts, affine, page_count)
     empty_pages = sorted({i + 1 for i, k in enumerate(kept) if not k} | set(unreadable))
     pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt) for i, (label, w_pt, h_pt) in enumerate(sizes))
-    if metadata.get("repaired"):  # trial6 #3: a repaired file may lack the text of what was lost
+    if metadata.get("repaired"):  # a repaired file may lack the text of what was lost
         notes.insert(0, damage_note(REPAIRED_NOTE, errors + warnings))
     elif errors:
         notes.insert(0, damage_note(ERRORS_NOTE, errors))
     if empty_pages:
         notes.append(no_text_note(empty_pages))
+    if not text:
+        metadata["reasonCode"] = "no-text-layer"
     if ocr_wanted and ocr_missing:
         notes.append(f"{ocr_missing}; not OCR'd: {page_ranges(ocr_wanted)}")
         # what OCR would have read is not in the text: the indexer keeps OCR text it stored before

@@ -219,7 +219,8 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     ``Decoded``), ``encodingMethod``, and ``encodingLanguage`` when detected.
     Text that is only whitespace gives ``text == ""`` and the note
     ``"only whitespace"`` (``"empty file (0 bytes)"`` for no bytes): it is
-    recorded ``empty``, with no chunk.
+    recorded ``empty``, with no chunk, and ``metadata["reasonCode"]`` says
+    ``only-whitespace`` / ``empty-file``.
 
     Raises:
         ExtractError: ``"cannot read: ..."`` when the file cannot be read.
@@ -231,7 +232,7 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ExtractError(f"cannot read: {e}") from None
+        raise ExtractError("unreadable", f"cannot read: {e}") from None
     d = decode(data)
     text = d.text
     control = len(_CONTROL.findall(text))
@@ -253,4 +254,6 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     }
     if d.language:
         metadata["encodingLanguage"] = d.language
+    if not text:
+        metadata["reasonCode"] = "only-whitespace" if data else "empty-file"
     return ExtractedText(text, words_of(text), (), file_type, notes, metadata)

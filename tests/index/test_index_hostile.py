@@ -771,10 +771,17 @@ def test_status_into_a_closed_pipe_prints_no_traceback(tmp_path):
 
 
 def test_extract_error_codes_are_reason_codes():
-    from engine.index.files import code_of as _code_of
+    import pickle
 
-    assert _code_of(ExtractError("corrupt: x")) == "corrupt"
-    assert _code_of(TooLargeError("too-large: x")) == "too-large"
+    from engine.errors import RUN_CODE, ExtractCode, ExtractReason
+
+    assert ExtractError("corrupt", "corrupt: x").run_code == "corrupt"
+    assert TooLargeError("too-large", "too-large: x").run_code == "too-large"
+    assert set(RUN_CODE) == set(ExtractCode.__args__) and set(RUN_CODE.values()) <= set(REASON_CODES)
+    failed = {c for c, run in RUN_CODE.items() if run not in ("too-large", "unreadable", "unsupported-type")}
+    assert failed <= set(ExtractReason.__args__)  # a failed document records its code as reasonCode
+    e = pickle.loads(pickle.dumps(TooLargeError("too-large", "too-large: x")))  # crosses the worker processes
+    assert type(e) is TooLargeError and (e.code, e.reason, str(e)) == ("too-large", "too-large: x", "too-large: x")
     assert all(c == c.lower() and " " not in c for c in REASON_CODES)
 
 
