@@ -40,14 +40,17 @@ import re
 import unicodedata
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
 from engine.errors import ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
 from engine.values import ExtractedText
 
-__all__ = ["extract_docx", "omml_text"]
+if TYPE_CHECKING:
+    from engine.extract.ocr import OcrSettings
+
+__all__ = ["read", "extract_docx", "omml_text"]
 
 # Strict namespaces -> transitional ones (ISO/IEC 29500-1 Strict vs ECMA-376 transitional).
 _STRICT = {
@@ -447,6 +450,12 @@ def _read(zf: zipfile.ZipFile) -> tuple[list[str], list[str], _Reader, dict[str,
                 seen.add((label, text))  # type: ignore[arg-type]
                 extra.append(f"[{label}] {text}")
     return blocks, extra, reader, _core(zf)
+
+
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option; a .docx takes no password, OCR or page limit. ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_docx(path)
 
 
 def extract_docx(path: Path) -> ExtractedText:

@@ -18,14 +18,17 @@ import re
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
 from engine.extract.text import decode
 from engine.values import ExtractedText
 
-__all__ = ["extract_html", "html_text"]
+if TYPE_CHECKING:
+    from engine.extract.ocr import OcrSettings
+
+__all__ = ["read", "extract_html", "html_text"]
 
 _SKIP = {
     "script",
@@ -231,6 +234,12 @@ def _decode_html(data: bytes) -> tuple[str, dict[str, Any], tuple[str, ...]]:
             pass
     d = decode(data)
     return d.text, {"encoding": d.encoding, "encodingConfidence": d.confidence, "encodingMethod": d.method}, d.notes
+
+
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option; HTML takes no password, OCR or page limit. ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_html(path)
 
 
 def extract_html(path: Path) -> ExtractedText:

@@ -20,8 +20,14 @@ from typing import Any
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import EncryptedError, ExtractError
-from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR, gc_paused
-from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
+from engine.extract.common import (
+    BLOCK_SEPARATOR,
+    LINE_SEPARATOR,
+    PAGE_FORMATS,
+    PAGE_SEPARATOR,
+    WORD_SEPARATOR,
+    gc_paused,
+)
 from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
@@ -45,7 +51,7 @@ __all__ = [
     "PdfPart",
     "no_text_note",
     "page_ranges",
-    "PAGE_FILETYPES",
+    "read",
 ]
 
 log = logging.getLogger(__name__)
@@ -82,10 +88,6 @@ REPAIRED_NOTE = "damaged PDF repaired by MuPDF, some text may be missing"
 #: Note of a PDF MuPDF reported errors on without repairing it (its errors follow).
 ERRORS_NOTE = "MuPDF reported errors reading this file, some text may be missing"
 
-#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype (``engine.extract.pages``);
-#: declared in ``engine.extract.common`` so the package knows its suffixes without importing readers.
-PAGE_FILETYPES: dict[str, str] = _PAGE_FILETYPES
-
 
 def open_pdf(
     path: str | os.PathLike[str], password: str | None = None, filetype: str | None = None, *, max_pages: int = 0
@@ -99,7 +101,7 @@ def open_pdf(
             are encrypted with); None = none configured.
         filetype: PyMuPDF filetype (``"pdf"``; ``"epub"``, ``"xps"``... for
             the other page formats, which have no passwords); None: from the
-            suffix (``PAGE_FILETYPES``, else ``"pdf"``), so ``engine.render``
+            suffix (``engine.extract.common.PAGE_FORMATS``, else ``"pdf"``), so ``engine.render``
             draws EPUB / XPS / FB2 / MOBI / CBZ pages too.
         max_pages: refuse more pages (0 = unchecked) before decrypting, with
             ``engine.extract.limits.check_pdf_pages``'s outcome: read on this
@@ -119,7 +121,7 @@ def open_pdf(
 
     try:
         if filetype is None:
-            filetype = PAGE_FILETYPES.get(Path(path).suffix.lower(), "pdf")
+            filetype = PAGE_FORMATS.get(Path(path).suffix.lower(), "pdf")
         with opening(pymupdf):  # the errors MuPDF met while opening (hidden by PyMuPDF) are kept
             doc = pymupdf.open(Path(path), filetype=filetype)
     except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
@@ -176,6 +178,12 @@ def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
     except Exception:
         pass
     return meta
+
+
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option (``extract_pdf``); ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_pdf(path, password, ocr, max_pages=max_pages)
 
 
 def extract_pdf(

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
@@ -21,7 +22,10 @@ from engine.extract.codepages import LATIN_PAGES, choose_latin
 from engine.extract.common import words_of
 from engine.values import ExtractedText
 
-__all__ = ["Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
+if TYPE_CHECKING:
+    from engine.extract.ocr import OcrSettings
+
+__all__ = ["read", "Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
 
 #: Detector confidence (0..1) below which a decoding is noted as low-confidence.
 LOW_CONFIDENCE = 0.9
@@ -210,6 +214,12 @@ def _decoded(text: str, encoding: str, confidence: float, language: str) -> Deco
     if confidence < LOW_CONFIDENCE:
         notes.append(f"low-confidence decoding as {name}: some text may be wrong")
     return Decoded(text, name, confidence, "detected", tuple(notes), language)
+
+
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option; plain text takes no password, OCR or page limit; ``file_type`` is the suffix. ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_plain(path, path.suffix.lower()[1:])
 
 
 def extract_plain(path: Path, file_type: str) -> ExtractedText:
