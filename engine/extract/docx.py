@@ -412,8 +412,9 @@ def _core(zf: zipfile.ZipFile) -> dict[str, str]:
     out = {}
     for key, tag in (("title", _DC + "title"), ("author", _DC + "creator")):
         node = root.find(tag)
-        if node is not None and (node.text or "").strip():
-            out[key] = node.text.strip()
+        value = (node.text or "").strip() if node is not None else ""
+        if value:
+            out[key] = value
     return out
 
 

@@ -275,6 +275,26 @@ class PdfPart:
         "mupdf_said",
     )
 
+    page_count: int
+    metadata: dict[str, Any]
+    first: int
+    corners: Any  # float64 (n, 4)
+    codes: Any  # uint32
+    lengths: Any  # int64 (n,)
+    block: Any
+    line: Any
+    counts: list[int]
+    affine: Any  # float64 (pages, 6)
+    sizes: list[tuple[str, float, float]]
+    notes: list[str]
+    unreadable: list[int]
+    ocr_confidence: dict[int, float | None]
+    ocr_turned: dict[int, int]
+    ocr_wanted: list[int]
+    ocr_missing: str | None
+    ocr_partial: tuple[str, str] | None
+    mupdf_said: tuple[list[str], list[str]]
+
     def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 
@@ -297,8 +317,8 @@ def _read_pdf(
         metadata = _pdf_metadata(doc, needs_pass)
         try:
             page_count = doc.page_count
-        except Exception as e:  # broken page tree
-            raise ExtractError("corrupt", f"corrupt: {e}") from None
+        except Exception as err:  # broken page tree
+            raise ExtractError("corrupt", f"corrupt: {err}") from None
         if page_count == 0:
             metadata["reasonCode"] = "no-pages"
             return ExtractedText("", WordArray.empty(), (), filetype, ("no pages",), metadata)
@@ -343,8 +363,9 @@ def _read_pdf(
             ocr_done = False
             if ocr.mode != "off" and needs_ocr(page, len(raw), ocr):
                 if not ocr_checked:  # the languages with data (some missing: noted, read without them)
-                    ocr_use, ocr_note = resolve_languages(ocr)
-                    ocr_missing, ocr_checked = (ocr_note if ocr_use is None else None), True
+                    resolved, ocr_note = resolve_languages(ocr)
+                    ocr_missing, ocr_checked = (ocr_note if resolved is None else None), True
+                    ocr_use = resolved or ocr  # None: OCR unavailable, ocr_missing says why
                 if ocr_missing:
                     ocr_wanted.append(number)
                 else:

@@ -179,9 +179,10 @@ class TextPass:
 
         def admitted(f: HashedFile) -> bool:
             try:
-                return check_limits(f.path, f.size_bytes, f.suffix, self._limits, pdf_pages=False) is None
+                check_limits(f.path, f.size_bytes, f.suffix, self._limits, pdf_pages=False)
             except Exception:  # refused or unreadable: _extract reports it, in this process
                 return False
+            return True
 
         pool = ExtractPool(worker_count(settings.extract_workers), self._ocr)
         pool.max_pages = self._limits.max_pages  # checked on the document each worker opens

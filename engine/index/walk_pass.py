@@ -21,7 +21,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ def _hash_batch(paths: list[str]) -> list[str | OSError]:
     return out
 
 
-def hashes_in_order(items: list[tuple[str, int]], threads: int = HASH_THREADS) -> Iterator[str | OSError]:
+def hashes_in_order(items: list[tuple[str, int]], threads: int = HASH_THREADS) -> Generator[str | OSError, None, None]:
     """``file_hash`` of each ``(path, size_bytes)`` in order, hashed ahead on ``threads``
     threads when there is enough to hash (the content hash stays the gate: every file
     is read in full).
