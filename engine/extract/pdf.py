@@ -130,7 +130,7 @@ def open_pdf(
     # Read needs_pass ONCE, before authenticating: reading it after a
     # successful authenticate() makes MuPDF retry the empty password, which
     # resets decryption and every later get_text() returns 0 words
-    # (EXPECTED.md trap 7).
+    # (tests/corpus/EXPECTED.md, trap 7).
     needs_pass = bool(doc.needs_pass)
     if max_pages:
         from engine.extract.limits import check_page_count, check_pdf_pages

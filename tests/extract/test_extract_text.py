@@ -114,7 +114,7 @@ def test_utf16_without_bom_and_binary_named_txt(tmp_path):
 
 
 def test_stored_text_is_nfkc_with_lf_line_ends_and_nothing_else(tmp_path):
-    """README "What the stored text is" (trial 6 #6): line ends -> LF, then NFKC; no other
+    """README "What the stored text is": line ends -> LF, then NFKC; no other
     change (leading/trailing spaces, tabs and a control character stay)."""
     raw = (
         "  Area is x² + y² = r²; ① first; the ﬁnal oﬃce;\tｶﾀｶﾅ; H₂O; ½ cup; ™ Ⅻ\r\n"
