@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunContext", "Progress"]
 
-log = logging.getLogger("engine.index.indexer")
+log = logging.getLogger(__name__)
 
 #: A progress callback: one event dict (``Indexer.run`` documents the keys).
 Progress = Callable[[dict[str, Any]], None]

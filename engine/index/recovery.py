@@ -25,7 +25,7 @@ from engine.errors import ExtractError
 
 __all__ = ["Recovery", "MAX_RESTARTS", "how_they_died"]
 
-log = logging.getLogger("engine.index.pool")
+log = logging.getLogger(__name__)
 
 #: Pools started again after a worker died, per run, with the files in flight read again one
 #: at a time; after this many, the files in flight at a crash fail without a second read.

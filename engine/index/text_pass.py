@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TextPass", "SUMMARY_CHARS", "BATCH_SECONDS"]
 
-log = logging.getLogger("engine.index.indexer")  # one logger for the whole run
+log = logging.getLogger(__name__)
 
 #: Characters of text kept as a document's summary.
 SUMMARY_CHARS = 300
@@ -51,7 +51,7 @@ SUMMARY_CHARS = 300
 BATCH_SECONDS = 1.0
 
 #: Duplicate key of a file: its bytes, its extractor (suffix) and the password it is read with.
-_Key = tuple[str, str, "str | None"]
+_Key = tuple[str, str, str | None]
 
 
 class TextPass:
