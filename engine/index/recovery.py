@@ -23,13 +23,17 @@ from typing import Any
 
 from engine.errors import ExtractError
 
-__all__ = ["Recovery", "MAX_RESTARTS", "how_they_died"]
+__all__ = ["Recovery", "MAX_RESTARTS", "MAX_POOL_STARTS", "how_they_died"]
 
 log = logging.getLogger(__name__)
 
 #: Pools started again after a worker died, per run, with the files in flight read again one
 #: at a time; after this many, the files in flight at a crash fail without a second read.
 MAX_RESTARTS = 100
+#: Pool restarts in a run after which a pool that breaks before any file is handed out
+#: is given up (extraction goes on in the indexer's process); a fixed number, not
+#: lowered with ``MAX_RESTARTS``.
+MAX_POOL_STARTS = 2 * MAX_RESTARTS
 
 #: A file the pool reads: ``(path, password)``.
 _Key = tuple[str, Any]
@@ -100,8 +104,8 @@ class Recovery:
         return retry
 
     def too_many_restarts(self) -> bool:
-        """True when pools keep breaking with nothing in flight (over ``2 x MAX_RESTARTS`` restarts)."""
-        return self.restarts > 2 * MAX_RESTARTS
+        """True when pools keep breaking with nothing in flight (over ``MAX_POOL_STARTS`` restarts)."""
+        return self.restarts > MAX_POOL_STARTS
 
     def give_up(self, e: BaseException) -> None:
         """No new pool: every suspect fails (it is never read in the indexer's process)."""

@@ -9,8 +9,8 @@ SQLite row JSON (``engine.store.sqlite.rows.chunk_params``), what a worker of
 only writes), ``RowChunks`` (the ``Sequence[Chunk]`` the indexer hands to
 ``replace_document`` for rows made in a worker: the SQLite store takes its
 INSERT parameters as they are; any other reader gets ``Chunk`` values decoded
-from the same rows) and ``WindowChunks`` (the same fast path for a file read
-in the indexer's process: parameters made chunk by chunk, no list held).
+from the same rows). A file chunked in the indexer's process from its windows
+is handed over as ``engine.index.files.LazyChunks``.
 
 The rows are made by the very functions the in-process path uses (``chunk_text``,
 ``LazyChunks``, ``chunk_params``), so a file indexed from a worker stores
@@ -38,7 +38,7 @@ from engine.index.files import HashedFile, LazyChunks
 from engine.store.fts import is_cjk
 from engine.store.sqlite.rows import box_json, chunk_of, chunk_params
 
-__all__ = ["ReadyText", "ready_text", "chunk_rows", "RowChunks", "WindowChunks", "wants_rows"]
+__all__ = ["ReadyText", "ready_text", "chunk_rows", "RowChunks", "wants_rows"]
 
 #: A chunk row: (chunk_index, chunk_id, start, end, page, page_label, bbox JSON,
 #: regions JSON, metadata JSON), the ``CHUNK_COLUMNS`` a file's chunks differ in.
@@ -218,49 +218,3 @@ class RowChunks(Sequence[Chunk]):
     def has_cjk(self) -> bool:
         """True when a chunk holds a CJK character (the windows cover the whole text)."""
         return bool(self._rows) and is_cjk(self._text)
-
-
-class WindowChunks(Sequence[Chunk]):
-    """One file's chunks made here on demand from its windows (``LazyChunks``), with the
-    SQLite fast path of ``RowChunks``: ``sqlite_params`` gives ``chunk_params`` of each
-    chunk as it is made (no list of rows held: a huge file read in this process keeps the
-    memory it had), ``has_cjk`` one scan of the text.
-
-    Args:
-        chunks: the file's ``LazyChunks``.
-        key: ``(collection_path, file_path)`` of the file.
-        text: the file's extracted text.
-    """
-
-    def __init__(self, chunks: LazyChunks, key: tuple[str, str], text: str):
-        self._chunks, self._key, self._text = chunks, key, text
-
-    def __len__(self) -> int:
-        return len(self._chunks)
-
-    @overload
-    def __getitem__(self, i: int) -> Chunk: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[Chunk]: ...
-
-    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
-        return self._chunks[i]
-
-    def __iter__(self) -> Iterator[Chunk]:
-        return iter(self._chunks)
-
-    def sqlite_params(self, key: tuple[str, str]) -> Iterator[tuple]:
-        """INSERT parameters (``CHUNK_COLUMNS`` order), as ``RowChunks.sqlite_params``.
-
-        Raises:
-            ValueError: the chunks belong to another (collection, file) than ``key``.
-        """
-        if self._key != key:
-            raise ValueError(f"chunks of {self._key[1]!r} given for {key[1]!r}")
-        for c in self._chunks:
-            yield chunk_params(c)
-
-    def has_cjk(self) -> bool:
-        """True when a chunk holds a CJK character (the windows cover the whole text)."""
-        return len(self._chunks) > 0 and is_cjk(self._text)

@@ -276,7 +276,7 @@ class TextPass:
 
     def _prepared(self, f: HashedFile, outcome: ExtractedText | ReadyText | ExtractError) -> Prepared:
         # the row builders only once a file was read: an unchanged run never imports them
-        from engine.index.rows import ReadyText, RowChunks, WindowChunks, chunk_rows
+        from engine.index.rows import ReadyText, RowChunks, chunk_rows
 
         settings = self._ctx.settings
         size, overlap = settings.chunk_size, settings.chunk_overlap
@@ -345,9 +345,7 @@ class TextPass:
             with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
                 windows = chunk_text(ex, size, overlap)
             ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
-            lazy = LazyChunks(f, text, windows, labels, ocr_pages)
-            # the SQLite store: INSERT parameters as each chunk is made
-            chunks = WindowChunks(lazy, (cp, f.file_path), text) if self._takes_rows() else lazy
+            chunks = LazyChunks(f, text, windows, labels, ocr_pages)
         doc = Document(
             **base,
             file_type=ex.file_type,
