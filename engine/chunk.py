@@ -1,7 +1,9 @@
 """Cut extracted text into fixed character windows and attach provenance.
 
-Owns: the window arithmetic (DESIGN.md "Chunking") and the page/bbox/regions
-of each window. Offsets are recorded while cutting, never found again by
+Owns: the window arithmetic (DESIGN.md "Chunking"), the page/bbox/regions
+of each window (one loop over the windows, ``_located``, gives both the
+``Window`` values of ``chunk_text`` and the plain tuples of ``chunk_plain``)
+and ``chunk_id``. Offsets are recorded while cutting, never found again by
 searching the text. Imports only ``engine.values`` (and numpy); no face, no PyMuPDF.
 """
 
@@ -9,12 +11,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Iterator
+from typing import Any
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.values import RECT_GRID, Bbox, ExtractedText, Rects, Region, Window
 
-__all__ = ["windows", "chunk_text", "chunk_plain", "chunk_id", "window_count"]
+__all__ = ["windows", "chunk_text", "chunk_plain", "chunk_id", "window_count", "PlainWindow", "PlainRegion"]
 
 
 def _check(size: int, overlap: int) -> None:
@@ -161,46 +165,23 @@ def chunk_text(extracted: ExtractedText, size: int, overlap: int) -> list[Window
     spans, plan = _plan(extracted, size, overlap)
     if plan is None:
         return spans
-    hit, first_page, g_min, g_max, g_page, g_bounds, r_box, r_code, r_page, r_bounds = plan
     out = list(spans)
+    r_box, r_code = plan[6], plan[7]
     boxes_of = list(map(_bbox, *r_box))
-    b64 = base64.b64encode
-    for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
+    for i, page, located in _located(plan):
         win = spans[i]
-        a, b = g_bounds[k], g_bounds[k + 1]
-        ra, rb = r_bounds[k], r_bounds[k + 1]
-        if b - a == 1:  # one page: the usual case
-            (x0, y0), (x1, y1) = g_min[a], g_max[a]
-            bbox = _bbox(x0, y0, x1 - x0, y1 - y0)
-            rects = Rects(boxes_of[ra:rb])
-            rects.code = b64(r_code[ra:rb].tobytes()).decode("ascii")
-            out[i] = _window(win.chunk_index, win.start, win.end, page, bbox, (_region(page, bbox, rects),))
-            continue
-        by_page: dict[int, list[int]] = {}  # page -> its rectangles, in text order
-        for r in range(ra, rb):
-            by_page.setdefault(r_page[r], []).append(r)
-        acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], pages in order of appearance
-        for g in range(a, b):
-            (x0, y0), (x1, y1) = g_min[g], g_max[g]
-            prev = acc.get(g_page[g])
-            if prev is None:
-                acc[g_page[g]] = [x0, y0, x1, y1]
-            else:  # the window comes back to a page (words not in page order)
-                acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
-        order = [page] + [p for p in acc if p != page]
-        regions = tuple(
-            _region(
-                p,
-                _bbox(acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
-                _rects(boxes_of, r_code, by_page.get(p, ())),
-            )
-            for p in order
-        )
+        regions = tuple(_region(p, _bbox(*box), _rects(boxes_of, r_code, rows)) for p, box, rows in located)
         out[i] = _window(win.chunk_index, win.start, win.end, page, regions[0].bbox, regions)
     return out
 
 
-def chunk_plain(extracted: ExtractedText, size: int, overlap: int) -> list[tuple]:
+#: ``chunk_plain``'s window: ``(chunk_index, start, end, page, bbox, regions)``, ``bbox`` an
+#: ``(x, y, w, h)`` tuple, ``regions`` ``(page, (x, y, w, h), rects_code)`` tuples.
+PlainRegion = tuple[int, tuple[float, float, float, float], str]
+PlainWindow = tuple[int, int, int, "int | None", "tuple[float, float, float, float] | None", tuple[PlainRegion, ...]]
+
+
+def chunk_plain(extracted: ExtractedText, size: int, overlap: int) -> list[PlainWindow]:
     """``chunk_text`` as plain tuples, with no ``Bbox`` / ``Region`` / ``Window`` object (the
     SQLite row builder, ``engine.index.rows``, needs only their numbers and codes).
 
@@ -215,43 +196,65 @@ def chunk_plain(extracted: ExtractedText, size: int, overlap: int) -> list[tuple
         ValueError: size/overlap out of range.
     """
     spans, plan = _plan(extracted, size, overlap)
-    out = [(w.chunk_index, w.start, w.end, None, None, ()) for w in spans]
+    out: list[PlainWindow] = [(w.chunk_index, w.start, w.end, None, None, ()) for w in spans]
     if plan is None:
         return out
-    hit, first_page, g_min, g_max, g_page, g_bounds, r_box, r_code, r_page, r_bounds = plan
     b64 = base64.b64encode
-    for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
+    r_code = plan[7]
+    for i, page, located in _located(plan):
         win = spans[i]
+        regions = tuple((p, box, b64(r_code[rows].tobytes()).decode("ascii")) for p, box, rows in located)
+        out[i] = (win.chunk_index, win.start, win.end, page, regions[0][1], regions)
+    return out
+
+
+#: A window's part on one page while cutting: (page, (x, y, w, h) of the page, the rows of
+#: its line rectangles in the plan: a slice, or indices when the window spans pages).
+_Located = tuple[int, tuple[float, float, float, float], "slice | list[int]"]
+
+
+def _located(plan: tuple[Any, ...]) -> Iterator[tuple[int, int, tuple[_Located, ...]]]:
+    """The one loop over the windows that hold located words (``chunk_text`` and
+    ``chunk_plain`` make their values from it).
+
+    Yields:
+        ``(window index, page, parts)`` in window order: ``page`` the window's page
+        (``chunk_text`` documents it), ``parts`` that page's part first, then one per
+        further page the window reaches, in order of appearance.
+    """
+    hit, first_page, g_min, g_max, g_page, g_bounds, _r_box, _r_code, r_page, r_bounds = plan
+    for k, (i, page) in enumerate(zip(hit.tolist(), first_page.tolist())):
         a, b = g_bounds[k], g_bounds[k + 1]
         ra, rb = r_bounds[k], r_bounds[k + 1]
         if b - a == 1:  # one page: the usual case
             (x0, y0), (x1, y1) = g_min[a], g_max[a]
-            bbox = (x0, y0, x1 - x0, y1 - y0)
-            code = b64(r_code[ra:rb].tobytes()).decode("ascii") if rb > ra else ""
-            out[i] = (win.chunk_index, win.start, win.end, page, bbox, ((page, bbox, code),))
+            yield i, page, ((page, (x0, y0, x1 - x0, y1 - y0), slice(ra, rb)),)
             continue
         by_page: dict[int, list[int]] = {}  # page -> its rectangles, in text order
         for r in range(ra, rb):
             by_page.setdefault(r_page[r], []).append(r)
-        acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], as chunk_text
+        acc: dict[int, list[float]] = {}  # page -> [x0, y0, x1, y1], pages in order of appearance
         for g in range(a, b):
             (x0, y0), (x1, y1) = g_min[g], g_max[g]
             prev = acc.get(g_page[g])
             if prev is None:
                 acc[g_page[g]] = [x0, y0, x1, y1]
-            else:
+            else:  # the window comes back to a page (words not in page order)
                 acc[g_page[g]] = [min(prev[0], x0), min(prev[1], y0), max(prev[2], x1), max(prev[3], y1)]
         order = [page] + [p for p in acc if p != page]
-        regions = tuple(
-            (
-                p,
-                (acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]),
-                b64(r_code[by_page[p]].tobytes()).decode("ascii") if by_page.get(p) else "",
-            )
-            for p in order
+        yield (
+            i,
+            page,
+            tuple(
+                (p, (acc[p][0], acc[p][1], acc[p][2] - acc[p][0], acc[p][3] - acc[p][1]), by_page.get(p, []))
+                for p in order
+            ),
         )
-        out[i] = (win.chunk_index, win.start, win.end, page, regions[0][1], regions)
-    return out
+
+
+def _code(codes: np.ndarray, rows: slice | list[int]) -> str:
+    """``rects_code`` of the rectangles ``rows`` (rows of ``codes``, uint16 grid units)."""
+    return base64.b64encode(codes[rows].tobytes()).decode("ascii")
 
 
 _new = object.__new__
@@ -296,11 +299,11 @@ def _window(
     return w
 
 
-def _rects(boxes_of: list[Bbox], codes: np.ndarray, at: list[int] | tuple[()]) -> Rects:
-    """Rectangles ``at`` (indices into ``boxes_of`` / rows of ``codes``, uint16 grid units) as
-    ``Rects`` carrying their ``rects_code``."""
-    rects = Rects(boxes_of[r] for r in at)
-    rects.code = base64.b64encode(codes[list(at)].tobytes()).decode("ascii")
+def _rects(boxes_of: list[Bbox], codes: np.ndarray, rows: slice | list[int]) -> Rects:
+    """Rectangles ``rows`` (of ``boxes_of`` and ``codes``, uint16 grid units) as ``Rects``
+    carrying their ``rects_code``."""
+    rects = Rects(boxes_of[rows] if isinstance(rows, slice) else [boxes_of[r] for r in rows])
+    rects.code = _code(codes, rows)
     return rects
 
 

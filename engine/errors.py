@@ -8,7 +8,8 @@ Exception tree::
 
     ChunknavError                 base; never crosses a tool boundary
     ├── SettingsError (ValueError) a bad setting, named, raised at load
-    ├── ExtractError               a file could not be read; .reason is shown
+    ├── ExtractError               a file could not be read; .code (an ExtractCode,
+    │   │                          set where it is raised), .reason is shown
     │   ├── EncryptedError         password required or wrong
     │   ├── UnsupportedFileError   a file type we do not extract
     │   └── TooLargeError          over a size limit (reason names the setting)
@@ -33,6 +34,8 @@ __all__ = [
     "ErrorCode",
     "ERROR_CODES",
     "ExtractReason",
+    "ExtractCode",
+    "RUN_CODE",
     "WHO_FIXES",
     "ChunknavError",
     "SettingsError",
@@ -73,8 +76,9 @@ ErrorCode = Literal[
 ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
 
 #: Why a document has no text (recorded as ``metadata.reasonCode``; ``get_chunk``
-#: and ``read_document`` answer ``found: false`` with it). Set by
-#: ``engine.extract.reasons.reason_code``.
+#: and ``read_document`` answer ``found: false`` with it). A failed document
+#: records its ``ExtractError.code``; an empty one the code its extractor set in
+#: ``ExtractedText.metadata["reasonCode"]`` (else ``no-text``).
 ExtractReason = Literal[
     "password-required",  # encrypted, no password configured
     "wrong-password",  # encrypted, the configured password does not open it
@@ -90,7 +94,7 @@ ExtractReason = Literal[
     "no-text",  # any other document without text
 ]
 
-# -- file outcomes of an index run (issue 10) ------------------------------------
+# -- file outcomes of an index run -------------------------------------------------
 #: Where each entry under a collection root ends after a run.
 FileOutcome = Literal["indexed", "unchanged", "failed", "skipped"]
 
@@ -114,6 +118,29 @@ ReasonCode = Literal[
 ]
 
 REASON_CODES: tuple[str, ...] = ReasonCode.__args__  # type: ignore[attr-defined]
+
+#: Why a file could not be extracted: set where ``ExtractError`` is raised, never
+#: read back from its message. A failed document records it as ``reasonCode``.
+ExtractCode = Literal[
+    "corrupt",  # the library cannot parse the file
+    "password-required",  # encrypted, no password configured
+    "wrong-password",  # encrypted, the configured password does not open it
+    "unreadable",  # the file cannot be read (permissions, vanished, not a regular file)
+    "unsupported",  # no extractor for the suffix
+    "too-large",  # over a size limit
+    "extractor-error",  # a library bug on this file, or its worker process died
+]
+
+#: The run's reason code (``ReasonCode``, in the summary) of each ``ExtractCode``.
+RUN_CODE: dict[ExtractCode, ReasonCode] = {
+    "corrupt": "corrupt",
+    "password-required": "encrypted",
+    "wrong-password": "encrypted",
+    "unreadable": "unreadable",
+    "unsupported": "unsupported-type",
+    "too-large": "too-large",
+    "extractor-error": "extractor-error",
+}
 
 #: Who can act on each code, shown by the GUI and the CLI beside ``message``.
 WHO_FIXES: dict[str, str] = {
@@ -145,27 +172,42 @@ class SettingsError(ChunknavError, ValueError):
 class ExtractError(ChunknavError):
     """A file could not be extracted.
 
-    Attributes:
+    Args:
+        code: why, an ``ExtractCode`` chosen where the error is raised.
         reason: short human reason stored with the failed document
-            (e.g. ``"corrupt: cannot open broken document"``).
+            (e.g. ``"corrupt: cannot open broken document"``); ``str(e)``.
+
+    Attributes:
+        code, reason: as given. ``run_code`` is the run's ``ReasonCode``.
     """
 
-    def __init__(self, reason: str):
+    def __init__(self, code: ExtractCode, reason: str):
         super().__init__(reason)
+        self.code: ExtractCode = code
         self.reason = reason
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        # pickled across the extract worker processes with both fields
+        return (type(self), (self.code, self.reason))
+
+    @property
+    def run_code(self) -> ReasonCode:
+        """The reason code the index run reports for this file."""
+        return RUN_CODE[self.code]
 
 
 class EncryptedError(ExtractError):
-    """The PDF needs a password that was not configured, or the configured one is wrong."""
+    """The PDF needs a password that was not configured (code ``password-required``),
+    or the configured one is wrong (``wrong-password``)."""
 
 
 class UnsupportedFileError(ExtractError):
-    """The file type has no extractor (skipped and counted, not a failure)."""
+    """The file type has no extractor (code ``unsupported``; skipped and counted, not a failure)."""
 
 
 class TooLargeError(ExtractError):
     """The file is over a limit (``max_file_bytes``, ``max_docx_part_bytes``,
-    ``max_pages``); ``reason`` names the limit (reason code ``too-large``)."""
+    ``max_pages``); code ``too-large``, ``reason`` names the limit."""
 
 
 class EmbedError(ChunknavError):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.extract import open_pdf
-from engine.extract.pdf import PAGE_FILETYPES
+from engine.extract.common import PAGE_FORMATS
 from engine.values import Bbox
 
 __all__ = [
@@ -109,11 +109,11 @@ class RenderedPage:
 
 def renders_pages(file_path: str | os.PathLike[str]) -> bool:
     """True when ``file_path`` is drawn page by page: a PDF, or a format PyMuPDF
-    lays out in pages (``engine.extract.pdf.PAGE_FILETYPES``: EPUB, XPS, OXPS,
+    lays out in pages (``engine.extract.common.PAGE_FORMATS``: EPUB, XPS, OXPS,
     FB2, MOBI, CBZ), whose chunks carry page numbers and ``Bbox`` regions of
     that same layout. Decided by the lower-case suffix; opens nothing."""
     suffix = Path(os.fspath(file_path)).suffix.lower()
-    return suffix == ".pdf" or suffix in PAGE_FILETYPES
+    return suffix == ".pdf" or suffix in PAGE_FORMATS
 
 
 def _open(pdf_path: str | os.PathLike[str], password: str | None):
@@ -121,7 +121,7 @@ def _open(pdf_path: str | os.PathLike[str], password: str | None):
     extraction used (``engine.extract.open_pdf``: the same rules and the same
     EXPECTED.md trap 7 care, so pages and boxes match the stored ones).
     Raises ExtractError / EncryptedError."""
-    filetype = PAGE_FILETYPES.get(Path(os.fspath(pdf_path)).suffix.lower())
+    filetype = PAGE_FORMATS.get(Path(os.fspath(pdf_path)).suffix.lower())
     return open_pdf(pdf_path, password, filetype=filetype)[0]
 
 
@@ -447,7 +447,7 @@ def _poppler_page(pdf_path: str | os.PathLike[str], page: int, zoom: float, pass
     try:
         from pdf2image import convert_from_path
     except ImportError:
-        raise ExtractError("the poppler renderer needs pdf2image (pip install pdf2image)") from None
+        raise ExtractError("extractor-error", "the poppler renderer needs pdf2image (pip install pdf2image)") from None
     try:
         images = convert_from_path(
             str(pdf_path),
@@ -459,9 +459,9 @@ def _poppler_page(pdf_path: str | os.PathLike[str], page: int, zoom: float, pass
             single_file=True,
         )
     except Exception as e:  # PDFInfoNotInstalledError, PDFPageCountError, PDFSyntaxError...
-        raise ExtractError(f"poppler could not render page {page}: {e}") from None
+        raise ExtractError("extractor-error", f"poppler could not render page {page}: {e}") from None
     if not images:
-        raise ExtractError(f"poppler rendered no image for page {page}")
+        raise ExtractError("extractor-error", f"poppler rendered no image for page {page}")
     return images[0].convert("RGB")
 
 

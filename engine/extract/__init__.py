@@ -1,8 +1,11 @@
 """File -> ``ExtractedText``: the document's text plus its words (``WordArray`` columns).
 
-The package's public face: ``extract`` picks the reader by suffix; one module per
-format does the work (``pdf``, ``text``, ``docx``; ``common`` holds the
-separators). Callers import from here only.
+The package's public face: ``extract`` picks the reader by suffix in ``READERS``
+(suffix -> reader module, each with the same ``read(path, password, ocr,
+max_pages)``), so adding a format is one reader module and one row; one module
+per format does the work (``pdf``, ``text``, ``docx``, ``html``, ``pages``;
+``common`` holds the separators and the paged formats). Callers import from
+here only.
 
 Owns: reading PDF and the other PyMuPDF page formats, plain text / Markdown,
 ``.docx`` (its XML) and HTML files, NFKC normalisation, and the conversion of PyMuPDF word boxes to
@@ -41,18 +44,17 @@ document order, then notes, comments, headers and footers as labelled blocks
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-
-from typing import Any
+from typing import Any, Protocol
 
 from engine.errors import ExtractError, UnsupportedFileError
-from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR
-from engine.extract.common import PAGE_FILETYPES as PAGE_FORMATS
+from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_FORMATS, PAGE_SEPARATOR, WORD_SEPARATOR
 from engine.extract.ocr import OcrSettings
 from engine.values import ExtractedText
 
 #: Names read from the reader modules on first use (PEP 562): importing the package
-#: (for ``SUPPORTED_SUFFIXES``, ``reasons``) does not import every reader (~15 ms).
+#: (for ``SUPPORTED_SUFFIXES``) does not import every reader (~15 ms).
 _LAZY = {
     "extract_docx": "docx",
     "extract_html": "html",
@@ -69,8 +71,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'engine.extract' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f"engine.extract.{module}"), name)
 
 
@@ -86,10 +86,45 @@ __all__ = [
     "no_text_note",
     "OcrSettings",
     "PAGE_FORMATS",
+    "READERS",
+    "Reader",
+    "reader",
 ]
 
+
+class Reader(Protocol):
+    """What every reader module's ``read`` is: one file -> ``ExtractedText``
+    (``extract`` documents the result, the options and what it raises)."""
+
+    def __call__(self, path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+        """Read ``path``; options a format does not use are ignored."""
+        ...
+
+
+#: Lower-case suffix -> the module of ``engine.extract`` whose ``read`` reads it (imported
+#: on first use). Adding a format: one reader module with ``read``, one row here.
+READERS: dict[str, str] = {
+    ".pdf": "pdf",
+    ".txt": "text",
+    ".md": "text",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+    **{suffix: "pages" for suffix in PAGE_FORMATS},
+}
+
 #: Lower-case file suffixes ``extract`` reads; anything else raises UnsupportedFileError.
-SUPPORTED_SUFFIXES: tuple[str, ...] = (".pdf", ".txt", ".md", ".docx", ".html", ".htm", *PAGE_FORMATS)
+SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(READERS)
+
+
+def reader(suffix: str) -> Reader:
+    """The ``read`` function for a lower-case ``suffix`` (a key of ``READERS``).
+
+    Raises:
+        KeyError: no reader for ``suffix``.
+    """
+    read: Reader = importlib.import_module(f"engine.extract.{READERS[suffix]}").read
+    return read
 
 
 def extract(
@@ -98,7 +133,7 @@ def extract(
     """Read one file into text plus word provenance.
 
     Args:
-        path: the file; its lower-cased suffix picks the reader (``SUPPORTED_SUFFIXES``).
+        path: the file; its lower-cased suffix picks the reader (``READERS``).
         password: PDF user password, tried after the empty password (as
             given, then SASLprep-normalised); ignored for other types and for
             PDFs that open without one.
@@ -123,7 +158,9 @@ def extract(
         a non-UTF-8 text file -> note ``"decoded as cp1252, not UTF-8"``.
         ``metadata``: ``encrypted`` (bool), ``title``/``author`` where the
         file has them, PDF ``repaired`` (True when MuPDF rebuilt the xref),
-        text ``encoding``.
+        text ``encoding``; ``reasonCode`` (an ``engine.errors.ExtractReason``:
+        ``no-pages``, ``no-text-layer``, ``only-whitespace``, ``empty-file``)
+        when the reader knows why the text is empty.
 
     Raises:
         UnsupportedFileError: suffix not in ``SUPPORTED_SUFFIXES``
@@ -135,26 +172,8 @@ def extract(
     """
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
-        raise UnsupportedFileError(f"unsupported file type: {suffix or '(no suffix)'}")
+    if suffix not in READERS:
+        raise UnsupportedFileError("unsupported", f"unsupported file type: {suffix or '(no suffix)'}")
     if not path.is_file():
-        raise ExtractError(f"not a readable file: {path}")
-    if suffix == ".pdf":
-        from engine.extract.pdf import extract_pdf
-
-        return extract_pdf(path, password, ocr, max_pages=max_pages)
-    if suffix == ".docx":
-        from engine.extract.docx import extract_docx
-
-        return extract_docx(path)
-    if suffix in (".html", ".htm"):
-        from engine.extract.html import extract_html
-
-        return extract_html(path)
-    if suffix in PAGE_FORMATS:
-        from engine.extract.pages import extract_pages
-
-        return extract_pages(path, suffix, ocr)
-    from engine.extract.text import extract_plain
-
-    return extract_plain(path, suffix[1:])
+        raise ExtractError("unreadable", f"not a readable file: {path}")
+    return reader(suffix)(path, password, ocr, max_pages)

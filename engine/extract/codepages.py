@@ -22,6 +22,8 @@ when another code page's text fits about as well, the confidence is lowered.
 
 from __future__ import annotations
 
+from typing import Any
+
 import unicodedata
 from dataclasses import dataclass
 
@@ -186,7 +188,7 @@ class LatinChoice:
         return 0.5 + 0.5 * min(1.0, gap / CLEAR_MISFITS)
 
 
-def byte_profile(data: bytes) -> tuple[object, ...]:
+def byte_profile(data: bytes) -> tuple[Any, ...]:
     """``(present, counts, inword, glued, after_lower)``: five length-256 arrays.
     ``present``: which byte values occur anywhere in ``data`` (bool). Over
     the first ``PROFILE_BYTES`` (enough to name a code page, bounded work on
@@ -217,7 +219,7 @@ def byte_profile(data: bytes) -> tuple[object, ...]:
     return present, counts, inword, glued, after_lower
 
 
-def _score(chars: tuple[str, ...], profile: tuple[object, ...], high: list[int]) -> tuple[int, int, str]:
+def _score(chars: tuple[str, ...], profile: tuple[Any, ...], high: list[int]) -> tuple[int, int, str]:
     """One page's ``(in-alphabet count, total, language)`` (language ``""`` on
     a tie) from its characters for the ``high`` byte values present. Misses:
     letters the language lacks, an upper-case letter right after a lower-case

@@ -1,9 +1,10 @@
 """What every extractor shares: the text layout separators and plain word spans.
 
 Owns: ``PAGE_SEPARATOR``, ``BLOCK_SEPARATOR``, ``LINE_SEPARATOR``,
-``WORD_SEPARATOR`` (the layout rules in ``engine.extract``'s docstring) and
-``words_of`` (whitespace-separated spans without page or box, for formats
-that carry no geometry). Imports ``engine.values`` only.
+``WORD_SEPARATOR`` (the layout rules in ``engine.extract``'s docstring),
+``PAGE_FORMATS`` (the paged formats besides PDF), ``words_of``
+(whitespace-separated spans without page or box, for formats that carry no
+geometry) and ``gc_paused``. Imports ``engine.values`` only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = [
     "LINE_SEPARATOR",
     "WORD_SEPARATOR",
     "words_of",
-    "PAGE_FILETYPES",
+    "PAGE_FORMATS",
     "gc_paused",
 ]
 
@@ -35,9 +36,9 @@ WORD_SEPARATOR = " "
 
 _WORD_RE = re.compile(r"\S+")
 
-#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype
-#: (``engine.extract.pdf.PAGE_FILETYPES``, ``engine.extract.pages.PAGE_FORMATS``).
-PAGE_FILETYPES: dict[str, str] = {
+#: The paged formats besides PDF: suffix -> PyMuPDF filetype. Read like a PDF
+#: (``engine.extract.pages``) and drawn page by page (``engine.render``).
+PAGE_FORMATS: dict[str, str] = {
     ".epub": "epub",
     ".xps": "xps",
     ".oxps": "xps",
@@ -50,7 +51,7 @@ PAGE_FILETYPES: dict[str, str] = {
 #: Longest text (characters) whose word spans are kept. Spans without a page
 #: or box carry no provenance (chunking cuts by offsets and ignores them), and
 #: for a huge plain-text file they would cost ~16 bytes a word: above this a
-#: text gets no spans, so memory stays bounded (issue 10: 200 MB of text).
+#: text gets no spans, so memory stays bounded (a 200 MB text file).
 WORD_SPANS_MAX_CHARS = 16_000_000
 
 

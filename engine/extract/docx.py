@@ -40,14 +40,17 @@ import re
 import unicodedata
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
 from engine.errors import ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
 from engine.values import ExtractedText
 
-__all__ = ["extract_docx", "omml_text"]
+if TYPE_CHECKING:
+    from engine.extract.ocr import OcrSettings
+
+__all__ = ["read", "extract_docx", "omml_text"]
 
 # Strict namespaces -> transitional ones (ISO/IEC 29500-1 Strict vs ECMA-376 transitional).
 _STRICT = {
@@ -140,7 +143,7 @@ def _main_part(zf: zipfile.ZipFile) -> str:
             return member
     if "word/document.xml" in zf.namelist():
         return "word/document.xml"
-    raise ExtractError("corrupt: no main document part (word/document.xml)")
+    raise ExtractError("corrupt", "corrupt: no main document part (word/document.xml)")
 
 
 class _Reader:
@@ -409,8 +412,9 @@ def _core(zf: zipfile.ZipFile) -> dict[str, str]:
     out = {}
     for key, tag in (("title", _DC + "title"), ("author", _DC + "creator")):
         node = root.find(tag)
-        if node is not None and (node.text or "").strip():
-            out[key] = node.text.strip()
+        value = (node.text or "").strip() if node is not None else ""
+        if value:
+            out[key] = value
     return out
 
 
@@ -419,7 +423,7 @@ def _read(zf: zipfile.ZipFile) -> tuple[list[str], list[str], _Reader, dict[str,
     root = _xml(zf, main)
     body = root.find(W + "body")
     if body is None:
-        raise ExtractError(f"corrupt: {main} has no w:body")
+        raise ExtractError("corrupt", f"corrupt: {main} has no w:body")
     reader = _Reader()
     blocks = reader.blocks(body)
     rels = _rels(zf, main)
@@ -449,6 +453,12 @@ def _read(zf: zipfile.ZipFile) -> tuple[list[str], list[str], _Reader, dict[str,
     return blocks, extra, reader, _core(zf)
 
 
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option; a .docx takes no password, OCR or page limit. ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_docx(path)
+
+
 def extract_docx(path: Path) -> ExtractedText:
     """Read a .docx (``engine.extract.extract`` documents the result; the
     layout is in this module's docstring).
@@ -471,7 +481,7 @@ def extract_docx(path: Path) -> ExtractedText:
     except ExtractError:
         raise
     except Exception as e:  # BadZipFile, KeyError, ParseError, OSError...
-        raise ExtractError(f"corrupt: {type(e).__name__}: {e}") from None
+        raise ExtractError("corrupt", f"corrupt: {type(e).__name__}: {e}") from None
     text = unicodedata.normalize("NFKC", BLOCK_SEPARATOR.join(blocks + extra))
     metadata: dict[str, Any] = {"encrypted": False, **core}
     notes: list[str] = []

@@ -18,14 +18,17 @@ import re
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ExtractError
 from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
 from engine.extract.text import decode
 from engine.values import ExtractedText
 
-__all__ = ["extract_html", "html_text"]
+if TYPE_CHECKING:
+    from engine.extract.ocr import OcrSettings
+
+__all__ = ["read", "extract_html", "html_text"]
 
 _SKIP = {
     "script",
@@ -233,6 +236,12 @@ def _decode_html(data: bytes) -> tuple[str, dict[str, Any], tuple[str, ...]]:
     return d.text, {"encoding": d.encoding, "encodingConfidence": d.confidence, "encodingMethod": d.method}, d.notes
 
 
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option; HTML takes no password, OCR or page limit. ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_html(path)
+
+
 def extract_html(path: Path) -> ExtractedText:
     """Read an HTML file (``engine.extract.extract`` documents the result).
 
@@ -246,7 +255,7 @@ def extract_html(path: Path) -> ExtractedText:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ExtractError(f"cannot read: {e}") from None
+        raise ExtractError("unreadable", f"cannot read: {e}") from None
     markup, metadata, notes = _decode_html(data)
     text, title = html_text(markup)
     text = unicodedata.normalize("NFKC", text)

@@ -81,8 +81,9 @@ def check_limits(
     """
     if limits.max_file_bytes and size_bytes > limits.max_file_bytes:
         raise TooLargeError(
+            "too-large",
             f"too-large: {human_bytes(size_bytes)} is over max_file_bytes "
-            f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(limits.max_file_bytes)}"
+            f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(limits.max_file_bytes)}",
         )
     if suffix == ".docx":
         check_docx(path, limits.max_docx_part_bytes, limits.max_file_bytes)
@@ -112,13 +113,15 @@ def check_docx(path: str | os.PathLike[str], max_part_bytes: int, max_total_byte
                 total += info.file_size
                 if max_part_bytes and info.file_size > max_part_bytes:
                     raise TooLargeError(
+                        "too-large",
                         f"too-large: .docx part {info.filename!r} inflates to {human_bytes(info.file_size)}, "
-                        f"over max_docx_part_bytes (CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(max_part_bytes)}"
+                        f"over max_docx_part_bytes (CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(max_part_bytes)}",
                     )
             if max_total_bytes and total > max_total_bytes:
                 raise TooLargeError(
+                    "too-large",
                     f"too-large: .docx parts inflate to {human_bytes(total)} together, over max_file_bytes "
-                    f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(max_total_bytes)}"
+                    f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(max_total_bytes)}",
                 )
             budget = max_part_bytes or None
             for info in infos:
@@ -128,15 +131,16 @@ def check_docx(path: str | os.PathLike[str], max_part_bytes: int, max_total_byte
                         seen += len(piece)
                         if budget is not None and seen > budget:
                             raise TooLargeError(
+                                "too-large",
                                 f"too-large: .docx part {info.filename!r} inflates past max_docx_part_bytes "
-                                f"(CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(budget)}"
+                                f"(CHUNKNAV_MAX_DOCX_PART_BYTES) = {human_bytes(budget)}",
                             )
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, RuntimeError, ValueError) as e:
-        raise ExtractError(f"corrupt: {type(e).__name__}: {e}") from None
+        raise ExtractError("corrupt", f"corrupt: {type(e).__name__}: {e}") from None
     except Exception as e:  # zlib.error and friends from a damaged stream
         if isinstance(e, (ExtractError, OSError)):
             raise
-        raise ExtractError(f"corrupt: {type(e).__name__}: {e}") from None
+        raise ExtractError("corrupt", f"corrupt: {type(e).__name__}: {e}") from None
 
 
 def check_pdf_pages(path: str | os.PathLike[str], max_pages: int) -> None:
@@ -162,4 +166,4 @@ def check_pdf_pages(path: str | os.PathLike[str], max_pages: int) -> None:
 def check_page_count(n: int, max_pages: int) -> None:
     """``TooLargeError`` when ``n`` pages are over ``max_pages`` (0 = unchecked)."""
     if max_pages and n > max_pages:
-        raise TooLargeError(f"too-large: {n} pages, over max_pages (CHUNKNAV_MAX_PAGES) = {max_pages}")
+        raise TooLargeError("too-large", f"too-large: {n} pages, over max_pages (CHUNKNAV_MAX_PAGES) = {max_pages}")

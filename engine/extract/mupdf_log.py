@@ -107,7 +107,7 @@ def opening(pymupdf: Any) -> Iterator[None]:
     the other's open-time errors; nothing is ever printed either way.)"""
     try:
         pymupdf.TOOLS.reset_mupdf_warnings()
-    except Exception:  # an older PyMuPDF without the store: the stream alone
+    except Exception:  # a PyMuPDF without the store: the stream alone
         yield
         return
     seen = len(_kept("warnings"))

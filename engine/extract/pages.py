@@ -1,7 +1,7 @@
 """EPUB, XPS, FB2, MOBI, CBZ -> ``ExtractedText`` with page and ``Bbox``, like a PDF.
 
-Owns: the suffix -> PyMuPDF filetype table (``PAGE_FORMATS``) and
-``extract_pages``. The reading is ``engine.extract.pdf.extract_pdf`` opened
+Owns: ``extract_pages`` (the suffixes and their PyMuPDF filetypes are
+``engine.extract.common.PAGE_FORMATS``). The reading is ``engine.extract.pdf.extract_pdf`` opened
 with the right filetype, so word order, separators, boxes (displayed page,
 top-left origin) and OCR are exactly the PDF ones. Pages of reflowable
 formats (EPUB, FB2, MOBI) are MuPDF's layout at its default page size
@@ -14,14 +14,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.extract.common import PAGE_FORMATS
 from engine.extract.ocr import OcrSettings
-from engine.extract.pdf import PAGE_FILETYPES, extract_pdf
+from engine.extract.pdf import extract_pdf
 from engine.values import ExtractedText
 
-__all__ = ["PAGE_FORMATS", "extract_pages"]
+__all__ = ["read", "extract_pages"]
 
-#: Lower-case suffix -> PyMuPDF filetype (declared beside ``open_pdf``, which renders them too).
-PAGE_FORMATS: dict[str, str] = PAGE_FILETYPES
+
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option; these formats take no password and no page limit. ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_pages(path, path.suffix.lower(), ocr)
 
 
 def extract_pages(path: Path, suffix: str, ocr: OcrSettings | None = None) -> ExtractedText:

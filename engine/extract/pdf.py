@@ -20,8 +20,14 @@ from typing import Any
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import EncryptedError, ExtractError
-from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, PAGE_SEPARATOR, WORD_SEPARATOR, gc_paused
-from engine.extract.common import PAGE_FILETYPES as _PAGE_FILETYPES
+from engine.extract.common import (
+    BLOCK_SEPARATOR,
+    LINE_SEPARATOR,
+    PAGE_FORMATS,
+    PAGE_SEPARATOR,
+    WORD_SEPARATOR,
+    gc_paused,
+)
 from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
@@ -45,7 +51,7 @@ __all__ = [
     "PdfPart",
     "no_text_note",
     "page_ranges",
-    "PAGE_FILETYPES",
+    "read",
 ]
 
 log = logging.getLogger(__name__)
@@ -82,10 +88,6 @@ REPAIRED_NOTE = "damaged PDF repaired by MuPDF, some text may be missing"
 #: Note of a PDF MuPDF reported errors on without repairing it (its errors follow).
 ERRORS_NOTE = "MuPDF reported errors reading this file, some text may be missing"
 
-#: Suffixes of the other formats PyMuPDF lays out in pages -> its filetype (``engine.extract.pages``);
-#: declared in ``engine.extract.common`` so the package knows its suffixes without importing readers.
-PAGE_FILETYPES: dict[str, str] = _PAGE_FILETYPES
-
 
 def open_pdf(
     path: str | os.PathLike[str], password: str | None = None, filetype: str | None = None, *, max_pages: int = 0
@@ -99,7 +101,7 @@ def open_pdf(
             are encrypted with); None = none configured.
         filetype: PyMuPDF filetype (``"pdf"``; ``"epub"``, ``"xps"``... for
             the other page formats, which have no passwords); None: from the
-            suffix (``PAGE_FILETYPES``, else ``"pdf"``), so ``engine.render``
+            suffix (``engine.extract.common.PAGE_FORMATS``, else ``"pdf"``), so ``engine.render``
             draws EPUB / XPS / FB2 / MOBI / CBZ pages too.
         max_pages: refuse more pages (0 = unchecked) before decrypting, with
             ``engine.extract.limits.check_pdf_pages``'s outcome: read on this
@@ -119,16 +121,16 @@ def open_pdf(
 
     try:
         if filetype is None:
-            filetype = PAGE_FILETYPES.get(Path(path).suffix.lower(), "pdf")
+            filetype = PAGE_FORMATS.get(Path(path).suffix.lower(), "pdf")
         with opening(pymupdf):  # the errors MuPDF met while opening (hidden by PyMuPDF) are kept
             doc = pymupdf.open(Path(path), filetype=filetype)
     except Exception as e:  # EmptyFileError, FileDataError, RuntimeError...
         errors = said()[0]
-        raise ExtractError(f"corrupt: {e}" + (f" (MuPDF: {errors[-1]})" if errors else "")) from None
+        raise ExtractError("corrupt", f"corrupt: {e}" + (f" (MuPDF: {errors[-1]})" if errors else "")) from None
     # Read needs_pass ONCE, before authenticating: reading it after a
     # successful authenticate() makes MuPDF retry the empty password, which
     # resets decryption and every later get_text() returns 0 words
-    # (EXPECTED.md trap 7).
+    # (tests/corpus/EXPECTED.md, trap 7).
     needs_pass = bool(doc.needs_pass)
     if max_pages:
         from engine.extract.limits import check_page_count, check_pdf_pages
@@ -146,7 +148,7 @@ def open_pdf(
             return doc, True
         if not password:
             doc.close()
-            raise EncryptedError("encrypted: password required")
+            raise EncryptedError("password-required", "encrypted: password required")
         if doc.authenticate(password):
             return doc, True
         try:
@@ -155,7 +157,7 @@ def open_pdf(
             prepared = password
         if prepared == password or not doc.authenticate(prepared):
             doc.close()
-            raise EncryptedError("encrypted: wrong password")
+            raise EncryptedError("wrong-password", "encrypted: wrong password")
     return doc, needs_pass
 
 
@@ -176,6 +178,12 @@ def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
     except Exception:
         pass
     return meta
+
+
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option (``extract_pdf``); ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_pdf(path, password, ocr, max_pages=max_pages)
 
 
 def extract_pdf(
@@ -267,6 +275,26 @@ class PdfPart:
         "mupdf_said",
     )
 
+    page_count: int
+    metadata: dict[str, Any]
+    first: int
+    corners: Any  # float64 (n, 4)
+    codes: Any  # uint32
+    lengths: Any  # int64 (n,)
+    block: Any
+    line: Any
+    counts: list[int]
+    affine: Any  # float64 (pages, 6)
+    sizes: list[tuple[str, float, float]]
+    notes: list[str]
+    unreadable: list[int]
+    ocr_confidence: dict[int, float | None]
+    ocr_turned: dict[int, int]
+    ocr_wanted: list[int]
+    ocr_missing: str | None
+    ocr_partial: tuple[str, str] | None
+    mupdf_said: tuple[list[str], list[str]]
+
     def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 
@@ -289,9 +317,10 @@ def _read_pdf(
         metadata = _pdf_metadata(doc, needs_pass)
         try:
             page_count = doc.page_count
-        except Exception as e:  # broken page tree
-            raise ExtractError(f"corrupt: {e}") from None
+        except Exception as err:  # broken page tree
+            raise ExtractError("corrupt", f"corrupt: {err}") from None
         if page_count == 0:
+            metadata["reasonCode"] = "no-pages"
             return ExtractedText("", WordArray.empty(), (), filetype, ("no pages",), metadata)
         labels = _label_rules(doc)
         if part is None:
@@ -334,8 +363,9 @@ def _read_pdf(
             ocr_done = False
             if ocr.mode != "off" and needs_ocr(page, len(raw), ocr):
                 if not ocr_checked:  # the languages with data (some missing: noted, read without them)
-                    ocr_use, ocr_note = resolve_languages(ocr)
-                    ocr_missing, ocr_checked = (ocr_note if ocr_use is None else None), True
+                    resolved, ocr_note = resolve_languages(ocr)
+                    ocr_missing, ocr_checked = (ocr_note if resolved is None else None), True
+                    ocr_use = resolved or ocr  # None: OCR unavailable, ocr_missing says why
                 if ocr_missing:
                     ocr_wanted.append(number)
                 else:
@@ -434,12 +464,14 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
     words, text, kept = _place_words(corners, codes, lengths, block, line, raw_counts, affine, page_count)
     empty_pages = sorted({i + 1 for i, k in enumerate(kept) if not k} | set(unreadable))
     pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt) for i, (label, w_pt, h_pt) in enumerate(sizes))
-    if metadata.get("repaired"):  # trial6 #3: a repaired file may lack the text of what was lost
+    if metadata.get("repaired"):  # a repaired file may lack the text of what was lost
         notes.insert(0, damage_note(REPAIRED_NOTE, errors + warnings))
     elif errors:
         notes.insert(0, damage_note(ERRORS_NOTE, errors))
     if empty_pages:
         notes.append(no_text_note(empty_pages))
+    if not text:
+        metadata["reasonCode"] = "no-text-layer"
     if ocr_wanted and ocr_missing:
         notes.append(f"{ocr_missing}; not OCR'd: {page_ranges(ocr_wanted)}")
         # what OCR would have read is not in the text: the indexer keeps OCR text it stored before

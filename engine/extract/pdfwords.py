@@ -50,7 +50,7 @@ class PageWords(NamedTuple):
     lengths: Any
     codes: Any
 
-    def __len__(self) -> int:  # type: ignore[override]
+    def __len__(self) -> int:
         return len(self.block)
 
 
@@ -63,7 +63,7 @@ class CompiledWords(NamedTuple):
     records: bytes
     codes: bytes
 
-    def __len__(self) -> int:  # type: ignore[override]
+    def __len__(self) -> int:
         return len(self.records) // _RECORD_BYTES
 
 
@@ -84,9 +84,10 @@ def _columns(records: bytes, codes: bytes) -> PageWords:
 
 def join_pages(pieces: list[PageWords | CompiledWords]) -> PageWords:
     """Pages' words (in page order) -> one ``PageWords`` of all of them."""
-    if pieces and all(type(p) is CompiledWords for p in pieces):
-        return _columns(b"".join(p.records for p in pieces), b"".join(p.codes for p in pieces))
-    cols = [_columns(*p) if type(p) is CompiledWords else p for p in pieces]
+    compiled = [p for p in pieces if isinstance(p, CompiledWords)]
+    if pieces and len(compiled) == len(pieces):
+        return _columns(b"".join(p.records for p in compiled), b"".join(p.codes for p in compiled))
+    cols = [_columns(*p) if isinstance(p, CompiledWords) else p for p in pieces]
     if not cols:
         return PageWords(
             np.empty((0, 4)),

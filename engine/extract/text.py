@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
@@ -21,7 +22,10 @@ from engine.extract.codepages import LATIN_PAGES, choose_latin
 from engine.extract.common import words_of
 from engine.values import ExtractedText
 
-__all__ = ["Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
+if TYPE_CHECKING:
+    from engine.extract.ocr import OcrSettings
+
+__all__ = ["read", "Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
 
 #: Detector confidence (0..1) below which a decoding is noted as low-confidence.
 LOW_CONFIDENCE = 0.9
@@ -212,6 +216,12 @@ def _decoded(text: str, encoding: str, confidence: float, language: str) -> Deco
     return Decoded(text, name, confidence, "detected", tuple(notes), language)
 
 
+def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
+    """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
+    option; plain text takes no password, OCR or page limit; ``file_type`` is the suffix. ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_plain(path, path.suffix.lower()[1:])
+
+
 def extract_plain(path: Path, file_type: str) -> ExtractedText:
     """Read a text / Markdown file (``engine.extract.extract`` documents the result).
 
@@ -219,7 +229,8 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     ``Decoded``), ``encodingMethod``, and ``encodingLanguage`` when detected.
     Text that is only whitespace gives ``text == ""`` and the note
     ``"only whitespace"`` (``"empty file (0 bytes)"`` for no bytes): it is
-    recorded ``empty``, with no chunk.
+    recorded ``empty``, with no chunk, and ``metadata["reasonCode"]`` says
+    ``only-whitespace`` / ``empty-file``.
 
     Raises:
         ExtractError: ``"cannot read: ..."`` when the file cannot be read.
@@ -231,7 +242,7 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ExtractError(f"cannot read: {e}") from None
+        raise ExtractError("unreadable", f"cannot read: {e}") from None
     d = decode(data)
     text = d.text
     control = len(_CONTROL.findall(text))
@@ -253,4 +264,6 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     }
     if d.language:
         metadata["encodingLanguage"] = d.language
+    if not text:
+        metadata["reasonCode"] = "only-whitespace" if data else "empty-file"
     return ExtractedText(text, words_of(text), (), file_type, notes, metadata)

@@ -1,7 +1,9 @@
 """The indexer's embed pass: give every chunk a vector for the current model.
 
-Owns: ``embed_pass`` (called by ``engine.index.indexer.Indexer`` after the text pass)
-and ``text_hash``. The pass, in order:
+Owns: ``EmbedPass`` (the pass as a collaborator of ``engine.index.indexer.Indexer``,
+run after the text pass with the run's ``RunContext``), ``embed_pass`` (the
+pass itself, over any store), ``DeferredEmbedder`` and ``text_hash``. The
+pass, in order:
 
 1. Reads the chunks without a vector for the embedder's model in groups of
    ``GROUP_TEXTS`` (chunk-id order, a cursor, so memory stays bounded). When
@@ -22,8 +24,9 @@ and ``text_hash``. The pass, in order:
    model) stops the pass: ``embedError`` in the summary; the next run embeds
    what is missing.
 
-Imports ``engine.embed`` (the isolation helper and failures) and the store
-protocol; never a face (streamlit, mcp, argparse).
+Imports ``engine.embed`` (the isolation helper and failures, on first use),
+``engine.index.context`` and the store protocol; never a face (streamlit, mcp,
+argparse).
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from engine.errors import EmbedError
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
 if TYPE_CHECKING:
+    from engine.index.context import RunContext
     from engine.store.base import Store
 
-__all__ = ["embed_pass", "text_hash", "DeferredEmbedder", "GROUP_TEXTS"]
+__all__ = ["EmbedPass", "embed_pass", "text_hash", "DeferredEmbedder", "GROUP_TEXTS"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,38 @@ class DeferredEmbedder:
         if self._real is None:
             self._real = self._factory()
         return getattr(self._real, name)
+
+
+class EmbedPass:
+    """The embedding pass of one run.
+
+    Args:
+        ctx: the run: its store, ``settings.embed_batch``, summary, progress,
+            cancel check (before each batch) and busy-lock retry (each write).
+        embedder: an ``engine.embed.Embedder`` (or a ``DeferredEmbedder``).
+    """
+
+    def __init__(self, ctx: RunContext, embedder: Any):
+        self._ctx = ctx
+        self._embedder = embedder
+
+    def run(self) -> None:
+        """Embed chunks without a vector for the embedder's model (``embed_pass``).
+
+        Raises:
+            RunCancelled: a cancel request reached a batch boundary (stored vectors are kept).
+        """
+        ctx = self._ctx
+        embed_pass(
+            ctx.store,
+            self._embedder,
+            ctx.settings.embed_batch,
+            ctx.summary,
+            ctx.emit,
+            ctx.t0,
+            check=ctx.check_cancel,
+            write=ctx.retrying,
+        )
 
 
 def _endpoint(embedder: Any) -> str:
@@ -134,7 +170,7 @@ def embed_pass(
     summary["reused"] = max(0, live)
     if not group:
         return  # nothing to embed: no probe, no model load
-    # engine.embed only now: an unchanged run imports no provider code (issue 15)
+    # engine.embed only now: an unchanged run imports no provider code
     from engine.embed.base import dimension_changed
 
     total = int(counts.get("missing", 0)) or len(group)
@@ -227,7 +263,7 @@ def _embed_group(
             raise EmbedError(dimension_changed(model, _endpoint(embedder), stored, int(vectors.shape[1])))
         cut_of = {o.index: o.truncated_chars for o in outcomes if o.truncated_chars is not None}
         ids, rows, hashes, cuts = [], [], [], []
-        failures = []
+        failures: list[tuple[str, str, str]] = []
         for k, h in enumerate(part):
             if not ok[k]:
                 continue

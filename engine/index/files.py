@@ -5,9 +5,9 @@ scan time and the stat fields re-checked after extraction), ``Prepared``
 (the outcome ``Indexer.prepare`` makes of one file: kind, reason code,
 what to store), ``LazyChunks`` (a re-iterable sequence of a file's chunks
 built from its windows on demand, so a huge file's chunk texts are never all
-held at once) and the reason-code classification of extraction and read
-errors (``code_of``, ``read_code``). Imports ``engine.chunk``,
-``engine.errors`` and ``engine.values``; no face, no store, no extractor.
+held at once) and ``read_code`` (the reason code of an ``OSError`` met while
+reading a file). Imports ``engine.chunk``, ``engine.extract.ocr`` (chunk
+metadata of OCR'd pages) and ``engine.values``; no face, no store.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import errno
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from engine.chunk import chunk_id
-from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
 from engine.extract.ocr import ocr_chunk_metadata
 from engine.values import Chunk, Collection, Document, Window
 
-__all__ = ["HashedFile", "Prepared", "LazyChunks", "code_of", "read_code"]
+__all__ = ["HashedFile", "Prepared", "LazyChunks", "read_code"]
 
 
 @dataclass
@@ -48,7 +48,7 @@ class HashedFile:
         return os.path.splitext(self.file_path)[1].lower()
 
 
-class LazyChunks(Sequence):
+class LazyChunks(Sequence[Chunk]):
     """A file's chunks made on demand from its windows: iterating twice is
     fine, and no list of every chunk text is held (bounded memory for big files)."""
 
@@ -61,12 +61,18 @@ class LazyChunks(Sequence):
         ocr_pages: dict[int, float | None] | None = None,
     ):
         self._f, self._text, self._windows, self._labels = f, text, windows, labels
-        self._ocr_pages = ocr_pages or {}  # OCR'd page -> mean word confidence (i11)
+        self._ocr_pages = ocr_pages or {}  # OCR'd page -> mean word confidence
 
     def __len__(self) -> int:
         return len(self._windows)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Chunk: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Chunk]: ...
+
+    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         w = self._windows[i]
@@ -117,21 +123,6 @@ class Prepared:
     text: str = ""
     chunks: Sequence[Chunk] = ()
     drop: bool = False
-
-
-def code_of(e: ExtractError) -> str:
-    """The reason code of an extraction error (classified once, here)."""
-    if isinstance(e, TooLargeError):
-        return "too-large"
-    if isinstance(e, EncryptedError):
-        return "encrypted"
-    if isinstance(e, UnsupportedFileError):
-        return "unsupported-type"
-    if e.reason.startswith("extractor error"):
-        return "extractor-error"
-    if e.reason.startswith(("cannot read", "not a readable file")):
-        return "unreadable"
-    return "corrupt"
 
 
 def read_code(e: OSError) -> str:

@@ -1,15 +1,21 @@
-"""Is the file on disk still the one that was indexed? (the stale-file check).
+"""The hash gate: the content hash, the settings key, and the stale-file check.
 
-Owns: ``check_file`` (stat first; the content hash only when size or mtime
-differ) and a small cache of hashes keyed by ``(path, size, mtime_ns)`` so a
-touched-but-unchanged file is hashed once, not on every ``get_chunk``.
-Imports ``engine.values`` and ``engine.paths``; no face, no store, no PyMuPDF.
+Owns: ``file_hash`` (the one reader of a file's ``content_hash``, used by the
+walk, the re-check after extraction and ``check_file``), ``settings_key``
+(what the gate compares besides the hash), ``check_file`` (is the file on disk
+still the one that was indexed? stat first; the content hash only when size or
+mtime differ) and a small cache of hashes keyed by ``(path, size, mtime_ns)``
+so a touched-but-unchanged file is hashed once, not on every ``get_chunk``.
+Imports ``engine.config``, ``engine.errors``, ``engine.values`` and
+``engine.paths``; no face, no store, no PyMuPDF.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -21,7 +27,7 @@ from engine.errors import ChunknavError
 from engine.values import Document
 from engine.paths import resolve_inside
 
-__all__ = ["FileState", "Freshness", "check_file", "HASH_CACHE_ENTRIES", "settings_key"]
+__all__ = ["FileState", "Freshness", "check_file", "file_hash", "HASH_CACHE_ENTRIES", "settings_key"]
 
 #: What the check found: ``same`` (size and mtime as indexed), ``same-content``
 #: (size or mtime differ, bytes hash equal: touched or copied back), ``changed``
@@ -30,7 +36,10 @@ FileState = Literal["same", "same-content", "changed", "missing"]
 #: Hashes remembered per (path, size, mtime_ns).
 HASH_CACHE_ENTRIES = 256
 _MTIME_TOLERANCE_S = 1e-6
-_BLOCK_BYTES = 1 << 20
+_HASH_BLOCK_BYTES = 1 << 18
+#: One read buffer per thread, reused by every ``file_hash`` call of that thread
+#: (docs/decisions/hash-buffers.md).
+_BUFFERS = threading.local()
 
 _cache: OrderedDict[tuple[str, int, int], str] = OrderedDict()
 _lock = threading.Lock()
@@ -57,17 +66,36 @@ class Freshness:
         return self.state in ("changed", "missing")
 
 
-def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+def file_hash(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of the file's bytes (the ``content_hash``).
+
+    Opened non-blocking and checked to be a regular file first, so a FIFO put
+    in a file's place after the walk fails instead of blocking the run.
+
+    Raises:
+        OSError: the file cannot be read, or is no longer a regular file.
+    """
+    h = hashlib.sha256()
+    buf = getattr(_BUFFERS, "view", None)
+    if buf is None:
+        buf = _BUFFERS.view = memoryview(bytearray(_HASH_BLOCK_BYTES))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb", buffering=0) as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "no longer a regular file", os.fspath(path))
+        while n := f.readinto(buf):
+            h.update(buf[:n])
+    return h.hexdigest()
+
+
+def _cached_hash(path: Path, size: int, mtime_ns: int) -> str:
+    """``file_hash`` of ``path``, remembered per (path, size, mtime_ns)."""
     key = (str(path), size, mtime_ns)
     with _lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_BLOCK_BYTES):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = file_hash(path)
     with _lock:
         _cache[key] = digest
         while len(_cache) > HASH_CACHE_ENTRIES:
@@ -92,7 +120,7 @@ def check_file(root: str | os.PathLike[str], doc: Document) -> Freshness:
         (all ``missing``).
     """
     try:
-        path = resolve_inside(root, doc.file_path)
+        path = resolve_inside(os.fspath(root), doc.file_path)
         st = path.stat()
     except (OSError, ChunknavError):
         return Freshness("missing", doc.indexed_at)
@@ -101,7 +129,7 @@ def check_file(root: str | os.PathLike[str], doc: Document) -> Freshness:
     if st.st_size == doc.size_bytes and abs(st.st_mtime - doc.last_modified) <= _MTIME_TOLERANCE_S:
         return Freshness("same", doc.indexed_at, st.st_size, st.st_mtime)
     try:
-        digest = _sha256(path, st.st_size, st.st_mtime_ns)
+        digest = _cached_hash(path, st.st_size, st.st_mtime_ns)
     except OSError:
         return Freshness("missing", doc.indexed_at)
     state: FileState = "same-content" if digest == doc.content_hash else "changed"

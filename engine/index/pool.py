@@ -38,11 +38,12 @@ A worker that dies (a crash inside the PDF library, a kill by the kernel)
 breaks the whole ``ProcessPoolExecutor``: every file in flight loses its
 answer. Those files are then read again in a fresh pool, one at a time
 (``_crashed``): the one that kills its worker alone gets
-``ExtractError("extractor error: worker process died (killed by signal
-SIGSEGV) ...")``, the others their usual outcome. A file is read again at
-most once; a file alone in flight when its worker dies is not read again;
-after ``MAX_RESTARTS`` pool restarts in one run, the files in flight at a
-crash fail without a retry (the pool still restarts): ``engine.index.recovery``.
+``ExtractError("extractor-error", "extractor error: worker process died (killed
+by signal SIGSEGV) ...")``, the others their usual outcome. A file is read
+again at most once; a file alone in flight when its worker dies is not read
+again; after ``MAX_RESTARTS`` pool restarts in one run, the files in flight at
+a crash fail without a retry (the pool still restarts). Who is blamed is the
+pool's ``Recovery`` (``engine.index.recovery``); the pool restarts and queues.
 A file that broke a pool is never read in this process (it would kill the
 indexer); if no new pool can start, such files fail and the others are read here.
 
@@ -62,13 +63,13 @@ import shutil
 import tempfile
 import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from engine.errors import ExtractError
-from engine.index.recovery import MAX_RESTARTS, CrashRecovery
+from engine.index.recovery import Recovery, how_they_died
 from engine.values import ExtractedText
 
 if TYPE_CHECKING:
@@ -255,7 +256,7 @@ def _extract_here(
     return extract(Path(path), password, ocr, **_pages_kw(path, max_pages))
 
 
-class ExtractPool(CrashRecovery):
+class ExtractPool:
     """Outcomes of ``engine.extract.extract`` computed ahead in worker processes.
 
     Use as a context manager (``close`` ends the workers)::
@@ -268,11 +269,12 @@ class ExtractPool(CrashRecovery):
     Args:
         workers: worker processes (``worker_count(settings.extract_workers)``);
             1 means no pool, everything in this process.
+        ocr: ``engine.extract.ocr.OcrSettings`` for every extraction; None = off.
     """
 
     def __init__(self, workers: int, ocr: Any = None):
         self.workers = max(1, int(workers))
-        self.ocr = ocr  # engine.extract.ocr.OcrSettings for every extraction (i11); None = off
+        self.ocr = ocr
         self.max_pages = 0  # a PDF over this many pages raises TooLargeError (0 = unchecked)
         #: (chunk size, overlap): a file named with its content hash comes back as
         #: ``engine.index.rows.ReadyText`` (chunk rows built in the worker); None: ExtractedText.
@@ -289,13 +291,16 @@ class ExtractPool(CrashRecovery):
         self._ahead_bytes = 0
         self._broken = False
         self._order: dict[_Key, int] = {}  # the order the files will be asked (prefetch)
-        self._suspects: set[_Key] = set()  # in flight when a worker died: read again, alone (_crashed)
-        self._failed: dict[_Key, ExtractError] = {}  # killed its worker: the answer to give
-        self._restarts = 0
+        self._recovery = Recovery()  # who is blamed when a worker dies (_crashed)
         self._seq = 0
         #: Files extracted by a worker / in this process (for tests and the bench).
         self.in_workers = 0
         self.here = 0
+
+    @property
+    def restarts(self) -> int:
+        """Pools started again after a worker died, in this pool's life (for tests and the bench)."""
+        return self._recovery.restarts
 
     def __enter__(self) -> ExtractPool:
         return self
@@ -367,8 +372,9 @@ class ExtractPool(CrashRecovery):
             if self._inflight and (tasks >= AHEAD_TASKS * self.workers or self._ahead_bytes >= MAX_AHEAD_BYTES):
                 return
             key = self._next_key()
-            running = self._running() if self._suspects else set()
-            if running and (key in self._suspects or running & self._suspects):
+            suspects = self._recovery.suspects
+            running = self._running() if suspects else set()
+            if running and (key in suspects or running & suspects):
                 return  # a file read again after a crash runs alone (_crashed)
             self._queue.remove(key)
             self._queued.discard(key)
@@ -379,20 +385,24 @@ class ExtractPool(CrashRecovery):
         """Hand ``key`` (taken off the queue) to the workers; False when the pool broke
         meanwhile (``key`` is queued again, the pool restarted: ``_crashed``) or failed."""
         parts = self._parts(key)
+        executor = self._executor
+        if executor is None:
+            self._requeue([key])
+            return False
         try:
             if parts == 1:
                 h = self._hashes.get(key)
                 rows = (h, *self.chunking) if h and self.chunking else None
-                futures = [self._executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
+                futures = [executor.submit(_extract_in_worker, *key, self.ocr, self.max_pages, rows)]
             else:
                 join = self._join_for(key)
                 futures = [
-                    self._executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts, self.max_pages, join)
+                    executor.submit(_extract_part_in_worker, *key, self.ocr, k, parts, self.max_pages, join)
                     for k in range(parts)
                 ]
         except BrokenProcessPool as e:  # a worker died before this file was handed out
             self._requeue([key])
-            if self._restarts > 2 * MAX_RESTARTS:  # pools that break with nothing in flight: stop
+            if self._recovery.too_many_restarts():  # pools that break with nothing in flight: stop
                 self._give_up(e)
             else:
                 self._crashed()
@@ -411,7 +421,7 @@ class ExtractPool(CrashRecovery):
         run on one core), while at least ``workers`` files handed out in their turn are
         still to be collected (the indexer's next file is always among them)."""
         head = self._queue[0]
-        if self._parts(head) > 1 or self._suspects:
+        if self._parts(head) > 1 or self._recovery.suspects:
             return head
         early = sum(1 for k in self._inflight if k in self._early)
         if len(self._inflight) - early < self.workers:
@@ -442,12 +452,7 @@ class ExtractPool(CrashRecovery):
         self._broken = True
         self._queue.clear()
         self._queued.clear()
-        for k in self._suspects:  # in flight when a worker died: never read in this process
-            self._failed[k] = ExtractError(
-                "extractor error: worker process died with this file in flight; "
-                f"not read again: the worker pool could not start again ({e})"
-            )
-        self._suspects.clear()
+        self._recovery.give_up(e)  # in flight when a worker died: never read in this process
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
@@ -458,7 +463,7 @@ class ExtractPool(CrashRecovery):
         key = (str(path), password)
         futures = self._inflight.get(key)
         if futures is None:  # read again alone after a crash: waits for the running tasks
-            return key in self._suspects and key in self._queued
+            return key in self._recovery.suspects and key in self._queued
         return not all(f.done() for f in futures)
 
     def extract(
@@ -478,13 +483,14 @@ class ExtractPool(CrashRecovery):
                 ``ExtractError`` (from the re-run in this process).
         """
         key = (str(path), password)
-        if key in self._suspects and key in self._queued and key not in self._inflight:
+        if key in self._recovery.suspects and key in self._queued and key not in self._inflight:
             self._alone(key)  # in flight when a worker died: read again alone, never here
-        if key in self._failed:  # it killed its worker
+        failure = self._recovery.take_failure(key)
+        if failure is not None:  # it killed its worker
             self._forget(key)
             self.in_workers += 1
             self._top_up()
-            raise self._failed.pop(key)
+            raise failure
         futures = self._inflight.get(key)
         if futures is None and self._queue and self._queue[0] == key and self._executor is not None:
             self._top_up()  # its turn, held back while a file read again after a crash ran alone
@@ -521,7 +527,7 @@ class ExtractPool(CrashRecovery):
         self._sizes.pop(key, None)
         self._hashes.pop(key, None)
         self._early.discard(key)
-        self._suspects.discard(key)
+        self._recovery.forget(key)
         self._order.pop(key, None)
 
     def _joined(self, answers: list[tuple[str, Any]]) -> tuple[str, Any]:
@@ -551,6 +557,64 @@ class ExtractPool(CrashRecovery):
                 with contextlib.suppress(OSError):
                     os.unlink(v)
 
+    # -- a worker died ------------------------------------------------------------------
+    def _running(self) -> set[_Key]:
+        """Files with a task not finished in a worker."""
+        return {k for k, fs in self._inflight.items() if not all(f.done() for f in fs)}
+
+    def _requeue(self, keys: Iterable[_Key]) -> None:
+        """Put ``keys`` back in the queue, at their place in the order they will be asked."""
+        order = self._order.get
+        back = sorted((k for k in keys if k not in self._queued), key=lambda k: order(k, 0))
+        if not back:
+            return
+        head = []  # only the queue's first files can come before them: a crash costs no pass over the queue
+        while self._queue and order(self._queue[0], 0) < order(back[-1], 0):
+            head.append(self._queue.popleft())
+        self._queue.extendleft(reversed(sorted(head + back, key=lambda k: order(k, 0))))
+        self._queued.update(back)
+
+    def _crashed(self) -> None:
+        """A worker died and the pool broke: blame, restart, and hand the files again.
+
+        The files whose tasks were not finished (their futures hold
+        ``BrokenProcessPool``) are the ones in flight; ``Recovery.blame`` says
+        which fail now and which are queued again at their place, each to be
+        handed out alone (``_top_up``, ``_alone``). A fresh pool is started; if
+        it cannot start, ``_give_up``."""
+        executor, self._executor = self._executor, None
+        procs = list((getattr(executor, "_processes", None) or {}).values())
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)  # the broken pool's thread ends, every future set
+        hit = sorted(
+            (k for k, fs in self._inflight.items() if any(_broke(f) for f in fs)),
+            key=lambda k: self._order.get(k, 0),
+        )
+        for k in hit:
+            self._inflight.pop(k)
+            self._ahead_bytes -= self._ahead_weight(k)
+        self._requeue(self._recovery.blame(hit, how_they_died(procs)))
+        try:
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("fork")
+            )
+        except (OSError, ValueError, RuntimeError) as e:
+            self._give_up(e)
+
+    def _alone(self, key: _Key) -> None:
+        """Hand out the suspect ``key`` (queued, asked now) alone: wait until no task is
+        running (a crash meanwhile is handled: ``_crashed``), then submit it."""
+        while self._executor is not None and key in self._queued:
+            running = [f for k in self._running() for f in self._inflight[k]]
+            if running:
+                wait(running, return_when=FIRST_EXCEPTION)
+                if any(_broke(f) for f in running):
+                    self._crashed()
+                continue
+            self._queue.remove(key)
+            self._queued.discard(key)
+            self._submit(key)
+
     def close(self) -> None:
         """End the workers (outcomes not asked for are dropped)."""
         executor, self._executor = self._executor, None
@@ -560,8 +624,7 @@ class ExtractPool(CrashRecovery):
         self._sizes.clear()
         self._hashes.clear()
         self._early.clear()
-        self._suspects.clear()
-        self._failed.clear()
+        self._recovery.clear()
         self._order.clear()
         self._ahead_bytes = 0
         if executor is not None:
@@ -569,3 +632,8 @@ class ExtractPool(CrashRecovery):
         spill_dir, self._spill_dir = self._spill_dir, None
         if spill_dir is not None:
             shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _broke(f: Future) -> bool:
+    """True when ``f`` ended with ``BrokenProcessPool`` (its worker died)."""
+    return f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool)

@@ -1,16 +1,16 @@
-"""Crash recovery of ``engine.index.pool``: a worker that dies fails only the file that killed it.
+"""Crash bookkeeping of ``engine.index.pool``: a worker that dies fails only the file that killed it.
 
-Owns: ``CrashRecovery`` (a mixin of ``ExtractPool``: its ``_executor``,
-``_inflight``, ``_queue``, ``_queued``, ``_order``, ``_suspects``, ``_failed``,
-``_restarts``, ``_submit``, ``_give_up``, ``_ahead_weight``), ``MAX_RESTARTS``.
-When a worker process dies (a segfault in the PDF library, a kill by the
-kernel), ``ProcessPoolExecutor`` sets ``BrokenProcessPool`` on every task not
-finished. ``_crashed`` then starts a fresh pool and queues those files again
-at their place; each is handed out alone (no other task running), so the one
-that kills its worker again is known, and fails with the crash named
-(``_how_they_died``: signal or exit code). A file is read again at most once
-(a file alone in flight, or already read again, is not), so a storm of crashes
-costs at most two pool starts per crashing file, linear in the run.
+Owns: ``Recovery`` (the crash state one ``ExtractPool`` owns: the files under
+suspicion, the failures to give, the pool restarts of the run),
+``how_they_died`` and ``MAX_RESTARTS``. When a worker process dies (a
+segfault in the PDF library, a kill by the kernel), ``ProcessPoolExecutor``
+sets ``BrokenProcessPool`` on every task not finished. The pool then asks
+``Recovery.blame`` which of the files in flight fail now and which are read
+again, each alone (no other task running), so the one that kills its worker
+again is known and fails with the crash named (signal or exit code). A file
+is read again at most once (a file alone in flight, or already read again,
+is not), so a storm of crashes costs at most two pool starts per crashing
+file, linear in the run.
 
 Imports ``engine.errors`` only; no store, no face (streamlit, mcp, argparse).
 """
@@ -18,28 +18,30 @@ Imports ``engine.errors`` only; no store, no face (streamlit, mcp, argparse).
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import signal
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Iterable
+from typing import Any
 
 from engine.errors import ExtractError
 
-__all__ = ["CrashRecovery", "MAX_RESTARTS"]
+__all__ = ["Recovery", "MAX_RESTARTS", "MAX_POOL_STARTS", "how_they_died"]
 
-log = logging.getLogger("engine.index.pool")
+log = logging.getLogger(__name__)
 
 #: Pools started again after a worker died, per run, with the files in flight read again one
 #: at a time; after this many, the files in flight at a crash fail without a second read.
 MAX_RESTARTS = 100
+#: Pool restarts in a run after which a pool that breaks before any file is handed out
+#: is given up (extraction goes on in the indexer's process); a fixed number, not
+#: lowered with ``MAX_RESTARTS``.
+MAX_POOL_STARTS = 2 * MAX_RESTARTS
 
+#: A file the pool reads: ``(path, password)``.
 _Key = tuple[str, Any]
 
 
-def _how_they_died(procs: list[Any]) -> str:
-    """``"killed by signal SIGSEGV"`` / ``"exit code 139"`` for the workers of a broken
-    pool that ended on their own (the pool terminates the others: SIGTERM), or
+def how_they_died(procs: list[Any]) -> str:
+    """``"killed by signal SIGSEGV"`` / ``"exit code 139"`` for the worker processes of a
+    broken pool that ended on their own (the pool terminates the others: SIGTERM), or
     ``"cause unknown"``."""
     codes = [p.exitcode for p in procs if getattr(p, "exitcode", None) not in (None, 0)]
     own = [c for c in codes if c != -signal.SIGTERM] or codes
@@ -55,64 +57,43 @@ def _how_they_died(procs: list[Any]) -> str:
     return ", ".join(said) or "cause unknown"
 
 
-class CrashRecovery:
-    """What ``ExtractPool`` does when a worker dies (see the module docstring); a mixin."""
+class Recovery:
+    """The crash state of one ``ExtractPool`` (see the module docstring).
 
-    def _running(self) -> set[_Key]:
-        """Files with a task not finished in a worker."""
-        return {k for k, fs in self._inflight.items() if not all(f.done() for f in fs)}
+    Attributes:
+        suspects: files in flight when a worker died, to be read again alone.
+        restarts: pools started again after a crash in this run.
+    """
 
-    def _requeue(self, keys: Iterable[_Key]) -> None:
-        """Put ``keys`` back in the queue, at their place in the order they will be asked."""
-        order = self._order.get
-        back = sorted((k for k in keys if k not in self._queued), key=lambda k: order(k, 0))
-        if not back:
-            return
-        head = []  # only the queue's first files can come before them: a crash costs no pass over the queue
-        while self._queue and order(self._queue[0], 0) < order(back[-1], 0):
-            head.append(self._queue.popleft())
-        self._queue.extendleft(reversed(sorted(head + back, key=lambda k: order(k, 0))))
-        self._queued.update(back)
+    def __init__(self) -> None:
+        self.suspects: set[_Key] = set()
+        self.restarts = 0
+        self._failed: dict[_Key, ExtractError] = {}
 
-    def _crashed(self) -> None:
-        """A worker died and the pool broke: blame, restart, and hand the files again.
+    def blame(self, hit: list[_Key], how: str) -> list[_Key]:
+        """A worker died with ``hit`` in flight (in the order they will be asked): count the
+        restart and decide. One file alone (or one already read again), or any after
+        ``MAX_RESTARTS`` restarts, fails with the crash named; the others become suspects.
 
-        The files whose tasks were not finished (their futures hold
-        ``BrokenProcessPool``) are the ones in flight. One alone (or one already
-        read again: a suspect), or any after ``MAX_RESTARTS`` restarts, fails with
-        the crash named; the others become suspects, queued again at their place,
-        each to be handed out alone (``_top_up``, ``_alone``). A fresh pool is
-        started; if it cannot start, ``_give_up``."""
-        executor, self._executor = self._executor, None
-        procs = list((getattr(executor, "_processes", None) or {}).values())
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)  # the broken pool's thread ends, every future set
-        how = _how_they_died(procs)
-        hit = sorted(
-            (
-                k
-                for k, fs in self._inflight.items()
-                if any(f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool) for f in fs)
-            ),
-            key=lambda k: self._order.get(k, 0),
-        )
-        self._restarts += 1
+        Returns:
+            The suspects to queue again, each to be handed out alone.
+        """
+        self.restarts += 1
         retry = []
         for k in hit:
-            self._inflight.pop(k)
-            self._ahead_bytes -= self._ahead_weight(k)
-            if len(hit) == 1 or k in self._suspects:
-                self._suspects.discard(k)
+            if len(hit) == 1 or k in self.suspects:
+                self.suspects.discard(k)
                 self._failed[k] = ExtractError(
-                    f"extractor error: worker process died ({how}) while reading this file alone"
+                    "extractor-error", f"extractor error: worker process died ({how}) while reading this file alone"
                 )
-            elif self._restarts > MAX_RESTARTS:
+            elif self.restarts > MAX_RESTARTS:
                 self._failed[k] = ExtractError(
+                    "extractor-error",
                     f"extractor error: worker process died ({how}) with {len(hit)} files in flight, this one "
-                    f"among them; not read again: more than {MAX_RESTARTS} worker crashes in this run"
+                    f"among them; not read again: more than {MAX_RESTARTS} worker crashes in this run",
                 )
             else:
-                self._suspects.add(k)
+                self.suspects.add(k)
                 retry.append(k)
         log.warning(
             "an extraction worker died (%s) with %d files in flight: %d read again one at a time",
@@ -120,26 +101,31 @@ class CrashRecovery:
             len(hit),
             len(retry),
         )
-        self._requeue(retry)
-        try:
-            self._executor = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("fork")
-            )
-        except (OSError, ValueError, RuntimeError) as e:
-            self._give_up(e)
+        return retry
 
-    def _alone(self, key: _Key) -> None:
-        """Hand out the suspect ``key`` (queued, asked now) alone: wait until no task is
-        running (a crash meanwhile is handled: ``_crashed``), then submit it."""
-        while self._executor is not None and key in self._queued:
-            running = [f for k in self._running() for f in self._inflight[k]]
-            if running:
-                wait(running, return_when=FIRST_EXCEPTION)
-                if any(
-                    f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool) for f in running
-                ):
-                    self._crashed()
-                continue
-            self._queue.remove(key)
-            self._queued.discard(key)
-            self._submit(key)
+    def too_many_restarts(self) -> bool:
+        """True when pools keep breaking with nothing in flight (over ``MAX_POOL_STARTS`` restarts)."""
+        return self.restarts > MAX_POOL_STARTS
+
+    def give_up(self, e: BaseException) -> None:
+        """No new pool: every suspect fails (it is never read in the indexer's process)."""
+        for k in self.suspects:
+            self._failed[k] = ExtractError(
+                "extractor-error",
+                "extractor error: worker process died with this file in flight; "
+                f"not read again: the worker pool could not start again ({e})",
+            )
+        self.suspects.clear()
+
+    def take_failure(self, key: _Key) -> ExtractError | None:
+        """The failure to give for ``key`` (it killed its worker), once; else None."""
+        return self._failed.pop(key, None)
+
+    def forget(self, key: _Key) -> None:
+        """``key`` was answered: no longer a suspect."""
+        self.suspects.discard(key)
+
+    def clear(self) -> None:
+        """Drop every suspect and failure (the pool closes); ``restarts`` stays counted."""
+        self.suspects.clear()
+        self._failed.clear()

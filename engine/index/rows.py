@@ -9,8 +9,8 @@ SQLite row JSON (``engine.store.sqlite.rows.chunk_params``), what a worker of
 only writes), ``RowChunks`` (the ``Sequence[Chunk]`` the indexer hands to
 ``replace_document`` for rows made in a worker: the SQLite store takes its
 INSERT parameters as they are; any other reader gets ``Chunk`` values decoded
-from the same rows) and ``WindowChunks`` (the same fast path for a file read
-in the indexer's process: parameters made chunk by chunk, no list held).
+from the same rows). A file chunked in the indexer's process from its windows
+is handed over as ``engine.index.files.LazyChunks``.
 
 The rows are made by the very functions the in-process path uses (``chunk_text``,
 ``LazyChunks``, ``chunk_params``), so a file indexed from a worker stores
@@ -29,19 +29,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
-from engine.chunk import chunk_id, chunk_plain, chunk_text
+from engine.chunk import PlainWindow, chunk_id, chunk_plain, chunk_text
 from engine.extract.common import gc_paused
 from engine.values import Chunk, Collection, ExtractedText, WordArray
 from engine.index.files import HashedFile, LazyChunks
 from engine.store.fts import is_cjk
 from engine.store.sqlite.rows import box_json, chunk_of, chunk_params
 
-__all__ = ["ReadyText", "ready_text", "chunk_rows", "RowChunks", "WindowChunks", "wants_rows"]
+__all__ = ["ReadyText", "ready_text", "chunk_rows", "RowChunks", "wants_rows"]
 
 #: A chunk row: (chunk_index, chunk_id, start, end, page, page_label, bbox JSON,
 #: regions JSON, metadata JSON), the ``CHUNK_COLUMNS`` a file's chunks differ in.
-Row = tuple
+Row = tuple[Any, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +114,11 @@ def chunk_rows(ex: ExtractedText, content_hash: str, size: int, overlap: int) ->
         return _plain_rows(ex.text, chunk_plain(ex, size, overlap), content_hash, labels)
 
 
-def _plain_rows(text: str, plain: list[tuple], content_hash: str, labels: dict[int, str]) -> tuple[Row, ...]:
+def _plain_rows(text: str, plain: list[PlainWindow], content_hash: str, labels: dict[int, str]) -> tuple[Row, ...]:
     """``chunk_plain`` windows -> ``Row``s, byte-identical to ``_row(chunk_params(c))`` of the
     ``LazyChunks`` chunk of each window without OCR'd pages (no ``Chunk``, ``Region`` or
     ``Bbox`` made: tests/index/test_index_rows.py compares both)."""
-    rows = []
+    rows: list[Row] = []
     for index, start, end, page, box, regions in plain:
         if box is None:
             rows.append((index, chunk_id(content_hash, text[start:end]), start, end, None, None, None, None, None))
@@ -134,7 +135,7 @@ def _plain_rows(text: str, plain: list[tuple], content_hash: str, labels: dict[i
                 start,
                 end,
                 page,
-                labels.get(page),
+                labels.get(page) if page is not None else None,
                 bj,
                 "[" + parts + "]",
                 None,
@@ -148,7 +149,7 @@ def _row(p: tuple) -> Row:
     return (p[2], p[3], p[5], p[6], p[8], p[9], p[10], p[11], p[12])
 
 
-class RowChunks(Sequence):
+class RowChunks(Sequence[Chunk]):
     """One file's chunks from ready rows: what the indexer stores.
 
     ``sqlite_params(key)`` yields the SQLite INSERT parameters (``CHUNK_COLUMNS``
@@ -167,7 +168,13 @@ class RowChunks(Sequence):
     def __len__(self) -> int:
         return len(self._rows)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Chunk: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Chunk]: ...
+
+    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         return chunk_of(self._params(self._rows[i]))
@@ -211,43 +218,3 @@ class RowChunks(Sequence):
     def has_cjk(self) -> bool:
         """True when a chunk holds a CJK character (the windows cover the whole text)."""
         return bool(self._rows) and is_cjk(self._text)
-
-
-class WindowChunks(Sequence):
-    """One file's chunks made here on demand from its windows (``LazyChunks``), with the
-    SQLite fast path of ``RowChunks``: ``sqlite_params`` gives ``chunk_params`` of each
-    chunk as it is made (no list of rows held: a huge file read in this process keeps the
-    memory it had), ``has_cjk`` one scan of the text.
-
-    Args:
-        chunks: the file's ``LazyChunks``.
-        key: ``(collection_path, file_path)`` of the file.
-        text: the file's extracted text.
-    """
-
-    def __init__(self, chunks: LazyChunks, key: tuple[str, str], text: str):
-        self._chunks, self._key, self._text = chunks, key, text
-
-    def __len__(self) -> int:
-        return len(self._chunks)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        return self._chunks[i]
-
-    def __iter__(self) -> Iterator[Chunk]:
-        return iter(self._chunks)
-
-    def sqlite_params(self, key: tuple[str, str]) -> Iterator[tuple]:
-        """INSERT parameters (``CHUNK_COLUMNS`` order), as ``RowChunks.sqlite_params``.
-
-        Raises:
-            ValueError: the chunks belong to another (collection, file) than ``key``.
-        """
-        if self._key != key:
-            raise ValueError(f"chunks of {self._key[1]!r} given for {key[1]!r}")
-        for c in self._chunks:
-            yield chunk_params(c)
-
-    def has_cjk(self) -> bool:
-        """True when a chunk holds a CJK character (the windows cover the whole text)."""
-        return len(self._chunks) > 0 and is_cjk(self._text)

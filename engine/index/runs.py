@@ -19,9 +19,8 @@ Summary keys (camelCase, JSON-able)::
     seconds, startedAt, finishedAt
 
 There is no top-level ``skipped``: files skipped with a reason are
-``counts.skipped`` / ``skippedFiles``. Records saved before this carry a
-top-level ``skipped`` that meant ``unchanged``; readers fall back to it only
-when ``unchanged`` is missing (``unchanged_of``).
+``counts.skipped`` / ``skippedFiles``. A stored record without ``unchanged``
+carries that count as a top-level ``skipped``; ``unchanged_of`` reads either.
 
 ``status``: ``running`` (saved at the start), ``finished`` (with
 ``cancelRequested: true`` and a ``message`` when the cancel request came
@@ -89,7 +88,7 @@ def new_summary(force: bool, collections: list[str], started_at: str) -> dict[st
 
 def unchanged_of(summary: dict[str, Any]) -> int:
     """Files the hash gate passed over in a run: ``unchanged``, or the top-level
-    ``skipped`` of a record saved by an older version (it meant the same)."""
+    ``skipped`` of a record without ``unchanged`` (the same count under that key)."""
     if "unchanged" in summary:
         return int(summary["unchanged"] or 0)
     return int(summary.get("skipped") or 0)
@@ -121,7 +120,7 @@ def _alive(pid: int) -> bool:
 def run_outcome(run: dict[str, Any] | None) -> dict[str, Any] | None:
     """The last run record as shown to people.
 
-    A record without ``status`` (an older index) is ``finished``. A ``running``
+    A record without ``status`` is ``finished``. A ``running``
     record written on this host by a process that no longer exists is
     ``interrupted`` (killed, power loss): what it committed stays, the next
     run carries on. A ``running`` record of another host is shown as is.

@@ -1,19 +1,16 @@
 """The indexer's text pass: hash-gate, extract, re-check, chunk and commit each file.
 
-Owns: ``TextPass``, the part of ``engine.index.indexer.Indexer`` that skips files
-whose content hash, settings and (for encrypted PDFs) password are
-unchanged, extracts the rest once per duplicate content *and* extractor
-(``engine.index.pool`` reads ahead in worker processes), re-checks the
-hash after extraction (``changed-during-read``), chunks (``engine.chunk``),
-and writes outcomes in groups of about ``BATCH_SECONDS`` of work
-(``prepare`` / ``commit``, the per-file seam); ``SUMMARY_CHARS``.
-``TextPass`` is a mixin of ``Indexer`` (uses its ``store``, ``settings``,
-``limits``, ``_ocr``, ``_passwords``, ``_add``, ``_check_cancel``,
-``_retrying`` and ``WalkPass._mark_stale`` / ``_clear_stale``). Moved out
-of ``engine.index.indexer`` unchanged; ``engine.index.indexer`` re-exports ``SUMMARY_CHARS``
-and ``BATCH_SECONDS``. Imports ``engine.extract`` (on first use),
-``engine.chunk``, ``engine.index.files``, ``engine.index.runs``, ``engine.values`` and
-``engine.index.walk_pass``; never a face (streamlit, mcp, argparse).
+Owns: ``TextPass``: it skips files whose content hash, settings and (for
+encrypted PDFs) password are unchanged, extracts the rest once per duplicate
+content *and* extractor (``engine.index.pool`` reads ahead in worker
+processes), re-checks the hash after extraction (``changed-during-read``),
+chunks (``engine.chunk``), and writes outcomes in groups of about
+``BATCH_SECONDS`` of work (``prepare`` / ``commit``, the per-file seam);
+``SUMMARY_CHARS``. Reason codes come from the ``ExtractError`` raised
+(``code``, ``run_code``), never from its message. Imports ``engine.extract``
+(on first use), ``engine.chunk``, ``engine.index.files``,
+``engine.index.gate``, ``engine.index.context``, ``engine.index.runs`` and
+``engine.values``; never a face (streamlit, mcp, argparse).
 """
 
 from __future__ import annotations
@@ -24,24 +21,28 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, cast
 
-from engine.index.gate import settings_key
 from engine.chunk import chunk_text
-from engine.errors import EncryptedError, ExtractError, TooLargeError, UnsupportedFileError
+from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
 from engine.extract.common import gc_paused
-from engine.extract.reasons import reason_code
-from engine.index.walk_pass import file_hash
-from engine.values import Document, ExtractedText
-from engine.index.files import HashedFile, LazyChunks, Prepared, code_of, read_code
+from engine.extract.limits import Limits
+from engine.extract.ocr import OcrSettings
+from engine.index.context import RunContext
+from engine.index.files import HashedFile, LazyChunks, Prepared, read_code
+from engine.index.gate import file_hash, settings_key
 from engine.index.runs import record
+from engine.values import Chunk, Document, ExtractedText
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from engine.index.pool import ExtractPool
     from engine.index.rows import ReadyText
 
 __all__ = ["TextPass", "SUMMARY_CHARS", "BATCH_SECONDS"]
 
-log = logging.getLogger("engine.index.indexer")  # the indexer's logger, as before the move
+log = logging.getLogger(__name__)
 
 #: Characters of text kept as a document's summary.
 SUMMARY_CHARS = 300
@@ -49,29 +50,45 @@ SUMMARY_CHARS = 300
 #: most about this long; readers are never blocked).
 BATCH_SECONDS = 1.0
 
-
-def _password_key(password: str | None, content_hash: str) -> str:
-    """Which password a failed encrypted file was tried with: a per-file salted
-    digest (the password itself is never stored)."""
-    return hashlib.sha256(f"{content_hash}\0{password or ''}".encode("utf-8")).hexdigest()[:16]
+#: Duplicate key of a file: its bytes, its extractor (suffix) and the password it is read with.
+_Key = tuple[str, str, str | None]
 
 
 class TextPass:
-    """Gate, extract, chunk and commit each hashed file (a mixin of
-    ``engine.index.indexer.Indexer``; its only state is the run's extract pool)."""
+    """Gate, extract, chunk and commit each hashed file of one run.
 
-    # -- the text pass -----------------------------------------------------------------
-    def _is_current(self, f: HashedFile) -> bool:
-        if (f.collection.collection_path, f.file_path) in self._current:
-            return True  # same hash and settings, a plain row: WalkPass._settle saw it (one read per collection)
-        doc = self.store.get_document(f.collection.collection_path, f.file_path)
-        if doc is None or doc.content_hash != f.content_hash or doc.settings_key != settings_key(self.settings):
+    Args:
+        ctx: the run (store, settings, summary, cancel flag, progress).
+        limits: the file limits, checked before a file is extracted.
+        ocr: OCR settings for every extraction.
+
+    Its own state: the collections' resolved passwords (this run only, in
+    memory) and, while ``run`` reads files, the extract pool.
+    """
+
+    def __init__(self, ctx: RunContext, limits: Limits, ocr: OcrSettings):
+        self._ctx = ctx
+        self._limits = limits
+        self._ocr = ocr
+        self._key = settings_key(ctx.settings)
+        self._passwords: dict[str, str | None] = {}  # collectionPath -> resolved password
+        self._pool: ExtractPool | None = None
+
+    # -- the gate ----------------------------------------------------------------------
+    def _is_current(self, f: HashedFile, current: set[tuple[str, str]]) -> bool:
+        """True when the stored row of ``f`` passes the hash gate (``current``: rows the
+        walk already found passing, read no more)."""
+        cp = f.collection.collection_path
+        if (cp, f.file_path) in current:
+            return True
+        doc = self._ctx.store.get_document(cp, f.file_path)
+        if doc is None or doc.content_hash != f.content_hash or doc.settings_key != self._key:
             return False
         # An encrypted file is retried once its collection's password changes.
         if doc.status == "failed" and doc.metadata.get("encrypted"):
-            return doc.metadata.get("passwordKey") == _password_key(self._password(f), f.content_hash)
+            return bool(doc.metadata.get("passwordKey") == _password_key(self._password(f), f.content_hash))
         if (doc.metadata or {}).get("stale"):
-            self._clear_stale(doc)  # readable again and unchanged
+            self._ctx.clear_stale(doc)  # readable again and unchanged
         return True
 
     def _password(self, f: HashedFile) -> str | None:
@@ -84,17 +101,29 @@ class TextPass:
             self._passwords[cp] = resolve_password(f.collection.password_ref)
         return self._passwords[cp]
 
-    def _cache_key(self, f: HashedFile) -> tuple[str, str, str | None]:
+    def _cache_key(self, f: HashedFile) -> _Key:
         """Duplicate cache key: the bytes, the extractor (by suffix) and the password it is read with."""
         return (f.content_hash, f.suffix, self._password(f) if f.suffix == ".pdf" else None)
 
-    def _text_pass(
-        self, files: list[HashedFile], force: bool, summary: dict, emit: Callable[[dict], None], t0: float
-    ) -> None:
-        remaining: dict[tuple, int] = {}
+    # -- the pass ------------------------------------------------------------------------
+    def run(self, files: list[HashedFile], force: bool, current: set[tuple[str, str]]) -> None:
+        """Gate, extract, chunk and store ``files`` (in order), counting each outcome.
+
+        Args:
+            files: the walk's hashed files.
+            force: re-extract every file, ignoring the gate.
+            current: files the walk found passing the gate (``WalkPass.current``).
+
+        Raises:
+            RunCancelled: a cancel request reached a file boundary (what was committed stays).
+            StoreBusyError: the writer lock stayed busy for ``lock_wait_s``.
+        """
+        ctx = self._ctx
+        summary = ctx.summary
+        remaining: dict[_Key, int] = {}
         todo = []
         for f in files:
-            if not force and self._is_current(f):
+            if not force and self._is_current(f, current):
                 summary["unchanged"] += 1
                 summary["counts"]["unchanged"] += 1
                 continue
@@ -103,59 +132,62 @@ class TextPass:
             remaining[key] = remaining.get(key, 0) + 1
         if not todo:  # nothing to read: no pool, and the pool's modules stay unimported
             return
-        cache: dict[tuple, ExtractedText | ExtractError] = {}
+        cache: dict[_Key, ExtractedText | ReadyText | ExtractError] = {}
         total = len(files)
         done = summary["unchanged"]
         group: list[Prepared] = []
         started = time.perf_counter()
-        self._pool = self._extract_pool(todo)  # worker processes extract ahead; this process stores
+        pool = self._pool = self._extract_pool(todo)  # worker processes extract ahead; this process stores
         try:
             for f in todo:
-                self._check_cancel()
-                if group and self._pool.would_wait(str(Path(f.path)), self._password(f)):
+                ctx.check_cancel()
+                if group and pool.would_wait(str(Path(f.path)), self._password(f)):
                     # the next file is still being read by a worker: write the group now
-                    self.commit(group, summary)
+                    self.commit(group)
                     group = []
                     started = time.perf_counter()
                 group.append(self.prepare(f, cache, remaining))
                 done += 1
-                emit(
+                ctx.emit(
                     {
                         "phase": "extract",
                         "done": done,
                         "total": total,
                         "file": f"{f.collection.collection_path}/{f.file_path}",
-                        "elapsedS": round(time.perf_counter() - t0, 3),
+                        "elapsedS": ctx.elapsed_s(),
                     }
                 )
                 # Files are committed in groups of up to BATCH_SECONDS of work: one
                 # commit per group instead of per file (each file is still atomic).
                 if time.perf_counter() - started >= BATCH_SECONDS:
-                    self.commit(group, summary)
+                    self.commit(group)
                     group = []
                     started = time.perf_counter()
         finally:
-            self._pool.close()
+            pool.close()
             self._pool = None
             if group:
-                self.commit(group, summary)
+                self.commit(group)
 
-    def _extract_pool(self, todo: list[HashedFile]):
+    def _extract_pool(self, todo: list[HashedFile]) -> ExtractPool:
         """An ``ExtractPool`` told to extract ahead the first file of each duplicate key
         that passes the limits (a file over a limit is never extracted)."""
         from engine.extract.limits import check_limits
         from engine.index.pool import ExtractPool, worker_count
 
+        settings = self._ctx.settings
+
         def admitted(f: HashedFile) -> bool:
             try:
-                return check_limits(f.path, f.size_bytes, f.suffix, self.limits, pdf_pages=False) is None
+                check_limits(f.path, f.size_bytes, f.suffix, self._limits, pdf_pages=False)
             except Exception:  # refused or unreadable: _extract reports it, in this process
                 return False
+            return True
 
-        pool = ExtractPool(worker_count(self.settings.extract_workers), self._ocr)
-        pool.max_pages = self.limits.max_pages  # checked on the document each worker opens
+        pool = ExtractPool(worker_count(settings.extract_workers), self._ocr)
+        pool.max_pages = self._limits.max_pages  # checked on the document each worker opens
         if self._takes_rows():  # workers chunk and build the rows too: this process only writes
-            pool.chunking = (self.settings.chunk_size, self.settings.chunk_overlap)
+            pool.chunking = (settings.chunk_size, settings.chunk_overlap)
         if pool.workers > 1:
             firsts = {id(f) for f in {self._cache_key(f): f for f in reversed(todo)}.values()}
             pool.prefetch(
@@ -165,7 +197,12 @@ class TextPass:
             )
         return pool
 
-    def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:
+    def prepare(
+        self,
+        f: HashedFile,
+        cache: dict[_Key, ExtractedText | ReadyText | ExtractError] | None = None,
+        remaining: dict[_Key, int] | None = None,
+    ) -> Prepared:
         """One hashed file -> its outcome, with no store write (the per-file seam).
 
         Checks the limits, extracts (once per duplicate key while ``cache``
@@ -223,40 +260,37 @@ class TextPass:
 
         try:
             # a PDF's page count is checked by the extractor on the document it opens (one open)
-            check_limits(f.path, f.size_bytes, f.suffix, self.limits, pdf_pages=False)
-            pool = getattr(self, "_pool", None)  # engine.index.pool: the same outcome, maybe from a worker
-            if pool is not None:
+            check_limits(f.path, f.size_bytes, f.suffix, self._limits, pdf_pages=False)
+            if self._pool is not None:  # engine.index.pool: the same outcome, maybe from a worker
                 # the pool carries OCR, max_pages and the chunk settings
-                return pool.extract(Path(f.path), self._password(f), f.content_hash)
-            pages = {"max_pages": self.limits.max_pages} if f.suffix == ".pdf" and self.limits.max_pages else {}
-            return extract(Path(f.path), self._password(f), self._ocr, **pages)
+                return self._pool.extract(Path(f.path), self._password(f), f.content_hash)
+            max_pages = self._limits.max_pages if f.suffix == ".pdf" else 0
+            return extract(Path(f.path), self._password(f), self._ocr, max_pages=max_pages)
         except ExtractError as e:
             return e
         except OSError as e:
-            return ExtractError(f"cannot read: {e.strerror or e}")
+            return ExtractError("unreadable", f"cannot read: {e.strerror or e}")
         except Exception as e:  # a library bug on one file must not stop the run
             log.exception("extracting %s failed", f.path)
-            return ExtractError(f"extractor error: {type(e).__name__}: {e}")
+            return ExtractError("extractor-error", f"extractor error: {type(e).__name__}: {e}")
 
     def _prepared(self, f: HashedFile, outcome: ExtractedText | ReadyText | ExtractError) -> Prepared:
         # the row builders only once a file was read: an unchanged run never imports them
-        from engine.index.rows import ReadyText, RowChunks, WindowChunks, chunk_rows
+        from engine.index.rows import ReadyText, RowChunks, chunk_rows
 
+        settings = self._ctx.settings
+        size, overlap = settings.chunk_size, settings.chunk_overlap
         ready = None
         if isinstance(outcome, ReadyText):  # chunk rows built by an extract worker
             ready, outcome = outcome, outcome.extracted
-            if (ready.content_hash, ready.size, ready.overlap) != (
-                f.content_hash,
-                self.settings.chunk_size,
-                self.settings.chunk_overlap,
-            ):
+            if (ready.content_hash, ready.size, ready.overlap) != (f.content_hash, size, overlap):
                 raise ValueError(f"chunk rows of {f.file_path!r} were built for other bytes or settings")
         cp = f.collection.collection_path
-        base = dict(
+        base: dict[str, Any] = dict(
             collection_path=cp,
             file_path=f.file_path,
             content_hash=f.content_hash,
-            settings_key=settings_key(self.settings),
+            settings_key=self._key,
             size_bytes=f.size_bytes,
             last_modified=f.last_modified,
             indexed_at=time.time(),
@@ -267,55 +301,51 @@ class TextPass:
             and not outcome.pages
             and outcome.metadata.get("repaired")
         ):
-            outcome = ExtractError("corrupt: truncated or damaged PDF (MuPDF repaired it to 0 pages)")
+            outcome = ExtractError("corrupt", "corrupt: truncated or damaged PDF (MuPDF repaired it to 0 pages)")
         if isinstance(outcome, ExtractedText) and outcome.metadata.get("ocrUnavailable"):
-            # trial6 #2: OCR could not run (no language data); OCR text stored before for
-            # these bytes is kept, stale with the reason, rather than replaced by less
-            old = self.store.get_document(cp, f.file_path)
+            # OCR could not run (no language data): OCR text stored before for these
+            # bytes is kept, stale with the reason, rather than replaced by less
+            old = self._ctx.store.get_document(cp, f.file_path)
             if old is not None and old.content_hash == f.content_hash and (old.metadata or {}).get("ocrPages"):
                 return Prepared(f, "stale", "ocr-unavailable", outcome.metadata["ocrUnavailable"]["reason"])
         if isinstance(outcome, UnsupportedFileError):
-            return Prepared(f, "skipped", "unsupported-type", outcome.reason, drop=True)
-        if isinstance(outcome, (TooLargeError,)) or (
-            isinstance(outcome, ExtractError) and code_of(outcome) == "unreadable"
-        ):
-            return Prepared(f, "skipped", code_of(outcome), outcome.reason)
+            return Prepared(f, "skipped", outcome.run_code, outcome.reason, drop=True)
+        if isinstance(outcome, ExtractError) and outcome.run_code in ("too-large", "unreadable"):
+            return Prepared(f, "skipped", outcome.run_code, outcome.reason)
         if isinstance(outcome, ExtractError):
-            meta: dict[str, Any] = {"code": code_of(outcome), "reasonCode": reason_code("failed", outcome.reason)}
+            meta: dict[str, Any] = {"code": outcome.run_code, "reasonCode": outcome.code}
             if isinstance(outcome, EncryptedError):
                 meta.update(encrypted=True, passwordKey=_password_key(self._password(f), f.content_hash))
             doc = Document(
                 **base, file_type=f.suffix.lstrip("."), status="failed", reason=outcome.reason, metadata=meta
             )
-            return Prepared(f, "failed", meta["code"], outcome.reason, doc)
+            return Prepared(f, "failed", outcome.run_code, outcome.reason, doc)
         ex = outcome
         meta = dict(ex.metadata)
         if ex.notes:
             meta["notes"] = list(ex.notes)
         if not ex.text.strip():  # empty means empty: no chunk for whitespace
             reason = "; ".join(ex.notes) or "no text"
-            meta["reasonCode"] = reason_code("empty", reason)
+            meta["reasonCode"] = ex.metadata.get("reasonCode") or "no-text"
             doc = Document(
                 **base, file_type=ex.file_type, status="empty", reason=reason, page_count=len(ex.pages), metadata=meta
             )
             return Prepared(f, "empty", None, reason, doc)
+        meta.pop("reasonCode", None)  # a document with text has no reason code
         text = ex.text
+        chunks: Sequence[Chunk]
         if ready is not None:  # rows built by a worker
-            chunks: Any = RowChunks(f, text, ready.rows)
+            chunks = RowChunks(f, text, ready.rows)
         elif self._takes_rows() and ex.file_type == "pdf" and not ex.metadata.get("ocrPages"):
             # the SQLite store: a PDF's rows made here without a Bbox/Region per line (smaller
             # than its windows); other files stream their rows from the windows below
-            chunks = RowChunks(
-                f, text, chunk_rows(ex, f.content_hash, self.settings.chunk_size, self.settings.chunk_overlap)
-            )
+            chunks = RowChunks(f, text, chunk_rows(ex, f.content_hash, size, overlap))
         else:  # read here (or joined from page ranges): Chunk values made on demand
             labels = {p.number: p.label for p in ex.pages if p.label}
             with gc_paused():  # thousands of acyclic boxes and windows: nothing for the collector
-                windows = chunk_text(ex, self.settings.chunk_size, self.settings.chunk_overlap)
+                windows = chunk_text(ex, size, overlap)
             ocr_pages = {int(k): v for k, v in (ex.metadata.get("ocrPages") or {}).items()}
             chunks = LazyChunks(f, text, windows, labels, ocr_pages)
-            if self._takes_rows():  # the SQLite store: INSERT parameters as each chunk is made
-                chunks = WindowChunks(chunks, (cp, f.file_path), text)
         doc = Document(
             **base,
             file_type=ex.file_type,
@@ -331,41 +361,49 @@ class TextPass:
 
     def _takes_rows(self) -> bool:
         """True when the store takes ready chunk rows (``engine.index.rows``; the SQLite store)."""
-        return bool(self.store.takes_chunk_rows)
+        return bool(self._ctx.store.takes_chunk_rows)
 
-    def commit(self, group: list[Prepared], summary: dict) -> None:
+    # -- the store ---------------------------------------------------------------------
+    def commit(self, group: list[Prepared]) -> None:
         """Write a group of outcomes in one store batch (retried while the writer
-        lock is busy), then count them in ``summary``.
+        lock is busy), then count them in the run's summary.
 
         Raises:
             StoreBusyError: the writer lock stayed busy for ``lock_wait_s``.
         """
+        ctx = self._ctx
 
         def write() -> None:
-            with self.store.batch(), gc_paused():  # chunk rows are acyclic: no collector passes
+            with ctx.store.batch(), gc_paused():  # chunk rows are acyclic: no collector passes
                 for p in group:
                     self._store_one(p)
 
-        self._retrying(write)
+        ctx.retrying(write)
         for p in group:
             cp, fp = p.file.collection.collection_path, p.file.file_path
-            entry = record(cp, fp, p.code, p.reason or "")
-            self._add(summary, p.kind, entry)
+            ctx.add(p.kind, record(cp, fp, p.code, p.reason or ""))
             if p.kind == "indexed":
-                summary["indexed"] += 1
-                summary["chunksWritten"] += len(p.chunks)
+                ctx.summary["indexed"] += 1
+                ctx.summary["chunksWritten"] += len(p.chunks)
 
     def _store_one(self, p: Prepared) -> None:
+        store = self._ctx.store
         cp, fp = p.file.collection.collection_path, p.file.file_path
         if p.drop:
-            if self.store.get_document(cp, fp) is not None:
-                self.store.remove_document(cp, fp)
+            if store.get_document(cp, fp) is not None:
+                store.remove_document(cp, fp)
             return
         if p.document is None:
-            old = self.store.get_document(cp, fp)
+            old = store.get_document(cp, fp)
             if old is not None and p.code == "gone":  # vanished since the walk: really gone
-                self.store.remove_document(cp, fp)
+                store.remove_document(cp, fp)
             elif old is not None and p.code:  # kept, marked stale with the reason
-                self._mark_stale(old, p.code, p.reason or "")
+                self._ctx.mark_stale(old, p.code, p.reason or "")
             return
-        self.store.replace_document(p.document, p.text, p.chunks)  # type: ignore[arg-type]
+        store.replace_document(p.document, p.text, cast("list[Chunk]", p.chunks))  # a Sequence the stores iterate
+
+
+def _password_key(password: str | None, content_hash: str) -> str:
+    """Which password a failed encrypted file was tried with: a per-file salted
+    digest (the password itself is never stored)."""
+    return hashlib.sha256(f"{content_hash}\0{password or ''}".encode("utf-8")).hexdigest()[:16]

@@ -1,74 +1,44 @@
 """The indexer's walk: list collection roots, classify and hash every entry, settle the rest.
 
-Owns: ``file_hash`` (the ``content_hash``), ``hashes_in_order`` (the
-walk's hashes, read ahead on two threads for a large collection), ``walk``,
-and ``WalkPass``, the
-part of ``engine.index.indexer.Indexer`` that walks each root (``engine.index.walk``),
-gives every entry that is not a supported, readable regular file its reason
-code (skipped), hashes the others into ``HashedFile``s, and settles the
-stored documents the walk did not index this time: kept and marked stale
-with the reason while the file exists, removed only when it is gone
-(ENOENT). While it settles a collection it notes the files whose stored row
-already passes the hash gate (``_current``), so the text pass reads no row
-again for them. ``WalkPass`` is a mixin of ``Indexer`` (uses its ``store``,
-``settings``, ``limits``, ``_add``, ``_check_cancel`` and ``_retrying``). Moved out of
-``engine.index.indexer`` unchanged; ``engine.index.indexer`` re-exports ``file_hash`` and
-``walk``. Imports ``engine.index.walk``, ``engine.index.files``, ``engine.paths``,
-``engine.index.runs``, ``engine.values`` and ``engine.extract`` (on first use);
-never a face (streamlit, mcp, argparse).
+Owns: ``hashes_in_order`` (the walk's content hashes, read ahead on two
+threads for a large collection), ``walk``, and ``WalkPass``: it walks each
+root (``engine.index.walk``), gives every entry that is not a supported,
+readable regular file its reason code (skipped), hashes the others into
+``HashedFile``s (``engine.index.gate.file_hash``), and settles the stored
+documents the walk did not index this time: kept and marked stale with the
+reason while the file exists, removed only when it is gone (ENOENT). While
+it settles a collection it notes the files whose stored row already passes
+the hash gate (``WalkPass.current``), so the text pass reads no row again
+for them. Imports ``engine.index.walk``, ``engine.index.gate``,
+``engine.index.files``, ``engine.index.context``, ``engine.paths``,
+``engine.index.runs``, ``engine.values`` and ``engine.extract`` (on first
+use); never a face (streamlit, mcp, argparse).
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from engine.index.gate import settings_key
-from engine.values import Collection, Document
+from engine.extract.limits import Limits
+from engine.index.context import RunContext
 from engine.index.files import HashedFile, read_code
+from engine.index.gate import file_hash, settings_key
+from engine.values import Collection
 from engine.paths import os_name
 from engine.index.runs import record
 from engine.index.walk import Entry, walk_entries
 
-__all__ = ["WalkPass", "file_hash", "hashes_in_order", "walk", "HASH_THREADS"]
+__all__ = ["WalkPass", "hashes_in_order", "walk", "HASH_THREADS"]
 
-_HASH_BLOCK_BYTES = 1 << 18
-#: One read buffer per thread, reused by every ``file_hash`` call of that thread: a fresh
-#: 1 MiB ``bytes`` per read cost ~20% of hashing the 100-file bench corpus (allocation and
-#: page faults), more than the copy itself.
-_BUFFERS = threading.local()
 #: Seconds between two walk/hash progress events.
 _PROGRESS_EVERY_S = 0.2
-
-
-def file_hash(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of the file's bytes (the ``content_hash``).
-
-    Opened non-blocking and checked to be a regular file first, so a FIFO put
-    in a file's place after the walk fails instead of blocking the run.
-
-    Raises:
-        OSError: the file cannot be read, or is no longer a regular file.
-    """
-    h = hashlib.sha256()
-    buf = getattr(_BUFFERS, "view", None)
-    if buf is None:
-        buf = _BUFFERS.view = memoryview(bytearray(_HASH_BLOCK_BYTES))
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with open(fd, "rb", buffering=0) as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "no longer a regular file", os.fspath(path))
-        while n := f.readinto(buf):
-            h.update(buf[:n])
-    return h.hexdigest()
 
 
 #: Threads hashing ahead of the walk's classification (the gate's sha256 runs at ~1.5 GB/s
@@ -92,14 +62,14 @@ def _hash_batch(paths: list[str]) -> list[str | OSError]:
     return out
 
 
-def hashes_in_order(items: list[tuple[str, int]], threads: int = HASH_THREADS) -> Iterator[str | OSError]:
+def hashes_in_order(items: list[tuple[str, int]], threads: int = HASH_THREADS) -> Generator[str | OSError, None, None]:
     """``file_hash`` of each ``(path, size_bytes)`` in order, hashed ahead on ``threads``
     threads when there is enough to hash (the content hash stays the gate: every file
     is read in full).
 
     Yields:
         One hex digest per item, in order, or the ``OSError`` that reading that file
-        raised (so the caller classifies it exactly as before). At most ``2 * threads``
+        raised (the caller reports it for that file, as a sequential read would). At most ``2 * threads``
         batches (up to 64 files or ~4 MiB each) run ahead; closing the generator (a cancelled scan) cancels
         the rest and waits only for the batches already being read.
     """
@@ -164,40 +134,56 @@ class _Scan:
 
 
 class WalkPass:
-    """Walk, classify and hash, then settle unindexed documents (a mixin of
-    ``engine.index.indexer.Indexer``; its only state is this run's ``_current``: the
-    ``(collectionPath, filePath)`` of files whose stored row passes the gate as it is)."""
+    """Walk, classify and hash, then settle unindexed documents.
+
+    Args:
+        ctx: the run (store, settings, summary, cancel flag, progress).
+        limits: the run's file limits (``max_file_bytes`` is checked before hashing).
+
+    Attributes:
+        current: ``(collectionPath, filePath)`` of the files whose stored row passes
+            the hash gate as it is (filled by ``scan``; the text pass reads no row for them).
+    """
+
+    def __init__(self, ctx: RunContext, limits: Limits):
+        self._ctx = ctx
+        self._limits = limits
+        self.current: set[tuple[str, str]] = set()
 
     # -- walk and hash -------------------------------------------------------------
-    def _scan(
-        self, targets: list[Collection], summary: dict, emit: Callable[[dict], None], t0: float
-    ) -> list[HashedFile]:
+    def scan(self, targets: list[Collection]) -> list[HashedFile]:
         """Walk every root, classify every entry, hash regular files; keep (stale)
-        or remove the documents the walk did not index this time."""
+        or remove the documents the walk did not index this time.
+
+        Returns:
+            The hashed files of every collection, in walk order.
+
+        Raises:
+            RunCancelled: a cancel request reached a file boundary.
+            StoreBusyError: the writer lock stayed busy for ``lock_wait_s``.
+        """
         from engine.extract import SUPPORTED_SUFFIXES
 
-        self._current = set()  # (collectionPath, filePath) whose stored row passes the gate as it is
+        self.current = set()
         files: list[HashedFile] = []
         found = 0
         last = 0.0
         for coll in targets:
             scan = _Scan()
             try:
-                entries = list(self._walk(coll.root, emit, t0, found))
+                entries = list(self._walk(coll.root, found))
             except OSError as e:
-                self._root_unlisted(coll, e, summary)
+                self._root_unlisted(coll, e)
                 continue
             found += len(entries)
-            mfb = self.limits.max_file_bytes
+            mfb = self._limits.max_file_bytes
             picked = [(e.os_path, e.size_bytes) for e in entries if _to_hash(e, SUPPORTED_SUFFIXES, mfb)]
             hashes = hashes_in_order(picked)
             try:  # each digest travels with its path: _classify checks it hashes the entry it is at
-                last = self._classify(
-                    coll, entries, zip((p for p, _ in picked), hashes), scan, summary, emit, t0, found, len(files), last
-                )
+                last = self._classify(coll, entries, zip((p for p, _ in picked), hashes), scan, found, len(files), last)
             finally:
                 hashes.close()  # a cancelled scan: no more files are read ahead
-            self._settle(coll, scan, summary)
+            self._settle(coll, scan)
             files.extend(scan.files)
         return files
 
@@ -207,9 +193,6 @@ class WalkPass:
         entries: list[Entry],
         hashes: Iterator[tuple[Any, str | OSError]],
         scan: _Scan,
-        summary: dict,
-        emit: Callable[[dict], None],
-        t0: float,
         found: int,
         before: int,
         last: float,
@@ -221,28 +204,25 @@ class WalkPass:
         (``perf_counter``), returned updated."""
         from engine.extract import SUPPORTED_SUFFIXES
 
+        ctx = self._ctx
+        summary = ctx.summary
         cp = coll.collection_path
         for entry in entries:
             summary["filesSeen"] += 1
-            self._check_cancel()
+            ctx.check_cancel()
             if entry.code is not None:
                 if entry.is_dir:
                     scan.blocked[entry.file_path] = (entry.code, entry.message)
                 scan.stale[entry.file_path] = (entry.code, entry.message)
-                self._add(summary, "skipped", record(cp, entry.file_path, entry.code, entry.message))
+                ctx.add("skipped", record(cp, entry.file_path, entry.code, entry.message))
                 continue
             suffix = os.path.splitext(entry.file_path)[1].lower()
             if suffix not in SUPPORTED_SUFFIXES:
-                self._add(
-                    summary,
-                    "skipped",
-                    record(
-                        cp, entry.file_path, "unsupported-type", f"unsupported file type: {suffix or '(no suffix)'}"
-                    ),
-                )
+                why = f"unsupported file type: {suffix or '(no suffix)'}"
+                ctx.add("skipped", record(cp, entry.file_path, "unsupported-type", why))
                 scan.seen.add(entry.file_path)
                 continue
-            mfb = self.limits.max_file_bytes
+            mfb = self._limits.max_file_bytes
             if mfb and entry.size_bytes > mfb:
                 from engine.extract.limits import human_bytes
 
@@ -251,20 +231,18 @@ class WalkPass:
                     f"(CHUNKNAV_MAX_FILE_BYTES) = {human_bytes(mfb)}"
                 )
                 scan.stale[entry.file_path] = ("too-large", msg)
-                self._add(summary, "skipped", record(cp, entry.file_path, "too-large", msg))
+                ctx.add("skipped", record(cp, entry.file_path, "too-large", msg))
                 continue
             path, digest = next(hashes, (None, None))
             if path != entry.os_path:  # _to_hash and the checks above disagree: never pair a wrong hash
                 raise RuntimeError(f"walk and hash out of step at {cp}/{entry.file_path}")
-            try:
-                if isinstance(digest, OSError):
-                    raise digest
-            except OSError as e:
+            if not isinstance(digest, str):
+                e = digest if isinstance(digest, OSError) else OSError(errno.EIO, "no hash")
                 code = read_code(e)
                 msg = f"cannot read: {e.strerror or e}"
                 if code == "unreadable":
                     scan.stale[entry.file_path] = (code, msg)
-                self._add(summary, "skipped", record(cp, entry.file_path, code, msg))
+                ctx.add("skipped", record(cp, entry.file_path, code, msg))
                 continue
             scan.seen.add(entry.file_path)
             scan.files.append(
@@ -276,48 +254,50 @@ class WalkPass:
             now = time.perf_counter()
             if now - last >= _PROGRESS_EVERY_S:
                 last = now
-                emit(
+                ctx.emit(
                     {
                         "phase": "hash",
                         "done": before + len(scan.files),
                         "total": found,
                         "file": f"{cp}/{entry.file_path}",
                         "bytesHashed": summary["bytesHashed"],
-                        "elapsedS": round(now - t0, 3),
+                        "elapsedS": round(now - ctx.t0, 3),
                     }
                 )
         return last
 
-    def _walk(self, root: str, emit: Callable[[dict], None], t0: float, before: int) -> Iterator[Entry]:
+    def _walk(self, root: str, before: int) -> Iterator[Entry]:
         """``walk_entries`` with walk progress events (files found so far)."""
+        ctx = self._ctx
         last = 0.0
         for n, entry in enumerate(walk_entries(root), 1):
             now = time.perf_counter()
             if now - last >= _PROGRESS_EVERY_S:
                 last = now
-                emit(
+                ctx.emit(
                     {
                         "phase": "walk",
                         "done": before + n,
                         "total": 0,
                         "file": entry.file_path,
-                        "elapsedS": round(now - t0, 3),
+                        "elapsedS": round(now - ctx.t0, 3),
                     }
                 )
-                self._check_cancel()
+                ctx.check_cancel()
             yield entry
 
-    def _root_unlisted(self, coll: Collection, error: OSError, summary: dict) -> None:
+    def _root_unlisted(self, coll: Collection, error: OSError) -> None:
         """A collection root that cannot be listed this time (vanished, unmounted, not a
         folder: ``root-missing``; permission denied, I/O error: ``unreadable``): one
         ``rootErrors`` entry ``{collectionPath, root, code, reason}`` for the root, and
         every stored document of the collection kept (text, chunks, vectors) and listed
         ``stale`` with the root's code and reason. Nothing is removed."""
+        ctx = self._ctx
         cp = coll.collection_path
         code = "root-missing" if error.errno in (errno.ENOENT, errno.ENOTDIR) else "unreadable"
-        docs = self.store.documents(cp)
+        docs = ctx.store.documents(cp)
         why = f"collection root {coll.root} cannot be listed: {error.strerror or error}"
-        summary.setdefault("rootErrors", []).append(
+        ctx.summary.setdefault("rootErrors", []).append(
             {
                 "collectionPath": cp,
                 "root": coll.root,
@@ -326,18 +306,20 @@ class WalkPass:
             }
         )
         for doc in docs:
-            self._check_cancel()
-            self._mark_stale(doc, code, why)
-            self._add(summary, "stale", record(cp, doc.file_path, code, why))
+            ctx.check_cancel()
+            ctx.mark_stale(doc, code, why)
+            ctx.add("stale", record(cp, doc.file_path, code, why))
 
-    def _settle(self, coll: Collection, scan: _Scan, summary: dict) -> None:
+    def _settle(self, coll: Collection, scan: _Scan) -> None:
         """Stored documents not (re)indexed from this walk: stale with the reason
         when the file exists but cannot be read; removed only when it is gone (ENOENT,
         or a folder now stands at its path: the file it was is gone)."""
+        ctx = self._ctx
+        store = ctx.store
         cp = coll.collection_path
         hashed = {f.file_path: f for f in scan.files}
-        key = settings_key(self.settings)
-        for doc in self.store.documents(cp):
+        key = settings_key(ctx.settings)
+        for doc in store.documents(cp):
             fp = doc.file_path
             if fp in scan.seen:
                 f = hashed.get(fp)
@@ -349,8 +331,8 @@ class WalkPass:
                     and not (doc.status == "failed" and meta.get("encrypted"))
                     and not meta.get("stale")
                 ):
-                    # the hash gate's answer from this row: TextPass._is_current reads no row again
-                    self._current.add((cp, f.file_path))
+                    # the hash gate's answer from this row: the text pass reads no row again
+                    self.current.add((cp, f.file_path))
                 continue
             why = (
                 None
@@ -365,39 +347,12 @@ class WalkPass:
                 except OSError as e:
                     gone = read_code(e) == "gone"
                     why = ("unreadable", f"cannot stat: {e.strerror or e}")
-            if gone:  # the file is gone (ENOENT, or a folder of the same name replaced it)
-                self._retrying(lambda: self.store.remove_document(cp, fp))
-                summary["removed"] += 1
-                summary["counts"]["removed"] += 1
+            if gone or why is None:  # the file is gone (ENOENT, or a folder of the same name replaced it)
+                ctx.retrying(lambda: store.remove_document(cp, fp))
+                ctx.summary["removed"] += 1
+                ctx.summary["counts"]["removed"] += 1
                 continue
-            self._mark_stale(doc, *why)
+            ctx.mark_stale(doc, *why)
             if fp in scan.stale:  # the walk counted it skipped: a kept document is stale only (one class)
-                self._unskip(summary, cp, fp)
-            self._add(summary, "stale", record(cp, fp, why[0], why[1]))
-
-    @staticmethod
-    def _unskip(summary: dict, cp: str, fp: str) -> None:
-        """Take back the ``skipped`` count of ``cp``/``fp`` (it is counted ``stale`` instead)."""
-        for key in ("skippedFiles", "unsupported"):
-            kept = [e for e in summary[key] if (e["collectionPath"], e["filePath"]) != (cp, fp)]
-            if key == "skippedFiles":
-                summary["counts"]["skipped"] -= len(summary[key]) - len(kept)
-            summary[key] = kept
-
-    def _mark_stale(self, doc: Document, code: str, message: str) -> None:
-        """Keep the document, its chunks and vectors; note why its file was not read."""
-        stale = {"code": code, "reason": message}
-        if (doc.metadata or {}).get("stale", {}).get("code") == code:
-            return  # already marked: no rewrite
-        meta = {**(doc.metadata or {}), "stale": {**stale, "since": time.time()}}
-        self._set_metadata(doc, meta)
-
-    def _clear_stale(self, doc: Document) -> None:
-        self._set_metadata(doc, {k: v for k, v in (doc.metadata or {}).items() if k != "stale"})
-
-    def _set_metadata(self, doc: Document, meta: dict) -> None:
-        """Write ``doc``'s new metadata with the store's ``set_document_metadata`` (one row on
-        SQLite and Postgres). A collection root that vanished marks every document: a rewrite
-        of each would cost as much as indexing them again."""
-        cp, fp = doc.collection_path, doc.file_path
-        self._retrying(lambda: self.store.set_document_metadata(cp, fp, meta))
+                ctx.unskip(cp, fp)
+            ctx.add("stale", record(cp, fp, why[0], why[1]))

@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 from engine.tools import envelopes as E
 from engine.errors import PathEscapeError
-from engine.extract.reasons import reason_code
 from engine.values import Chunk
 from engine.paths import document_path, resolve_inside
 from engine.search.query import form_found, forms_found, other_forms
@@ -273,7 +272,7 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
 def _no_text(out: dict[str, Any], doc) -> None:
     """``found: false`` fields of a failed / encrypted / empty document: its
     ``status``, the recorded ``reasonCode`` and the recorded reason in ``message``."""
-    code = doc.metadata.get("reasonCode") or reason_code(doc.status, doc.reason)
+    code = doc.metadata.get("reasonCode")
     out["status"] = doc.status
     if code:
         out["reasonCode"] = code
@@ -473,7 +472,7 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     }
     if d.reason:
         out["reason"] = d.reason
-    code = d.metadata.get("reasonCode") or reason_code(d.status, d.reason)
+    code = d.metadata.get("reasonCode")
     if code:
         out["reasonCode"] = code
     return out  # type: ignore[return-value]

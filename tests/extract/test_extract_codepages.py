@@ -1,7 +1,7 @@
 """Which code page a non-UTF-8 text file is read in (engine/extract/text.py ``decode``,
 engine/extract/codepages.py ``choose_latin``), over a table of real sentences in many
 languages, each encoded with Python's codecs in the code page people write it in
-(sentences written for this test). Trial 6 #1: Latin-1 French / Portuguese text came back as
+(sentences written for this test). Latin-1 French / Portuguese text must not be read as
 cp1250 (``crčme``, ``situaçăo``) with confidence 1.00 and no low-confidence note."""
 
 from __future__ import annotations
@@ -138,8 +138,8 @@ def test_corpus_text_recoded_reads_back(name, codec):
         assert d.notes[-1].startswith("low-confidence decoding as")
 
 
-def test_trial_latin1_files_are_cp1252_with_an_honest_confidence():
-    """The trial's three files: Windows-1252 (a superset of Latin-1 on these bytes), and
+def test_latin1_files_are_cp1252_with_an_honest_confidence():
+    """Three Latin-1 French / Portuguese texts: Windows-1252 (a superset of Latin-1 on these bytes), and
     the confidence stays high because no other code page's text is one language's."""
     for text in (TABLE[0][2], TABLE[1][2], TABLE[3][2]):
         d = decode(text.encode("latin-1"))
@@ -156,9 +156,8 @@ def test_genuine_central_european_text_stays_cp1250():
 
 
 def test_text_the_detector_gives_up_on_is_still_read_by_its_alphabet(tmp_path):
-    """verify6 D4: charset-normalizer finds no encoding for this Polish cp1250 text (its
-    ``best()`` is None), which was stored as latin-1 with C1 controls; the alphabet rule
-    reads it, and bytes no language writes stay latin-1 with the low-confidence note."""
+    """charset-normalizer finds no encoding for this Polish cp1250 text (its ``best()`` is
+    None; read as latin-1 it would hold C1 controls); the alphabet rule reads it, and bytes no language writes stay latin-1 with the low-confidence note."""
     from charset_normalizer import from_bytes
 
     text = "Zażółć gęślą jaźń. Łódź jest dużym miastem w Polsce, mówił Paweł.\n" * 3
@@ -201,9 +200,9 @@ def test_c1_controls_rule_out_iso_pages_and_symbols_inside_words_count():
     assert c.encoding == "cp1250" and c.runner_up_encoding == "cp1252" and c.runner_up_misfits >= 6
 
 
-def test_trial_files_are_found_by_their_words(tmp_path):
-    """Trial 6 #1 end to end: indexed, ``crème`` and ``très`` are found (they were stored as
-    ``crčme`` / ``trčs``)."""
+def test_latin1_files_are_found_by_their_words(tmp_path):
+    """End to end: indexed, ``crème`` and ``très`` are found (never stored as ``crčme`` /
+    ``trčs``)."""
     root = tmp_path / "enc2"
     root.mkdir()
     (root / "pt_latin1.txt").write_bytes(TABLE[3][2].encode("latin-1"))

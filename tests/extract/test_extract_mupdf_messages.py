@@ -1,4 +1,4 @@
-"""MuPDF's messages (trial 6 #3): never on stdout (``chunknav index --json`` stays one JSON
+"""MuPDF's messages: never on stdout (``chunknav index --json`` stays one JSON
 document, in the indexing process and in the extraction workers), and what MuPDF said about a
 file it had to repair becomes the document's note, so a truncated PDF that lost text is listed
 "indexed with notes" instead of passing as whole.

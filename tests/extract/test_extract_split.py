@@ -1,5 +1,5 @@
 """A PDF read in page ranges and joined equals one read; the page limit checked on the
-document opened for reading equals the separate check (issue 15, idx)."""
+document opened for reading equals the separate check."""
 
 from __future__ import annotations
 

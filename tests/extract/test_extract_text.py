@@ -114,7 +114,7 @@ def test_utf16_without_bom_and_binary_named_txt(tmp_path):
 
 
 def test_stored_text_is_nfkc_with_lf_line_ends_and_nothing_else(tmp_path):
-    """README "What the stored text is" (trial 6 #6): line ends -> LF, then NFKC; no other
+    """README "What the stored text is": line ends -> LF, then NFKC; no other
     change (leading/trailing spaces, tabs and a control character stay)."""
     raw = (
         "  Area is x² + y² = r²; ① first; the ﬁnal oﬃce;\tｶﾀｶﾅ; H₂O; ½ cup; ™ Ⅻ\r\n"
@@ -127,3 +127,24 @@ def test_stored_text_is_nfkc_with_lf_line_ends_and_nothing_else(tmp_path):
         "10 km ... 5 μm, café,\x07 end  \nlast"
     )
     assert x.notes == () and x.metadata["encoding"] == "utf-8"
+
+
+@pytest.mark.parametrize(
+    "name, data, code",
+    [
+        ("empty.txt", b"", "empty-file"),
+        ("blank.md", b" \n\t \r\n", "only-whitespace"),
+        ("words.txt", b"some words", None),
+    ],
+)
+def test_the_reader_says_why_a_text_is_empty(tmp_path, name, data, code):
+    """The reason code of an empty text is set by its reader (never read back from a note)."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    assert extract(path).metadata.get("reasonCode") == code
+
+
+@pytest.mark.parametrize("name, code", [("issue18986.pdf", "no-pages"), ("test_4090.pdf", "no-text-layer")])
+def test_the_pdf_reader_says_why_a_pdf_has_no_text(name, code):
+    x = extract(Path(__file__).resolve().parents[1] / "corpus" / "edge" / name)
+    assert x.text == "" and x.metadata["reasonCode"] == code

@@ -1,4 +1,4 @@
-"""OCR languages without Tesseract data (trial 6 #2): a scan indexed before must not lose its
+"""OCR languages without Tesseract data: a scan indexed before must not lose its
 text when ``CHUNKNAV_OCR_LANGUAGES`` names a language whose data is not installed. Some
 languages usable: OCR with those, a note naming the missing ones. None usable: the stored
 OCR text is kept, stale with the reason ``ocr-unavailable``.
@@ -106,7 +106,7 @@ def test_indexed_scan_keeps_its_text_when_no_language_has_data(tmp_path):
     finally:
         engine.close()
 
-    # the trial's command: a second language without data -> still read (with eng), noted
+    # a second language without data -> still read (with eng), noted
     engine = _engine(tmp_path, "eng+xqz")
     try:
         s = engine.run_index()
@@ -150,7 +150,7 @@ def test_indexed_scan_keeps_its_text_when_no_language_has_data(tmp_path):
 
 
 def test_never_ocrd_scan_without_language_data_is_empty(tmp_path):
-    """Nothing stored before: the scan is ``empty`` with the note (as before), not stale."""
+    """Nothing stored before: the scan is ``empty`` with the note, not stale."""
     engine = _scan_collection(tmp_path, "fresh", "xqz")
     try:
         s = engine.run_index()

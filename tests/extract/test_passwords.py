@@ -1,6 +1,6 @@
 """PDF passwords: tried as given, then SASLprep-normalised (RFC 4013); the index stores only a
-reference (env:NAME / file:/path), never the password; a plain password an older index
-stored is blanked on open (SQLite here; Postgres in tests/store/test_postgres.py when configured);
+reference (env:NAME / file:/path), never the password; a plain password found in a store
+is blanked on open (SQLite here; Postgres in tests/store/test_postgres.py when configured);
 ``index_status`` never shows a password."""
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_cli_refuses_a_plain_password(tmp_path, capsys):
 
 
 def test_legacy_plain_password_blanked_on_open_on_every_store(store, store_backend, tmp_path):
-    """Both stores: a plain password written by an older version is blanked when the store
+    """Both stores: a plain password found in the collections table is blanked when the store
     opens again; references survive; the schema keeps working (add/list collections)."""
     from engine.values import Collection
 

@@ -1,6 +1,6 @@
 """The compiled PDF word walker (engine/extract/_pdfwords.c) reads every corpus page exactly
 as PyMuPDF's ``get_text("words")``, and the reader gives the same ``ExtractedText`` with it
-as without it (issue 15, cpu)."""
+as without it."""
 
 from __future__ import annotations
 

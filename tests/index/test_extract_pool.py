@@ -277,7 +277,7 @@ for f, name in ((whole, "_extract_in_worker"), (part, "_extract_part_in_worker")
 _close = P.ExtractPool.close
 counts = {}
 def close(self):
-    counts.update(here=self.here, in_workers=self.in_workers, restarts=self._restarts)
+    counts.update(here=self.here, in_workers=self.in_workers, restarts=self.restarts)
     _close(self)
 P.ExtractPool.close = close
 import engine.index.recovery as C

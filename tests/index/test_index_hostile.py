@@ -234,7 +234,7 @@ def test_stale_marks_of_a_vanished_root_touch_only_the_document_rows(store, tmp_
 
 @pytest.mark.parametrize("how", ["vanished", "not-a-folder", "unreadable"])
 def test_a_root_that_cannot_be_listed_lists_every_document_stale_and_status_says_which_and_why(tree, how):
-    """trial6 #7: the documents of a vanished or unreadable root are stale with the root's reason;
+    """The documents of a vanished or unreadable root are stale with the root's reason;
     ``status`` (human and --json) names the collection and the reason; the next run recovers."""
     root = tree / "share"
     (root / "sub").mkdir(parents=True)
@@ -310,9 +310,9 @@ def test_a_root_that_cannot_be_listed_lists_every_document_stale_and_status_says
 
 @pytest.mark.parametrize("closed", [False, True])
 def test_a_file_replaced_by_a_folder_of_the_same_name_is_removed(tree, closed):
-    """trial6 #13: a folder at a document's path means its file is gone: the document goes
-    (it was kept stale forever, "the file exists but the walk did not reach it"); the folder's
-    own files are indexed, or, for a folder that cannot be entered, it is skipped."""
+    """A folder at a document's path means its file is gone: the document goes (it is not
+    kept stale as "the file exists but the walk did not reach it"); the folder's own files
+    are indexed, or, for a folder that cannot be entered, it is skipped."""
     root = tree / "gate"
     root.mkdir()
     (root / "b.txt").write_text("file becomes dir zqfolded", "utf-8")
@@ -520,7 +520,7 @@ def test_removing_a_collection_during_a_run_is_refused_and_orphans_are_repaired(
     assert eng.remove_collection("R") is True
     assert eng.store.documents() == []
     eng.close()
-    # orphans left by an older version (documents of a collection that is gone) go at open
+    # orphan rows (documents of a collection that is gone) go at open
     store = SqliteStore(settings.db)
     store.add_collection(Collection("X", str(root)))
     Indexer(store, settings).run()
@@ -573,7 +573,7 @@ def test_a_held_writer_lock_is_retried_then_the_run_stops_cleanly_with_its_summa
 
 
 def test_a_second_index_run_while_one_holds_the_lock_prints_an_index_busy_envelope(tmp_path):
-    """trial6 #14: ``chunknav index --json`` refused by a run in progress prints a JSON envelope
+    """``chunknav index --json`` refused by a run in progress prints a JSON envelope
     (``error: index-busy``) on stdout, the reason on stderr, exit 1, and changes nothing."""
     root = tmp_path / "root"
     root.mkdir()
@@ -687,7 +687,7 @@ def _big_text(path: Path, mib: int = 64) -> None:
 
 @pytest.mark.parametrize("after", [0, 20])
 def test_ctrl_c_during_a_big_file_is_cancelled_when_files_remain_and_said_when_none_do(tmp_path, after):
-    """trial6 #15: SIGINT while a big file is extracted: the file is finished (the boundary);
+    """SIGINT while a big file is extracted: the file is finished (the boundary);
     with files left the run is recorded ``cancelled`` with its counts (exit 1); with none left it
     is ``finished`` with ``cancelRequested`` and a message saying the stop came during the last file."""
     root = tmp_path / "root"
@@ -750,7 +750,7 @@ def test_a_killed_run_shows_as_interrupted_and_the_next_run_carries_on(tmp_path)
 
 def test_run_outcome_of_records():
     assert run_outcome(None) is None
-    assert run_outcome({"indexed": 1})["status"] == "finished"  # an older record
+    assert run_outcome({"indexed": 1})["status"] == "finished"  # a record without status
     alive = {"status": "running", "pid": os.getpid(), "host": os.uname().nodename}
     assert run_outcome(alive)["status"] == "running"
 
@@ -771,10 +771,17 @@ def test_status_into_a_closed_pipe_prints_no_traceback(tmp_path):
 
 
 def test_extract_error_codes_are_reason_codes():
-    from engine.index.files import code_of as _code_of
+    import pickle
 
-    assert _code_of(ExtractError("corrupt: x")) == "corrupt"
-    assert _code_of(TooLargeError("too-large: x")) == "too-large"
+    from engine.errors import RUN_CODE, ExtractCode, ExtractReason
+
+    assert ExtractError("corrupt", "corrupt: x").run_code == "corrupt"
+    assert TooLargeError("too-large", "too-large: x").run_code == "too-large"
+    assert set(RUN_CODE) == set(ExtractCode.__args__) and set(RUN_CODE.values()) <= set(REASON_CODES)
+    failed = {c for c, run in RUN_CODE.items() if run not in ("too-large", "unreadable", "unsupported-type")}
+    assert failed <= set(ExtractReason.__args__)  # a failed document records its code as reasonCode
+    e = pickle.loads(pickle.dumps(TooLargeError("too-large", "too-large: x")))  # crosses the worker processes
+    assert type(e) is TooLargeError and (e.code, e.reason, str(e)) == ("too-large", "too-large: x", "too-large: x")
     assert all(c == c.lower() and " " not in c for c in REASON_CODES)
 
 

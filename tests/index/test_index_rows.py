@@ -14,7 +14,7 @@ import pytest
 from engine.extract import extract
 from engine.extract.pdf import PdfPart, extract_pdf_part
 from engine.index.pool import ExtractPool, _extract_part_in_worker
-from engine.index.rows import ReadyText, RowChunks, WindowChunks, ready_text
+from engine.index.rows import ReadyText, RowChunks, ready_text
 from engine.values import Collection
 from engine.index.files import HashedFile, LazyChunks
 from engine.store.fts import is_cjk
@@ -56,12 +56,6 @@ def test_ready_rows_are_the_rows_of_the_chunks_made_here(path):
     assert rows.has_cjk() == any(is_cjk(c.chunk_text) for c in lazy)
     with pytest.raises(ValueError):
         list(rows.sqlite_params(("C/D", "other.pdf")))
-    here = WindowChunks(lazy, key, ex.text)  # made here: the same parameters, chunk by chunk
-    assert list(here.sqlite_params(key)) == list(rows.sqlite_params(key))
-    assert list(here) == list(lazy) and len(here) == len(lazy) and here[0] == lazy[0]
-    assert here.has_cjk() == rows.has_cjk()
-    with pytest.raises(ValueError):
-        list(here.sqlite_params(("C/D", "other.pdf")))
 
 
 def test_blank_text_and_repaired_empty_pdfs_have_no_rows():

@@ -1,4 +1,4 @@
-"""Lean ``chunknav index`` of an unchanged corpus (issue 15, start): correctness only, no timings.
+"""Lean ``chunknav index`` of an unchanged corpus: correctness only, no timings.
 
 The CLI builds only the subcommand ``argv`` names (``engine.faces.cli.command_in``): its parse,
 help and errors must equal the full parser's for every subcommand. The no-op run keeps

@@ -149,7 +149,6 @@ def test_engine_core_loads_without_streamlit_or_mcp():
         "engine.extract.html",
         "engine.extract.ocr",
         "engine.extract.pages",
-        "engine.extract.reasons",
         "engine.extract.saslprep",
         "engine.index.walk",
         "engine.index.runs",
@@ -168,6 +167,7 @@ def test_engine_core_loads_without_streamlit_or_mcp():
         "engine.store.sqlite.int8",  # issue 15, 1M row
         "engine.store.scan_share",  # hyb: a hybrid search's shared full scan
         "engine.index.walk_pass",
+        "engine.index.context",
         "engine.index.text_pass",  # split: engine.index.indexer by noun
         "engine.search.hybrid",  # split: engine.search.searcher by noun
         "engine.store.sqlite.search",  # split: engine.store.sqlite.store by noun
