@@ -11,7 +11,6 @@ document carries while its file cannot be read. Imports ``engine.errors``,
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
