@@ -90,7 +90,7 @@ class Region:
     ``rects``: the chunk's words on that page grouped into lines, one ``Bbox``
     per line in text order (0..1 of the displayed page, on the ``RECT_GRID``
     grid, corners rounded outwards); what a highlight draws. ``bbox`` is their
-    union. () for regions stored before line rectangles existed.
+    union. () when the region carries no line rectangles.
     """
 
     page: int

@@ -3,8 +3,7 @@
 Owns: ``make_snippet`` / ``make_snippets`` (about 240 characters of a chunk around
 the first query term that starts a word), ``shown_terms`` (the terms a snippet is
 placed by and the explorer marks: the query's terms without English stop words)
-and ``_first_start``. Split out of ``engine.search.searcher`` by noun (STYLE.md: modules
-under ~600 lines), which re-exports every name. Imports ``engine.store.fts`` only;
+and ``_first_start`` (``engine.search.searcher`` re-exports the public names). Imports ``engine.store.fts`` only;
 no face (streamlit, mcp, argparse).
 """
 

@@ -366,7 +366,7 @@ def _page_from_chunks(store, doc, offset: int, limit: int) -> str | None:
     """``text[offset:offset + limit]`` of a long indexed document, built from the chunks that
     overlap it (found by a binary search over ``chunk_index``: the windows are in text order,
     each ``chunk_text == text[start:end]``, every character in at least one), so paging a
-    200 MB document reads a few rows instead of its whole text (trial6 #17).
+    200 MB document reads a few rows instead of its whole text.
 
     Returns:
         The page, exactly the slice of the stored text; None to read the whole text instead:
@@ -500,7 +500,7 @@ LIST_LIMIT_DEFAULT = 200
 def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
     """Pages read by OCR as the extractor recorded them (``ocrPages``/``ocr_pages``), or None."""
     pages = meta.get("ocrPages", meta.get("ocr_pages"))
-    if isinstance(pages, dict):  # i11 records {"<page>": mean word confidence}
+    if isinstance(pages, dict):  # {"<page>": mean word confidence}
         return sorted(int(p) for p in pages)
     if isinstance(pages, (list, tuple)):
         return [int(p) for p in pages]

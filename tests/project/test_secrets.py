@@ -1,4 +1,4 @@
-"""Secrets never leave the process (engine/secrets.py, issue 14).
+"""Secrets never leave the process (engine/secrets.py).
 
 Unit checks of ``redact`` on every form, then one end-to-end run: the
 loopback stub answers every embedding request with 401 and a body that
@@ -8,7 +8,7 @@ token) in raw, JSON-escaped, URL-encoded and base64 forms, plus the
 ``Authorization`` header it received. Then every output is grepped for every
 form: CLI stdout/stderr (index, status, search with ``-v`` logs), the MCP
 server's results and stderr, the SQLite file (every byte: the index keeps only
-a reference to the PDF password, issue 11), the GUI pages under AppTest, and
+a reference to the PDF password), the GUI pages under AppTest, and
 the log records of an in-process call.
 """
 
@@ -166,7 +166,7 @@ def leaky(tmp_path, embed_stub, monkeypatch):
         "EMBED_RETRIES": "0",
         "CHUNKNAV_ACCESS_TOKEN": TOKEN,
         "CHUNKNAV_MCP_TOKEN": MCP_TOKEN,
-        "LOCKED_PDF_PASSWORD": PDF_PASSWORD,  # the collection refers to it by name (issue 11)
+        "LOCKED_PDF_PASSWORD": PDF_PASSWORD,  # the collection refers to it by name
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -200,7 +200,7 @@ def test_no_secret_leaves_through_any_face(leaky, caplog, monkeypatch):
         outputs[f"cli {name} stderr"] = r.stderr
     search = json.loads(runs["search"].stdout)
     assert search["error"] == "embedding-credential-rejected" and "[REDACTED]" in search["responseBody"]
-    assert "embedding failed" in runs["status"].stdout  # the human view says so (issue 14)
+    assert "embedding failed" in runs["status"].stdout  # the human view says so
     assert "locked.pdf" not in [f["filePath"] for f in json.loads(runs["status-json"].stdout)["failures"]]
 
     # MCP (official client): a vector search and the status
@@ -408,8 +408,8 @@ def test_call_tool_envelopes_are_redacted(tmp_path):
 
 
 def test_a_bearer_key_echoed_by_a_401_leaves_no_stray_bracket(tmp_path, embed_stub):
-    """trial6 #18: a 401 body echoing ``Bearer <key>`` became ``Bearer [REDACTED]]`` (the registered
-    key was replaced first, then the generic Bearer shape took ``[REDACTED`` as the token)."""
+    """A 401 body echoing ``Bearer <key>`` gives ``Bearer [REDACTED]``, never ``Bearer [REDACTED]]``
+    (the registered key is replaced first; the generic Bearer shape then takes ``[REDACTED]`` whole)."""
     from engine.config import Settings
 
     root = tmp_path / "docs"
