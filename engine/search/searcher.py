@@ -32,7 +32,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from engine.errors import EmbedError
 from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT
@@ -44,6 +44,9 @@ from engine.search.query import cut_hint as _cut_hint, embeddable, form_found, i
 from engine.store.base import Store
 from engine.search.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
 from engine.store.fts import MAX_TERMS
+
+if TYPE_CHECKING:
+    from engine.embed.base import EmbedFailure
 
 __all__ = [
     "MODES",
@@ -150,7 +153,7 @@ class SearchOutcome:
     hits: tuple[RankedChunk, ...] = ()
     score_kind: str | None = None
     model: str | None = None
-    failure: object | None = None  # engine.embed.EmbedFailure
+    failure: EmbedFailure | None = None
     error: str | None = None
     hint: str | None = None
     message: str | None = None
@@ -178,9 +181,9 @@ def parse_query(query: str) -> Scope:
     ignored: list[str] = []
     kept: list[str] = []
     if '"' in query:  # namespace:"a path with spaces": one token, quotes included
-        for m in _QUOTED_NAMESPACE.finditer(query):
-            ns = normalise_collection_path(m.group(1))
-            namespaces.setdefault(ns, None) if ns else ignored.append(m.group(0))
+        for quoted in _QUOTED_NAMESPACE.finditer(query):
+            ns = normalise_collection_path(quoted.group(1))
+            namespaces.setdefault(ns, None) if ns else ignored.append(quoted.group(0))
         query = _QUOTED_NAMESPACE.sub(" ", query)
     for part in query.split():
         m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'

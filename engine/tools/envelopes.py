@@ -33,6 +33,7 @@ __all__ = [
     "IndexStatus",
     "FailureFields",
     "EmbedFailedChunk",
+    "Provenance",
 ]
 
 
@@ -62,6 +63,16 @@ class FailureFields(TypedDict):
     responseBody: NotRequired[str]
     storedDim: NotRequired[int]  # embedding-dimension-changed: dim of the vectors stored for model
     serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
+
+
+class Provenance(TypedDict, total=False):
+    """Where a chunk is, as hits and get_chunk carry it (keys of ``ChunkHit`` and ``ChunkResult``)."""
+
+    page: int
+    pageLabel: str
+    bbox: BboxDict
+    regions: list[RegionDict]
+    ocr: bool
 
 
 class SearchHit(TypedDict):  # search: one hit per file
@@ -118,6 +129,8 @@ class SearchResult(TypedDict):  # search, search_chunks
     endpoint: NotRequired[str]
     statusCode: NotRequired[int | None]
     responseBody: NotRequired[str]
+    storedDim: NotRequired[int]  # embedding-dimension-changed
+    serverDim: NotRequired[int]  # embedding-dimension-changed
 
 
 class ChunkResult(TypedDict):  # get_chunk

@@ -317,7 +317,8 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     except StoreUnavailableError as e:
         envelope = _unavailable(name, arguments, str(e))
     # engine.secrets: no configured secret leaves through any face
-    return redact_obj(normalise(envelope))
+    redacted: dict[str, Any] = redact_obj(normalise(envelope))
+    return redacted
 
 
 def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
