@@ -18,12 +18,8 @@ __all__ = ["normal_query", "embeddable", "input_limit", "cut_hint", "other_forms
 
 
 def normal_query(text: str) -> str:
-    """``text`` in NFKC (``unicodedata.normalize``), as every extractor stores text.
-
-    A pure-ASCII text is returned as it is (NFKC never changes ASCII; ``str.isascii``
-    is a flag read, so the usual English question pays nothing).
-    """
-    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+    """``text`` in NFKC (``unicodedata.normalize``), as every extractor stores text."""
+    return unicodedata.normalize("NFKC", text)
 
 
 def embeddable(text: str, most: int) -> str:
@@ -74,11 +70,9 @@ def cut_hint(text: str, embedder, mode: str) -> str | None:
 
 def other_forms(name: str) -> list[str]:
     """``name`` in NFC and in NFD where that differs from ``name`` (no duplicates, NFC first);
-    [] for ASCII, which both forms leave alone. A name typed in NFC finds a file or collection
+    [] when both forms leave it alone (ASCII among others). A name typed in NFC finds a file or collection
     named in NFD (macOS, SMB shares) and the other way round (``engine.tools.answers``, the scope
     of a search)."""
-    if name.isascii():
-        return []
     out: list[str] = []
     for form in ("NFC", "NFD"):
         alt = unicodedata.normalize(form, name)

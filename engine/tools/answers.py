@@ -221,9 +221,7 @@ def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str,
 def _indexed_names(engine: Engine, collection_path: str, file_path: str) -> tuple[str, str, str | None]:
     """``(collectionPath, filePath, message)`` of the indexed document meant by the two names:
     each exact when indexed so, else in its other Unicode normalisation form (``_one_form``);
-    message when two different ones match. ASCII names are returned as they are (no lookup)."""
-    if collection_path.isascii() and file_path.isascii():
-        return collection_path, file_path, None
+    message when two different ones match."""
     store = engine.store
     coll, msg = _one_form(collection_path, lambda c: store.get_collection(c) is not None, "collection")
     if msg:
