@@ -1,16 +1,12 @@
 """ContentChunkSearch: scoped search, chunk reads and document reads over a Store.
 
-Owns: the query grammar (``namespace:<collectionPath>`` tokens, the
-``scope:exact|subtree|ancestorsandself`` qualifier, unknown ``key:value``
-tokens named in a hint and never searched as words), scope resolution (the
-anchored ``scope`` argument: one path or a list, each searched with its
-ancestors; ``"*"`` = every collection), the normal form of a collectionPath
-argument (``normalise_collection_path``), the three ranking modes (vector
-cosine, keyword BM25, hybrid fusion of both with its score breakdown),
-``auto`` mode, per-file resolution for ``search``, snippets, and chunk
-stepping. Returns internal values (``SearchOutcome``, ``RankedChunk``,
-``Chunk``); ``engine/tools/registry.py`` turns them into envelopes. Imports no face
-(streamlit, mcp, argparse).
+Owns: scope resolution (``namespace:`` tokens, or the anchored ``scope`` argument: one
+path or a list, each searched with its ancestors; ``"*"`` = every collection), the
+three ranking modes (vector cosine, keyword BM25, hybrid fusion of both with its score
+breakdown), ``auto`` mode, per-file resolution for ``search``, and chunk reads. Returns
+internal values (``SearchOutcome``, ``RankedChunk``, ``Chunk``);
+``engine/tools/answers.py`` turns them into envelopes. Imports no face (streamlit,
+mcp, argparse).
 
 A refusal from the embedding provider is carried as the ``EmbedFailure`` that
 ``engine/embed/`` classified; it is never re-derived and never turned into
@@ -21,15 +17,14 @@ Collaborators: ``engine.search.hybrid.HybridRanker`` ranks and fuses hybrid sear
 ``engine.search.per_file.one_per_file`` is the one per-file loop (``per_file``, the
 ``search`` tool: each file's best chunk from a ranking whose depth does not depend on
 the limit up to ``FUSION_DEPTH``, so more hits never reorder or rescore the first ones);
-snippets are ``engine.search.snippets``'s, the query's NFKC and embedding cut
-``engine.search.query``'s (both re-exported here).
+the query grammar, its terms and the collectionPath normal form are
+``engine.search.query``'s and snippets ``engine.search.snippets``'s (both re-exported here).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -40,10 +35,19 @@ from engine.search.hybrid import HybridRanker
 from engine.search.hybrid import fuse_chunks as fuse
 from engine.search.per_file import one_per_file
 from engine.values import Chunk, Collection, RankedChunk
-from engine.search.query import cut_hint as _cut_hint, embeddable, form_found, input_limit as _input_limit, normal_query
+from engine.search.query import (
+    SCOPE_QUALIFIERS,
+    Scope,
+    cut_hint as _cut_hint,
+    embeddable,
+    form_found,
+    input_limit as _input_limit,
+    normalise_collection_path,
+    parse_query,
+    query_terms,
+)
 from engine.store.base import Store
 from engine.search.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
-from engine.store.fts import MAX_TERMS
 
 if TYPE_CHECKING:
     from engine.embed.base import EmbedFailure
@@ -76,54 +80,8 @@ log = logging.getLogger(__name__)
 MODES = ("auto", "vector", "keyword", "hybrid")
 #: Longest ``query`` accepted, in characters (the tools' schema refuses longer ones).
 MAX_QUERY_CHARS = 50_000
-#: Values of the ``scope:`` qualifier token.
-SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
 #: ``scope`` value meaning every collection, explicitly.
 ALL_COLLECTIONS = "*"
-
-_KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
-#: ``namespace:"Acme Inc/Sub Dir"``: a collection path with spaces, in double quotes (no ``"`` inside).
-_QUOTED_NAMESPACE = re.compile(r'(?<!\S)namespace:"([^"]+)"(?!\S)', re.IGNORECASE)
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def normalise_collection_path(path: str) -> str:
-    """The one normal form of a collectionPath argument: no leading, trailing or doubled ``/``.
-
-    ``"ACME/Reports/"`` -> ``"ACME/Reports"``; ``"*"`` stays ``"*"``. Every face
-    and tool argument (scope, namespace tokens, get_chunk, read_document)
-    goes through here, so a trailing slash is accepted everywhere.
-    """
-    return "/".join(part for part in path.split("/") if part)
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """A parsed query: the text to rank by and the collections it targets.
-
-    Attributes:
-        text: the query without ``key:value`` tokens, words joined by one space, in NFKC
-            (``engine.search.query.normal_query``: the form every stored text has).
-        namespaces: collectionPaths of ``namespace:`` tokens (normalised), in order, unique.
-        qualifier: ``exact | subtree | ancestorsandself`` from a ``scope:`` token, or None.
-        ignored: tokens not understood (unknown key, unknown ``scope:`` value,
-            empty namespace); named in the envelope's hint, never searched.
-    """
-
-    text: str
-    namespaces: tuple[str, ...] = ()
-    qualifier: str | None = None
-    ignored: tuple[str, ...] = ()
-
-    @property
-    def namespace(self) -> str | None:
-        """The first namespace, or None."""
-        return self.namespaces[0] if self.namespaces else None
-
-    @property
-    def subtree(self) -> bool:
-        """True for ``scope:subtree``."""
-        return self.qualifier == "subtree"
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,60 +118,6 @@ class SearchOutcome:
     terms: tuple[str, ...] = field(default_factory=tuple)
     vector_weight: float | None = None
     min_score: float | None = None
-
-
-def parse_query(query: str) -> Scope:
-    """Split ``key:value`` tokens off a query.
-
-    ``namespace:<path>`` adds a target collection (repeatable; trailing ``/``
-    accepted); ``scope:exact|subtree|ancestorsandself`` sets the qualifier
-    (the last one wins). Any other ``key:value`` token (a key of letters,
-    digits, ``_``, ``-`` starting with a letter; a value not starting with
-    ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
-    collected in ``ignored``: the caller names them in a hint; they are not
-    searched as words. The words kept (``Scope.text``) are put in NFKC
-    (``engine.search.query.normal_query``); namespace paths stay as written. A path
-    with spaces goes in double quotes: ``namespace:"Acme Inc/Sub Dir"`` (the whole
-    token, quotes included, standing alone).
-    """
-    namespaces: dict[str, None] = {}
-    qualifier = None
-    ignored: list[str] = []
-    kept: list[str] = []
-    if '"' in query:  # namespace:"a path with spaces": one token, quotes included
-        for quoted in _QUOTED_NAMESPACE.finditer(query):
-            ns = normalise_collection_path(quoted.group(1))
-            namespaces.setdefault(ns, None) if ns else ignored.append(quoted.group(0))
-        query = _QUOTED_NAMESPACE.sub(" ", query)
-    for part in query.split():
-        m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'
-        if m is None or m.group(2).startswith("/"):
-            kept.append(part)
-            continue
-        key, value = m.group(1).lower(), m.group(2)
-        if key == "namespace":
-            ns = normalise_collection_path(value)
-            if ns:
-                namespaces.setdefault(ns, None)
-            else:
-                ignored.append(part)
-        elif key == "scope" and value.lower() in SCOPE_QUALIFIERS:
-            qualifier = value.lower()
-        else:
-            ignored.append(part)
-    return Scope(normal_query(" ".join(kept)), tuple(namespaces), qualifier, tuple(ignored))
-
-
-def query_terms(text: str) -> tuple[str, ...]:
-    """Lower-cased word terms of a query (Unicode word characters) after NFKC
-    (``normal_query``, as the stored text), in order, unique, at most ``MAX_TERMS``
-    (``engine.store.fts``)."""
-    seen: dict[str, None] = {}
-    for w in _WORD.findall(normal_query(text).lower()):
-        seen.setdefault(w, None)
-        if len(seen) >= MAX_TERMS:
-            break
-    return tuple(seen)
 
 
 class ContentChunkSearch:

@@ -18,9 +18,10 @@ from engine.errors import PathEscapeError
 from engine.extract.reasons import reason_code
 from engine.values import Bbox, Chunk, Document, Region
 from engine.paths import document_path, resolve_inside
-from engine.search.query import form_found, forms_found, other_forms
+from engine.search.query import form_found, forms_found, normalise_collection_path, other_forms
 from engine.index.runs import run_outcome
-from engine.search.searcher import SearchOutcome, make_snippets, normalise_collection_path, shown_terms
+from engine.search.searcher import SearchOutcome
+from engine.search.snippets import make_snippets, shown_terms
 from engine.service import Engine
 
 if TYPE_CHECKING:

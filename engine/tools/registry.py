@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 from engine.tools import envelopes as E
 from engine.errors import StoreUnavailableError
-from engine.search.searcher import MAX_QUERY_CHARS, SCOPE_QUALIFIERS
+from engine.search.query import SCOPE_QUALIFIERS
+from engine.search.searcher import MAX_QUERY_CHARS
 from engine.secrets import public_dsn, redact_obj
 from engine.service import Engine
 
