@@ -188,9 +188,13 @@ def redact(text: str, extra: Iterable[str] = (), generic: bool = False) -> str:
     """
     if not isinstance(text, str):
         text = str(text)
-    extra = tuple(extra)
     if extra:
         register(*extra)
+    return _redact_text(text, generic)
+
+
+def _redact_text(text: str, generic: bool = False) -> str:
+    """``redact`` of one string (no extra secrets)."""
     pattern = _pattern
     if pattern is not None:
         text = _redact_registered(text, pattern)
@@ -235,16 +239,46 @@ def _redact_registered(text: str, pattern: re.Pattern[str]) -> str:
     return "".join(out)
 
 
-def redact_obj(obj: Any) -> Any:
+def redact_obj(obj: Any, json_only: bool = False) -> Any:
     """``obj`` (an envelope: dicts, lists, strings, numbers) with every string
     redacted, keys included: always a walk over every string (a new dict or list
-    for each one met; numbers, booleans and None as they are)."""
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, dict):
-        return {redact(k) if isinstance(k, str) else k: redact_obj(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact_obj(v) for v in obj]
+    for each one met, tuples becoming lists; numbers, booleans and None as they are).
+
+    Each distinct string of one envelope is redacted once and its answer reused for
+    its repeats (the keys of thousands of boxes: ``x``, ``y``, ``w``, ``h``).
+
+    Args:
+        obj: the envelope.
+        json_only: accept only what a JSON round trip gives back unchanged (exactly
+            ``str``, ``int``, ``float``, ``bool``, None, lists, tuples, dicts with ``str``
+            keys).
+
+    Raises:
+        TypeError: ``json_only`` and some value or key is of another type.
+    """
+    return _walk(obj, {}, json_only)
+
+
+_JSON_SCALARS = (int, float, bool, type(None))
+
+
+def _walk(obj: Any, done: dict[str, str], json_only: bool) -> Any:
+    kind = type(obj)
+    if kind is str or (not json_only and isinstance(obj, str)):
+        out = done.get(obj)
+        if out is None:
+            out = done[obj] = _redact_text(obj)
+        return out
+    if kind is dict or (not json_only and isinstance(obj, dict)):
+        if json_only and any(type(k) is not str for k in obj):
+            raise TypeError("a dict key that is not a str")
+        return {
+            _walk(k, done, json_only) if isinstance(k, str) else k: _walk(v, done, json_only) for k, v in obj.items()
+        }
+    if kind is list or kind is tuple or (not json_only and isinstance(obj, (list, tuple))):
+        return [_walk(v, done, json_only) for v in obj]
+    if json_only and kind not in _JSON_SCALARS:
+        raise TypeError(f"{kind.__name__} is not a JSON value")
     return obj
 
 

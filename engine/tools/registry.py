@@ -299,9 +299,10 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     """Validate ``arguments`` against the tool's schema and run it.
 
     Returns:
-        The tool's envelope (a plain dict, JSON-able, camelCase keys): what
-        ``normalise`` makes of the tool's answer, with every string (keys included)
-        passed through the redaction of every configured secret (``engine.secrets``).
+        The tool's envelope (a plain dict, JSON-able, camelCase keys, sharing no object
+        with the engine): what ``normalise`` makes of the tool's answer, with every string
+        (keys included) passed through the redaction of every configured secret
+        (``engine.secrets``).
 
     Raises:
         ToolArgumentError: unknown tool, or arguments that break the schema
@@ -317,8 +318,19 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
         envelope = tool.fn(engine, **_integers(tool, arguments))
     except StoreUnavailableError as e:
         envelope = _unavailable(name, arguments, str(e))
-    # engine.secrets: no configured secret leaves through any face
-    redacted: dict[str, Any] = redact_obj(normalise(envelope))
+    return _wire(envelope)
+
+
+def _wire(envelope: Any) -> dict[str, Any]:
+    """``normalise(envelope)`` with every string redacted (``engine.secrets``: no configured
+    secret leaves through any face). An envelope of plain JSON values is what the JSON round
+    trip gives back, so the redaction walk (which builds every container anew) runs on it as
+    it is; any other value sends it through the round trip first, which converts or refuses
+    it (docs/decisions/envelope-wire-form.md)."""
+    try:
+        redacted: dict[str, Any] = redact_obj(envelope, json_only=True)
+    except TypeError:
+        redacted = redact_obj(normalise(envelope))
     return redacted
 
 
