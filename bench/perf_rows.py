@@ -260,15 +260,11 @@ def bench_search(args, work: Path, n: int) -> None:
     def tool_call(q):
         call_tool(engine, "search_chunks", {"query": q, "limit": 10, "mode": "vector"})
 
-    import engine.search.searcher as engine_search
-
-    def tool_call_new(q):  # as if never asked: the query vector and parse memos emptied first
+    def tool_call_new(q):  # as if never asked: the query vector memo emptied first
         emb._queries.clear()
-        engine_search._PARSED.clear()
         tool_call(q)
 
     def tool_call_vector_kept(q):  # new but for its vector: what the engine adds to an embedding
-        engine_search._PARSED.clear()
         tool_call(q)
 
     # mode "vector": the bound is a vector scan (the default mode, auto, is hybrid when vectors

@@ -21,10 +21,9 @@ from engine.secrets import register, register_url
 
 __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSION"]
 
-#: Bumped whenever extraction output changes; part of the hash gate.
-#: "2": regions carry line rectangles (``Region.rects``), so older chunks are re-cut.
-#: "3": both of main's "2"s together: line rectangles (i12) and issue 11's extraction
-#: (encodings, complete .docx, HTML/EPUB/..., OCR, whitespace-only files empty), so every file is re-read.
+#: Bumped whenever extraction output changes; part of the hash gate (a file indexed under
+#: another version is read again). "3": regions with line rectangles (``Region.rects``),
+#: detected text encodings, complete .docx, HTML/EPUB/..., OCR, whitespace-only files empty.
 EXTRACTOR_VERSION = "3"
 
 
@@ -109,7 +108,7 @@ SETTINGS: tuple[Setting, ...] = (
         "longest text the model accepts; 0 = the provider's known limit",
         int,
     ),
-    # -- OCR of pages without a text layer (i11) --
+    # -- OCR of pages without a text layer --
     Setting(
         "ocr",
         "CHUNKNAV_OCR",
@@ -130,7 +129,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "ocr_dpi", "CHUNKNAV_OCR_DPI", 300, "dots per inch", "resolution pages are rendered at for OCR (72..1200)", int
     ),
-    # -- file limits and locks of an index run (issue 10) --
+    # -- file limits and locks of an index run --
     Setting(
         "max_file_bytes",
         "CHUNKNAV_MAX_FILE_BYTES",
@@ -173,7 +172,7 @@ SETTINGS: tuple[Setting, ...] = (
         "required for any non-loopback address; never logged or shown",
         str,
     ),
-    # -- operator safety (issue 14): who may reach the explorer, where collections may live
+    # -- operator safety: who may reach the explorer, where collections may live
     Setting(
         "allowed_roots",
         "CHUNKNAV_ALLOWED_ROOTS",
@@ -199,7 +198,7 @@ SETTINGS: tuple[Setting, ...] = (
         "explorer without Rebuild and collection changes (true/false)",
         bool,
     ),
-    # -- page rendering (i12) --
+    # -- page rendering --
     Setting(
         "renderer",
         "CHUNKNAV_RENDERER",
@@ -209,7 +208,7 @@ SETTINGS: tuple[Setting, ...] = (
         "or poppler (pdftoppm through pdf2image; needs Debian poppler-utils)",
         str,
     ),
-    # -- performance (issue 15)
+    # -- performance
     Setting(
         "extract_workers",
         "CHUNKNAV_EXTRACT_WORKERS",
@@ -219,7 +218,7 @@ SETTINGS: tuple[Setting, ...] = (
         "1 = in the indexing process only",
         int,
     ),
-    # -- large vector scans (issue 15, 1M row)
+    # -- large vector scans
     Setting(
         "vector_scan",
         "CHUNKNAV_VECTOR_SCAN",

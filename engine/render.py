@@ -27,7 +27,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from engine.extract import open_pdf
 from engine.extract.common import PAGE_FORMATS
@@ -381,7 +381,7 @@ def find_text_boxes(page, texts: Iterable[str]) -> list[Bbox]:
 def _draw(
     img,
     boxes: list[Bbox],
-    unions: list[Bbox] = (),
+    unions: Sequence[Bbox] = (),
     *,
     page_w_px: int | None = None,
     page_h_px: int | None = None,
@@ -445,9 +445,12 @@ def _poppler_page(pdf_path: str | os.PathLike[str], page: int, zoom: float, pass
     from engine.errors import ExtractError
 
     try:
-        from pdf2image import convert_from_path
+        from pdf2image import convert_from_path as _convert
     except ImportError:
         raise ExtractError("extractor-error", "the poppler renderer needs pdf2image (pip install pdf2image)") from None
+    # pdftoppm takes a fractional resolution and no password as None; pdf2image's
+    # annotations say int and str, so it is called untyped
+    convert_from_path: Any = _convert
     try:
         images = convert_from_path(
             str(pdf_path),

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import logging
 import re
 import threading
@@ -45,8 +44,6 @@ __all__ = [
     "known_count",
     "redact",
     "redact_obj",
-    "json_may_change",
-    "strings_may_change",
     "public_dsn",
     "secret_forms",
     "install_log_redaction",
@@ -60,9 +57,8 @@ MIN_SECRET_CHARS = 4
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
-_literals: tuple[str, ...] = ()  # raw and base64 forms, longest first: the fast path
+_literals: tuple[str, ...] = ()  # raw and base64 forms, longest first (replaced as substrings)
 _reach = 0  # longest escaped form of any secret, characters (12 per character at most)
-_json_literals: tuple[str, ...] = ()  # each of _literals as it reads inside a JSON string (json_may_change)
 _ESCAPE = r"[\\%+]"
 
 # generic credential shapes (``generic=True``: provider bodies, where any of them is a credential)
@@ -143,7 +139,7 @@ def _build() -> re.Pattern[str] | None:
 
 def register(*secrets: str | None) -> None:
     """Add secrets (None, "" and strings under ``MIN_SECRET_CHARS`` are ignored)."""
-    global _pattern, _literals, _reach, _json_literals
+    global _pattern, _literals, _reach
     new = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} - _secrets
     if not new:
         return
@@ -152,7 +148,6 @@ def register(*secrets: str | None) -> None:
         _pattern = _build()
         _literals = tuple(sorted({f for s in _secrets for f in (s, *secret_forms(s))}, key=len, reverse=True))
         _reach = 12 * max(len(s) for s in _secrets)
-        _json_literals = tuple(json.dumps(f, ensure_ascii=False)[1:-1] for f in _literals)
 
 
 def register_url(url: str | None) -> None:
@@ -193,9 +188,13 @@ def redact(text: str, extra: Iterable[str] = (), generic: bool = False) -> str:
     """
     if not isinstance(text, str):
         text = str(text)
-    extra = tuple(extra)
     if extra:
         register(*extra)
+    return _redact_text(text, generic)
+
+
+def _redact_text(text: str, generic: bool = False) -> str:
+    """``redact`` of one string (no extra secrets)."""
     pattern = _pattern
     if pattern is not None:
         text = _redact_registered(text, pattern)
@@ -240,80 +239,47 @@ def _redact_registered(text: str, pattern: re.Pattern[str]) -> str:
     return "".join(out)
 
 
-def redact_obj(obj: Any) -> Any:
+def redact_obj(obj: Any, json_only: bool = False) -> Any:
     """``obj`` (an envelope: dicts, lists, strings, numbers) with every string
-    redacted, keys included. Returns the same object when there is nothing to
-    redact (no secret registered, no token pattern)."""
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, dict):
-        return {redact(k) if isinstance(k, str) else k: redact_obj(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact_obj(v) for v in obj]
+    redacted, keys included: always a walk over every string (a new dict or list
+    for each one met, tuples becoming lists; numbers, booleans and None as they are).
+
+    Each distinct string of one envelope is redacted once and its answer reused for
+    its repeats (the keys of thousands of boxes: ``x``, ``y``, ``w``, ``h``).
+
+    Args:
+        obj: the envelope.
+        json_only: accept only what a JSON round trip gives back unchanged (exactly
+            ``str``, ``int``, ``float``, ``bool``, None, lists, tuples, dicts with ``str``
+            keys).
+
+    Raises:
+        TypeError: ``json_only`` and some value or key is of another type.
+    """
+    return _walk(obj, {}, json_only)
+
+
+_JSON_SCALARS = (int, float, bool, type(None))
+
+
+def _walk(obj: Any, done: dict[str, str], json_only: bool) -> Any:
+    kind = type(obj)
+    if kind is str or (not json_only and isinstance(obj, str)):
+        out = done.get(obj)
+        if out is None:
+            out = done[obj] = _redact_text(obj)
+        return out
+    if kind is dict or (not json_only and isinstance(obj, dict)):
+        if json_only and any(type(k) is not str for k in obj):
+            raise TypeError("a dict key that is not a str")
+        return {
+            _walk(k, done, json_only) if isinstance(k, str) else k: _walk(v, done, json_only) for k, v in obj.items()
+        }
+    if kind is list or kind is tuple or (not json_only and isinstance(obj, (list, tuple))):
+        return [_walk(v, done, json_only) for v in obj]
+    if json_only and kind not in _JSON_SCALARS:
+        raise TypeError(f"{kind.__name__} is not a JSON value")
     return obj
-
-
-def json_may_change(text: str) -> bool:
-    """False when ``redact_obj`` would return every string of the envelope
-    serialised as ``text`` unchanged, so the caller may skip the walk
-    (``engine.tools.registry.call_tool``: ~0.2 ms per 10-hit search envelope, more with
-    caches cold after a vector scan). True (walk) when any string might change.
-
-    Args:
-        text: the envelope as ``json.dumps(obj, ensure_ascii=False)`` wrote it
-            (``engine.tools.registry.to_json``; keys included, any ``indent``).
-
-    Returns:
-        True when ``text`` holds a ``\\u`` escape (then the checks below could
-        miss a character); else True when it holds what ``redact`` reacts to in
-        some string: ``bearer`` / ``basic`` (any case), ``sk-``, and with
-        secrets registered any raw or base64 form of one (as it reads inside a
-        JSON string) or any character that starts an escaped form (a
-        backslash, i.e. ``\\\\`` in the text, ``%``, ``+``). Every other
-        character of a string appears unchanged in ``text`` and every escape
-        other than ``\\u`` decodes to a punctuation or control character, so
-        a string holding a trigger puts that trigger into ``text``: the check
-        errs only towards True.
-    """
-    if "\\u" in text:
-        return True
-    return _holds_trigger(text, "\\\\", _json_literals)
-
-
-def strings_may_change(text: str) -> bool:
-    """False only when ``redact`` leaves every string held in ``text`` unchanged, so
-    ``redact_obj`` returns an envelope equal to one whose strings (keys included)
-    were joined into ``text`` (``engine.tools.registry.call_tool`` joins a search
-    envelope's strings with ``"\\n"`` and then skips its JSON round trip and the walk).
-
-    Args:
-        text: the strings, joined (any separator: the check looks for substrings).
-
-    Returns:
-        True when ``text`` holds what ``redact`` reacts to: ``bearer`` /
-        ``basic`` in its lower-cased form (any case), ``sk-``, and with secrets
-        registered any raw or base64 form of one or any character that starts
-        an escaped form (``\\``, ``%``, ``+``). A string holding a trigger puts
-        it into ``text`` (lower-casing maps these letters alike in any
-        context), so the check errs only towards True.
-    """
-    return _holds_trigger(text, "\\", _literals)
-
-
-def _holds_trigger(text: str, backslash: str, literals) -> bool:
-    """The shared test of ``json_may_change`` (JSON text: ``backslash`` is the escaped
-    ``\\\\``, ``literals`` the forms as they read inside a JSON string) and
-    ``strings_may_change`` (raw strings: ``\\`` and the raw forms): ``bearer`` /
-    ``basic`` in any case, ``sk-``, and with secrets registered ``backslash``, ``%``,
-    ``+`` or one of ``literals``."""
-    lower = text.lower()
-    if "bearer" in lower or "basic" in lower or "sk-" in text:
-        return True
-    if _pattern is None:
-        return False
-    if backslash in text or "%" in text or "+" in text:
-        return True
-    return any(form in text for form in literals)
 
 
 def public_dsn(dsn: str) -> str:

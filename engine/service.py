@@ -77,7 +77,7 @@ class Engine:
         """The ContentChunkSearch over ``store`` with the configured provider."""
         if self._search is None:
             # engine.search.searcher only when a search or the provider is asked for: an index run
-            # or a chunk read never imports it (issue 15: lean no-op runs)
+            # or a chunk read never imports it
             from engine.search.searcher import ContentChunkSearch
 
             self._search = ContentChunkSearch(self.store, self._make_embedder)
@@ -230,7 +230,7 @@ class Engine:
             from engine.index.embed_pass import DeferredEmbedder
 
             # the local model's name is known without engine.embed: a run with nothing
-            # to embed imports no provider code at all (issue 15: lean no-op runs)
+            # to embed imports no provider code at all
             embedder = DeferredEmbedder(_LOCAL_MODEL, self.embedder)
         elif embed:
             try:

@@ -90,7 +90,7 @@ class Region:
     ``rects``: the chunk's words on that page grouped into lines, one ``Bbox``
     per line in text order (0..1 of the displayed page, on the ``RECT_GRID``
     grid, corners rounded outwards); what a highlight draws. ``bbox`` is their
-    union. () for regions stored before line rectangles existed.
+    union. () when the region carries no line rectangles.
     """
 
     page: int
@@ -126,7 +126,7 @@ class Region:
 RECT_GRID = 10_000
 
 
-class Rects(tuple):
+class Rects(tuple[Bbox, ...]):
     """A tuple of ``Bbox`` (a ``Region``'s ``rects``; equal to, and used as, a plain tuple)
     that may carry ``code``: its ``rects_code``, set by whoever made the rectangles from
     grid units (``engine.chunk``) so the store need not quantise them again. Without
@@ -145,7 +145,7 @@ def rects_code(rects: Sequence[Bbox]) -> str:
     need not import numpy).
     """
     code = getattr(rects, "code", None)
-    if code is not None:
+    if isinstance(code, str):
         return code
     import base64
     import struct
@@ -299,7 +299,7 @@ class WordArray(Sequence[Word]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, WordArray):
-            return (
+            return bool(
                 np.array_equal(self.starts, other.starts)
                 and np.array_equal(self.ends, other.ends)
                 and np.array_equal(self.pages, other.pages)

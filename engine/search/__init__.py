@@ -11,18 +11,19 @@ from typing import Any
 
 _EXPORTS = {
     "ContentChunkSearch": "engine.search.searcher",
-    "Scope": "engine.search.searcher",
-    "RankedChunk": "engine.search.searcher",
+    "Scope": "engine.search.query",
+    "RankedChunk": "engine.values",
     "SearchOutcome": "engine.search.searcher",
     "MODES": "engine.search.searcher",
-    "RRF_K": "engine.search.searcher",
-    "FUSION_DEPTH": "engine.search.searcher",
-    "VECTOR_WEIGHT_DEFAULT": "engine.search.searcher",
+    "RRF_K": "engine.search.fusion",
+    "FUSION_DEPTH": "engine.search.fusion",
+    "VECTOR_WEIGHT_DEFAULT": "engine.search.fusion",
+    "HybridRanker": "engine.search.hybrid",
     "MAX_QUERY_CHARS": "engine.search.searcher",
-    "SCOPE_QUALIFIERS": "engine.search.searcher",
-    "parse_query": "engine.search.searcher",
-    "query_terms": "engine.search.searcher",
-    "shown_terms": "engine.search.searcher",
+    "SCOPE_QUALIFIERS": "engine.search.query",
+    "parse_query": "engine.search.query",
+    "query_terms": "engine.search.query",
+    "shown_terms": "engine.search.snippets",
 }
 
 __all__ = sorted(_EXPORTS)

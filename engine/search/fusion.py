@@ -1,13 +1,114 @@
 """The fusion of a hybrid search: how the keyword and vector lists become one ranking.
 
-Pure: numbers in, numbers out; imports nothing from the engine.
+Owns the formula, its constants and its tie rules; the one file to open to change
+how a hybrid search ranks. Pure: ranked lists in, one ranked list out; imports
+nothing from the engine (``engine.search.hybrid`` feeds it chunks or store row ids).
+
+The formula is weighted reciprocal-rank fusion (Cormack et al. 2009). With
+``w = vectorWeight`` and 0-based ranks ``rv`` (vector list) and ``rk`` (keyword
+list), an item's fused score is::
+
+    2w / (RRF_K + rv + 1) + 2(1 - w) / (RRF_K + rk + 1)
+
+a term absent when that list did not return the item (``w = 0.5``: the classic
+unweighted RRF sum). Each list contributes at least its top ``FUSION_DEPTH`` items.
+The constants were chosen on the evaluation set (``tests/data/eval_questions.json``,
+``docs/retrieval.md``).
+
+Tie rules: an item listed twice in one list keeps its best (first) rank there;
+items with equal fused scores keep the order in which they were first met,
+walking the vector list and then the keyword list.
 """
 
-__all__ = ["RRF_K", "FUSION_DEPTH", "VECTOR_WEIGHT_DEFAULT"]
+from __future__ import annotations
 
-#: Reciprocal-rank-fusion constant (Cormack et al. 2009: score = sum 1/(k + rank)).
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+__all__ = ["RRF_K", "FUSION_DEPTH", "VECTOR_WEIGHT_DEFAULT", "Fused", "fuse"]
+
+#: Reciprocal-rank-fusion constant k (score = sum of 1/(k + rank + 1)).
 RRF_K = 60
 #: Candidates each ranked list contributes to a hybrid fusion (at least).
 FUSION_DEPTH = 20
 #: Weight of the vector list in hybrid fusion when ``vectorWeight`` is not given.
 VECTOR_WEIGHT_DEFAULT = 0.5
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Fused(Generic[T]):
+    """One fused item and what ranked it.
+
+    Attributes:
+        item: the item as the lists gave it (a chunk, or a store row id).
+        score: the fused score (see the module docstring).
+        vector_score / vector_rank: its score and 0-based rank in the vector list,
+            None when that list did not return it.
+        keyword_score / keyword_rank: likewise for the keyword list.
+    """
+
+    item: T
+    score: float
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    keyword_score: float | None = None
+    keyword_rank: int | None = None
+
+
+def _same(item: Hashable) -> Hashable:
+    """The default key: the item itself (row ids, strings, numbers)."""
+    return item  # an unhashable item fails in the dict of ``fuse``
+
+
+def fuse(
+    vector: Sequence[tuple[T, float]],
+    keyword: Sequence[tuple[T, float]],
+    vector_weight: float = VECTOR_WEIGHT_DEFAULT,
+    key: Callable[[T], Hashable] = _same,
+    k: int = RRF_K,
+) -> list[Fused[T]]:
+    """Weighted reciprocal-rank fusion of two ranked lists, best first.
+
+    Args:
+        vector: ``(item, cosine)`` best first.
+        keyword: ``(item, -bm25)`` best first.
+        vector_weight: w in 0..1 (1: vector order, 0: keyword order).
+        key: what makes two items the same (default: the item itself).
+        k: the RRF constant.
+
+    Returns:
+        One ``Fused`` per distinct key, best first, with the tie rules of the
+        module docstring. The item kept for a key is the first one met.
+    """
+    order: dict[Hashable, int] = {}
+    items: list[T] = []
+    scores: list[float] = []
+    found: list[list[tuple[float, int] | None]] = []  # per item: [vector (score, rank), keyword (score, rank)]
+    for side, (ranking, weight) in enumerate(((vector, vector_weight), (keyword, 1.0 - vector_weight))):
+        for rank, (item, score) in enumerate(ranking):
+            at = order.setdefault(key(item), len(items))
+            if at == len(items):
+                items.append(item)
+                scores.append(0.0)
+                found.append([None, None])
+            if found[at][side] is not None:
+                continue  # listed twice: the best rank stays
+            found[at][side] = (float(score), rank)
+            scores[at] += 2.0 * weight / (k + rank + 1)
+    out = []
+    for at in sorted(range(len(items)), key=lambda i: (-scores[i], i)):
+        v, kw = found[at]
+        out.append(
+            Fused(
+                items[at],
+                scores[at],
+                None if v is None else v[0],
+                None if v is None else v[1],
+                None if kw is None else kw[0],
+                None if kw is None else kw[1],
+            )
+        )
+    return out

@@ -1,43 +1,39 @@
-"""Hybrid ranking machinery: the two lists, the keyword worker pool, fusion over row ids.
+"""Hybrid ranking: the two lists, the keyword worker pool, and the fusion over chunks or row ids.
 
-Owns: ``HybridRanking``, the part of ``engine.search.searcher.ContentChunkSearch``
-that ranks a hybrid search's vector and keyword lists (one after the other,
-or the keyword list on the ``chunknav-hybrid`` worker pool that then helps
+Owns ``HybridRanker``, the collaborator ``engine.search.searcher.ContentChunkSearch``
+holds for hybrid searches. It ranks the vector and keyword lists (one after the
+other, or the keyword list on the ``chunknav-hybrid`` worker pool that then helps
 score the vector scan's blocks, ``engine.store.scan_share``; which one is timed by
-``_HYBRID_CHOICE``) and fuses them over the stores' row ids
-(``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``), reading
-only the fused rows; ``_fuse_entries``, the reciprocal-rank fusion that
-``engine.search.searcher.fuse`` and the row-id path share; ``_hybrid_pool``.
-``HybridRanking`` is a mixin of ``ContentChunkSearch`` (uses its ``store``,
-``_hybrid_rows`` and ``_vector_hits``).
+``_HYBRID_CHOICE``), fuses them with ``engine.search.fusion.fuse`` (the formula lives
+there alone), and over a store that ranks by row id (``search_vector_refs`` /
+``search_keyword_refs`` / ``chunks_at``, plus ``chunk_files`` for one hit per file)
+reads only the fused rows it returns. Also ``fuse_chunks`` (the fusion of two lists of
+chunks) and ``_hybrid_pool``.
 
-Moved out of ``engine.search.searcher`` (which re-exports ``_fuse_entries`` and
-``_hybrid_pool``). Its tuning points are this module's: ``_HYBRID_CHOICE``,
-and ``LARGE_SCAN_ROWS`` / ``ScanShare`` as imported here (tests and benches
-set them on this module). ``RRF_K`` and ``RankedChunk`` are ``engine.search.searcher``'s,
-imported when called (that module imports this one). Imports
-``engine.store.threads`` and ``engine.store.scan_share`` (numpy only on first use,
-``engine.lazy``); never a store backend or a face (streamlit, mcp, argparse).
+Tuning points (tests and benches set them on this module): ``_HYBRID_CHOICE``, and
+``LARGE_SCAN_ROWS`` / ``ScanShare`` as imported here. Imports ``engine.store.threads``
+and ``engine.store.scan_share`` (numpy only on first use, ``engine.lazy``); never a
+store backend or a face (streamlit, mcp, argparse).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Any
 
-from engine.store.threads import LARGE_SCAN_ROWS, ThreadChoice
+from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT, Fused, fuse
+from engine.search.per_file import one_per_file
 from engine.store.scan_share import ScanShare
+from engine.store.threads import LARGE_SCAN_ROWS, ThreadChoice
+from engine.values import Chunk, RankedChunk
 
-if TYPE_CHECKING:
-    from engine.values import RankedChunk
-
-__all__ = ["HybridRanking"]
+__all__ = ["HybridRanker", "VectorHits", "fuse_chunks"]
 
 _POOL: ThreadPoolExecutor | None = None  # see _hybrid_pool
 _POOL_LOCK = threading.Lock()
-
 
 #: How a hybrid search over a large full scan ranks its two lists, chosen by timing
 #: (``engine.store.threads.ThreadChoice``): 1 = one after the other on the calling thread;
@@ -45,152 +41,193 @@ _POOL_LOCK = threading.Lock()
 #: blocks (``engine.store.scan_share``). Faster of the two per row, the other re-timed now and then.
 _HYBRID_CHOICE = ThreadChoice()
 
-
-def _fuse_entries(
-    vector: Sequence[tuple[object, float]],
-    keyword: Sequence[tuple[object, float]],
-    vector_weight: float,
-    k: int,
-    key: Callable[[object], object],
-) -> list[dict]:
-    """``fuse`` over any items (chunks, or store row ids with ``key`` the identity): dicts
-    with ``chunk`` (the item), ``score`` and the lists' ``*_score`` / ``*_rank``, best first."""
-    fused: dict[object, dict] = {}
-    for name, ranking, weight in (("vector", vector, vector_weight), ("keyword", keyword, 1.0 - vector_weight)):
-        for rank, (chunk, score) in enumerate(ranking):
-            entry = fused.setdefault(key(chunk), {"chunk": chunk, "score": 0.0, "order": len(fused)})
-            if f"{name}_rank" in entry:
-                continue  # a chunk listed twice keeps its best rank
-            entry[f"{name}_rank"] = rank
-            entry[f"{name}_score"] = float(score)
-            entry["score"] += 2.0 * weight / (k + rank + 1)
-    return sorted(fused.values(), key=lambda e: (-e["score"], e["order"]))
+#: ``vector_hits(text, collections, depth, embedder, refs)``: embed the query and scan, best
+#: first; the store's ``VectorHit`` list, or its ``(rowid, chunk_id, score)`` tuples when ``refs``.
+VectorHits = Callable[[str, "list[str] | None", int, Any, bool], list[Any]]
 
 
-class HybridRanking:
-    """Hybrid lists and row-id fusion for ``ContentChunkSearch`` (a mixin; no state of its own)."""
+class _RowsChanged(Exception):
+    """A writer changed a fused row between ranking and reading: rank again over chunks."""
 
-    def _hybrid_by_refs(
-        self, text: str, collections: list[str] | None, depth: int, embedder, weight: float, want: int
-    ) -> list[RankedChunk] | None:
-        """Hybrid fused over the store's row ids, reading only the ``want`` fused rows (a store
-        with ``search_vector_refs`` / ``search_keyword_refs`` / ``chunks_at``): the same hits,
-        order and breakdown as fusing the two lists of chunks (a chunk is one row). None when a
-        writer changed a fused row between ranking and reading (the caller ranks again with rows)."""
-        from engine.search.fusion import RRF_K
-        from engine.values import RankedChunk
 
-        vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
-        fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, RRF_K, lambda r: r)[:want]
-        rows = self.store.chunks_at([e["chunk"] for e in fused])
-        ids = {r: c for r, c, _s in vec}
-        out = []
-        for e in fused:
-            chunk = rows.get(e["chunk"])
-            if chunk is None or chunk.chunk_id != ids.get(e["chunk"], chunk.chunk_id):
-                return None
-            out.append(
-                RankedChunk(
-                    chunk,
-                    e["score"],
-                    e.get("vector_score"),
-                    e.get("vector_rank"),
-                    e.get("keyword_score"),
-                    e.get("keyword_rank"),
-                )
-            )
-        return out
+def _chunk_key(chunk: Chunk) -> tuple[str, str, int]:
+    return (chunk.collection_path, chunk.file_path, chunk.chunk_index)
 
-    def _per_file_hybrid(
-        self, text: str, collections: list[str] | None, limit: int, embedder, weight: float, min_score: float | None
-    ) -> list[RankedChunk] | None:
-        """The ``search`` tool's hybrid hits (one per file) over the store's row ids, reading only
-        the rows it returns; None when the store lacks ``chunk_files`` (or the row-id searches)
-        or a writer changed a row meanwhile (the caller then ranks with rows, the same rule).
 
-        The rule (``engine.search.searcher.ContentChunkSearch.search``): the fusion of the top ``depth``
-        chunks of each list, ``depth`` the first of ``max(limit, FUSION_DEPTH)`` x 1, 4, 16, ...
-        whose fused chunks come from ``max(limit, FUSION_DEPTH)`` files (after ``min_score``), or
-        from every file of the scope (``_scope_files``), or that is more than the lists hold;
-        each file's hit is its first fused chunk. Only the file of each fused row is read per
-        pass (``chunk_files``), the chunks of the hits once at the end.
+def _ranked(f: Fused[Any], chunk: Chunk) -> RankedChunk:
+    return RankedChunk(chunk, f.score, f.vector_score, f.vector_rank, f.keyword_score, f.keyword_rank)
+
+
+def fuse_chunks(
+    vector: Sequence[tuple[Chunk, float]],
+    keyword: Sequence[tuple[Chunk, float]],
+    vector_weight: float = VECTOR_WEIGHT_DEFAULT,
+    k: int = RRF_K,
+) -> list[RankedChunk]:
+    """``engine.search.fusion.fuse`` of two lists of chunks, best first.
+
+    Args:
+        vector: ``(chunk, cosine)`` best first.
+        keyword: ``(chunk, -bm25)`` best first.
+        vector_weight: w in 0..1 (see ``engine.search.fusion``).
+        k: the RRF constant.
+
+    Returns:
+        One ``RankedChunk`` per distinct chunk key (collection, file, index) with its
+        fused score and both lists' scores and 0-based ranks (the fusion's tie rules).
+    """
+    return [_ranked(f, f.item) for f in fuse(vector, keyword, vector_weight, _chunk_key, k)]
+
+
+class HybridRanker:
+    """The hybrid lists of one store and their fusion.
+
+    Args:
+        store: the Store; its row-id searches are used when it has them (looked up per
+            call, so a store may lack them).
+        vector_hits: the searcher's embed-and-scan (``VectorHits``).
+
+    State: the rows the last hybrid search's vector scan read (0: none yet), which
+    decides whether the next one times its two ways of ranking (``_HYBRID_CHOICE``).
+    """
+
+    def __init__(self, store: Any, vector_hits: VectorHits) -> None:
+        self.store = store
+        self._vector_hits = vector_hits
+        self._last_scan_rows = 0
+
+    def _by_row_ids(self) -> bool:
+        """True when the store's row-id searches are cheap (its declared ``row_refs``)."""
+        return bool(self.store.row_refs)
+
+    def ranked(
+        self, text: str, collections: list[str] | None, depth: int, embedder: Any, weight: float, want: int
+    ) -> list[RankedChunk]:
+        """The best ``want`` fused chunks of the top ``depth`` of each list.
+
+        Over a store's row ids only the ``want`` fused rows are read; the hits, order
+        and breakdown are those of fusing the two lists of chunks (a chunk is one row).
 
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
         """
-        from engine.search.fusion import FUSION_DEPTH, RRF_K
-        from engine.values import RankedChunk
+        if self._by_row_ids():
+            try:
+                return self._read(self._fused_refs(text, collections, depth, embedder, weight)[:want])
+            except _RowsChanged:
+                pass
+        vec, kw = self.lists(text, collections, depth, embedder)
+        return fuse_chunks(vec, kw, weight)[:want]
 
-        store = self.store
-        if not store.row_refs:
-            return None
-        files_of = store.chunk_files
-        depth = want_files = max(limit, FUSION_DEPTH)
-        in_scope: int | None = None
-        while True:
-            vec, kw = self._hybrid_lists(text, collections, depth, embedder, refs=True)
-            fused = _fuse_entries([(r, s) for r, _c, s in vec], kw, weight, RRF_K, lambda r: r)
-            where = files_of([e["chunk"] for e in fused])  # rowid -> (collectionPath, filePath, chunkId)
-            ids = {r: c for r, c, _s in vec}
-            best: dict[tuple[str, str], dict] = {}
-            for e in fused:
-                row = where.get(e["chunk"])
-                if row is None or ids.get(e["chunk"], row[2]) != row[2]:
-                    return None  # a writer changed it between ranking and reading
-                best.setdefault((row[0], row[1]), e)
-            kept = [e for e in best.values() if min_score is None or e["score"] >= min_score]
-            if len(kept) >= want_files or len(fused) < depth:
-                break  # enough files, or the lists ran out (fewer fused chunks than the depth)
-            if in_scope is None:
-                in_scope = self._scope_files(collections)
-            if 0 <= in_scope <= len(best):
-                break
-            depth *= 4
-        kept = kept[:limit]
-        rows = store.chunks_at([e["chunk"] for e in kept])
+    def per_file(
+        self,
+        text: str,
+        collections: list[str] | None,
+        limit: int,
+        embedder: Any,
+        weight: float,
+        min_score: float | None,
+        files_in_scope: Callable[[], int],
+    ) -> list[RankedChunk]:
+        """The ``search`` tool's hybrid hits: one per file, at most ``limit``.
+
+        The fusion of the top ``depth`` chunks of each list, ``depth`` the first of
+        ``max(limit, FUSION_DEPTH)`` x 1, 4, 16, ... whose fused chunks come from
+        ``max(limit, FUSION_DEPTH)`` files (after ``min_score``), or from every file of
+        the scope, or that is more than the lists hold (``one_per_file``); each file's
+        hit is its first fused chunk. For limits up to ``FUSION_DEPTH`` the depth does not
+        depend on the limit, so more hits never reorder or rescore the first ones. Over a
+        store with cheap row ids (``row_refs``) only the file of each fused row is read per pass, the
+        chunks of the hits once at the end.
+
+        Raises:
+            EmbedError: the provider refused, or the model's dimension changed.
+        """
+        depth = max(limit, FUSION_DEPTH)
+        files_of = self.store.chunk_files
+        if self._by_row_ids():
+
+            def rank_refs(d: int) -> list[tuple[Fused[Any], str, tuple[str, str]]]:
+                """``(fused row, its chunk id, its file)`` of the fusion at depth ``d``."""
+                fused = self._fused_refs(text, collections, d, embedder, weight)
+                where = files_of([f.item for f, _seen in fused])  # rowid -> (collectionPath, filePath, chunkId)
+                out = []
+                for f, seen in fused:
+                    row = where.get(f.item)
+                    if row is None or seen not in (None, row[2]):
+                        raise _RowsChanged
+                    out.append((f, row[2], (row[0], row[1])))
+                return out
+
+            try:
+                kept = one_per_file(
+                    rank_refs, depth, depth, lambda e: e[2], lambda e: e[0].score, min_score, files_in_scope
+                )[:limit]
+                return self._read([(f, chunk_id) for f, chunk_id, _file in kept])
+            except _RowsChanged:
+                pass
+        return one_per_file(
+            lambda d: self.ranked(text, collections, d, embedder, weight, 2 * d),
+            depth,
+            depth,
+            lambda r: (r.chunk.collection_path, r.chunk.file_path),
+            lambda r: r.score,
+            min_score,
+            files_in_scope,
+        )[:limit]
+
+    def _fused_refs(
+        self, text: str, collections: list[str] | None, depth: int, embedder: Any, weight: float
+    ) -> list[tuple[Fused[Any], str | None]]:
+        """The fusion over the store's row ids (``Fused.item`` a row id), each with the chunk id
+        the vector scan saw for that row (None when only the keyword list had it)."""
+        vec, kw = self.lists(text, collections, depth, embedder, refs=True)
+        seen = {rowid: chunk_id for rowid, chunk_id, _score in vec}
+        fused = fuse([(rowid, score) for rowid, _chunk_id, score in vec], kw, weight)
+        return [(f, seen.get(f.item)) for f in fused]
+
+    def _read(self, fused: list[tuple[Fused[Any], str | None]]) -> list[RankedChunk]:
+        """The chunks of fused row ids, read in one call, as ``RankedChunk``.
+
+        Args:
+            fused: ``(fused row id, the chunk id expected there, or None for any)``.
+
+        Raises:
+            _RowsChanged: a row vanished, or holds another chunk than expected.
+        """
+        rows = self.store.chunks_at([f.item for f, _expected in fused])
         out = []
-        for e in kept:
-            chunk = rows.get(e["chunk"])
-            if chunk is None or chunk.chunk_id != where[e["chunk"]][2]:
-                return None
-            out.append(
-                RankedChunk(
-                    chunk,
-                    e["score"],
-                    e.get("vector_score"),
-                    e.get("vector_rank"),
-                    e.get("keyword_score"),
-                    e.get("keyword_rank"),
-                )
-            )
+        for f, expected in fused:
+            chunk = rows.get(f.item)
+            if chunk is None or expected not in (None, chunk.chunk_id):
+                raise _RowsChanged
+            out.append(_ranked(f, chunk))
         return out
 
-    def _scope_files(self, collections: list[str] | None) -> int:
-        """Files holding chunks in ``collections`` (every collection when None): the store's
-        ``file_count``."""
-        return int(self.store.file_count(collections))
-
-    def _hybrid_lists(
-        self, text: str, collections: list[str] | None, depth: int, embedder, refs: bool = False
-    ) -> tuple[list[tuple], list[tuple]]:
+    def lists(
+        self, text: str, collections: list[str] | None, depth: int, embedder: Any, refs: bool = False
+    ) -> tuple[list[Any], list[Any]]:
         """The vector and keyword lists of a hybrid search, ``(chunk, score)`` best first
         (``refs``: the stores' ``(rowid, chunk_id, score)`` and ``(rowid, score)`` instead).
 
-        When the last hybrid search of this object scanned a large matrix
+        When the last hybrid search of this ranker scanned a large matrix
         (>= ``LARGE_SCAN_ROWS`` rows, full scan), ``_HYBRID_CHOICE`` picks
         between ranking the lists one after the other (the scan then uses one
         or two BLAS threads, ``engine.store.threads``) and ranking the keyword list on a
         worker thread that afterwards scores blocks of the vector scan
         (``engine.store.scan_share``: the same scores as a one-thread scan). The
         lists are the same either way.
+
+        Raises:
+            EmbedError: the provider refused, or the model's dimension changed.
         """
-        use = _HYBRID_CHOICE.pick() if self._hybrid_rows >= LARGE_SCAN_ROWS else 1
+        use = _HYBRID_CHOICE.pick() if self._last_scan_rows >= LARGE_SCAN_ROWS else 1
         share = ScanShare(helpers=use == 2)
         t = time.perf_counter()
         keyword = self.store.search_keyword_refs if refs else self.store.search_keyword
-        listed: Future | None = Future() if use == 2 else None  # the keyword list, set before helping
+        listed: Future[list[Any]] | None = Future() if use == 2 else None  # the keyword list, set before helping
         pending = (
-            _hybrid_pool().submit(self._keyword_then_help, keyword, text, collections, depth, share, listed)
+            _hybrid_pool().submit(_keyword_then_help, keyword, text, collections, depth, share, listed)
             if listed is not None
             else None
         )
@@ -204,37 +241,37 @@ class HybridRanking:
         # the list as soon as it is ranked: the helper's way out of the scan (every block of it
         # is done once the scan returns) is not waited for, nor its thread switch
         kw = keyword(text, collections, depth) if listed is None else listed.result()
-        self._hybrid_rows = share.rows
+        self._last_scan_rows = share.rows
         if share.rows >= LARGE_SCAN_ROWS and (use == 1 or share.shared):
             _HYBRID_CHOICE.record(use, time.perf_counter() - t, share.rows)
         if refs:
             return vec, kw
         return [(h.chunk, h.score) for h in vec], [(h.chunk, h.score) for h in kw]
 
-    @staticmethod
-    def _keyword_then_help(
-        keyword: Callable,
-        text: str,
-        collections: list[str] | None,
-        depth: int,
-        share: ScanShare,
-        listed: Future | None = None,
-    ) -> list:
-        """The keyword list (on the worker thread), then help the vector scan's blocks.
 
-        ``listed``: given the list (or the keyword search's exception) before helping, so the
-        calling thread can fuse without waiting for this thread to leave the scan."""
-        try:
-            kw = keyword(text, collections, depth)
-        except BaseException as e:
-            if listed is not None:
-                listed.set_exception(e)
-            share.help()
-            raise
+def _keyword_then_help(
+    keyword: Callable[..., list[Any]],
+    text: str,
+    collections: list[str] | None,
+    depth: int,
+    share: ScanShare,
+    listed: Future[list[Any]] | None = None,
+) -> list[Any]:
+    """The keyword list (on the worker thread), then help the vector scan's blocks.
+
+    ``listed``: given the list (or the keyword search's exception) before helping, so the
+    calling thread can fuse without waiting for this thread to leave the scan."""
+    try:
+        kw = keyword(text, collections, depth)
+    except BaseException as e:
         if listed is not None:
-            listed.set_result(kw)
+            listed.set_exception(e)
         share.help()
-        return kw
+        raise
+    if listed is not None:
+        listed.set_result(kw)
+    share.help()
+    return kw
 
 
 def _hybrid_pool() -> ThreadPoolExecutor:

@@ -1,60 +1,56 @@
 """ContentChunkSearch: scoped search, chunk reads and document reads over a Store.
 
-Owns: the query grammar (``namespace:<collectionPath>`` tokens, the
-``scope:exact|subtree|ancestorsandself`` qualifier, unknown ``key:value``
-tokens named in a hint and never searched as words), scope resolution (the
-anchored ``scope`` argument: one path or a list, each searched with its
-ancestors; ``"*"`` = every collection), the normal form of a collectionPath
-argument (``normalise_collection_path``), the three ranking modes (vector
-cosine, keyword BM25, hybrid fusion of both with its score breakdown),
-``auto`` mode, per-file resolution for ``search``, snippets, and chunk
-stepping. Returns internal values (``SearchOutcome``, ``RankedChunk``,
-``Chunk``); ``engine/tools/registry.py`` turns them into envelopes. Imports no face
-(streamlit, mcp, argparse).
+Owns: scope resolution (``namespace:`` tokens, or the anchored ``scope`` argument: one
+path or a list, each searched with its ancestors; ``"*"`` = every collection), the
+three ranking modes (vector cosine, keyword BM25, hybrid fusion of both with its score
+breakdown), ``auto`` mode, per-file resolution for ``search``, and chunk reads. Returns
+internal values (``SearchOutcome``, ``RankedChunk``, ``Chunk``);
+``engine/tools/answers.py`` turns them into envelopes. Imports no face (streamlit,
+mcp, argparse).
 
 A refusal from the embedding provider is carried as the ``EmbedFailure`` that
 ``engine/embed/`` classified; it is never re-derived and never turned into
 an empty result.
 
-Fusion (hybrid): each list contributes its top ``FUSION_DEPTH`` chunks (or
-more when more hits are wanted); a chunk's fused score is reciprocal-rank
-fusion ``2w/(RRF_K + vector_rank + 1) + 2(1-w)/(RRF_K + keyword_rank + 1)``
-with ``w = vectorWeight`` (0.5: the classic unweighted RRF sum), ranks 0-based
-and a term absent when that list did not return the chunk. Chosen on the
-evaluation set (tests/data/eval_questions.json, see README "Retrieval").
-``per_file`` (the ``search`` tool) fuses at that depth and 4x deeper until the fused
-chunks come from ``max(limit, FUSION_DEPTH)`` files (or every file of the scope, or
-the lists run out): for limits up to 20 the depth does not depend on the limit, so
-more hits never reorder or rescore the first ones.
-
-Split by noun (STYLE.md: modules under ~600 lines): the hybrid machinery
-(ranking the two lists, the ``chunknav-hybrid`` keyword worker pool, fusion
-over the stores' row ids: ``_hybrid_lists``, ``_hybrid_by_refs``,
-``_keyword_then_help``, ``_fuse_entries``, ``_hybrid_pool``) lives in
-``engine.search.hybrid`` (``HybridRanking``, a mixin of ``ContentChunkSearch``);
-``fuse`` here is ``_fuse_entries`` over chunks. Its tuning points
-(``_HYBRID_CHOICE``, ``LARGE_SCAN_ROWS``, ``ScanShare``) are that module's.
-Snippets (``make_snippet``, ``make_snippets``, ``shown_terms``) live in
-``engine.search.snippets`` and the query's NFKC and embedding cut in ``engine.search.query``;
-both re-exported or used here.
+Collaborators: ``engine.search.hybrid.HybridRanker`` ranks and fuses hybrid searches
+(the formula and its constants are ``engine.search.fusion``'s alone);
+``engine.search.per_file.one_per_file`` is the one per-file loop (``per_file``, the
+``search`` tool: each file's best chunk from a ranking whose depth does not depend on
+the limit up to ``FUSION_DEPTH``, so more hits never reorder or rescore the first ones);
+the query grammar, its terms and the collectionPath normal form are
+``engine.search.query``'s and snippets ``engine.search.snippets``'s (both re-exported here).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from engine.errors import EmbedError
 from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT
-from engine.search.hybrid import HybridRanking, _fuse_entries
+from engine.search.hybrid import HybridRanker
+from engine.search.hybrid import fuse_chunks as fuse
+from engine.search.per_file import one_per_file
 from engine.values import Chunk, Collection, RankedChunk
-from engine.search.query import cut_hint as _cut_hint, embeddable, form_found, input_limit as _input_limit, normal_query
+from engine.search.query import (
+    SCOPE_QUALIFIERS,
+    Scope,
+    cut_hint as _cut_hint,
+    embeddable,
+    form_found,
+    input_limit as _input_limit,
+    normalise_collection_path,
+    parse_query,
+    query_terms,
+)
 from engine.store.base import Store
 from engine.search.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
-from engine.store.fts import MAX_TERMS
+
+if TYPE_CHECKING:
+    from engine.embed.base import EmbedFailure
 
 __all__ = [
     "MODES",
@@ -84,59 +80,8 @@ log = logging.getLogger(__name__)
 MODES = ("auto", "vector", "keyword", "hybrid")
 #: Longest ``query`` accepted, in characters (the tools' schema refuses longer ones).
 MAX_QUERY_CHARS = 50_000
-#: Values of the ``scope:`` qualifier token.
-SCOPE_QUALIFIERS = ("exact", "subtree", "ancestorsandself")
 #: ``scope`` value meaning every collection, explicitly.
 ALL_COLLECTIONS = "*"
-#: Scope answers ``ContentChunkSearch._resolve`` remembers (known collections, namespaces,
-#: qualifier, scope -> collections, hint): a search on caches cold after a vector scan then
-#: skips the matching (~0.02 ms for 20 collections).
-_SCOPES_KEPT = 256
-
-
-_KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
-#: ``namespace:"Acme Inc/Sub Dir"``: a collection path with spaces, in double quotes (no ``"`` inside).
-_QUOTED_NAMESPACE = re.compile(r'(?<!\S)namespace:"([^"]+)"(?!\S)', re.IGNORECASE)
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def normalise_collection_path(path: str) -> str:
-    """The one normal form of a collectionPath argument: no leading, trailing or doubled ``/``.
-
-    ``"ACME/Reports/"`` -> ``"ACME/Reports"``; ``"*"`` stays ``"*"``. Every face
-    and tool argument (scope, namespace tokens, get_chunk, read_document)
-    goes through here, so a trailing slash is accepted everywhere.
-    """
-    return "/".join(part for part in path.split("/") if part)
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """A parsed query: the text to rank by and the collections it targets.
-
-    Attributes:
-        text: the query without ``key:value`` tokens, words joined by one space, in NFKC
-            (``engine.search.query.normal_query``: the form every stored text has).
-        namespaces: collectionPaths of ``namespace:`` tokens (normalised), in order, unique.
-        qualifier: ``exact | subtree | ancestorsandself`` from a ``scope:`` token, or None.
-        ignored: tokens not understood (unknown key, unknown ``scope:`` value,
-            empty namespace); named in the envelope's hint, never searched.
-    """
-
-    text: str
-    namespaces: tuple[str, ...] = ()
-    qualifier: str | None = None
-    ignored: tuple[str, ...] = ()
-
-    @property
-    def namespace(self) -> str | None:
-        """The first namespace, or None."""
-        return self.namespaces[0] if self.namespaces else None
-
-    @property
-    def subtree(self) -> bool:
-        """True for ``scope:subtree``."""
-        return self.qualifier == "subtree"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +111,7 @@ class SearchOutcome:
     hits: tuple[RankedChunk, ...] = ()
     score_kind: str | None = None
     model: str | None = None
-    failure: object | None = None  # engine.embed.EmbedFailure
+    failure: EmbedFailure | None = None
     error: str | None = None
     hint: str | None = None
     message: str | None = None
@@ -175,116 +120,7 @@ class SearchOutcome:
     min_score: float | None = None
 
 
-def parse_query(query: str) -> Scope:
-    """Split ``key:value`` tokens off a query.
-
-    ``namespace:<path>`` adds a target collection (repeatable; trailing ``/``
-    accepted); ``scope:exact|subtree|ancestorsandself`` sets the qualifier
-    (the last one wins). Any other ``key:value`` token (a key of letters,
-    digits, ``_``, ``-`` starting with a letter; a value not starting with
-    ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
-    collected in ``ignored``: the caller names them in a hint; they are not
-    searched as words. The words kept (``Scope.text``) are put in NFKC
-    (``engine.search.query.normal_query``); namespace paths stay as written. A path
-    with spaces goes in double quotes: ``namespace:"Acme Inc/Sub Dir"`` (the whole
-    token, quotes included, standing alone).
-    """
-    namespaces: dict[str, None] = {}
-    qualifier = None
-    ignored: list[str] = []
-    kept: list[str] = []
-    if '"' in query:  # namespace:"a path with spaces": one token, quotes included
-        for m in _QUOTED_NAMESPACE.finditer(query):
-            ns = normalise_collection_path(m.group(1))
-            namespaces.setdefault(ns, None) if ns else ignored.append(m.group(0))
-        query = _QUOTED_NAMESPACE.sub(" ", query)
-    for part in query.split():
-        m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'
-        if m is None or m.group(2).startswith("/"):
-            kept.append(part)
-            continue
-        key, value = m.group(1).lower(), m.group(2)
-        if key == "namespace":
-            ns = normalise_collection_path(value)
-            if ns:
-                namespaces.setdefault(ns, None)
-            else:
-                ignored.append(part)
-        elif key == "scope" and value.lower() in SCOPE_QUALIFIERS:
-            qualifier = value.lower()
-        else:
-            ignored.append(part)
-    return Scope(normal_query(" ".join(kept)), tuple(namespaces), qualifier, tuple(ignored))
-
-
-_PARSED: dict[str, tuple[Scope, tuple[str, ...]]] = {}  # _parsed's answers (frozen values)
-_PARSED_KEPT = 256
-
-
-def _parsed(query: str) -> tuple[Scope, tuple[str, ...]]:
-    """``(parse_query(query), query_terms(of its text))``, remembered for up to
-    ``_PARSED_KEPT`` distinct queries, all dropped when full (as ``_scopes``; both are
-    functions of the string alone and their answers are frozen): a question asked again
-    skips ~45 us of parsing on caches cold after a vector scan."""
-    got = _PARSED.get(query)
-    if got is None:
-        parsed = parse_query(query)
-        got = (parsed, query_terms(parsed.text))
-        if len(_PARSED) >= _PARSED_KEPT:
-            _PARSED.clear()
-        _PARSED[query] = got
-    return got
-
-
-def query_terms(text: str) -> tuple[str, ...]:
-    """Lower-cased word terms of a query (Unicode word characters) after NFKC
-    (``normal_query``, as the stored text), in order, unique, at most ``MAX_TERMS``
-    (``engine.store.fts``)."""
-    seen: dict[str, None] = {}
-    for w in _WORD.findall(normal_query(text).lower()):
-        seen.setdefault(w, None)
-        if len(seen) >= MAX_TERMS:
-            break
-    return tuple(seen)
-
-
-def fuse(
-    vector: Sequence[tuple[Chunk, float]],
-    keyword: Sequence[tuple[Chunk, float]],
-    vector_weight: float = VECTOR_WEIGHT_DEFAULT,
-    k: int = RRF_K,
-) -> list[RankedChunk]:
-    """Weighted reciprocal-rank fusion of two ranked lists, best first.
-
-    Args:
-        vector: ``(chunk, cosine)`` best first.
-        keyword: ``(chunk, -bm25)`` best first.
-        vector_weight: w in 0..1; score = 2w/(k+rv+1) + 2(1-w)/(k+rk+1), a
-            term absent when that list lacks the chunk (w = 0.5: plain RRF).
-        k: the RRF constant.
-
-    Returns:
-        One ``RankedChunk`` per distinct chunk key (collection, file, index)
-        with its fused score and both lists' scores and 0-based ranks; ties
-        keep vector order, then keyword order.
-    """
-    out = _fuse_entries(
-        vector, keyword, vector_weight, k, lambda chunk: (chunk.collection_path, chunk.file_path, chunk.chunk_index)
-    )
-    return [
-        RankedChunk(
-            e["chunk"],
-            e["score"],
-            e.get("vector_score"),
-            e.get("vector_rank"),
-            e.get("keyword_score"),
-            e.get("keyword_rank"),
-        )
-        for e in out
-    ]
-
-
-class ContentChunkSearch(HybridRanking):
+class ContentChunkSearch:
     """Search and read over one Store.
 
     Args:
@@ -295,14 +131,13 @@ class ContentChunkSearch(HybridRanking):
             as data.
     """
 
-    def __init__(self, store: Store, embedder_factory: Callable[[], object | None]):
+    def __init__(self, store: Store, embedder_factory: Callable[[], Any]):
         self.store = store
         self._factory = embedder_factory
-        self._embedder: object | None = None
+        self._embedder: Any = None
         self._loaded = False
         self._lock = threading.Lock()
-        self._hybrid_rows = 0  # rows the last hybrid search's vector scan read (0: none yet)
-        self._scopes: dict[tuple, tuple[tuple[str, ...], str | None, bool]] = {}  # _resolve's answers
+        self._hybrid = HybridRanker(store, self._vector_hits)
 
     # -- provider ------------------------------------------------------------
     def embedder(self):
@@ -318,11 +153,6 @@ class ContentChunkSearch(HybridRanking):
             return self._embedder
 
     # -- scope -----------------------------------------------------------------
-    def resolve_scope(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None]:
-        """Collections to search and a hint (None when there is nothing to say); see ``_resolve``."""
-        collections, hint, _every = self._resolve(parsed, scope)
-        return collections, hint
-
     def _resolve(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
         """``(collections, hint, every)``: every = the collections are all the known ones (the
         stores then search unfiltered, their fast path).
@@ -336,29 +166,6 @@ class ContentChunkSearch(HybridRanking):
         match none are named in the hint.
         """
         known = [c.collection_path for c in self.store.collections()]
-        try:  # the answer is a function of these alone (remembered per value, _SCOPES_KEPT at most)
-            key = (
-                tuple(known),
-                parsed.namespaces,
-                parsed.qualifier,
-                scope if scope is None or isinstance(scope, str) else tuple(scope),
-            )
-            kept = self._scopes.get(key)
-        except TypeError:  # an unhashable scope item: resolved, not remembered
-            key, kept = None, None
-        if kept is not None:
-            return list(kept[0]), kept[1], kept[2]
-        collections, hint, every = self._resolve_known(known, parsed, scope)
-        if key is not None:
-            if len(self._scopes) >= _SCOPES_KEPT:
-                self._scopes.clear()
-            self._scopes[key] = (tuple(collections), hint, every)
-        return collections, hint, every
-
-    def _resolve_known(
-        self, known: list[str], parsed: Scope, scope: str | Sequence[str] | None
-    ) -> tuple[list[str], str | None, bool]:
-        """``_resolve`` over the known collection paths ``known`` (sorted)."""
         known_txt = ", ".join(known) or "none"
         if parsed.namespaces:
             paths, qualifier, what = list(parsed.namespaces), parsed.qualifier or "exact", "namespace"
@@ -457,7 +264,8 @@ class ContentChunkSearch(HybridRanking):
             raise ValueError(f"query is {len(query)} characters; the most is {MAX_QUERY_CHARS}")
         if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
             raise ValueError(f"vectorWeight must be within 0..1, got {vector_weight}")
-        parsed, terms = _parsed(query or "")
+        parsed = parse_query(query or "")
+        terms = query_terms(parsed.text)
         ignored = (
             (
                 f"not understood, so not searched: {', '.join(parsed.ignored)} (known keys: "
@@ -513,61 +321,14 @@ class ContentChunkSearch(HybridRanking):
                 False, query, mode, (), hint=hint, model=model if mode != "keyword" else None, terms=terms
             )
 
-        # per_file (trial6 #5): a file's hit is its best chunk in one ranking whose depth does not
-        # depend on limit (<= FUSION_DEPTH), so more hits never reorder or rescore the first ones.
-        # Hybrid (an RRF score depends on the depth): the fusion of the top `depth` chunks of each
-        # list, depth the first of max(limit, FUSION_DEPTH) x 1, 4, 16... whose chunks come from at
-        # least max(limit, FUSION_DEPTH) files, or from every file of the scope, or that holds the
-        # whole lists. Vector and keyword scores do not depend on the depth: `limit` files.
-        # Over a store's row ids (engine.search.hybrid._per_file_hybrid) only the hits' rows are read.
-        hybrid_files = per_file and mode == "hybrid"
-        want = max(limit, FUSION_DEPTH) if hybrid_files else (limit * 4 if per_file else limit)
-        want_files = max(limit, FUSION_DEPTH) if hybrid_files else limit
-        in_scope: int | None = None
+        where = None if every else collections
         try:
-            fast = (
-                self._per_file_hybrid(parsed.text, None if every else collections, limit, embedder, weight, min_score)
-                if hybrid_files
-                else None
-            )
+            hits = self._ranked(parsed.text, where, limit, mode, embedder, weight, per_file, min_score)
         except EmbedError as e:
             return SearchOutcome(
                 False, query, mode, tuple(collections), failure=e.failure, model=model, terms=terms, hint=hint
             )
-        hits, kind = (fast, "rrf") if fast is not None else ([], None)
-        while fast is None:
-            try:
-                ranked, kind = self._rank(
-                    parsed.text,
-                    None if every else collections,
-                    2 * want if hybrid_files else want,
-                    mode,
-                    embedder,
-                    weight,
-                    want if hybrid_files else None,
-                )
-            except EmbedError as e:
-                return SearchOutcome(
-                    False, query, mode, tuple(collections), failure=e.failure, model=model, terms=terms, hint=hint
-                )
-            got = len(ranked)
-            reached = len({(r.chunk.collection_path, r.chunk.file_path) for r in ranked}) if per_file else 0
-            if min_score is not None:
-                ranked = [r for r in ranked if r.score >= min_score]
-            if not per_file:
-                hits = ranked[:limit]
-                break
-            best: dict[tuple[str, str], RankedChunk] = {}
-            for r in ranked:
-                best.setdefault((r.chunk.collection_path, r.chunk.file_path), r)
-            hits = list(best.values())[:limit]
-            if len(best) >= want_files or got < want:
-                break  # enough files, or the lists ran out (fewer fused chunks than the depth)
-            if in_scope is None:  # the files there are: no deeper pass once every one is reached
-                in_scope = self._scope_files(None if every else collections)
-            if 0 <= in_scope <= reached:
-                break
-            want *= 4
+        kind = {"keyword": "bm25", "vector": "cosine", "hybrid": "rrf"}[mode]
         if mode in ("vector", "hybrid") and not hits and model and not self.has_vectors(model):
             message = (
                 f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
@@ -588,36 +349,64 @@ class ContentChunkSearch(HybridRanking):
             min_score=min_score,
         )
 
-    def _rank(
+    def _ranked(
         self,
         text: str,
         collections: list[str] | None,
-        want: int,
+        limit: int,
         mode: str,
-        embedder,
-        vector_weight: float | None,
-        depth: int | None = None,
-    ) -> tuple[list[RankedChunk], str]:
-        """The best ``want`` chunks of ``mode`` and the score kind. ``depth``: chunks each
-        list ranks (default ``want`` for vector, ``max(want, FUSION_DEPTH)`` for hybrid, the
-        fusion depth; keyword ignores it)."""
-        if mode == "keyword":
-            return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, want)], "bm25"
-        if depth is None:
-            depth = want if mode == "vector" else max(want, FUSION_DEPTH)
-        if mode != "hybrid":
-            return [
-                RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)
-            ], "cosine"
-        weight = VECTOR_WEIGHT_DEFAULT if vector_weight is None else vector_weight
-        if self.store.row_refs:
-            ranked = self._hybrid_by_refs(text, collections, depth, embedder, weight, want)
-            if ranked is not None:
-                return ranked, "rrf"
-        vec, kw = self._hybrid_lists(text, collections, depth, embedder)
-        return fuse(vec, kw, weight)[:want], "rrf"
+        embedder: Any,
+        weight: float | None,
+        per_file: bool,
+        min_score: float | None,
+    ) -> list[RankedChunk]:
+        """The hits of one search, best first, at most ``limit`` (``collections`` None: all).
 
-    def _vector_hits(self, text: str, collections: list[str] | None, depth: int, embedder, refs: bool = False) -> list:
+        Not ``per_file``: the best ``limit`` chunks (hybrid: fused from the top
+        ``max(limit, FUSION_DEPTH)`` of each list) scoring at least ``min_score``.
+        ``per_file``: each file's best chunk (``one_per_file``); vector and keyword
+        scores do not depend on the depth, so their first pass ranks ``4 * limit``
+        chunks; hybrid is ``HybridRanker.per_file`` (a fused score depends on the depth).
+
+        Raises:
+            EmbedError: the provider refused, or the model's dimension changed.
+        """
+        hybrid_weight = VECTOR_WEIGHT_DEFAULT if weight is None else weight
+        if per_file:
+            in_scope = functools.partial(self._scope_files, collections)
+            if mode == "hybrid":
+                return self._hybrid.per_file(text, collections, limit, embedder, hybrid_weight, min_score, in_scope)
+            return one_per_file(
+                lambda depth: self._rank(text, collections, depth, mode, embedder),
+                4 * limit,
+                limit,
+                lambda r: (r.chunk.collection_path, r.chunk.file_path),
+                lambda r: r.score,
+                min_score,
+                in_scope,
+            )[:limit]
+        if mode == "hybrid":
+            ranked = self._hybrid.ranked(text, collections, max(limit, FUSION_DEPTH), embedder, hybrid_weight, limit)
+        else:
+            ranked = self._rank(text, collections, limit, mode, embedder)
+        return [r for r in ranked if min_score is None or r.score >= min_score][:limit]
+
+    def _rank(
+        self, text: str, collections: list[str] | None, depth: int, mode: str, embedder: Any
+    ) -> list[RankedChunk]:
+        """The best ``depth`` chunks of one list (``mode`` vector or keyword), best first."""
+        if mode == "keyword":
+            return [RankedChunk(h.chunk, h.score) for h in self.store.search_keyword(text, collections, depth)]
+        return [RankedChunk(h.chunk, h.score) for h in self._vector_hits(text, collections, depth, embedder)]
+
+    def _scope_files(self, collections: list[str] | None) -> int:
+        """Files holding chunks in ``collections`` (every collection when None): the store's
+        ``file_count``."""
+        return int(self.store.file_count(collections))
+
+    def _vector_hits(
+        self, text: str, collections: list[str] | None, depth: int, embedder: Any, refs: bool = False
+    ) -> list[Any]:
         """Embed ``text`` and scan: the store's ``VectorHit``s, best first (``refs``: its
         ``search_vector_refs`` tuples).
 
@@ -634,8 +423,9 @@ class ContentChunkSearch(HybridRanking):
                     embedder.model, getattr(embedder, "endpoint", None) or "", stored_dim, int(qv.shape[0])
                 )
             )
-        search = self.store.search_vector_refs if refs else self.store.search_vectors
-        return search(embedder.model, qv, collections, depth)
+        if refs:
+            return list(self.store.search_vector_refs(embedder.model, qv, collections, depth))
+        return self.store.search_vectors(embedder.model, qv, collections, depth)
 
     # -- reads -------------------------------------------------------------------
     def collection(self, collection_path: str) -> Collection | None:

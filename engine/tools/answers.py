@@ -11,16 +11,20 @@ argparse); raises nothing past ``engine.tools.registry.call_tool`` (which conver
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.tools import envelopes as E
 from engine.errors import PathEscapeError
-from engine.values import Chunk
+from engine.values import Bbox, Chunk, Document, Region
 from engine.paths import document_path, resolve_inside
-from engine.search.query import form_found, forms_found, other_forms
+from engine.search.query import form_found, forms_found, normalise_collection_path, other_forms
 from engine.index.runs import run_outcome
-from engine.search.searcher import make_snippets, normalise_collection_path, shown_terms
+from engine.search.searcher import SearchOutcome
+from engine.search.snippets import make_snippets, shown_terms
 from engine.service import Engine
+
+if TYPE_CHECKING:
+    from engine.values import RankedChunk
 
 __all__ = [
     "READ_LIMIT_DEFAULT",
@@ -47,11 +51,22 @@ SCORE_DECIMALS = 6
 # envelope builders
 
 
-def _bbox(b) -> E.BboxDict | None:
-    return None if b is None else b.to_dict()  # type: ignore[return-value]
+def _bbox(b: Bbox) -> E.BboxDict:
+    d = b.to_dict()  # rounded as every wire box is
+    return {"x": d["x"], "y": d["y"], "w": d["w"], "h": d["h"]}
 
 
-def _provenance(out: dict, chunk: Chunk, regions: bool = True, all_rects: bool = True) -> None:
+def _region(r: Region) -> E.RegionDict:
+    out: E.RegionDict = {"page": r.page, "bbox": _bbox(r.bbox)}
+    if r.rects:
+        out["rects"] = [_bbox(b) for b in r.rects]
+    return out
+
+
+def _provenance(chunk: Chunk, regions: bool = True, all_rects: bool = True) -> E.Provenance:
+    """A chunk's page, page label, bbox, regions (``regions``; ``all_rects`` False: the
+    rects of the first region only, as search hits carry them) and OCR marks."""
+    out: E.Provenance = {}
     if chunk.page is not None:
         out["page"] = chunk.page
     if chunk.page_label:
@@ -59,39 +74,55 @@ def _provenance(out: dict, chunk: Chunk, regions: bool = True, all_rects: bool =
     if chunk.bbox is not None:
         out["bbox"] = _bbox(chunk.bbox)
     if regions and chunk.regions:
-        out["regions"] = [r.to_dict() for r in chunk.regions]
-        if not all_rects:  # search hits: rects of the first region only (README "Highlights")
-            for r in out["regions"][1:]:
+        wire = [_region(r) for r in chunk.regions]
+        if not all_rects:  # search hits: rects of the first region only
+            for r in wire[1:]:
                 r.pop("rects", None)
         ocr_pages = chunk.metadata.get("ocrPages") if chunk.metadata else None
         if ocr_pages:  # words on these pages came from OCR (engine/extract/ocr.py)
             conf = chunk.metadata.get("ocrConfidence") or {}
-            for r in out["regions"]:
+            for r in wire:
                 if r["page"] in ocr_pages:
                     r["ocr"] = True
                     if conf.get(str(r["page"])) is not None:
                         r["ocrConfidence"] = conf[str(r["page"])]
+        out["regions"] = wire
     if chunk.metadata and chunk.metadata.get("ocr"):
         out["ocr"] = True
+    return out
 
 
-def _failure_fields(outcome) -> dict[str, Any]:
-    if outcome.failure is not None:
-        return outcome.failure.to_fields()
-    return {"error": outcome.error, "message": outcome.message or ""}
+def _failure_fields(outcome: SearchOutcome) -> E.FailureFields:
+    """The failure fields of a search that did not run: the provider's classified refusal
+    (``EmbedFailure.to_fields``, copied), else the outcome's own error code and message."""
+    if outcome.failure is None:
+        return {"error": outcome.error or "", "message": outcome.message or ""}
+    f = outcome.failure.to_fields()
+    out: E.FailureFields = {
+        "error": f["error"],
+        "message": f["message"],
+        "endpoint": f["endpoint"],
+        "model": f["model"],
+        "statusCode": f["statusCode"],
+        "responseBody": f["responseBody"],
+    }
+    if "storedDim" in f:
+        out["storedDim"] = f["storedDim"]
+    if "serverDim" in f:
+        out["serverDim"] = f["serverDim"]
+    return out
 
 
-def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
-    out: dict[str, Any] = {
+def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
+    out: E.SearchResult = {
         "searched": outcome.searched,
         "query": outcome.query,
         "mode": outcome.mode,
         "collections": list(outcome.collections),
     }
     if outcome.failure is not None or outcome.error:
-        out.update(_failure_fields(outcome))  # count and hits stay absent (DESIGN table)
-        return out  # type: ignore[return-value]
-    hits = []
+        return {**out, **_failure_fields(outcome)}  # count and hits stay absent (DESIGN table)
+    hits: list[dict[str, Any]] = []
     snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], shown_terms(outcome.terms))
     hybrid, regions = outcome.mode == "hybrid", not per_file
     for rank, ranked in enumerate(outcome.hits):
@@ -108,7 +139,7 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         }
         if hybrid:
             _breakdown(h, ranked)
-        _provenance(h, chunk, regions, False)
+        h.update(_provenance(chunk, regions, False))
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
@@ -124,16 +155,16 @@ def _search_envelope(outcome, per_file: bool) -> E.SearchResult:
         out["hint"] = outcome.hint
     if outcome.message:
         out["message"] = outcome.message
-    return out  # type: ignore[return-value]
+    return out
 
 
-def _breakdown(h: dict[str, Any], ranked) -> None:
+def _breakdown(h: dict[str, Any], ranked: RankedChunk) -> None:
     """A hybrid hit's fusion inputs: each list's score and 0-based rank, absent where
     that list did not return the chunk."""
-    if ranked.vector_rank is not None:
+    if ranked.vector_rank is not None and ranked.vector_score is not None:
         h["vectorScore"] = round(float(ranked.vector_score), SCORE_DECIMALS)
         h["vectorRank"] = ranked.vector_rank
-    if ranked.keyword_rank is not None:
+    if ranked.keyword_rank is not None and ranked.keyword_score is not None:
         h["keywordScore"] = round(float(ranked.keyword_score), SCORE_DECIMALS)
         h["keywordRank"] = ranked.keyword_rank
 
@@ -190,9 +221,7 @@ def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str,
 def _indexed_names(engine: Engine, collection_path: str, file_path: str) -> tuple[str, str, str | None]:
     """``(collectionPath, filePath, message)`` of the indexed document meant by the two names:
     each exact when indexed so, else in its other Unicode normalisation form (``_one_form``);
-    message when two different ones match. ASCII names are returned as they are (no lookup)."""
-    if collection_path.isascii() and file_path.isascii():
-        return collection_path, file_path, None
+    message when two different ones match."""
     store = engine.store
     coll, msg = _one_form(collection_path, lambda c: store.get_collection(c) is not None, "collection")
     if msg:
@@ -221,21 +250,22 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
     message naming the valid range; never an exception.
     """
     collectionPath = normalise_collection_path(collectionPath)
-    out: dict[str, Any] = {
+    out: E.ChunkResult = {
         "found": False,
         "collectionPath": collectionPath,
         "filePath": filePath,
         "chunkIndex": chunkIndex,
+        "totalChunks": 0,
     }
     escape = _check_file_path(engine, collectionPath, filePath)
     if escape:
-        out.update(totalChunks=0, error="path-escape", message=escape)
-        return out  # type: ignore[return-value]
+        out.update({"error": "path-escape", "message": escape})
+        return out
     collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
-    out.update(collectionPath=collectionPath, filePath=filePath)
+    out.update({"collectionPath": collectionPath, "filePath": filePath})
     if ambiguous:
-        out.update(totalChunks=0, message=ambiguous)
-        return out  # type: ignore[return-value]
+        out["message"] = ambiguous
+        return out
     chunk, total = engine.search.get_chunk(collectionPath, filePath, chunkIndex)
     out["totalChunks"] = total
     if chunk is None:
@@ -249,27 +279,29 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
                 _no_text(out, doc)
         else:
             out["message"] = f"chunkIndex {chunkIndex} is out of range: valid 0..{total - 1} ({total} chunks)"
-        return out  # type: ignore[return-value]
+        return out
     prev = engine.store.get_chunk(collectionPath, filePath, chunkIndex - 1) if chunkIndex > 0 else None
     nxt = engine.store.get_chunk(collectionPath, filePath, chunkIndex + 1) if chunkIndex + 1 < total else None
     out.update(
-        found=True,
-        documentPath=document_path(collectionPath, filePath),
-        text=chunk.chunk_text,
-        start=chunk.start,
-        end=chunk.end,
-        prevIndex=chunkIndex - 1 if chunkIndex > 0 else None,
-        nextIndex=chunkIndex + 1 if chunkIndex + 1 < total else None,
-        chunkId=chunk.chunk_id,
-        overlapPrev=max(0, prev.end - chunk.start) if prev else 0,
-        overlapNext=max(0, chunk.end - nxt.start) if nxt else 0,
+        {
+            "found": True,
+            "documentPath": document_path(collectionPath, filePath),
+            "text": chunk.chunk_text,
+            "start": chunk.start,
+            "end": chunk.end,
+            "prevIndex": chunkIndex - 1 if chunkIndex > 0 else None,
+            "nextIndex": chunkIndex + 1 if chunkIndex + 1 < total else None,
+            "chunkId": chunk.chunk_id,
+            "overlapPrev": max(0, prev.end - chunk.start) if prev else 0,
+            "overlapNext": max(0, chunk.end - nxt.start) if nxt else 0,
+        }
     )
-    _provenance(out, chunk)
+    out = {**out, **_provenance(chunk)}
     _mark_stale(engine, out)
-    return out  # type: ignore[return-value]
+    return out
 
 
-def _no_text(out: dict[str, Any], doc) -> None:
+def _no_text(out: E.ChunkResult | E.DocumentText, doc: Document) -> None:
     """``found: false`` fields of a failed / encrypted / empty document: its
     ``status``, the recorded ``reasonCode`` and the recorded reason in ``message``."""
     code = doc.metadata.get("reasonCode")
@@ -280,7 +312,7 @@ def _no_text(out: dict[str, Any], doc) -> None:
     out["message"] = f"{doc.file_path!r} {what} ({code}): {doc.reason or 'no text'}"
 
 
-def _mark_stale(engine: Engine, out: dict[str, Any]) -> None:
+def _mark_stale(engine: Engine, out: E.ChunkResult) -> None:
     """``stale: true`` (+ ``indexedAt``) when the chunk's file changed on disk or vanished
     since it was indexed (``engine.index.gate.check_file``: a stat, a hash only on a difference),
     or when the last index run could not read it and kept its chunks (the document's stale
@@ -312,45 +344,49 @@ def tool_read_document(
     ``error: path-escape``.
     """
     collectionPath = normalise_collection_path(collectionPath)
-    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "filePath": filePath, "offset": offset}
+    out: E.DocumentText = {"found": False, "collectionPath": collectionPath, "filePath": filePath, "offset": offset}
     escape = _check_file_path(engine, collectionPath, filePath)
     if escape:
-        out.update(error="path-escape", message=escape)
-        return out  # type: ignore[return-value]
+        out.update({"error": "path-escape", "message": escape})
+        return out
     collectionPath, filePath, ambiguous = _indexed_names(engine, collectionPath, filePath)
-    out.update(collectionPath=collectionPath, filePath=filePath)
+    out.update({"collectionPath": collectionPath, "filePath": filePath})
     if ambiguous:
         out["message"] = ambiguous
-        return out  # type: ignore[return-value]
+        return out
     doc = engine.store.get_document(collectionPath, filePath)
     limit = READ_LIMIT_DEFAULT if limit is None else limit
     page = None if doc is None or doc.status != "indexed" else _page_from_chunks(engine.store, doc, offset, limit)
-    if page is not None:  # a long document: the page from its chunks, not the whole text
+    if doc is not None and page is not None:  # a long document: the page from its chunks, not the whole text
         end = min(doc.text_length, offset + limit)
         out.update(
-            found=True,
-            documentPath=document_path(collectionPath, filePath),
-            totalLength=doc.text_length,
-            text=page,
-            nextOffset=end if end < doc.text_length else None,
+            {
+                "found": True,
+                "documentPath": document_path(collectionPath, filePath),
+                "totalLength": doc.text_length,
+                "text": page,
+                "nextOffset": end if end < doc.text_length else None,
+            }
         )
-        return out  # type: ignore[return-value]
+        return out
     text = None if doc is None or doc.status != "indexed" else engine.store.document_text(collectionPath, filePath)
     if text is None:
         if doc is None:
             out["message"] = f"{filePath!r} is not indexed in {collectionPath!r}"
         else:
             _no_text(out, doc)
-        return out  # type: ignore[return-value]
+        return out
     end = min(len(text), offset + limit)
     out.update(
-        found=True,
-        documentPath=document_path(collectionPath, filePath),
-        totalLength=len(text),
-        text=text[offset:end],
-        nextOffset=end if end < len(text) else None,
+        {
+            "found": True,
+            "documentPath": document_path(collectionPath, filePath),
+            "totalLength": len(text),
+            "text": text[offset:end],
+            "nextOffset": end if end < len(text) else None,
+        }
     )
-    return out  # type: ignore[return-value]
+    return out
 
 
 #: Documents of at least this many characters are paged from their chunks (``_page_from_chunks``);
@@ -361,11 +397,11 @@ READ_FROM_CHUNKS_CHARS = 1_000_000
 READ_FROM_CHUNKS_MOST = 2_000_000
 
 
-def _page_from_chunks(store, doc, offset: int, limit: int) -> str | None:
+def _page_from_chunks(store: Any, doc: Document, offset: int, limit: int) -> str | None:
     """``text[offset:offset + limit]`` of a long indexed document, built from the chunks that
     overlap it (found by a binary search over ``chunk_index``: the windows are in text order,
     each ``chunk_text == text[start:end]``, every character in at least one), so paging a
-    200 MB document reads a few rows instead of its whole text (trial6 #17).
+    200 MB document reads a few rows instead of its whole text.
 
     Returns:
         The page, exactly the slice of the stored text; None to read the whole text instead:
@@ -415,7 +451,7 @@ def _page_from_chunks(store, doc, offset: int, limit: int) -> str | None:
     return "".join(pieces)
 
 
-def _find_document(engine: Engine, doc_path: str):
+def _find_document(engine: Engine, doc_path: str) -> Document | None:
     """The document whose node path is ``doc_path``, or None.
 
     The exact node path first. Else a file named in one Unicode normalisation form
@@ -426,7 +462,7 @@ def _find_document(engine: Engine, doc_path: str):
     if not sep:
         return None
     colls = [coll] + other_forms(coll)
-    docs = [d for name in colls for d in engine.store.documents(name)]
+    docs: list[Document] = [d for name in colls for d in engine.store.documents(name)]
     for d in docs:
         if document_path(d.collection_path, d.file_path) == doc_path:
             return d
@@ -449,11 +485,11 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     if d is None:
         return {
             "found": False,
-            "documentPath": documentPath,  # type: ignore[return-value]
+            "documentPath": documentPath,
             "message": f"no document node {documentPath!r}; paths look like "
             "'<collectionPath>/_Documents/<slug>' (see search hits)",
         }
-    out: dict[str, Any] = {
+    out: E.DocumentNode = {
         "found": True,
         "documentPath": documentPath,
         "collectionPath": d.collection_path,
@@ -475,12 +511,12 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     code = d.metadata.get("reasonCode")
     if code:
         out["reasonCode"] = code
-    return out  # type: ignore[return-value]
+    return out
 
 
-def _noted_file(d) -> dict[str, Any]:
+def _noted_file(d: Document) -> E.NotedFile:
     """An indexed document's extraction notes (and text encoding) for ``index_status``."""
-    out: dict[str, Any] = {
+    out: E.NotedFile = {
         "collectionPath": d.collection_path,
         "filePath": d.file_path,
         "notes": list(d.metadata["notes"]),
@@ -499,7 +535,7 @@ LIST_LIMIT_DEFAULT = 200
 def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
     """Pages read by OCR as the extractor recorded them (``ocrPages``/``ocr_pages``), or None."""
     pages = meta.get("ocrPages", meta.get("ocr_pages"))
-    if isinstance(pages, dict):  # i11 records {"<page>": mean word confidence}
+    if isinstance(pages, dict):  # {"<page>": mean word confidence}
         return sorted(int(p) for p in pages)
     if isinstance(pages, (list, tuple)):
         return [int(p) for p in pages]
@@ -520,19 +556,25 @@ def tool_list_documents(
     collectionPath = form_found(
         normalise_collection_path(collectionPath), lambda c: engine.store.get_collection(c) is not None
     )  # NFC / NFD
-    out: dict[str, Any] = {"found": False, "collectionPath": collectionPath, "offset": offset}
+    out: E.DocumentList = {"found": False, "collectionPath": collectionPath, "offset": offset}
     if engine.store.get_collection(collectionPath) is None:
         known = ", ".join(c.collection_path for c in engine.store.collections()) or "none"
         out.update(
-            total=0, count=0, documents=[], nextOffset=None, message=f"no collection {collectionPath!r}; known: {known}"
+            {
+                "total": 0,
+                "count": 0,
+                "documents": [],
+                "nextOffset": None,
+                "message": f"no collection {collectionPath!r}; known: {known}",
+            }
         )
-        return out  # type: ignore[return-value]
-    docs = engine.store.documents(collectionPath)
+        return out
+    docs: list[Document] = engine.store.documents(collectionPath)
     page = docs[offset : offset + limit]
-    rows = []
+    rows: list[E.DocumentEntry] = []
     for d in page:
         meta = d.metadata or {}
-        row: dict[str, Any] = {
+        row: E.DocumentEntry = {
             "documentPath": document_path(d.collection_path, d.file_path),
             "filePath": d.file_path,
             "fileType": d.file_type,
@@ -552,71 +594,93 @@ def tool_list_documents(
         rows.append(row)
     end = offset + len(page)
     out.update(
-        found=True, total=len(docs), count=len(rows), documents=rows, nextOffset=end if end < len(docs) else None
+        {
+            "found": True,
+            "total": len(docs),
+            "count": len(rows),
+            "documents": rows,
+            "nextOffset": end if end < len(docs) else None,
+        }
     )
-    return out  # type: ignore[return-value]
+    return out
+
+
+def _provider_status(p: dict[str, Any]) -> E.ProviderStatus:
+    """``Engine.provider_status`` as its envelope (the same keys, in the same order)."""
+    out: E.ProviderStatus = {"provider": p["provider"], "model": p["model"], "dim": p["dim"]}
+    if "endpoint" in p:
+        out["endpoint"] = p["endpoint"]
+    if "probe" in p:
+        out["probe"] = p["probe"]
+    return out
+
+
+def _failed_file(d: Document, status: str, reason: str) -> E.FailedFile:
+    return {"collectionPath": d.collection_path, "filePath": d.file_path, "status": status, "reason": reason}
 
 
 def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     """``index_status``: collections, documents, chunks, vectors per model,
     stale vectors, failed/empty files with reasons, the provider and its probe."""
     store = engine.store
-    docs = store.documents()
+    docs: list[Document] = store.documents()
     per: dict[str, dict[str, int]] = {}
-    failures = []
-    noted: list[dict[str, Any]] = []
+    failures: list[E.FailedFile] = []
+    noted: list[E.NotedFile] = []
     for d in docs:
         p = per.setdefault(d.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
         p["documents"] += 1
         p["chunks"] += d.chunk_count
         if d.status != "indexed":
             p["failed"] += d.status == "failed"
-            failures.append(
-                {
-                    "collectionPath": d.collection_path,
-                    "filePath": d.file_path,
-                    "status": d.status,
-                    "reason": d.reason or "",
-                }
-            )
+            failures.append(_failed_file(d, d.status, d.reason or ""))
         elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
             stale = d.metadata["stale"]
-            failures.append(
-                {
-                    "collectionPath": d.collection_path,
-                    "filePath": d.file_path,
-                    "status": "stale",
-                    "reason": f"{stale.get('code')}: {stale.get('reason', '')}",
-                }
-            )
+            failures.append(_failed_file(d, "stale", f"{stale.get('code')}: {stale.get('reason', '')}"))
         elif d.metadata.get("notes"):
             noted.append(_noted_file(d))
-    colls = [
-        {
+    colls: list[E.CollectionStatus] = []
+    for c in store.collections():
+        counts = per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
+        entry: E.CollectionStatus = {
             "collectionPath": c.collection_path,
             "root": c.root,
-            **per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0}),
-            **({"passwordRef": c.password_ref} if c.password_ref else {}),
-        }  # a reference, never the password
-        for c in store.collections()
-    ]
-    vectors = [
+            "documents": counts["documents"],
+            "chunks": counts["chunks"],
+            "failed": counts["failed"],
+        }
+        if c.password_ref:
+            entry["passwordRef"] = c.password_ref  # a reference, never the password
+        colls.append(entry)
+    notes: dict[str, dict[str, Any]] = store.embed_notes()  # embed pass: truncated / failed chunks per model
+    vectors: list[E.ModelVectors] = []
+    for m, v in sorted(store.vector_counts().items()):
+        n = notes.get(m, {})
+        vectors.append(
+            {
+                "model": m,
+                "dim": int(v.get("dim", 0)),
+                "vectors": int(v.get("vectors", 0)),
+                "stale": int(v.get("stale", 0)),
+                "missing": int(v.get("missing", 0)),
+                "truncated": int(n.get("truncated", 0)),
+                "failed": int(n.get("failed", 0)),
+            }
+        )
+    embed_failures: list[E.EmbedFailedChunk] = [
         {
             "model": m,
-            "dim": int(v.get("dim", 0)),
-            "vectors": int(v.get("vectors", 0)),
-            "stale": int(v.get("stale", 0)),
-            "missing": int(v.get("missing", 0)),
+            "collectionPath": f["collectionPath"],
+            "filePath": f["filePath"],
+            "chunkIndex": f["chunkIndex"],
+            "chunkId": f["chunkId"],
+            "error": f["error"],
+            "reason": f["reason"],
         }
-        for m, v in sorted(store.vector_counts().items())
+        for m, n in sorted(notes.items())
+        for f in n.get("failures", [])
     ]
-    notes = store.embed_notes()  # embed pass: truncated / failed chunks per model
-    for v in vectors:
-        n = notes.get(v["model"], {})
-        v["truncated"] = int(n.get("truncated", 0))
-        v["failed"] = int(n.get("failed", 0))
-    embed_failures = [{"model": m, **f} for m, n in sorted(notes.items()) for f in n.get("failures", [])]
-    return {  # type: ignore[return-value]
+    return {
         "collections": colls,
         "documents": len(docs),
         "chunks": sum(d.chunk_count for d in docs),
@@ -625,6 +689,6 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "embedFailures": embed_failures,
         "failures": failures,
         "notes": noted,
-        "provider": engine.provider_status(probe),
+        "provider": _provider_status(engine.provider_status(probe)),
         "lastRun": run_outcome(store.last_run()),
     }

@@ -33,6 +33,7 @@ __all__ = [
     "IndexStatus",
     "FailureFields",
     "EmbedFailedChunk",
+    "Provenance",
 ]
 
 
@@ -47,8 +48,8 @@ class RegionDict(TypedDict):
     page: int
     bbox: BboxDict  # union of the chunk's words on the page
     rects: NotRequired[list[BboxDict]]  # one per line of the chunk's words: what a highlight draws
-    ocr: NotRequired[bool]  # i11: the words on this page came from OCR
-    ocrConfidence: NotRequired[float]  # i11: mean Tesseract word confidence of the page, 0..100
+    ocr: NotRequired[bool]  # the words on this page came from OCR
+    ocrConfidence: NotRequired[float]  # mean Tesseract word confidence of the page, 0..100
 
 
 class FailureFields(TypedDict):
@@ -64,6 +65,16 @@ class FailureFields(TypedDict):
     serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
 
 
+class Provenance(TypedDict, total=False):
+    """Where a chunk is, as hits and get_chunk carry it (keys of ``ChunkHit`` and ``ChunkResult``)."""
+
+    page: int
+    pageLabel: str
+    bbox: BboxDict
+    regions: list[RegionDict]
+    ocr: bool
+
+
 class SearchHit(TypedDict):  # search: one hit per file
     documentPath: str
     collectionPath: str
@@ -75,7 +86,7 @@ class SearchHit(TypedDict):  # search: one hit per file
     page: NotRequired[int]
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
-    ocr: NotRequired[bool]  # i11: some words came from OCR
+    ocr: NotRequired[bool]  # some words came from OCR
     vectorScore: NotRequired[float]  # hybrid: cosine in the vector list
     vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
     keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
@@ -94,7 +105,7 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
     regions: NotRequired[list[RegionDict]]
-    ocr: NotRequired[bool]  # i11: some words came from OCR (regions say which pages)
+    ocr: NotRequired[bool]  # some words came from OCR (regions say which pages)
     vectorScore: NotRequired[float]  # hybrid only; absent where the vector list lacked the chunk
     vectorRank: NotRequired[int]
     keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
@@ -118,6 +129,8 @@ class SearchResult(TypedDict):  # search, search_chunks
     endpoint: NotRequired[str]
     statusCode: NotRequired[int | None]
     responseBody: NotRequired[str]
+    storedDim: NotRequired[int]  # embedding-dimension-changed
+    serverDim: NotRequired[int]  # embedding-dimension-changed
 
 
 class ChunkResult(TypedDict):  # get_chunk
@@ -141,7 +154,7 @@ class ChunkResult(TypedDict):  # get_chunk
     overlapNext: NotRequired[int]  # characters shared with the next chunk
     message: NotRequired[str]  # found False: names the valid range
     error: NotRequired[str]
-    # found False on a failed / encrypted / empty file (i11): its status and recorded reason code
+    # found False on a failed / encrypted / empty file: its status and recorded reason code
     status: NotRequired[str]  # failed | empty
     reasonCode: NotRequired[str]  # engine.errors.ExtractReason
     ocr: NotRequired[bool]  # some of the chunk's words came from OCR (regions carry ocr: true)
@@ -161,7 +174,7 @@ class DocumentText(TypedDict):  # read_document
     documentPath: NotRequired[str]
     message: NotRequired[str]
     error: NotRequired[str]
-    status: NotRequired[str]  # found False: failed | empty (i11)
+    status: NotRequired[str]  # found False: failed | empty
     reasonCode: NotRequired[str]  # found False: engine.errors.ExtractReason
 
 
@@ -184,7 +197,7 @@ class DocumentNode(TypedDict):  # get_document: metadata + summary, never the te
     metadata: NotRequired[dict[str, Any]]
     message: NotRequired[str]
     error: NotRequired[str]
-    reasonCode: NotRequired[str]  # failed / empty: engine.errors.ExtractReason (i11)
+    reasonCode: NotRequired[str]  # failed / empty: engine.errors.ExtractReason
 
 
 class DocumentEntry(TypedDict):  # one row of list_documents
@@ -219,7 +232,7 @@ class CollectionStatus(TypedDict):
     documents: int
     chunks: int
     failed: int
-    passwordRef: NotRequired[str]  # i11: env:NAME or file:/path the PDF password is read from; never the password
+    passwordRef: NotRequired[str]  # env:NAME or file:/path the PDF password is read from; never the password
 
 
 class ModelVectors(TypedDict):

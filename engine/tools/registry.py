@@ -23,8 +23,9 @@ from typing import Any, Callable
 
 from engine.tools import envelopes as E
 from engine.errors import StoreUnavailableError
-from engine.search.searcher import MAX_QUERY_CHARS, SCOPE_QUALIFIERS
-from engine.secrets import json_may_change, public_dsn, redact_obj, strings_may_change
+from engine.search.query import SCOPE_QUALIFIERS
+from engine.search.searcher import MAX_QUERY_CHARS
+from engine.secrets import public_dsn, redact_obj
 from engine.service import Engine
 
 __all__ = [
@@ -254,14 +255,15 @@ REGISTRY: dict[str, Tool] = {
 }
 
 
-#: One validator per tool, built once, on the tool's first call: ``jsonschema.validate``
-#: would re-check the schema itself on every call (~1 ms; a built validator ~0.02 ms).
+#: One validator per tool, built on the tool's first call: building one (the schema itself
+#: checked) takes ~2 ms, a call on a built one ~0.03 ms (docs/decisions/tool-validators.md).
 #: jsonschema itself (~40-60 ms of imports) loads with the first call, so a process
 #: that never calls a tool (``chunknav index``, ``collections``) never imports it.
 _VALIDATORS: dict[str, Any] = {}
 
 
-def _validator(tool: Tool):
+def _validator(tool: Tool) -> Any:
+    """The jsonschema validator of the tool's schema (built again when the schema object changes)."""
     v = _VALIDATORS.get(tool.name)
     if v is None or v.schema is not tool.schema:
         import jsonschema
@@ -272,117 +274,12 @@ def _validator(tool: Tool):
     return v
 
 
-#: Schema keywords the accept-only check (``_plainly_valid``) understands; a property
-#: using any other keyword is always left to jsonschema.
-_PLAIN_KEYWORDS = frozenset(
-    {
-        "type",
-        "minLength",
-        "maxLength",
-        "minimum",
-        "maximum",
-        "enum",
-        "items",
-        "minItems",
-        "maxItems",
-        "default",
-        "description",
-    }
-)
-_PLAIN_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array"})
-_PLAIN: dict[str, tuple[dict[str, Any], dict[str, Any], tuple[str, ...]] | None] = {}
-
-
-def _plain_check(spec: Any) -> Callable[[Any], bool] | None:
-    """An accept-only checker of one property schema: ``ok(value)`` True only when
-    jsonschema (Draft 2020-12) would accept ``value``; False means "ask jsonschema"
-    (exact types only: a ``str`` subclass, a float for ``integer``, NaN... go there).
-    None when the schema uses a keyword outside ``_PLAIN_KEYWORDS``."""
-    if not isinstance(spec, dict) or set(spec) - _PLAIN_KEYWORDS:
-        return None
-    kinds = spec.get("type")
-    kinds = {kinds} if isinstance(kinds, str) else set(kinds or ())
-    if not kinds or kinds - _PLAIN_TYPES:
-        return None
-    items = _plain_check(spec["items"]) if "items" in spec else None
-    if "items" in spec and items is None:
-        return None
-    lo_len, hi_len = spec.get("minLength", 0), spec.get("maxLength")
-    lo, hi = spec.get("minimum"), spec.get("maximum")
-    lo_items, hi_items = spec.get("minItems", 0), spec.get("maxItems")
-    enum = spec.get("enum")
-    if enum is not None and not all(type(e) is str for e in enum):
-        return None
-    numbers = kinds & {"integer", "number"}
-
-    def number_ok(v: int | float) -> bool:
-        return (lo is None or lo <= v) and (hi is None or v <= hi)
-
-    def ok(v: Any) -> bool:
-        t = type(v)
-        if t is str:
-            return (
-                "string" in kinds
-                and lo_len <= len(v)
-                and (hi_len is None or len(v) <= hi_len)
-                and (enum is None or v in enum)
-            )
-        if enum is not None:
-            return False
-        if t is int:
-            return bool(numbers) and number_ok(v)
-        if t is float:
-            return "number" in kinds and v == v and number_ok(v)
-        if t is bool:
-            return "boolean" in kinds
-        if v is None:
-            return "null" in kinds
-        if t is list:
-            return (
-                "array" in kinds
-                and lo_items <= len(v)
-                and (hi_items is None or len(v) <= hi_items)
-                and (items is None or all(items(x) for x in v))
-            )
-        return False
-
-    return ok
-
-
-def _plainly_valid(tool: Tool, arguments: dict[str, Any]) -> bool:
-    """True when ``arguments`` certainly fit the tool's schema, checked without jsonschema
-    (~0.1 ms a call, more with caches cold after a vector scan): an object schema with
-    ``properties``, ``required`` and ``additionalProperties: false`` whose properties use
-    only ``_PLAIN_KEYWORDS``. False sends the call to jsonschema, which alone words errors."""
-    plain = _PLAIN.get(tool.name, False)
-    if plain is False or (plain is not None and plain[0] is not tool.schema):
-        plain = None
-        schema = tool.schema
-        if (
-            set(schema) <= {"type", "properties", "required", "additionalProperties"}
-            and schema.get("type") == "object"
-            and schema.get("additionalProperties") is False
-        ):
-            checks = {name: _plain_check(spec) for name, spec in schema.get("properties", {}).items()}
-            if all(c is not None for c in checks.values()):
-                plain = (schema, checks, tuple(schema.get("required", ())))
-        _PLAIN[tool.name] = plain
-    if plain is None:
-        return False
-    _schema_of, checks, required = plain
-    for name in required:
-        if name not in arguments:
-            return False
-    for name, value in arguments.items():
-        check = checks.get(name) if type(name) is str else None
-        if check is None or not check(value):
-            return False
-    return True
-
-
 def _validate(tool: Tool, arguments: dict[str, Any]) -> None:
-    if _plainly_valid(tool, arguments):
-        return
+    """Check ``arguments`` against the tool's schema (jsonschema, the schema's own draft).
+
+    Raises:
+        ToolArgumentError: the best-matching error, naming the argument.
+    """
     import jsonschema
 
     try:
@@ -402,12 +299,10 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     """Validate ``arguments`` against the tool's schema and run it.
 
     Returns:
-        The tool's envelope (a plain dict, JSON-able, camelCase keys): what
-        ``normalise`` makes of the tool's answer, with every configured secret
-        redacted (``engine.secrets``). A search envelope that is already plain
-        JSON values (``_plain``; built anew per call) is returned as built,
-        without the JSON round trip, the redaction checked on its strings
-        (``strings_may_change``): ~0.1 ms less with caches cold after a vector scan.
+        The tool's envelope (a plain dict, JSON-able, camelCase keys, sharing no object
+        with the engine): what ``normalise`` makes of the tool's answer, with every string
+        (keys included) passed through the redaction of every configured secret
+        (``engine.secrets``).
 
     Raises:
         ToolArgumentError: unknown tool, or arguments that break the schema
@@ -423,54 +318,20 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
         envelope = tool.fn(engine, **_integers(tool, arguments))
     except StoreUnavailableError as e:
         envelope = _unavailable(name, arguments, str(e))
-    else:
-        if tool.fn in _FRESH_ENVELOPES:
-            strings: list[str] = []
-            if _plain(envelope, strings):  # already what the JSON round trip would give
-                return redact_obj(envelope) if strings_may_change("\n".join(strings)) else envelope
-    text = to_json(envelope)
-    envelope = json.loads(text)  # normalise(), with the text kept for the redaction check
-    # engine.secrets: no configured secret leaves through any face; the walk over every
-    # string is skipped when the serialised text shows none of them can change
-    return redact_obj(envelope) if json_may_change(text) else envelope
+    return _wire(envelope)
 
 
-#: Tool functions whose envelope is built anew on every call and shares no object with the
-#: engine (``engine.tools.answers._search_envelope``): ``call_tool`` may hand it out as it is.
-_FRESH_ENVELOPES = frozenset({tool_search, tool_search_chunks})
-_SCALARS = (int, float, bool, type(None))
-
-
-def _plain(value: Any, strings: list[str]) -> bool:
-    """True when ``value`` is already what ``json.loads(to_json(value))`` returns (dicts with
-    ``str`` keys, lists, ``str``, ``int``, ``float``, ``bool``, None, exactly those types, no
-    tuple and no subclass), appending every string met, keys included, to ``strings``. False
-    at the first other value (``call_tool`` then takes the JSON round trip, which converts
-    or refuses it as before). Shared sub-objects are fine: nothing is modified."""
-    t = type(value)
-    if t is str:
-        strings.append(value)
-        return True
-    if t is dict:
-        for k in value:
-            if type(k) is not str:
-                return False
-            strings.append(k)
-        return _plain_items(value.values(), strings)
-    if t is list:
-        return _plain_items(value, strings)
-    return t in _SCALARS
-
-
-def _plain_items(values, strings: list[str]) -> bool:
-    """``_plain`` of each of ``values`` (a dict's values or a list), strings appended in order."""
-    for v in values:
-        tv = type(v)
-        if tv is str:
-            strings.append(v)
-        elif tv not in _SCALARS and not _plain(v, strings):
-            return False
-    return True
+def _wire(envelope: Any) -> dict[str, Any]:
+    """``normalise(envelope)`` with every string redacted (``engine.secrets``: no configured
+    secret leaves through any face). An envelope of plain JSON values is what the JSON round
+    trip gives back, so the redaction walk (which builds every container anew) runs on it as
+    it is; any other value sends it through the round trip first, which converts or refuses
+    it (docs/decisions/envelope-wire-form.md)."""
+    try:
+        redacted: dict[str, Any] = redact_obj(envelope, json_only=True)
+    except TypeError:
+        redacted = redact_obj(normalise(envelope))
+    return redacted
 
 
 def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
@@ -480,9 +341,10 @@ def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
     Raises:
         ToolArgumentError: e.g. ``search: argument 'query': 60000 characters, the most is 50000``.
     """
-    for arg, most in _arg_kinds(tool)[0]:
+    for arg, spec in tool.schema["properties"].items():
+        most = spec.get("maxLength")
         value = arguments.get(arg)
-        if isinstance(value, str) and len(value) > most:
+        if most is not None and isinstance(value, str) and len(value) > most:
             raise ToolArgumentError(f"{tool.name}: argument {arg!r}: {len(value)} characters, the most is {most}")
 
 
@@ -535,30 +397,12 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str
 def _integers(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
     """JSON Schema's ``integer`` admits ``3.0``; hand the tool ``3`` (a float
     index would break slicing and come back as ``3.0`` in the envelope)."""
-    for arg in _arg_kinds(tool)[1]:
-        value = arguments.get(arg)
-        if isinstance(value, float) and value.is_integer():
+    for arg, value in arguments.items():
+        kind = tool.schema["properties"].get(arg, {}).get("type")
+        integer = kind == "integer" or (isinstance(kind, list) and "integer" in kind)
+        if integer and isinstance(value, float) and value.is_integer():
             arguments[arg] = int(value)
     return arguments
-
-
-_ARG_KINDS: dict[str, tuple[dict[str, Any], tuple[tuple[str, int], ...], tuple[str, ...]]] = {}
-
-
-def _arg_kinds(tool: Tool) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
-    """``((argument, maxLength) ..., integer-typed arguments)`` of the tool's schema, read once
-    per schema (``_check_lengths`` and ``_integers`` ran over every property of it per call)."""
-    hit = _ARG_KINDS.get(tool.name)
-    if hit is None or hit[0] is not tool.schema:
-        props = tool.schema["properties"]
-        lengths = tuple((arg, spec["maxLength"]) for arg, spec in props.items() if spec.get("maxLength") is not None)
-        ints = tuple(
-            arg
-            for arg, spec in props.items()
-            if spec.get("type") == "integer" or (isinstance(spec.get("type"), list) and "integer" in spec["type"])
-        )
-        hit = _ARG_KINDS[tool.name] = (tool.schema, lengths, ints)
-    return hit[1], hit[2]
 
 
 def normalise(envelope: Any) -> Any:

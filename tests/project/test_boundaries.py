@@ -170,6 +170,8 @@ def test_engine_core_loads_without_streamlit_or_mcp():
         "engine.index.context",
         "engine.index.text_pass",  # split: engine.index.indexer by noun
         "engine.search.hybrid",  # split: engine.search.searcher by noun
+        "engine.search.fusion",
+        "engine.search.per_file",
         "engine.store.sqlite.search",  # split: engine.store.sqlite.store by noun
         "engine.index.rows",  # par: chunk rows built in the extract workers
         "engine.extract.pdfwords",  # cpu: PDF words without a tuple per word

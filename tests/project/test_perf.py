@@ -1,4 +1,4 @@
-"""Correctness of the performance paths (issue 15): same answers, fewer costs. No timings here.
+"""Correctness of the performance paths: same answers, fewer costs. No timings here.
 
 Validators built once, one snippet regex per query, BLAS pinned to one
 thread with the two-thread choice made from measurements, scoped scans over
@@ -34,11 +34,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_each_tool_has_one_validator_built_on_first_use():
     engine = Engine(Settings(db=":memory:", embed_provider="none").validate())
     call_tool(engine, "get_chunk", {"collectionPath": "A", "filePath": "x.txt", "chunkIndex": 0})
-    # plainly valid arguments never reach jsonschema (tools._plainly_valid); the first call
-    # that needs it builds the tool's validator
+    assert "get_chunk" in tools._VALIDATORS  # the first call builds the tool's validator
     with pytest.raises(ToolArgumentError, match="chunkIndex"):
         call_tool(engine, "get_chunk", {"collectionPath": "A", "filePath": "x.txt", "chunkIndex": 0.5})
-    assert "get_chunk" in tools._VALIDATORS
     for tool in tools.REGISTRY.values():  # every schema is a valid schema (checked when built)
         tools._validator(tool)
     assert set(tools._VALIDATORS) == set(tools.REGISTRY)
@@ -57,7 +55,7 @@ def test_each_tool_has_one_validator_built_on_first_use():
 
 # -- snippets ----------------------------------------------------------------------------
 def _first_per_term(text: str, terms: tuple[str, ...]) -> int:
-    """The earlier implementation's snippet anchor: one regex per term per hit (the reference)."""
+    """A plain snippet anchor: one regex per term per hit (the reference)."""
     low = text.lower()
     pos = -1
     for t in sorted(terms, key=len, reverse=True):
@@ -211,7 +209,7 @@ def test_the_deferred_local_model_name_is_the_local_model():
 
 @pytest.mark.slow
 def test_an_unchanged_index_run_imports_no_numpy_jsonschema_pymupdf_or_provider(tmp_path):
-    """The no-op ``chunknav index`` (and a get-chunk of PDF chunks) keeps heavy imports off (issue 15)."""
+    """The no-op ``chunknav index`` (and a get-chunk of PDF chunks) keeps heavy imports off."""
     root = tmp_path / "r"
     root.mkdir()
     (root / "a.txt").write_text("hello world " * 200, "utf-8")
@@ -389,7 +387,7 @@ _UNI = st.sampled_from(["king", "kin", "ing", "é", "über", "ß", "İ", "ǅ", "
     st.lists(st.one_of(_UNI, st.text(min_size=1, max_size=3)), min_size=1, max_size=5, unique=True),
 )
 def test_the_first_term_start_is_the_regex_alternations_leftmost_match(parts, terms):
-    """session 5: snippets find the first term with str.find, not a compiled alternation;
+    """Snippets find the first term with str.find, not a compiled alternation;
     the position must be the regex's, for any text and any terms (Unicode word boundaries too)."""
     import re as _re
 

@@ -1,4 +1,4 @@
-"""Secrets never leave the process (engine/secrets.py, issue 14).
+"""Secrets never leave the process (engine/secrets.py).
 
 Unit checks of ``redact`` on every form, then one end-to-end run: the
 loopback stub answers every embedding request with 401 and a body that
@@ -8,7 +8,7 @@ token) in raw, JSON-escaped, URL-encoded and base64 forms, plus the
 ``Authorization`` header it received. Then every output is grepped for every
 form: CLI stdout/stderr (index, status, search with ``-v`` logs), the MCP
 server's results and stderr, the SQLite file (every byte: the index keeps only
-a reference to the PDF password, issue 11), the GUI pages under AppTest, and
+a reference to the PDF password), the GUI pages under AppTest, and
 the log records of an in-process call.
 """
 
@@ -166,7 +166,7 @@ def leaky(tmp_path, embed_stub, monkeypatch):
         "EMBED_RETRIES": "0",
         "CHUNKNAV_ACCESS_TOKEN": TOKEN,
         "CHUNKNAV_MCP_TOKEN": MCP_TOKEN,
-        "LOCKED_PDF_PASSWORD": PDF_PASSWORD,  # the collection refers to it by name (issue 11)
+        "LOCKED_PDF_PASSWORD": PDF_PASSWORD,  # the collection refers to it by name
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -200,7 +200,7 @@ def test_no_secret_leaves_through_any_face(leaky, caplog, monkeypatch):
         outputs[f"cli {name} stderr"] = r.stderr
     search = json.loads(runs["search"].stdout)
     assert search["error"] == "embedding-credential-rejected" and "[REDACTED]" in search["responseBody"]
-    assert "embedding failed" in runs["status"].stdout  # the human view says so (issue 14)
+    assert "embedding failed" in runs["status"].stdout  # the human view says so
     assert "locked.pdf" not in [f["filePath"] for f in json.loads(runs["status-json"].stdout)["failures"]]
 
     # MCP (official client): a vector search and the status
@@ -359,87 +359,38 @@ def _random_envelope(rng) -> dict:
     return {"searched": True, "query": text(), "hits": [hit, dict(hit, snippet=text())]}
 
 
-def _json_text(env) -> str:
-    """An envelope as ``call_tool`` serialises it (what ``json_may_change`` reads)."""
-    from engine.tools.registry import to_json
-
-    return to_json(env)
-
-
-def _joined(env) -> str:
-    """An envelope's strings as ``call_tool`` joins them (what ``strings_may_change`` reads)."""
-    from engine.tools.registry import _plain
-
-    strings: list[str] = []
-    assert _plain(env, strings)
-    return "\n".join(strings)
+def _strings(value) -> list[str]:
+    """Every string of an envelope, keys included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
-def _lets_nothing_through(check: str, text_of, seed: int) -> None:
-    """``S.<check>(text_of(env))`` False => ``redact_obj(env) == env`` over random envelopes of
-    every trigger, escape and case-folding character, with a secret registered (the full
-    check) and, in a fresh interpreter, with none (the generic one); every form of the
-    secret is caught."""
+def test_the_envelope_redaction_walks_every_string():
+    """``redact_obj`` over random envelopes of every trigger, escape and case-folding character:
+    each string (keys included) comes back as ``redact`` makes it, in the same shape, and no
+    form of the registered secret is left anywhere."""
     import random
 
     S.register(KEY)
-    may_change = getattr(S, check)
-    rng = random.Random(seed)
-    skipped = 0
-    for _ in range(3000):
+    rng = random.Random(15)
+    for _ in range(2000):
         env = _random_envelope(rng)
-        if not may_change(text_of(env)):
-            skipped += 1
-            assert S.redact_obj(env) == env
-    assert skipped > 100  # the check does skip clean envelopes
+        got = S.redact_obj(env)
+        assert _strings(got) == [S.redact(s) for s in _strings(env)]
+        assert KEY not in json.dumps(got, ensure_ascii=False)
     for f in forms(KEY).values():
         env = {"hits": [{"snippet": f"see {f} here"}]}
-        assert may_change(text_of(env)) and S.redact_obj(env) != env
-    code = (
-        "import random, sys\n"
-        "sys.path.insert(0, '.')\n"
-        "from engine import secrets as S\n"
-        f"from tests.project.test_secrets import _random_envelope, {text_of.__name__} as text_of\n"
-        f"rng = random.Random({seed + 1}); skipped = 0\n"
-        "for _ in range(3000):\n"
-        "    env = _random_envelope(rng)\n"
-        f"    if not S.{check}(text_of(env)):\n"
-        "        skipped += 1\n"
-        "        assert S.redact_obj(env) == env, env\n"
-        "assert S.known_count() == 0 and skipped > 300, skipped\n"
-        f"assert not S.{check}(text_of({{'hits': [{{'snippet': 'a 50% + 3 line'}}]}}))\n"
-        "print('ok')\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "ok", out.stderr
+        assert f not in json.dumps(S.redact_obj(env), ensure_ascii=False)
 
 
-@pytest.mark.slow
-def test_the_envelope_check_never_lets_a_string_that_would_change_through():
-    """``json_may_change`` over the serialised envelope (``call_tool``'s round trip), compact
-    and indented."""
-    import random
-
-    from engine.tools.registry import to_json
-
-    _lets_nothing_through("json_may_change", _json_text, 15)
-    rng = random.Random(19)
-    for _ in range(1000):
-        env = _random_envelope(rng)
-        if not S.json_may_change(to_json(env, indent=2)):
-            assert S.redact_obj(env) == env
-
-
-@pytest.mark.slow
-def test_the_strings_check_never_lets_a_string_that_would_change_through():
-    """``strings_may_change`` over an envelope's strings (``engine.tools.registry._plain``, joined as
-    ``call_tool`` joins them for a search envelope it hands out without the round trip)."""
-    _lets_nothing_through("strings_may_change", _joined, 17)
-
-
-def test_call_tool_envelopes_are_redacted_with_and_without_the_walk(tmp_path):
+def test_call_tool_envelopes_are_redacted(tmp_path):
     """A search envelope carrying a registered secret comes back redacted; a clean one
-    comes back equal to the walked one."""
+    comes back unchanged by a second redaction."""
     from engine.config import Settings
 
     root = tmp_path / "docs"
@@ -457,8 +408,8 @@ def test_call_tool_envelopes_are_redacted_with_and_without_the_walk(tmp_path):
 
 
 def test_a_bearer_key_echoed_by_a_401_leaves_no_stray_bracket(tmp_path, embed_stub):
-    """trial6 #18: a 401 body echoing ``Bearer <key>`` became ``Bearer [REDACTED]]`` (the registered
-    key was replaced first, then the generic Bearer shape took ``[REDACTED`` as the token)."""
+    """A 401 body echoing ``Bearer <key>`` gives ``Bearer [REDACTED]``, never ``Bearer [REDACTED]]``
+    (the registered key is replaced first; the generic Bearer shape then takes ``[REDACTED]`` whole)."""
     from engine.config import Settings
 
     root = tmp_path / "docs"

@@ -1,4 +1,4 @@
-"""A query's text as the index holds it (engine/search/query.py; trial6 #4 and #6).
+"""A query's text as the index holds it (engine/search/query.py).
 
 A real SQLite index of real .txt files, embedded by the loopback stub (Ollama wire
 format, which records every text it is sent), searched through ``call_tool`` (what
@@ -6,10 +6,9 @@ the CLI and MCP faces call) and once through the CLI's ``main``:
 
 - a query longer than the embedder takes (``EMBED_MAX_INPUT_CHARS``) is searched:
   its start, cut at a word boundary, is embedded, the hint says so, the keyword side
-  is the whole query's (trial6 #4: ``embedding-request-rejected`` blaming
-  ``CHUNKNAV_CHUNK_SIZE``);
+  is the whole query's (never ``embedding-request-rejected``);
 - the query goes through the NFKC the extractors apply to every stored text, so
-  "x²", "H₂O", "ｶﾀｶﾅ" copied from a file find it (trial6 #6); the envelope's
+  "x²", "H₂O", "ｶﾀｶﾅ" copied from a file find it; the envelope's
   ``query`` stays what was sent.
 """
 
@@ -65,7 +64,7 @@ def _sent(stub) -> list[str]:
     return out
 
 
-# ------------------------------------------------------------------ #4: a long query
+# ------------------------------------------------------------------ a long query
 @pytest.mark.parametrize("mode", ["auto", "hybrid", "vector"])
 def test_a_query_longer_than_the_model_takes_is_searched_with_its_start_embedded(engine, embed_stub, mode):
     query = "table population " * 100 + "walruses"  # 1,708 characters, over the 400 the model takes
@@ -155,7 +154,7 @@ def test_embeddable_cuts_at_a_word_boundary():
         assert len(cut) == n or text[len(cut)] == " " or n < 3
 
 
-# ------------------------------------------------------------------ #6: NFKC on the query side
+# ------------------------------------------------------------------ NFKC on the query side
 @pytest.mark.parametrize("query", ["x²", "H₂O", "ｶﾀｶﾅ", "ﬁnal", "oﬃce", "①", "x2", "カタカナ", "H2O", "final"])
 def test_a_string_copied_from_the_file_finds_it(engine, query):
     env = call_tool(engine, "search_chunks", {"query": query, "scope": "C", "mode": "keyword"})

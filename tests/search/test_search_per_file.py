@@ -1,9 +1,7 @@
 """``search`` (one hit per file): asking for more hits never reorders or rescores the first ones.
 
-trial6 #5: in hybrid mode the top hit and its score changed with ``limit`` (the
-per-file search fused ``limit * 4`` chunks of each list and went 4x deeper when too
-few files came back, and an RRF score depends on the depth). Now the depth is the
-first of ``max(limit, FUSION_DEPTH)`` x 1, 4, 16, ... whose fused chunks come from
+In hybrid mode an RRF score depends on the fusion depth, so the depth must not
+depend on ``limit``: it is the first of ``max(limit, FUSION_DEPTH)`` x 1, 4, 16, ... whose fused chunks come from
 ``max(limit, FUSION_DEPTH)`` files (or every file of the scope, or the whole lists):
 for limits up to 20 it does not depend on the limit. Checked on the real index of
 the bundled samples (7 files of four formats, the real local embedding model), for
@@ -136,8 +134,8 @@ def test_with_20_files_in_the_top_20_a_files_score_is_its_chunks_in_search_chunk
             assert call_tool(many_files, "search", {**args, "limit": n})["hits"] == files[:n]
 
 
-def test_the_trial_questions_keep_their_top_hit(sample_engine):
-    """The two questions of trial6 #5, at the limits it tried."""
+def test_two_questions_keep_their_top_hit_at_every_limit(sample_engine):
+    """Two questions whose top hit depends on the depth if the depth follows the limit."""
     for query in ("how many people were checked before buying guns", "two column layout lorem"):
         tops = {
             n: call_tool(sample_engine, "search", {"query": query, "scope": SAMPLE_COLLECTION, "limit": n})["hits"][:2]
@@ -186,7 +184,7 @@ def test_no_deeper_pass_once_every_file_of_the_scope_is_reached(tmp_path, embed_
 
 @pytest.mark.slow
 def test_the_row_id_path_gives_what_the_rows_path_gives(sample_engine, sample_index):
-    """``engine.search.hybrid._per_file_hybrid`` (the file of each fused row, the hits' rows read once)
+    """``engine.search.hybrid.HybridRanker.per_file`` (the file of each fused row, the hits' rows read once)
     against the path that reads every fused row (taken by a store without ``row_refs``, as
     Postgres): the same hits, order and scores, for every question, limit and weight."""
     from engine.search.searcher import ContentChunkSearch

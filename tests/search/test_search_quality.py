@@ -2,16 +2,15 @@
 
 Two labelled sets, both written from the documents in tests/corpus:
 
-* ``tests/data/eval_questions.json`` (issue 13): 116 questions, half of them
+* ``tests/data/eval_questions.json``: 116 questions, half of them
   paraphrased (no content word shared with the passage), plus keyword,
   numeric, table-cell and non-English ones (zh, ru, fr, de, ar, pl). A
   question is answered at rank r when the r-th ``search_chunks`` hit comes
   from its file and overlaps its answer phrase. Floors per mode (recall@5,
   recall@10, MRR@10 over all questions) and per kind are what
-  ``bench/retrieval_quality.py`` measured, minus a small margin; the figures
-  are in the closing note of issue 13. The French cp1252 question
-  (``encoding`` in the set) may rise with the decoding work of issue 11.
-* ``tests/data/search_queries.json`` (issue 3): 27 queries that mostly reuse
+  ``bench/retrieval_quality.py`` measured, minus a small margin (the figures
+  are beside ``EVAL_FLOORS``).
+* ``tests/data/search_queries.json``: 27 queries that mostly reuse
   the documents' words; recall@5 = a top-5 chunk from an answering file that
   touches an answering page.
 """
@@ -79,7 +78,7 @@ def test_recall_at_5_floor(corpus_engine, mode, capsys):
 
 
 EVAL = load_questions()
-#: measured (issue 13 closing note): vector 0.422-0.431/0.517/0.339, keyword 0.517/0.543/0.474,
+#: measured by bench/retrieval_quality.py: vector 0.422-0.431/0.517/0.339, keyword 0.517/0.543/0.474,
 #: hybrid 0.603/0.621/0.467 (recall@5 / recall@10 / MRR@10 over 116 questions).
 EVAL_FLOORS = {
     "vector": {"r5": 0.40, "r10": 0.49, "mrr10": 0.31},

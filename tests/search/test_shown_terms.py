@@ -1,8 +1,8 @@
-"""Session 5: snippets are placed, and the explorer marks words, by the query's content words.
+"""Snippets are placed, and the explorer marks words, by the query's content words.
 
 A question asked the way an analyst asks it ("how are the pages of a document
-numbered") holds stop words; placing the snippet at its first "the" showed the
-start of nearly every chunk, and the explorer marked "a" at the start of
+numbered") holds stop words; a snippet placed at its first "the" would show the
+start of nearly every chunk, and the explorer would mark "a" at the start of
 "attribute". Real index (a text file, the real indexer and registry); the
 explorer's own ``mark_terms``.
 """

@@ -1,7 +1,7 @@
 """The vector search's hit fetch (engine/store/sqlite/search.py) on a real SQLite file.
 
-The hits of ``search_vectors`` / ``search_vector_refs`` must be exactly what the fetch
-of session 3 gave: the scan's picks, their rows read by ``rowid IN (...)`` and put back
+The hits of ``search_vectors`` / ``search_vector_refs`` must be exactly what a plain fetch
+gives: the scan's picks, their rows read by ``rowid IN (...)`` and put back
 in the picks' order in Python, ``Chunk`` / ``VectorHit`` built by their dataclass
 ``__init__`` (``_reference``, written out here independently of the store's code). Same
 ids, order, scores (bit for bit), every ``Chunk`` field and the ``search_chunks``
@@ -100,7 +100,7 @@ def _index(path: str, rng: np.random.Generator) -> None:
 
 
 def _reference(store: SqliteStore, q: np.ndarray, scope, limit: int) -> list[VectorHit]:
-    """The hits as session 3's fetch built them (see the module docstring)."""
+    """The hits as the plain fetch builds them (see the module docstring)."""
     m, occ = store._prepare(MODEL)
     picked, scores = top_occurrences(m, occ, q, scope, limit, store._int8_min_rows)
     rowids = occ.chunk_rowid[picked].tolist()

@@ -1,6 +1,5 @@
-"""Argument validation of the registry (engine/tools/registry.py ``_validate``): the accept-only
-check that skips jsonschema for plainly valid calls never accepts what jsonschema refuses,
-and every refusal keeps jsonschema's wording."""
+"""Argument validation of the registry (engine/tools/registry.py ``_validate``): it accepts
+exactly what jsonschema accepts, and every refusal keeps jsonschema's wording."""
 
 from __future__ import annotations
 
@@ -66,30 +65,24 @@ def _random_arguments(rng: random.Random, tool) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(REGISTRY))
-def test_the_plain_check_accepts_only_what_jsonschema_accepts(name):
+def test_validation_accepts_exactly_what_jsonschema_accepts(name):
     tool = REGISTRY[name]
     validator = jsonschema.validators.validator_for(tool.schema)(tool.schema)
     rng = random.Random(name)
     accepted = refused = 0
-    for _ in range(20000):
+    for _ in range(5000):
         args = _random_arguments(rng, tool)
-        if T._plainly_valid(tool, args):
+        try:
+            T._validate(tool, args)
+        except ToolArgumentError:
+            refused += 1
+            assert list(validator.iter_errors(args)), args
+        else:
             accepted += 1
             assert not list(validator.iter_errors(args)), args
-        elif list(validator.iter_errors(args)):
-            refused += 1
-    assert refused > 1000
+    assert refused > 250
     if name != "index_status":  # its one argument takes a boolean only
-        assert accepted > 20, accepted
-
-
-def test_the_common_calls_skip_jsonschema():
-    assert T._plainly_valid(REGISTRY["search_chunks"], {"query": "q", "limit": 10, "mode": "vector"})
-    assert T._plainly_valid(
-        REGISTRY["search"], {"query": "q", "scope": ["A", "B/c"], "vectorWeight": 0.3, "minScore": None}
-    )
-    assert T._plainly_valid(REGISTRY["get_chunk"], {"collectionPath": "A", "filePath": "f.txt", "chunkIndex": 7})
-    assert not T._plainly_valid(REGISTRY["get_chunk"], {"collectionPath": "A", "filePath": "f", "chunkIndex": 7.0})
+        assert accepted > 5, accepted
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ def honest_engine(tmp_path_factory):
     root.mkdir()
     (root / "blank.txt").write_bytes(b" \n\t \r\n  \n")
     # (a 0-byte .md beside the 0-byte empty.pdf would share its extraction through the
-    # duplicate-content cache, keyed by hash alone: helper i10 owns that key)
+    # duplicate-content cache, keyed by hash alone)
     for name in ("empty.pdf", "libreoffice-writer-password.pdf", "test_4090.pdf"):
         shutil.copy(CORPUS / "edge" / name, root / name)
     (root / "real.txt").write_text("a real sentence about heat pumps\n", "utf-8")

@@ -1,4 +1,4 @@
-"""A file named in NFD (macOS, SMB shares) is fetched by the NFC name that looks the same (trial6 #16).
+"""A file named in NFD (macOS, SMB shares) is fetched by the NFC name that looks the same.
 
 Real files on disk with decomposed and composed names, a real SQLite index, the tools
 through ``call_tool``: ``get_chunk``, ``read_document`` and ``get_document`` take the
@@ -90,7 +90,7 @@ def test_an_unknown_name_still_says_so(engine):
 
 
 def test_list_documents_and_search_scope_take_the_other_form_of_a_collection(engine):
-    """verify6 D5: ``list_documents``, a search's ``scope`` and a ``namespace:`` token find the
+    """``list_documents``, a search's ``scope`` and a ``namespace:`` token find the
     collection named in NFD by its NFC name too (the exact name first, one form only)."""
     nfc = unicodedata.normalize("NFC", COLL_NFD)
     assert nfc != COLL_NFD

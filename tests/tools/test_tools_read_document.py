@@ -117,7 +117,7 @@ def test_integral_floats_are_integers(sample_engine):
     assert c["chunkIndex"] == 0 and isinstance(c["chunkIndex"], int) and c["found"] is True
 
 
-# -- a long document is paged from its chunks (trial6 #17) -----------------------------------------
+# -- a long document is paged from its chunks -----------------------------------------------------
 @pytest.fixture
 def long_doc(tmp_path):
     """A real index of one ~1.3M-character .txt (words with digits, multi-byte characters, line
