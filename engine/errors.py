@@ -67,8 +67,8 @@ ErrorCode = Literal[
     "not-found",  # unknown collection / document node
     "invalid-argument",  # a tool argument out of its domain
     "path-escape",  # filePath leaves the collection root
-    "store-busy",  # the store's writer lock stayed busy past lock_wait_s (issue 10)
-    # operator actions (issue 14)
+    "store-busy",  # the store's writer lock stayed busy past lock_wait_s
+    # operator actions
     "root-refused",  # a collection root outside CHUNKNAV_ALLOWED_ROOTS or a system directory
     "collection-bound",  # the collectionPath is bound to another root; replace it on purpose
 ]

@@ -5,7 +5,7 @@ Owns: the password reference syntax (``env:NAME`` or ``file:/absolute/path``),
 ``resolve_password`` (read the secret at the moment a file is opened; it is
 kept in memory only). The index stores the reference in
 ``collections.password``; a value there that is not a reference (a plain
-password stored by an older version) is blanked when the store opens
+password, never written by chunknav itself) is blanked when the store opens
 (``LEGACY_PASSWORD_SQL``). Imports ``engine.errors`` only; no face.
 
 Secrets files: the first line of the file (without its line end) is the

@@ -4,7 +4,7 @@ Owns: ``document_path`` (DESIGN.md: ``{collectionPath}/_Documents/{slug}``,
 never parsed back, unique per filePath: see ``node_slug``) and ``resolve_inside`` (a filePath may never
 leave its collection root). Imports no face.
 
-Bytes-safe names (issue 10): a file name that is not valid UTF-8 reaches
+Bytes-safe names: a file name that is not valid UTF-8 reaches
 Python with each undecodable byte as a surrogate escape (``\udcff``);
 ``display_name`` shows such a byte as the four characters ``\xff`` so the
 stored ``filePath`` is valid UTF-8, and ``os_name`` maps it back (only when

@@ -73,6 +73,7 @@ failure, a message or a log line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
@@ -111,6 +112,7 @@ __all__ = [
     "OllamaEmbedder",
     "OpenAIEmbedder",
     "make_embedder",
+    "PROVIDERS",
     "load_wordllama",
     "known_input_limit_chars",
     "PROBE_TEXT",
@@ -187,16 +189,10 @@ def make_embedder(
     p = settings.embed_provider
     if p == "none":
         return None
-    if p == "local":
-        if settings.embed_model not in ("", LOCAL_MODEL):
-            raise SettingsError(
-                f"EMBED_MODEL for EMBED_PROVIDER=local must be {LOCAL_MODEL} (the model "
-                f"that ships in the wordllama wheel), got {settings.embed_model!r}"
-            )
-        return LocalEmbedder(
-            batch=settings.embed_batch, dim=settings.embed_dim, max_input_chars=settings.embed_max_input_chars
-        )
-    if not settings.embed_model:
+    build = PROVIDERS.get(p)
+    if build is None:
+        raise SettingsError(f"EMBED_PROVIDER must be {', '.join(PROVIDERS)} or none, got {p!r}")
+    if p != "local" and not settings.embed_model:
         raise SettingsError(
             f"EMBED_MODEL must be set for EMBED_PROVIDER={p} (e.g. nomic-embed-text, "
             f"text-embedding-3-small); only the local provider has a default model"
@@ -212,10 +208,39 @@ def make_embedder(
         max_backoff_s=max_backoff_s,
         max_retry_after_s=max_retry_after_s,
     )
-    if p == "ollama":
-        return OllamaEmbedder(settings.embed_url or OLLAMA_DEFAULT_URL, settings.embed_model, **kwargs)
-    if p == "openai":
-        return OpenAIEmbedder(settings.embed_url or OPENAI_DEFAULT_URL, settings.embed_model, **kwargs)
-    if p == "auto":
-        return detect(settings.embed_url or OLLAMA_DEFAULT_URL, settings, kwargs)
-    raise SettingsError(f"EMBED_PROVIDER must be local, ollama, openai, auto or none, got {p!r}")
+    return build(settings, kwargs)
+
+
+def _local(settings: Settings, _kwargs: dict[str, Any]) -> Embedder:
+    """The in-process WordLlama model (``EMBED_MODEL`` empty or ``l2_supercat_256``)."""
+    if settings.embed_model not in ("", LOCAL_MODEL):
+        raise SettingsError(
+            f"EMBED_MODEL for EMBED_PROVIDER=local must be {LOCAL_MODEL} (the model "
+            f"that ships in the wordllama wheel), got {settings.embed_model!r}"
+        )
+    return LocalEmbedder(
+        batch=settings.embed_batch, dim=settings.embed_dim, max_input_chars=settings.embed_max_input_chars
+    )
+
+
+def _ollama(settings: Settings, kwargs: dict[str, Any]) -> Embedder:
+    return OllamaEmbedder(settings.embed_url or OLLAMA_DEFAULT_URL, settings.embed_model, **kwargs)
+
+
+def _openai(settings: Settings, kwargs: dict[str, Any]) -> Embedder:
+    return OpenAIEmbedder(settings.embed_url or OPENAI_DEFAULT_URL, settings.embed_model, **kwargs)
+
+
+def _auto(settings: Settings, kwargs: dict[str, Any]) -> Embedder:
+    """Probe ``/api/embed`` then ``/v1/embeddings`` at ``EMBED_URL``; the one that answered."""
+    return detect(settings.embed_url or OLLAMA_DEFAULT_URL, settings, kwargs)
+
+
+#: ``EMBED_PROVIDER`` -> the builder of its embedder, given the settings and the HTTP
+#: providers' keyword arguments. Adding a provider is one module and one row here.
+PROVIDERS: dict[str, Callable[[Settings, dict[str, Any]], Embedder]] = {
+    "local": _local,
+    "ollama": _ollama,
+    "openai": _openai,
+    "auto": _auto,
+}

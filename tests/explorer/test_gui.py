@@ -580,7 +580,7 @@ def test_second_start_while_running_starts_nothing(small_index):
 
 
 def test_cancel_button_stops_the_run_at_a_file_boundary(small_index):
-    """Issue 10: Cancel on the Rebuild page; the run ends cancelled, its counts shown, what it committed kept."""
+    """Cancel on the Rebuild page: the run ends cancelled, its counts shown, what it committed kept."""
     _settings, root = small_index
     for i in range(400):
         (root / f"extra-{i:03d}.txt").write_text(f"extra file {i} " * 50, "utf-8")

@@ -287,7 +287,7 @@ def test_cli_command_names_the_index_and_never_the_dsn_password():
 
 
 def test_explore_retrieval_params_are_validated():
-    """Issue 13's Explore parameters: scope '*' or known paths joined by ',', min and w clamped to 0..1,
+    """The Explore page's URL parameters: scope '*' or known paths joined by ',', min and w clamped to 0..1,
     cmp a flag, files a known collection."""
     clean, notes = validate_params(
         "explore", {"scope": "*", "min": "0.2", "w": "0.7", "cmp": "1", "files": SAMPLE_COLLECTION}, [SAMPLE_COLLECTION]

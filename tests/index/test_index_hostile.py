@@ -1,4 +1,4 @@
-"""Issue 10: indexing never loses data and never skips a file silently.
+"""Indexing never loses data and never skips a file silently.
 
 Every hostile case is built for real (tests/fixtures/hostile.py): permissions dropped
 with setpriv (we run as root) or a plain non-root user, names that are not

@@ -153,36 +153,36 @@ def test_engine_core_loads_without_streamlit_or_mcp():
         "engine.index.walk",
         "engine.index.runs",
         "engine.extract.limits",
-        "engine.index.files",  # issue 10
+        "engine.index.files",
         "engine.secrets",
         "engine.paths",
         "engine.faces.gui",
-        "engine.store.purge",  # polish: chunknav vectors purge-stale
+        "engine.store.purge",
         "engine.index.gate",
-        "engine.render",  # i12
+        "engine.render",
         "engine.store.threads",
         "engine.index.pool",
-        "engine.index.recovery",  # crash: a worker that dies fails only its file
-        "engine.lazy",  # idx: numpy and requests on first use
-        "engine.store.sqlite.int8",  # issue 15, 1M row
-        "engine.store.scan_share",  # hyb: a hybrid search's shared full scan
+        "engine.index.recovery",
+        "engine.lazy",
+        "engine.store.sqlite.int8",
+        "engine.store.scan_share",
         "engine.index.walk_pass",
         "engine.index.context",
-        "engine.index.text_pass",  # split: engine.index.indexer by noun
-        "engine.search.hybrid",  # split: engine.search.searcher by noun
+        "engine.index.text_pass",
+        "engine.search.hybrid",
         "engine.search.fusion",
         "engine.search.per_file",
-        "engine.store.sqlite.search",  # split: engine.store.sqlite.store by noun
-        "engine.index.rows",  # par: chunk rows built in the extract workers
-        "engine.extract.pdfwords",  # cpu: PDF words without a tuple per word
-        "engine.extract.codepages",  # trial6 #1: Latin code pages chosen by language alphabets
-        "engine.extract.mupdf_log",  # trial6 #3: MuPDF's messages off stdout, into notes
-        "engine.faces.cli_views",  # start: the CLI's human views, split out of engine.faces.cli
-        "engine.store.sqlite.top_k",  # vec: the best k of a scan, with less work
-        "engine.store.sqlite.term_scores",  # session 5: the any-term pass from per-term BM25 lists
-        "explorer.run_views",  # session 6: index run and Status views, split out of explorer.widgets
-        "engine.search.query",  # session 6: the query in NFKC, cut to what the embedder takes
-        "engine.search.snippets",  # session 6: split out of engine.search.searcher by noun
+        "engine.store.sqlite.search",
+        "engine.index.rows",
+        "engine.extract.pdfwords",
+        "engine.extract.codepages",
+        "engine.extract.mupdf_log",
+        "engine.faces.cli_views",
+        "engine.store.sqlite.top_k",
+        "engine.store.sqlite.term_scores",
+        "explorer.run_views",
+        "engine.search.query",
+        "engine.search.snippets",
     ],
 )
 def test_exports_exist_and_are_documented(module):

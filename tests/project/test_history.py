@@ -30,10 +30,6 @@ SUFFIXES = {".py", ".md", ".c", ".toml", ".txt", ".cfg", ".sh", ".yml", ".yaml"}
 #: Not ours to reword: third-party documents of the test corpus; the history's own places.
 EXCLUDED = ("tests/corpus/", "docs/decisions/", "tests/project/test_history.py")
 
-#: Folders whose scrubbing is merged separately: their hits are reported (xfail), not failed.
-#: Empty it once those branches are in; then every folder is held to the rule.
-PENDING = {"engine", "explorer", "tests"}
-
 
 def _hits(folder: str) -> list[str]:
     found = []
@@ -63,8 +59,6 @@ def test_readme_has_no_history():
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_no_history_in(folder):
     hits = _hits(folder)
-    if folder in PENDING and hits:
-        pytest.xfail(f"{len(hits)} history mentions pending in {folder}/, first {hits[0]}")
     assert not hits, f"{len(hits)} history mentions in {folder}/:\n" + "\n".join(hits)
 
 
