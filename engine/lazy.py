@@ -1,7 +1,8 @@
 """numpy (and requests) on first use: stand-in modules for the processes that never need them.
 
 Owns: ``np``, what engine modules bind instead of ``import numpy as np``
-(``requests`` likewise, for the HTTP embedders; ``lazy_module`` makes others). The
+(``requests`` likewise, for the HTTP embedders; ``lazy_module`` makes others), and
+``reexports``: the ``__getattr__`` of a package that re-exports names of its modules. The
 first attribute read (``np.array``, ``np.ndarray``...) imports numpy (once,
 under a lock, so two threads starting at once are safe) and copies numpy's
 namespace into this module object, so later reads are plain attribute
@@ -21,7 +22,7 @@ import threading
 import types
 from typing import Any
 
-__all__ = ["np", "requests", "lazy_module"]
+__all__ = ["np", "requests", "lazy_module", "reexports"]
 
 _lock = threading.Lock()
 #: This module object's own identity, never copied from the target.
@@ -65,3 +66,29 @@ def lazy_module(name: str) -> Any:
 np: Any = lazy_module("numpy")
 #: requests (with urllib3, ~35 ms of imports), imported on the first attribute read.
 requests: Any = lazy_module("requests")
+
+
+def reexports(package: str, exports: dict[str, str]) -> Any:
+    """The module ``__getattr__`` (PEP 562) of a package re-exporting names lazily.
+
+    Args:
+        package: the package's ``__name__``.
+        exports: re-exported name -> the full name of the module defining it.
+
+    Returns:
+        ``__getattr__(name)``: imports the module on first use, keeps the value in the
+        package's namespace (later reads are plain lookups) and returns it.
+
+    Raises (from the returned function):
+        AttributeError: ``name`` is not re-exported.
+    """
+    import sys
+
+    def __getattr__(name: str) -> Any:
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(exports[name]), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

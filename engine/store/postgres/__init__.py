@@ -4,10 +4,7 @@ The names below are re-exported lazily from their modules (siblings import
 those modules by full path, never this package).
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from engine.lazy import reexports
 
 _EXPORTS = {
     "PostgresStore": "engine.store.postgres.store",
@@ -15,11 +12,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    """A re-exported name, imported from its module on first use."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'engine.store.postgres' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = reexports(__name__, _EXPORTS)
