@@ -47,6 +47,10 @@ pool's ``Recovery`` (``engine.index.recovery``); the pool restarts and queues.
 A file that broke a pool is never read in this process (it would kill the
 indexer); if no new pool can start, such files fail and the others are read here.
 
+Workers die with this process however it ends (``kill -9`` included), so none
+is left holding its memory (``_die_with_parent``): on Linux the kernel kills
+them when it ends (a parent-death signal), elsewhere each watches its parent.
+
 Imports ``engine.extract`` (in the workers and for the fallback), ``engine.index.recovery``,
 ``engine.index.rows`` (in the workers, with ``chunking``) and ``engine.errors``;
 no store connection, no embedder, no face (streamlit, mcp, argparse).
@@ -60,8 +64,11 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import signal
+import sys
 import tempfile
 import threading
+import time
 from collections import deque
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -94,6 +101,11 @@ MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: its extracted text with per-character provenance, waiting in this process, is about
 #: ten times its bytes (16 text files of 1.1 MB ahead held ~190 MB), a PDF's far less.
 TEXT_AHEAD_WEIGHT = 8
+
+#: Seconds between a worker's checks that its parent lives, where no parent-death signal is armed.
+PARENT_CHECK_S = 0.5
+#: ``prctl`` option (Linux): the signal this process gets when the thread that forked it ends.
+_PR_SET_PDEATHSIG = 1
 
 _Key = tuple[str, Any]
 
@@ -229,6 +241,57 @@ def _unspill(spill: str) -> Any:
             os.unlink(spill)
 
 
+def _new_executor(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes forked from this one, each ending when this process ends.
+
+    Raises:
+        OSError, ValueError, RuntimeError: the pool cannot start.
+    """
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+def _die_with_parent(parent: int) -> None:
+    """Runs first in each worker: end it when ``parent`` (the pool's process) ends, however that ends.
+
+    On Linux the kernel sends the worker SIGKILL when the thread that forked it
+    ends (``prctl(PR_SET_PDEATHSIG)``): the pool is started, and started again
+    after a crash, by the indexer's thread, the only one running when the pool
+    first starts, which lives as long as its process. A parent that died before
+    the signal was armed is seen right after: the worker has then been given
+    another parent, and exits. Where no signal can be armed, a daemon thread
+    checks the parent every ``PARENT_CHECK_S`` (``_watch_parent``).
+    """
+    if not _arm_parent_death_signal():
+        threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _arm_parent_death_signal() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent ends; False where it cannot (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process once ``parent`` is no longer its parent (it died and the worker was given another)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)
+
+
 def _preload(paths: Iterable[str]) -> None:
     """Import here, once, what every worker needs (numpy, the chunker and row builder; PyMuPDF
     and the PDF reader when a PDF is among ``paths``) before the workers are forked: they
@@ -339,8 +402,7 @@ class ExtractPool:
         if self._executor is None:
             _preload(p for p, _pw, _s in items)
             try:
-                ctx = multiprocessing.get_context("fork")
-                self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+                self._executor = _new_executor(self.workers)
             except (OSError, ValueError, RuntimeError) as e:
                 log.warning("extraction stays in this process: worker pool did not start (%s)", e)
                 self._broken = True
@@ -595,9 +657,7 @@ class ExtractPool:
             self._ahead_bytes -= self._ahead_weight(k)
         self._requeue(self._recovery.blame(hit, how_they_died(procs)))
         try:
-            self._executor = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("fork")
-            )
+            self._executor = _new_executor(self.workers)
         except (OSError, ValueError, RuntimeError) as e:
             self._give_up(e)
 
