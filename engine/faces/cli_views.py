@@ -78,6 +78,8 @@ def human_status(st: dict) -> str:
     prov = st["provider"]
     probe = prov.get("probe") or {}
     out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
+    if st.get("readOnly"):
+        out.append("read-only: opened without write access; searching and reading work, an index run is refused")
     roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
     for c in st["collections"]:
         r = roots.get(c["collectionPath"])

@@ -50,6 +50,9 @@ class Store(Protocol):
     #: True when the ``*_refs`` searches, ``chunks_at`` and ``chunk_files`` answer without
     #: reading chunk rows (cheaper than ``search_vectors`` / ``search_keyword``).
     row_refs: ClassVar[bool]
+    #: True when this store was opened for reading only (SQLite: a file this process cannot
+    #: write): searches and reads work and write nothing; a write raises ``StoreUnavailableError``.
+    read_only: bool
 
     # -- collections -------------------------------------------------------
     def add_collection(self, collection: Collection) -> None:
@@ -195,7 +198,8 @@ class Store(Protocol):
 
     # -- runs and locks ------------------------------------------------------
     def index_lock(self) -> AbstractContextManager[None]:
-        """Exclusive indexer lock; raises ``IndexBusyError`` when held elsewhere."""
+        """Exclusive indexer lock; raises ``IndexBusyError`` when held elsewhere
+        (``StoreUnavailableError`` on a read-only store)."""
 
     def batch(self) -> AbstractContextManager[None]:
         """Group the writes of the block into one commit where the backend gains
@@ -223,6 +227,7 @@ class StoreBase:
 
     takes_chunk_rows: ClassVar[bool] = False
     row_refs: ClassVar[bool] = False
+    read_only: bool = False
 
     def set_document_metadata(self: Store, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
         """Rewrite the document with its text and chunks unchanged and ``metadata`` replaced."""

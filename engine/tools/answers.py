@@ -621,7 +621,8 @@ def _failed_file(d: Document, status: str, reason: str) -> E.FailedFile:
 
 def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     """``index_status``: collections, documents, chunks, vectors per model,
-    stale vectors, failed/empty files with reasons, the provider and its probe."""
+    stale vectors, failed/empty files with reasons, the provider and its probe;
+    ``readOnly: true`` when the store was opened read-only."""
     store = engine.store
     docs: list[Document] = store.documents()
     per: dict[str, dict[str, int]] = {}
@@ -680,7 +681,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         for m, n in sorted(notes.items())
         for f in n.get("failures", [])
     ]
-    return {
+    out: E.IndexStatus = {
         "collections": colls,
         "documents": len(docs),
         "chunks": sum(d.chunk_count for d in docs),
@@ -692,3 +693,6 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         "provider": _provider_status(engine.provider_status(probe)),
         "lastRun": run_outcome(store.last_run()),
     }
+    if store.read_only:
+        out["readOnly"] = True
+    return out

@@ -291,3 +291,4 @@ class IndexStatus(TypedDict):  # index_status
     error: NotRequired[str]  # index-unavailable
     message: NotRequired[str]
     embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
+    readOnly: NotRequired[bool]  # true: the index was opened read-only (reads work, an index run is refused)

@@ -7,20 +7,32 @@ transaction (``BEGIN IMMEDIATE``, or a savepoint inside ``batch``), the
 counters in ``meta`` that every write bumps (``chunks_gen``,
 ``vectors_gen:<model>``), and reads remembered while nothing changed
 (``unchanged``). Readers never wait for the writer (WAL) and every multi-row read
-is one statement, so it sees one snapshot. Imports ``engine.errors`` only; no
-schema, no rows, never a face.
+is one statement, so it sees one snapshot.
+
+Read-only (``read_only_reason``): an existing file this process cannot write (the
+file, its directory, or its ``-wal``/``-shm`` not writable: a shared snapshot, a
+read-only mount) is opened with SQLite's ``mode=ro`` URI and nothing is written.
+Where the ``-wal``/``-shm`` cannot be created (the directory is not writable) and
+there is no write-ahead log to read (a checkpointed index has none), it is opened
+``immutable=1`` too: no lock, no journal, no ``-shm``
+(https://www.sqlite.org/wal.html#readonly). A log left with its ``-shm`` is read
+through them as they are; a log without its ``-shm`` cannot be read there. Every
+write on a read-only file raises ``StoreUnavailableError`` saying why.
+
+Imports ``engine.errors`` only; no schema, no rows, never a face.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from engine.errors import StoreBusyError
+from engine.errors import StoreBusyError, StoreUnavailableError
 
-__all__ = ["Connections"]
+__all__ = ["Connections", "read_only_reason"]
 
 _PAGE_SIZE = 16384
 #: Bytes of the database file each connection reads through a memory map (SQLite's
@@ -29,6 +41,48 @@ _PAGE_SIZE = 16384
 #: measured ~20% faster with it, a 10-hit fetch 0.088 ms instead of 0.105 ms
 #: (docs/decisions/sqlite-mmap.md).
 _MMAP_BYTES = 0x7FFF0000
+
+
+def read_only_reason(path: str) -> str | None:
+    """Why this process cannot write the existing SQLite file ``path``, or None (it can, or
+    ``path`` is new or ``":memory:"``). Asked of the kernel (``access``), so a read-only
+    mount, file modes and a process without the capability to override them all count."""
+    if path == ":memory:" or not os.path.exists(path):
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its directory {folder} is not writable"
+    for name in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(name) and not os.access(name, os.W_OK):
+            return f"{name} is not writable"
+    return None
+
+
+def _read_only_uri(path: str) -> str:
+    """The ``file:`` URI that opens ``path`` for reading only (``mode=ro``), ``immutable=1`` when
+    the ``-wal``/``-shm`` files cannot be made and no write-ahead log waits to be read.
+
+    Raises:
+        StoreUnavailableError: a write-ahead log with content but no ``-shm`` beside it, in a
+            directory where SQLite cannot make one: its commits cannot be read from here.
+    """
+    full = os.path.abspath(path)
+    uri = "file:" + full.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+    if os.access(os.path.dirname(full), os.W_OK | os.X_OK):
+        return uri  # SQLite makes the -wal/-shm it needs (and sees another process's writes)
+    try:
+        wal = os.path.getsize(full + "-wal")
+    except OSError:
+        wal = 0
+    if wal == 0:
+        return uri + "&immutable=1"
+    if not os.path.exists(full + "-shm"):
+        raise StoreUnavailableError(
+            f"the index at {path} is read-only and its write-ahead log {full}-wal holds commits "
+            f"that cannot be read without {full}-shm: open it once where it can be written "
+            "(chunknav status) to checkpoint it, or copy the index with its -wal file"
+        )
+    return uri
 
 
 class _Reading:
@@ -67,16 +121,24 @@ class Connections:
         busy_timeout_ms: how long one write waits for another process's writer
             lock before ``StoreBusyError``.
 
+    Raises:
+        StoreUnavailableError: a read-only file whose write-ahead log cannot be read
+            (``_read_only_uri``).
+
     Attributes:
         write_lock: one writer per process at a time (reentrant); ``:memory:``
             readers take it too.
         shared: ``:memory:``'s one connection (None for a file, and once closed).
+        read_only: why this process cannot write the file (``read_only_reason``), or
+            None; set, every connection is opened read-only and ``write`` raises.
     """
 
     def __init__(self, path: str, busy_timeout_ms: int) -> None:
         self.path = path
         self.memory = path == ":memory:"
         self.busy_timeout_ms = busy_timeout_ms
+        self.read_only = read_only_reason(path)
+        self._uri = _read_only_uri(path) if self.read_only else None
         self.write_lock = threading.RLock()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -85,13 +147,19 @@ class Connections:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
+            self._uri or self.path,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=self.busy_timeout_ms / 1000,
+            uri=self._uri is not None,
         )
         conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
-        conn.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # only takes effect on a new file
-        if not self.memory:
+        if self._uri is None:  # read-only: the file's page size and journal mode are as they are
+            conn.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # only takes effect on a new file
+        if self._uri is None and not self.memory:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+        if not self.memory:
             conn.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
         conn.execute("PRAGMA foreign_keys=OFF")
         self._connections.append(conn)
@@ -119,7 +187,10 @@ class Connections:
 
         Raises:
             StoreBusyError: another process held the writer lock past the busy timeout.
+            StoreUnavailableError: the file is read-only for this process.
         """
+        if self.read_only:
+            raise StoreUnavailableError(self.read_only_message())
         with self.write_lock:
             conn = self.conn()
             if getattr(self._local, "batch", False):
@@ -142,6 +213,13 @@ class Connections:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    def read_only_message(self) -> str:
+        """The one line a refused write answers on a read-only file."""
+        return (
+            f"the index at {self.path} is read-only ({self.read_only}): searching and reading "
+            "work; indexing or changing it needs write access to the file and its directory"
+        )
 
     @contextmanager
     def batch(self) -> Iterator[None]:

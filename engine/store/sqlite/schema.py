@@ -2,11 +2,12 @@
 
 Owns: creating the SQLite store's tables once per file (``create_schema``,
 serialised across processes by ``init_lock`` on ``<db>.init.lock``), creating
-the keyword indexes when missing (``engine.store.sqlite.keyword``), and finding
+the keyword indexes when missing (``engine.store.sqlite.keyword``), checking a
+file opened read-only without changing it (``check_schema``), and finding
 rows whose collection is gone (``orphan_collections``). Functions over the
 connection and transaction helpers ``engine.store.sqlite.store.SqliteStore``
-hands in; no state of their own. Imports ``engine.passwords`` and the store's
-own modules; never a face.
+hands in; no state of their own. Imports ``engine.errors``, ``engine.passwords``
+and the store's own modules; never a face.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import sqlite3
 from contextlib import AbstractContextManager, contextmanager
 from typing import Callable, Iterator
 
+from engine.errors import StoreUnavailableError
 from engine.passwords import LEGACY_PASSWORD_SQL
 from engine.store.sqlite.keyword import FTS_TOKENIZE, ensure_fts, fts_is_current
 
-__all__ = ["create_schema", "init_lock", "orphan_collections"]
+__all__ = ["check_schema", "create_schema", "init_lock", "orphan_collections"]
 
 log = logging.getLogger("engine.store.sqlite.store")
 
@@ -143,6 +145,25 @@ def create_schema(conn: sqlite3.Connection, read: Transaction, write: Transactio
             [("db_id", uuid.uuid4().hex), ("chunks_gen", "0")],
         )
     _ensure_keyword_indexes(read, write)
+
+
+def check_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Check a file opened read-only holds an index; nothing is created, blanked or repaired
+    (``create_schema`` does that where the file can be written). Missing keyword index
+    objects are logged: keyword search needs them, and only an open with write access
+    makes them.
+
+    Raises:
+        StoreUnavailableError: the file holds no chunknav index (no ``meta`` table).
+    """
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+        raise StoreUnavailableError(f"the index at {path} is read-only and holds no chunknav index")
+    if not fts_is_current(conn):
+        log.warning(
+            "the read-only index at %s lacks keyword index objects; keyword search may fail "
+            "until it is opened once with write access",
+            path,
+        )
 
 
 def _ensure_keyword_indexes(read: Transaction, write: Transaction) -> None:

@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, cast
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.errors import IndexBusyError, StoreBusyError
+from engine.errors import IndexBusyError, StoreBusyError, StoreUnavailableError
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
 from engine.store.base import ChunkRef, StoreBase, as_vector_rows
@@ -76,7 +76,7 @@ from engine.store.sqlite.rows import (
     document_of,
     to_json,
 )
-from engine.store.sqlite.schema import create_schema, init_lock, orphan_collections
+from engine.store.sqlite.schema import check_schema, create_schema, init_lock, orphan_collections
 from engine.store.sqlite.search import VectorSearch
 from engine.store.sqlite.vectors import Matrix, Occurrences, VectorCache
 
@@ -117,8 +117,14 @@ class SqliteStore(StoreBase):
             vector_scan, int8_min_rows: settings ``vector_scan`` ("auto": full scans of
                 >= int8_min_rows rows use the int8 scan; "int8": every full scan; "exact": none).
 
+        A file this process cannot write is opened read-only (``Connections``): no init
+        lock, no schema change, no vector cache file written; ``read_only`` says so and
+        every write raises ``StoreUnavailableError``.
+
         Raises:
             sqlite3.DatabaseError: the file is not a SQLite database.
+            StoreUnavailableError: a read-only file that holds no index, or whose
+                write-ahead log cannot be read.
         """
         self.path = str(path)
         self.memory = self.path == ":memory:"
@@ -129,10 +135,14 @@ class SqliteStore(StoreBase):
         self._db = Connections(self.path, int(busy_timeout_ms))
         # the connection helpers every part of the store reads and writes through
         self._conn, self._read, self._write = self._db.conn, self._db.read, self._db.write
-        with self._db.write_lock, init_lock(self.path, self.memory):
-            create_schema(self._conn(), self._read, self._write)
+        self.read_only = self._db.read_only is not None
+        if self.read_only:
+            check_schema(self._conn(), self.path)
+        else:
+            with self._db.write_lock, init_lock(self.path, self.memory):
+                create_schema(self._conn(), self._read, self._write)
         self.db_id = self._db.meta_get("db_id")
-        self._vectors = VectorCache(self.path, self.db_id, self._read)
+        self._vectors = VectorCache(self.path, self.db_id, self._read, read_only=self.read_only)
         self._df_cache: dict[str, Any] = {}  # keyword document frequencies of this chunks_gen
         self._warm_models: set[str] = set()  # models given vectors since the last warm_vectors()
         self._notes = EmbedNotes(self._read, self._write)
@@ -627,6 +637,8 @@ class SqliteStore(StoreBase):
         Returns:
             The number of collection paths whose orphan rows were removed.
         """
+        if self.read_only:
+            return 0
         try:
             with self._read() as conn:
                 gone = orphan_collections(conn)
@@ -643,7 +655,10 @@ class SqliteStore(StoreBase):
 
         Raises:
             IndexBusyError: another holder has it (raised at once, no waiting).
+            StoreUnavailableError: the file is read-only for this process.
         """
+        if self.read_only:
+            raise StoreUnavailableError(self._db.read_only_message())
         if self.memory:
             if not self._index_thread_lock.acquire(blocking=False):
                 raise IndexBusyError("an index run is already in progress")

@@ -17,6 +17,10 @@ vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
 Beside it, its int8 codes (``<db>.<model>.i8``, scale in the JSON state), written with
 every append and rebuild (regenerated from the .f32 file when missing or short): a full
 scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_scan``).
+A read-only store's cache writes nothing: it maps the files that are valid for this
+database as they are and reads the rows they lack (all rows, when they are absent or
+another database's) from SQL into memory, as ``:memory:`` does; the occurrence table it
+builds stays in memory.
 
 Must not import: ``engine.store.sqlite.store`` (it imports this module and hands in
 its read-connection factory), ``engine.values`` row types, ``sqlite_utils``,
@@ -102,15 +106,23 @@ class VectorCache:
     ``os.replace``) and a key checked on every load.
     """
 
-    def __init__(self, path: str, db_id: str | None, read: Callable[[], AbstractContextManager[sqlite3.Connection]]):
+    def __init__(
+        self,
+        path: str,
+        db_id: str | None,
+        read: Callable[[], AbstractContextManager[sqlite3.Connection]],
+        read_only: bool = False,
+    ):
         """
         Args:
             path: the store's database path, or ``":memory:"`` (RAM arrays, no files).
             db_id: the database's ``meta.db_id``; cache files of another database are rebuilt.
             read: the store's read-connection factory (a context manager per call).
+            read_only: write no file: valid cache files are only mapped, the rest is read into memory.
         """
         self.path = path
         self.memory = path == ":memory:"
+        self.read_only = read_only
         self.db_id = db_id
         self._read = read
         self.lock = threading.Lock()
@@ -176,7 +188,7 @@ class VectorCache:
             chunk_ids: their n chunk ids; vectors: float32 (n, dim) in the same order.
             vectors_gen: the model's counter after the insert.
         """
-        if self.memory or len(rowids) == 0:
+        if self.memory or self.read_only or len(rowids) == 0:
             return
         digests = np.frombuffer(b"".join(id_bytes(c) for c in chunk_ids), np.uint8).reshape(len(chunk_ids), 32)
         with self.lock:
@@ -275,7 +287,7 @@ class VectorCache:
             self.matrices.pop(model, None)
             self.occurrences.pop(model, None)
             self._pending.pop(model, None)
-            if self.memory:
+            if self.memory or self.read_only:
                 return
             paths = self._cache_paths(model)
             with open(paths["lock"], "a+b") as lock:
@@ -302,6 +314,8 @@ class VectorCache:
             return cur
         if self.memory:
             return self._load_matrix_ram(model, vectors_gen, cur)
+        if self.read_only:  # the valid files as they are, the rows they lack in memory
+            return self._load_matrix_ram(model, vectors_gen, cur or self._map_valid_files(model, vectors_gen))
         return self._load_matrix_file(model, vectors_gen)
 
     def _load_matrix_ram(self, model: str, gen: int, cur: Matrix | None) -> Matrix | None:
@@ -327,7 +341,8 @@ class VectorCache:
             new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), cur.dim)
             digests = np.frombuffer(b"".join(id_bytes(r[1]) for r in rows), np.uint8).reshape(len(rows), 32)
             cur.matrix = np.concatenate([cur.matrix, new])
-            cur.codes = np.concatenate([cur.codes, int8_scan.quantise(new, int8_scan.int8_scale(cur.dim))])
+            if cur.codes is not None:
+                cur.codes = np.concatenate([cur.codes, int8_scan.quantise(new, int8_scan.int8_scale(cur.dim))])
             cur.digests = np.concatenate([cur.digests, digests])
             cur.vector_rowid = np.concatenate(
                 [cur.vector_rowid, np.fromiter((r[0] for r in rows), np.int64, len(rows))]
@@ -396,20 +411,23 @@ class VectorCache:
             if cur is not None and cur.max_rowid == state["max_rowid"]:
                 cur.gen = gen
                 return cur
-            n, dim = state["rows"], state["dim"]
-            m = Matrix(
-                dim,
-                # plain ndarray views of the maps: indexing a np.memmap builds a memmap
-                # object per slice (~µs each, several per search)
-                np.asarray(np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim))),
-                np.asarray(np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32))),
-                np.asarray(np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,))),
-                state["max_rowid"],
-                gen,
-                np.asarray(np.memmap(p["i8"], dtype=np.int8, mode="r", shape=(n, dim))),
-            )
+            m = _mapped(p, state, gen, codes=True)
         self.matrices[model] = m
         return m
+
+    def _map_valid_files(self, model: str, gen: int) -> Matrix | None:
+        """The cache files mapped as they are when they are valid for this database (their
+        int8 codes too when those match), else None; no lock taken, nothing written."""
+        p = self._cache_paths(model)
+        state = self._valid_state(p)
+        if state is None or state["rows"] == 0:
+            return None
+        rows, dim = state["rows"], state["dim"]
+        try:
+            codes = p["i8"].stat().st_size == rows * dim and state.get("i8_scale") == int8_scan.int8_scale(dim)
+        except OSError:
+            codes = False
+        return _mapped(p, state, gen, codes)
 
     # -- occurrences ------------------------------------------------------------------
     def _load_occurrences(self, model: str, m: Matrix, chunks_gen: int, vectors_gen: int) -> Occurrences:
@@ -421,7 +439,7 @@ class VectorCache:
             occ = self._read_occurrence_file(model, m, chunks_gen, vectors_gen)
         if occ is None:
             occ = self._build_occurrences(model, m, chunks_gen, vectors_gen)
-            if not self.memory:
+            if not self.memory and not self.read_only:
                 self._write_occurrence_file(model, occ)
             self._distrust.discard(model)
         self.occurrences[model] = occ
@@ -522,6 +540,23 @@ class VectorCache:
             _replace_with(path, lambda f: np.savez(f, **arrays))
         except OSError as e:
             log.warning("could not write the occurrence file %s: %s", path, e)
+
+
+def _mapped(p: dict[str, Path], state: dict[str, Any], gen: int, codes: bool) -> Matrix:
+    """The ``Matrix`` of the valid cache files ``p`` described by ``state``, memory-mapped read-only
+    (``codes``: the int8 file too, else None)."""
+    n, dim = state["rows"], state["dim"]
+    return Matrix(
+        dim,
+        # plain ndarray views of the maps: indexing a np.memmap builds a memmap
+        # object per slice (~µs each, several per search)
+        np.asarray(np.memmap(p["f32"], dtype=np.float32, mode="r", shape=(n, dim))),
+        np.asarray(np.memmap(p["ids"], dtype=np.uint8, mode="r", shape=(n, 32))),
+        np.asarray(np.memmap(p["rowids"], dtype=np.int64, mode="r", shape=(n,))),
+        state["max_rowid"],
+        gen,
+        np.asarray(np.memmap(p["i8"], dtype=np.int8, mode="r", shape=(n, dim))) if codes else None,
+    )
 
 
 def _ensure_codes(p: dict[str, Path], state: dict[str, Any]) -> None:
