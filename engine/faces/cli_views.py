@@ -64,7 +64,8 @@ def human_index(s: dict) -> str:
 def human_status(st: dict) -> str:
     """The ``index_status`` envelope for people: counts, collections, what needs
     attention (last run's outcome, embedding failures, models with chunks
-    lacking vectors, truncated chunks, stale and failed files), the provider. An envelope
+    lacking vectors, truncated chunks, stale and failed files), the provider, and a
+    ``read-only:`` line when the index was opened read-only. An envelope
     carrying ``error`` (``index-unavailable``: a corrupt, truncated or unopenable index) is
     that error, its message and who can fix it: no counts that would look like an empty index."""
     if st.get("error"):
