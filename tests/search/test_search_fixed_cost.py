@@ -1,13 +1,15 @@
 """The fixed cost around a vector search's scan: each shorter path gives exactly what the
 plain computation gives.
 
-* ``engine.store.sqlite.top_k.top_k``: the best k of a score array through a lower bound
-  from block maxima, against ``argpartition`` + stable ``argsort`` (written out here as
-  ``_reference_top``): the same indices in the same order, ties and NaN included.
+* ``engine.store.sqlite.top_k.top_candidates``: every score within a margin of the k-th
+  best, through a lower bound from block maxima, against a full sort (written out here as
+  ``_reference_candidates``): the same indices, ties and NaN included.
 * ``LocalEmbedder.embed_query``: one query's vector, bit for bit ``embed([text])[0]``, and
   every failure of ``embed`` unchanged.
 * On a real SQLite file large enough for those paths (>= ``TOP_K_MIN_ROWS`` vectors): the
-  hits of ``search_vectors`` (ids, order, scores bit for bit) against the reference top-k.
+  hits of ``search_vectors`` (ids, order, scores bit for bit) against the reference top-k:
+  every occurrence scored row by row in float64, rounded to float32, equal scores by
+  (collection path, file path, chunk index).
 """
 
 from __future__ import annotations
@@ -33,11 +35,19 @@ MODEL = "m"
 DIM = 16
 
 
-def _reference_top(scores: np.ndarray, limit: int) -> np.ndarray:
-    """The plain top-k: partition, then a stable sort of the k best."""
+def _reference_candidates(scores: np.ndarray, limit: int, margin: float) -> np.ndarray:
+    """Every index scoring at least the k-th best number minus ``margin`` (all when fewer
+    than k scores are numbers), from a full sort."""
     k = min(limit, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    return top[np.argsort(-scores[top], kind="stable")]
+    numbers = np.sort(scores[~np.isnan(scores)])[::-1]
+    if len(numbers) < k:
+        return np.arange(len(scores))
+    return np.flatnonzero(scores >= numbers[k - 1] - np.float32(margin))
+
+
+def _exact(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Each row's dot product with ``q``: float64 products summed along the row, then float32."""
+    return (matrix[rows].astype(np.float64) * q.astype(np.float64)).sum(axis=1).astype(np.float32)
 
 
 def _cases(rng: np.random.Generator):
@@ -69,29 +79,64 @@ def _cases(rng: np.random.Generator):
     yield "equal", np.full(20_000, 0.5, np.float32)
 
 
-def test_top_k_equals_the_reference_top_k():
+def test_top_candidates_equal_the_reference():
     rng = np.random.default_rng(15)
     compared = 0
     for name, scores in _cases(rng):
         for limit in (1, 2, 3, 10, 20, 31, 32, 33, 100, 10**6):
-            got, want = VT.top_k(scores, limit), _reference_top(scores, limit)
-            assert got.tolist() == want.tolist(), (name, limit)
-            assert got.dtype == np.int64 or got.dtype == np.intp
-            compared += 1
-    assert compared == 190
+            for margin in (0.0, 1e-3):
+                got, want = VT.top_candidates(scores, limit, margin), _reference_candidates(scores, limit, margin)
+                assert got.tolist() == want.tolist(), (name, limit, margin)
+                assert got.dtype == np.int64 or got.dtype == np.intp
+                compared += 1
+    assert compared == 380
 
 
-def test_top_k_takes_the_bound_for_distinct_scores(monkeypatch):
-    """The shorter path really runs (no partition of the whole array) when the answer is unambiguous,
-    and the partition runs for a tie."""
+def test_top_candidates_take_the_bound_for_distinct_and_equal_scores(monkeypatch):
+    """The shorter path really runs (no partition of the whole array), with a tie at the cut
+    too (every tied score is a candidate), and the partition runs when NaN hides the bound."""
     calls = []
-    real = VT._top_k_partition
-    monkeypatch.setattr(VT, "_top_k_partition", lambda s, k: calls.append(len(s)) or real(s, k))
+    real = VT._candidates_partition
+    monkeypatch.setattr(VT, "_candidates_partition", lambda s, k, m: calls.append(len(s)) or real(s, k, m))
     rng = np.random.default_rng(3)
     s = rng.standard_normal(100_000).astype(np.float32)
-    assert VT.top_k(s, 10).tolist() == _reference_top(s, 10).tolist() and calls == []
-    s[np.argsort(-s)[3]] = s[np.argsort(-s)[2]]
-    assert VT.top_k(s, 10).tolist() == _reference_top(s, 10).tolist() and calls == [100_000]
+    assert VT.top_candidates(s, 10).tolist() == _reference_candidates(s, 10, 0.0).tolist() and calls == []
+    order = np.argsort(-s)
+    s[order[10]] = s[order[9]]
+    got = VT.top_candidates(s, 10)
+    assert got.tolist() == _reference_candidates(s, 10, 0.0).tolist() and len(got) == 11 and calls == []
+    s[:: len(s) // 64] = np.nan  # every block's maximum is NaN
+    assert VT.top_candidates(s, 10).tolist() == _reference_candidates(s, 10, 0.0).tolist() and calls == [100_000]
+
+
+def test_exact_scores_do_not_depend_on_where_a_row_sits():
+    """Equal rows score the same (bit for bit) at any place of the matrix and in any batch,
+    which a float32 matrix-vector product does not promise."""
+    rng = np.random.default_rng(4)
+    for dim in (16, 64, 256, 384):
+        m = rng.standard_normal((301, dim)).astype(np.float32)
+        m /= np.linalg.norm(m, axis=1, keepdims=True)
+        twins = rng.choice(len(m), 40, replace=False)
+        m[twins] = m[twins[0]]
+        q = rng.standard_normal(dim).astype(np.float32)
+        got = {
+            *VT.exact_scores(m, twins, q).tolist(),
+            *VT.exact_scores(m, twins[:1], q).tolist(),
+            *VT.exact_scores(m, np.arange(len(m)), q)[twins].tolist(),
+        }
+        assert len(got) == 1, (dim, got)
+        assert abs(got.pop() - float(m[twins[0]].astype(np.float64) @ q)) < 1e-6
+
+
+def test_the_margin_covers_the_scans_rounding():
+    """A float32 scan's scores stay within half the margin of the exact scores."""
+    rng = np.random.default_rng(5)
+    for dim in (16, 256, 1024):
+        m = rng.standard_normal((5000, dim)).astype(np.float32)
+        m /= np.linalg.norm(m, axis=1, keepdims=True)
+        q = m[7] + 0.01 * rng.standard_normal(dim).astype(np.float32)
+        exact = m.astype(np.float64) @ q.astype(np.float64)
+        assert np.abs((m @ q) - exact).max() < VT.scan_margin(dim, q) / 2
 
 
 # --------------------------------------------------------------------------- one query's embedding
@@ -207,8 +252,9 @@ def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def big_index(tmp_path_factory):
-    """Two collections, 20,480 chunks with vectors (a full scan takes ``top_k``'s bound); one
-    text stored at two paths (equal scores: the partition decides their order)."""
+    """Two collections, 20,480 chunks with vectors (a full scan takes ``top_candidates``' bound);
+    one text stored at two paths (equal scores: the key decides their order), and one vector
+    stored twice under two chunk ids (rows far apart in the matrix: equal scores too)."""
     path = str(tmp_path_factory.mktemp("fixed") / "index.db")
     rng = np.random.default_rng(15)
     s = SqliteStore(path)
@@ -233,27 +279,28 @@ def big_index(tmp_path_factory):
         c = Chunk(cp, fp, 0, chunk_id("hsame", twin[0]), "hsame", 0, len(twin[0]), twin[0])
         s.replace_document(Document(cp, fp, "hsame", "s", "txt", "indexed", chunk_count=1), twin[0], [c])
     s.add_vectors(MODEL, [chunk_id("hsame", twin[0])], _unit(rng, 1))
+    # the first chunk's vector again, under a chunk id of its own (another file, the same text)
+    c = Chunk("Org/C0", "again.txt", 0, chunk_id("hagain", "again"), "hagain", 0, 5, "again")
+    s.replace_document(Document("Org/C0", "again.txt", "hagain", "s", "txt", "indexed", chunk_count=1), "again", [c])
+    first = s._prepare(MODEL)[0].matrix[0].copy()
+    s.add_vectors(MODEL, [c.chunk_id], first[None, :])
     s.close()
     return path
 
 
 def _reference_hits(store: SqliteStore, q: np.ndarray, scope, limit: int) -> list[tuple]:
-    """(rowid, chunk row, score) of the plain scan: every occurrence scored, its top-k."""
+    """(rowid, chunk row, score) of the plain scan: every occurrence scored exactly, sorted by
+    score, then (collection path, file path, chunk index), its top-k."""
     m, occ = store._prepare(MODEL)
     rows = SV.scope_rows(occ, scope)
     cand = np.arange(len(occ.chunk_rowid)) if rows is None else rows
-    scores = (m.matrix @ q)[occ.matrix_row[cand]]
-    top = _reference_top(scores, limit)
-    rowids = occ.chunk_rowid[cand[top]].tolist()
+    scores = _exact(m.matrix, occ.matrix_row[cand], q)
+    rowids = occ.chunk_rowid[cand].tolist()
     with sqlite3.connect(store.path) as conn:
-        got = {
-            r[0]: r[1:]
-            for r in conn.execute(
-                f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({','.join('?' * len(rowids))})", rowids
-            )
-        }
+        got = {r[0]: r[1:] for r in conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks")}
     conn.close()
-    return [(rid, got[rid], s) for rid, s in zip(rowids, scores[top].tolist())]
+    ranked = sorted(zip(rowids, scores.tolist()), key=lambda x: (-x[1], *got[x[0]][:3]))[:limit]
+    return [(rid, got[rid], s) for rid, s in ranked]
 
 
 def test_big_scan_hits_equal_the_reference_top_k(big_index):
@@ -261,7 +308,8 @@ def test_big_scan_hits_equal_the_reference_top_k(big_index):
     rng = np.random.default_rng(7)
     m, occ = store._prepare(MODEL)
     assert len(occ.chunk_rowid) >= VT.TOP_K_MIN_ROWS
-    twin = m.matrix[len(m.matrix) - 1]
+    digests = [m.digest(i) for i in range(len(m.matrix))]
+    twin = m.matrix[digests.index(SV.id_bytes(chunk_id("hsame", "the same text stored twice ")))]
     for q in [*_unit(rng, 12), twin]:
         for scope in (None, ["Org/C0"], ["Org/C1"], ["Org/C0", "Org/C1"]):
             for limit in (1, 10, 20, 40):
@@ -275,7 +323,9 @@ def test_big_scan_hits_equal_the_reference_top_k(big_index):
                 refs = store.search_vector_refs(MODEL, q, scope, limit)
                 assert refs == [(w[0], w[1][3], w[2]) for w in want]
     both = store.search_vectors(MODEL, twin, None, 2)
-    assert {h.chunk.file_path for h in both} == {"copy-a.txt", "copy-b.txt"} and both[0].score == both[1].score
+    assert [h.chunk.file_path for h in both] == ["copy-a.txt", "copy-b.txt"] and both[0].score == both[1].score
+    again = store.search_vectors(MODEL, m.matrix[0], None, 2)  # two rows, one vector: the key decides
+    assert [h.chunk.file_path for h in again] == ["again.txt", "f0.txt"] and again[0].score == again[1].score
     store.close()
 
 

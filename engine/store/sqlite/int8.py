@@ -19,9 +19,9 @@ int32-exact sums returned as float32, exact below 2**24) in one or two
 parts on threads (``cdist`` releases the GIL; its own ``threads=`` does not
 split a single query row), masks rows without a live chunk, and keeps the
 best ``r`` of each part with ``argpartition`` inside the worker. The caller
-rescores those rows in float32, so the scores it returns are the exact
-float32 cosines; only the choice of which rows to rescore is approximate
-(measured by bench/vector_scan.py).
+rescores those rows in float32 (``candidate_entries`` gives their entries), so
+the scores it returns are the exact float32 cosines; only the choice of which
+rows to rescore is approximate (measured by bench/vector_scan.py).
 
 Imports ``simsimd`` lazily (``kernel()``); without it the caller scans
 exactly in float32 (the reason is logged once). Imports numpy and the
@@ -50,7 +50,7 @@ __all__ = [
     "int8_candidates",
     "RowIndex",
     "row_index",
-    "top_entries",
+    "candidate_entries",
     "share_rows",
 ]
 
@@ -240,8 +240,7 @@ def row_index(matrix_row: np.ndarray, n: int) -> RowIndex:
     return RowIndex(order, matrix_row[order], np.flatnonzero(~live), n)
 
 
-def top_entries(
-    matrix: np.ndarray,
+def candidate_entries(
     codes: np.ndarray,
     q: np.ndarray,
     index: RowIndex,
@@ -249,37 +248,27 @@ def top_entries(
     r: int = RESCORE,
     threads: int = 1,
     run: Callable[[int, Callable[[int], object], int], None] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The best ``limit`` entries by float32 dot product, from the int8 scan's top rows, best first.
+) -> np.ndarray:
+    """Every entry of the ``max(r, 4 * limit)`` live rows with the highest int8 dot products.
 
-    The ``max(r, 4 * limit)`` live rows with the highest int8 dot products
-    are rescored in float32 (``matrix[rows] @ q``); every entry of those
-    rows gets its row's score; entries are ranked by score, ties by entry
-    index (as the exact scan ranks them).
+    The caller scores these entries in float32 and ranks them
+    (``engine.store.sqlite.vectors.top_occurrences``): an entry's score is its row's.
 
     Args:
-        matrix: float32 (n, dim) L2-normalised vectors; codes: their int8 codes (n, dim).
+        codes: int8 (n, dim) codes of the L2-normalised vectors.
         q: float32 (dim,) query; index: ``row_index`` of the entries over these n rows.
-        limit: most entries returned (>= 1); r: rows rescored; threads: 1 or 2 for the scan;
-        run: the scan in shared blocks instead (``int8_candidates``).
+        limit: entries the caller will keep (>= 1); r: rows chosen at least; threads: 1 or 2
+            for the scan; run: the scan in shared blocks instead (``int8_candidates``).
 
     Returns:
-        (entry indices int64 (k,), float32 scores (k,)), descending, k <= limit.
+        int64 entry indices, grouped by ascending matrix row.
 
     Raises:
         RuntimeError: simsimd is not available.
     """
     rows = int8_candidates(codes, q, max(r, 4 * limit), index.dead, threads, run)
-    s = matrix[rows] @ q
     lo = np.searchsorted(index.sorted_rows, rows, "left")
     cnt = np.searchsorted(index.sorted_rows, rows, "right") - lo
     first = np.cumsum(cnt) - cnt  # where each row's entries start in the expanded list
     pos = np.repeat(lo - first, cnt) + np.arange(int(cnt.sum()))
-    entries = index.order[pos]
-    scores = np.repeat(s, cnt)
-    o = np.argsort(entries)
-    entries, scores = entries[o], scores[o]
-    k = min(limit, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    top = top[np.argsort(-scores[top], kind="stable")]
-    return entries[top], scores[top]
+    return index.order[pos]

@@ -13,7 +13,9 @@ in ``<db>.<model>.occ.npz`` keyed by the database's ``db_id`` and the
 instead of rebuilding it. The store bumps those counters on every write, so a
 change by this or another process is seen and the table rebuilt.
 Scoring (``top_occurrences``): dot products of L2-normalised float32
-vectors, i.e. cosine similarity, over every chunk row or a scoped subset.
+vectors, i.e. cosine similarity, over every chunk row or a scoped subset; the
+candidates are scored again row by row and equal scores go by (collection path,
+file path, chunk index), so the answer does not depend on the matrix's row order.
 Beside it, its int8 codes (``<db>.<model>.i8``, scale in the JSON state), written with
 every append and rebuild (regenerated from the .f32 file when missing or short): a full
 scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_scan``).
@@ -26,7 +28,7 @@ Must not import: ``engine.store.sqlite.store`` (it imports this module and hands
 its read-connection factory), ``engine.values`` row types, ``sqlite_utils``,
 extract/embed, or a face (streamlit, mcp, argparse). Imports ``numpy``, the
 standard library, ``engine.store.threads`` (BLAS threads per scan), ``engine.store.sqlite.int8``,
-``engine.store.sqlite.top_k`` (the best k of the scores) and ``engine.store.scan_share`` (a hybrid
+``engine.store.sqlite.top_k`` (the candidates of the best k, their exact scores and order) and ``engine.store.scan_share`` (a hybrid
 search's shared full scan) only.
 """
 
@@ -50,7 +52,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.store.threads import int8_threads, one_thread, scan_threads
 from engine.store.scan_share import block_runner, full_scores
 from engine.store.sqlite import int8 as int8_scan
-from engine.store.sqlite.top_k import top_k
+from engine.store.sqlite.top_k import exact_scores, ranked, scan_margin, top_candidates
 
 __all__ = ["Matrix", "Occurrences", "VectorCache", "scope_rows", "top_occurrences", "id_bytes", "APPEND_ROWS"]
 
@@ -82,7 +84,11 @@ class Matrix:
 
 @dataclass
 class Occurrences:
-    """One row per stored chunk that has a vector: where it is and which matrix row scores it."""
+    """One row per stored chunk that has a vector: where it is and which matrix row scores it.
+
+    ``key_rank``: each row's place in (collection path, file path, chunk index) order, the
+    order in which equal scores are answered (``top_occurrences``).
+    """
 
     chunks_gen: int
     vectors_gen: int
@@ -91,6 +97,7 @@ class Occurrences:
     collection_code: np.ndarray  # int32 (m,)
     codes: dict[str, int]  # collection_path -> code
     scope_rows: dict[tuple[str, ...], np.ndarray]  # cached occurrence indices per scope
+    key_rank: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # int64 (m,): see below
     scope_runs: dict = field(default_factory=dict)  # id(scope rows) -> (scope rows, spans to score)
     by_row: int8_scan.RowIndex | None = None  # for the int8 scan, built on its first use
     identity_rows: int | None = None  # n when matrix_row == arange(n) (checked once: full scans skip the gather)
@@ -451,11 +458,14 @@ class VectorCache:
         Rows come back as (chunk rowid, vectors rowid) integer pairs straight into
         numpy; the vectors rowid becomes a matrix row by binary search in
         ``m.vector_rowid`` (ascending). Vectors newer than the matrix are skipped.
-        Order: by collection code, then matrix row.
+        Order: by collection code, then matrix row. Rows come in key order (collections
+        sorted, each in its primary key's order: the join walks that index, no sort), which
+        gives ``key_rank``.
         """
         sql = (
             "SELECT c.rowid, v.rowid FROM chunks c JOIN vectors v "
-            "ON v.chunk_id = c.chunk_id AND v.model = ? WHERE c.collection_path = ?"
+            "ON v.chunk_id = c.chunk_id AND v.model = ? WHERE c.collection_path = ? "
+            "ORDER BY c.file_path, c.chunk_index"
         )
         rids, vrids, codes_out = [], [], []
         codes: dict[str, int] = {}
@@ -472,18 +482,21 @@ class VectorCache:
                 codes_out.append(np.full(len(pairs), code, np.int32))
         if not rids:
             e = np.empty(0, np.int64)
-            return Occurrences(chunks_gen, vectors_gen, e, e.copy(), np.empty(0, np.int32), codes, {})
+            return Occurrences(chunks_gen, vectors_gen, e, e.copy(), np.empty(0, np.int32), codes, {}, e.copy())
         rid, vrid, code_arr = np.concatenate(rids), np.concatenate(vrids), np.concatenate(codes_out)
+        rank = np.arange(len(rid), dtype=np.int64)
         vr = np.asarray(m.vector_rowid)
         mrow = np.searchsorted(vr, vrid)
         ok = mrow < len(vr)
         ok[ok] = vr[mrow[ok]] == vrid[ok]
         if not ok.all():
-            rid, mrow, code_arr = rid[ok], mrow[ok], code_arr[ok]
+            rid, mrow, code_arr, rank = rid[ok], mrow[ok], code_arr[ok], rank[ok]
         # Within each collection, matrix order: a scoped search then reads the matrix forwards.
         order = np.lexsort((mrow, code_arr))
-        rid, mrow, code_arr = rid[order], mrow[order], code_arr[order]
-        return Occurrences(chunks_gen, vectors_gen, rid, mrow.astype(np.int64, copy=False), code_arr, codes, {})
+        rid, mrow, code_arr, rank = rid[order], mrow[order], code_arr[order], rank[order]
+        return Occurrences(
+            chunks_gen, vectors_gen, rid, mrow.astype(np.int64, copy=False), code_arr, codes, {}, rank
+        )
 
     def _occurrence_key(self, chunks_gen: int, vectors_gen: int, m: Matrix) -> str:
         return json.dumps(
@@ -507,12 +520,17 @@ class VectorCache:
                 if str(z["key"]) != self._occurrence_key(chunks_gen, vectors_gen, m):
                     return None
                 rid, mrow, code = z["chunk_rowid"], z["matrix_row"], z["collection_code"]
+                rank = z["key_rank"]
                 paths = [str(x) for x in z["paths"]]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # missing, damaged, other layout
             return None
         n = len(rid)
         if not (
-            len(mrow) == n == len(code) and rid.dtype == np.int64 and mrow.dtype == np.int64 and code.dtype == np.int32
+            len(mrow) == n == len(code) == len(rank)
+            and rid.dtype == np.int64
+            and mrow.dtype == np.int64
+            and code.dtype == np.int32
+            and rank.dtype == np.int64
         ):
             return None
         if n and (
@@ -522,7 +540,7 @@ class VectorCache:
             or int(code.max()) >= len(paths)
         ):
             return None
-        return Occurrences(chunks_gen, vectors_gen, rid, mrow, code, {cp: i for i, cp in enumerate(paths)}, {})
+        return Occurrences(chunks_gen, vectors_gen, rid, mrow, code, {cp: i for i, cp in enumerate(paths)}, {}, rank)
 
     def _write_occurrence_file(self, model: str, occ: Occurrences) -> None:
         """Persist the table under its key (temp file + ``os.replace``); failures only log."""
@@ -534,6 +552,7 @@ class VectorCache:
             "chunk_rowid": occ.chunk_rowid,
             "matrix_row": occ.matrix_row,
             "collection_code": occ.collection_code,
+            "key_rank": occ.key_rank,
             "paths": np.array(paths, dtype=str) if paths else np.empty(0, "U1"),
         }
         try:
@@ -668,8 +687,16 @@ def top_occurrences(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``occ`` of the best ``limit`` and their float32 scores, best first.
 
+    The scan (float32, or int8 codes) chooses candidates: every occurrence within the
+    scan's rounding of the ``limit``-th best (``top_k.top_candidates``), or every
+    occurrence of the int8 scan's best rows. They are scored again with
+    ``top_k.exact_scores`` (the same score for the same vector wherever its row sits in
+    the matrix) and ranked by that score, equal scores by ``key_rank`` (collection path,
+    file path, chunk index): the answer does not depend on the order in which the
+    vectors were stored.
+
     ``int8_min_rows``: a full scan of a matrix with at least this many rows uses
-    ``int8_scan.top_entries`` (None: never); without simsimd or on its failure, exact (logged).
+    ``int8_scan.candidate_entries`` (None: never); without simsimd or on its failure, exact (logged).
     """
     scope = scope_rows(occ, collection_paths)
     total = len(occ.chunk_rowid)
@@ -688,10 +715,11 @@ def top_occurrences(
                 occ.by_row = int8_scan.row_index(occ.matrix_row, len(m.matrix))
             run = block_runner(len(m.matrix))  # a hybrid search's keyword thread helps (engine/store/scan_share.py)
             if run is not None:
-                one_thread()  # its float32 rescoring: one BLAS thread, as in int8_threads
-                return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, run=run)
+                one_thread()  # as in int8_threads
+                return _best(m, occ, q, int8_scan.candidate_entries(m.codes, q, occ.by_row, limit, run=run), limit)
             with int8_threads(len(m.matrix)) as threads:
-                return int8_scan.top_entries(m.matrix, m.codes, q, occ.by_row, limit, threads=threads)
+                entries = int8_scan.candidate_entries(m.codes, q, occ.by_row, limit, threads=threads)
+            return _best(m, occ, q, entries, limit)
         except Exception as e:  # never fail a search for the faster path
             log.warning("int8 vector scan failed, exact float32 scan instead: %s: %s", type(e).__name__, e)
     if scope is not None and len(scope) < _SUBSET_FRACTION * total:
@@ -727,9 +755,16 @@ def top_occurrences(
             cand = scope
         else:
             cand = None
-    top = top_k(scores, limit)
-    picked = top if cand is None else cand[top]
-    return picked, scores[top]
+    top = top_candidates(scores, limit, scan_margin(m.dim, q))
+    return _best(m, occ, q, top if cand is None else cand[top], limit)
+
+
+def _best(m: Matrix, occ: Occurrences, q: np.ndarray, picked: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``limit`` of the candidate occurrences ``picked`` by ``exact_scores``, best first,
+    equal scores in ``key_rank`` order: (occurrence indices, float32 scores)."""
+    exact = exact_scores(m.matrix, occ.matrix_row[picked], q)
+    order = ranked(exact, occ.key_rank[picked], limit)
+    return picked[order], exact[order]
 
 
 def id_bytes(chunk_id: str) -> bytes:
