@@ -5,7 +5,8 @@ Owns: the two FTS5 indexes over ``chunks.chunk_text`` (``chunks_fts`` with the
 tokenizer over the chunks holding CJK characters, kept in step by
 conditional triggers), their creation, and ``search_keyword`` (all terms, then any term; the any-term pass cut to the
 query's rarest terms, and answered from per-term BM25 lists when they are kept:
-``engine.store.sqlite.term_scores``). ``engine.store.sqlite.store.SqliteStore`` holds a
+``engine.store.sqlite.term_scores``; equal scores in (collection path, file path, chunk
+index) order). ``engine.store.sqlite.store.SqliteStore`` holds a
 ``KeywordIndex`` built on its connections; query text comes from ``engine.store.sqlite.rows.fts_queries``.
 Imports ``engine.values``, ``engine.store.fts``, ``engine.store.sqlite.rows`` and
 ``engine.store.sqlite.term_scores``; never a face.
@@ -167,7 +168,15 @@ def keyword_refs(
     collection_paths: Iterable[str] | None,
     limit: int,
 ) -> list[tuple[int, float]]:
-    """The ranking of ``search_keyword`` without reading the rows: ``(chunks rowid, -bm25)`` best first."""
+    """The ranking of ``search_keyword`` without reading the rows: ``(chunks rowid, -bm25)`` best first.
+
+    Equal scores go by (collection path, file path, chunk index), whatever order the rows
+    were stored in: the pass ranks ``limit + 1`` rows by score, then rowid (the keyword
+    index's own order, cheap); when the last two tie, the cut runs through equal scores and
+    the pass is ranked again with the key in SQL over the rows scoring at least the
+    ``limit``-th; otherwise equal scores inside the answer are put in key order
+    (``_by_key``, one read of their keys).
+    """
     q = fts_queries(query)
     if q is None or limit <= 0:
         return []
@@ -183,9 +192,9 @@ def keyword_refs(
         if not every and porter:
             porter = selective_any(read, df_cache, porter)
             if not tri and collection_paths is None:  # per-term lists when they are kept (exact)
-                got = any_term_refs(read, df_cache, porter, int(limit))
-                if got is not None:
-                    return got
+                got = any_term_refs(read, df_cache, porter, int(limit) + 1)
+                if got is not None and not _tied_at(got, limit):
+                    return _by_key(read, got, limit)
         parts = [(t, m) for t, m in (("chunks_fts", porter), ("chunks_tri", tri)) if m]
         if not parts:
             continue
@@ -204,11 +213,54 @@ def keyword_refs(
             )
         else:
             top = f"SELECT r.rid, r.s FROM ({ranked}) r ORDER BY r.s DESC, r.rid LIMIT ?"
+        # a tie at the cut: the rows scoring at least the k-th, ranked by score and key (the
+        # chunk row is joined only for those: r.s is tested on the outer loop)
+        keyed = (
+            f"SELECT r.rid, r.s FROM ({ranked}) r CROSS JOIN chunks c ON c.rowid = r.rid "
+            f"WHERE r.s >= ?{where} ORDER BY r.s DESC, c.collection_path, c.file_path, c.chunk_index LIMIT ?"
+        )
+        matches = [m for _, m in parts]
         with read() as conn:
-            best = conn.execute(top, [*(m for _, m in parts), *args, int(limit)]).fetchall()
+            best = conn.execute(top, [*matches, *args, int(limit) + 1]).fetchall()
+            if _tied_at(best, limit):
+                best = conn.execute(keyed, [*matches, best[limit - 1][1], *args, int(limit)]).fetchall()
+                return [(rid, float(score)) for rid, score in best]
         if best:
-            return [(rid, float(score)) for rid, score in best]
+            return _by_key(read, [(rid, float(score)) for rid, score in best], limit)
     return []
+
+
+def _tied_at(ranked: list, limit: int) -> bool:
+    """True when ``ranked`` (best first, ``(rowid, score)``) has a row past ``limit`` scoring as the ``limit``-th."""
+    return len(ranked) > limit and ranked[limit][1] == ranked[limit - 1][1]
+
+
+#: Sorts after every chunk key (a row gone since it was ranked: the read of the rows drops it).
+_LAST = ("\U0010ffff", "", 0)
+
+
+def _by_key(
+    read: Callable[[], ContextManager[sqlite3.Connection]], ranked: list[tuple[int, float]], limit: int
+) -> list[tuple[int, float]]:
+    """The first ``limit`` of ``ranked`` (score descending, no tie at the cut) with each run of
+    equal scores in (collection path, file path, chunk index) order: one read of those rows' keys."""
+    ranked = ranked[:limit]
+    tied = [
+        rid
+        for i, (rid, s) in enumerate(ranked)
+        if (i and ranked[i - 1][1] == s) or (i + 1 < len(ranked) and ranked[i + 1][1] == s)
+    ]
+    if not tied:
+        return ranked
+    marks = ",".join("?" * len(tied))
+    with read() as conn:
+        keys = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                f"SELECT rowid, collection_path, file_path, chunk_index FROM chunks WHERE rowid IN ({marks})", tied
+            )
+        }
+    return sorted(ranked, key=lambda x: (-x[1], keys.get(x[0], _LAST)))
 
 
 def chunk_rows(read: Callable[[], ContextManager[sqlite3.Connection]], rowids: list[int]) -> dict[int, tuple]:
