@@ -16,17 +16,21 @@ The constants were chosen on the evaluation set (``tests/data/eval_questions.jso
 ``docs/retrieval.md``).
 
 Tie rules: an item listed twice in one list keeps its best (first) rank there;
-items with equal fused scores keep the order in which they were first met,
-walking the vector list and then the keyword list.
+items with equal fused scores are ordered by a stable key of the item (a chunk's
+collection path, file path and chunk index: ``tie`` of ``fuse``, or
+``in_tie_order`` once the keys of fused row ids are read), so the order never
+depends on how the index was built; without a key they keep the order in which
+they were first met, walking the vector list and then the keyword list.
+``tie_span`` says how far past a cut the items tied with the last one kept reach.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["RRF_K", "FUSION_DEPTH", "VECTOR_WEIGHT_DEFAULT", "Fused", "fuse"]
+__all__ = ["RRF_K", "FUSION_DEPTH", "VECTOR_WEIGHT_DEFAULT", "Fused", "fuse", "in_tie_order", "tie_span"]
 
 #: Reciprocal-rank-fusion constant k (score = sum of 1/(k + rank + 1)).
 RRF_K = 60
@@ -69,6 +73,7 @@ def fuse(
     vector_weight: float = VECTOR_WEIGHT_DEFAULT,
     key: Callable[[T], Hashable] = _same,
     k: int = RRF_K,
+    tie: Callable[[T], Any] | None = None,
 ) -> list[Fused[T]]:
     """Weighted reciprocal-rank fusion of two ranked lists, best first.
 
@@ -78,6 +83,8 @@ def fuse(
         vector_weight: w in 0..1 (1: vector order, 0: keyword order).
         key: what makes two items the same (default: the item itself).
         k: the RRF constant.
+        tie: the order of items with equal fused scores (a sortable key of the item);
+            None: the order first met.
 
     Returns:
         One ``Fused`` per distinct key, best first, with the tie rules of the
@@ -98,7 +105,7 @@ def fuse(
                 continue  # listed twice: the best rank stays
             found[at][side] = (float(score), rank)
             scores[at] += 2.0 * weight / (k + rank + 1)
-    out = []
+    out: list[Fused[T]] = []
     for at in sorted(range(len(items)), key=lambda i: (-scores[i], i)):
         v, kw = found[at]
         out.append(
@@ -111,4 +118,21 @@ def fuse(
                 None if kw is None else kw[1],
             )
         )
-    return out
+    return out if tie is None else in_tie_order(out, tie)
+
+
+def in_tie_order(fused: Iterable[Fused[T]], tie: Callable[[T], Any]) -> list[Fused[T]]:
+    """``fused`` best first, equal fused scores in ``tie(item)`` order (ascending)."""
+    return sorted(fused, key=lambda f: (-f.score, tie(f.item)))
+
+
+def tie_span(fused: Sequence[Fused[Any]], n: int) -> int:
+    """The length of the shortest head of ``fused`` (best first) that holds its first ``n``
+    items and every item whose fused score equals the ``n``-th's: what must be put in tie
+    order before the first ``n`` are cut."""
+    if n <= 0:
+        return 0
+    end = min(n, len(fused))
+    while end < len(fused) and fused[end].score == fused[end - 1].score:
+        end += 1
+    return end

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT, Fused, fuse
+from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT, Fused, fuse, in_tie_order, tie_span
 from engine.search.per_file import one_per_file
 from engine.store.scan_share import ScanShare
 from engine.store.threads import LARGE_SCAN_ROWS, ThreadChoice
@@ -74,9 +74,10 @@ def fuse_chunks(
 
     Returns:
         One ``RankedChunk`` per distinct chunk key (collection, file, index) with its
-        fused score and both lists' scores and 0-based ranks (the fusion's tie rules).
+        fused score and both lists' scores and 0-based ranks; equal fused scores in
+        chunk key order (the fusion's tie rules).
     """
-    return [_ranked(f, f.item) for f in fuse(vector, keyword, vector_weight, _chunk_key, k)]
+    return [_ranked(f, f.item) for f in fuse(vector, keyword, vector_weight, _chunk_key, k, tie=_chunk_key)]
 
 
 class HybridRanker:
@@ -105,15 +106,17 @@ class HybridRanker:
     ) -> list[RankedChunk]:
         """The best ``want`` fused chunks of the top ``depth`` of each list.
 
-        Over a store's row ids only the ``want`` fused rows are read; the hits, order
-        and breakdown are those of fusing the two lists of chunks (a chunk is one row).
+        Over a store's row ids only the ``want`` fused rows are read (and the rows tied
+        with the last of them, whose keys decide which are kept); the hits, order and
+        breakdown are those of fusing the two lists of chunks (a chunk is one row).
 
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
         """
         if self._by_row_ids():
             try:
-                return self._read(self._fused_refs(text, collections, depth, embedder, weight)[:want])
+                fused, seen = self._fused_refs(text, collections, depth, embedder, weight)
+                return self._read(fused[: tie_span(fused, want)], seen)[:want]
             except _RowsChanged:
                 pass
         vec, kw = self.lists(text, collections, depth, embedder)
@@ -137,8 +140,9 @@ class HybridRanker:
         the scope, or that is more than the lists hold (``one_per_file``); each file's
         hit is its first fused chunk. For limits up to ``FUSION_DEPTH`` the depth does not
         depend on the limit, so more hits never reorder or rescore the first ones. Over a
-        store with cheap row ids (``row_refs``) only the file of each fused row is read per pass, the
-        chunks of the hits once at the end.
+        store with cheap row ids (``row_refs``) only the file of each fused row is read per pass
+        (and the chunk index of rows tied with another row of their file), the chunks of the
+        hits once at the end.
 
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
@@ -148,22 +152,23 @@ class HybridRanker:
         if self._by_row_ids():
 
             def rank_refs(d: int) -> list[tuple[Fused[Any], str, tuple[str, str]]]:
-                """``(fused row, its chunk id, its file)`` of the fusion at depth ``d``."""
-                fused = self._fused_refs(text, collections, d, embedder, weight)
-                where = files_of([f.item for f, _seen in fused])  # rowid -> (collectionPath, filePath, chunkId)
-                out = []
-                for f, seen in fused:
+                """``(fused row, its chunk id, its file)`` of the fusion at depth ``d``, equal
+                fused scores in chunk key order."""
+                fused, seen = self._fused_refs(text, collections, d, embedder, weight)
+                where = files_of([f.item for f in fused])  # rowid -> (collectionPath, filePath, chunkId)
+                for f in fused:
                     row = where.get(f.item)
-                    if row is None or seen not in (None, row[2]):
+                    if row is None or seen.get(f.item) not in (None, row[2]):
                         raise _RowsChanged
-                    out.append((f, row[2], (row[0], row[1])))
-                return out
+                index = self._tied_indexes(fused, where)
+                fused = in_tie_order(fused, lambda rowid: (*where[rowid][:2], index.get(rowid, -1)))
+                return [(f, where[f.item][2], where[f.item][:2]) for f in fused]
 
             try:
                 kept = one_per_file(
                     rank_refs, depth, depth, lambda e: e[2], lambda e: e[0].score, min_score, files_in_scope
                 )[:limit]
-                return self._read([(f, chunk_id) for f, chunk_id, _file in kept])
+                return self._read([f for f, _chunk_id, _file in kept], {f.item: c for f, c, _file in kept})
             except _RowsChanged:
                 pass
         return one_per_file(
@@ -178,31 +183,46 @@ class HybridRanker:
 
     def _fused_refs(
         self, text: str, collections: list[str] | None, depth: int, embedder: Any, weight: float
-    ) -> list[tuple[Fused[Any], str | None]]:
-        """The fusion over the store's row ids (``Fused.item`` a row id), each with the chunk id
-        the vector scan saw for that row (None when only the keyword list had it)."""
+    ) -> tuple[list[Fused[Any]], dict[Any, str]]:
+        """The fusion over the store's row ids (``Fused.item`` a row id; equal fused scores in
+        the order first met, until the rows' keys are read), and the chunk id the vector scan
+        saw for each row it returned."""
         vec, kw = self.lists(text, collections, depth, embedder, refs=True)
         seen = {rowid: chunk_id for rowid, chunk_id, _score in vec}
-        fused = fuse([(rowid, score) for rowid, _chunk_id, score in vec], kw, weight)
-        return [(f, seen.get(f.item)) for f in fused]
+        return fuse([(rowid, score) for rowid, _chunk_id, score in vec], kw, weight), seen
 
-    def _read(self, fused: list[tuple[Fused[Any], str | None]]) -> list[RankedChunk]:
-        """The chunks of fused row ids, read in one call, as ``RankedChunk``.
+    def _tied_indexes(self, fused: list[Fused[Any]], where: dict[Any, tuple[str, str, str]]) -> dict[Any, int]:
+        """Row id -> chunk index of the fused rows whose fused score equals that of another row
+        of the same file (``where``: row id -> (collectionPath, filePath, chunkId)), read in one
+        call; {} when there are none (the file alone then orders equal scores)."""
+        groups: dict[tuple[float, str, str], list[Any]] = {}
+        for f in fused:
+            groups.setdefault((f.score, *where[f.item][:2]), []).append(f.item)
+        tied = [rowid for rows in groups.values() if len(rows) > 1 for rowid in rows]
+        if not tied:
+            return {}
+        chunks = self.store.chunks_at(tied)
+        if len(chunks) != len(tied):
+            raise _RowsChanged
+        return {rowid: chunk.chunk_index for rowid, chunk in chunks.items()}
+
+    def _read(self, fused: list[Fused[Any]], seen: dict[Any, str]) -> list[RankedChunk]:
+        """The chunks of fused row ids, read in one call, as ``RankedChunk``, equal fused
+        scores in chunk key order.
 
         Args:
-            fused: ``(fused row id, the chunk id expected there, or None for any)``.
+            fused: fused row ids, best first.
+            seen: row id -> the chunk id expected there (a row not in it may hold any).
 
         Raises:
             _RowsChanged: a row vanished, or holds another chunk than expected.
         """
-        rows = self.store.chunks_at([f.item for f, _expected in fused])
-        out = []
-        for f, expected in fused:
+        rows = self.store.chunks_at([f.item for f in fused])
+        for f in fused:
             chunk = rows.get(f.item)
-            if chunk is None or expected not in (None, chunk.chunk_id):
+            if chunk is None or seen.get(f.item) not in (None, chunk.chunk_id):
                 raise _RowsChanged
-            out.append(_ranked(f, chunk))
-        return out
+        return [_ranked(f, rows[f.item]) for f in in_tie_order(fused, lambda rowid: _chunk_key(rows[rowid]))]
 
     def lists(
         self, text: str, collections: list[str] | None, depth: int, embedder: Any, refs: bool = False
