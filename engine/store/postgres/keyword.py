@@ -14,7 +14,7 @@ from psycopg import sql
 
 from engine.values import KeywordHit
 from engine.store.fts import keyword_terms
-from engine.store.postgres.rows import CHUNK_SELECT, row_to_chunk
+from engine.store.postgres.rows import CHUNK_SELECT, key_order, row_to_chunk
 
 __all__ = ["search_keyword"]
 
@@ -87,7 +87,7 @@ def search_keyword(
                     sql.SQL(
                         "SELECT {cols}, {score} AS score FROM {s}.content_chunks c, "
                         "(SELECT {tsq} AS tq) q WHERE {where} "
-                        "ORDER BY score DESC, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
+                        f"ORDER BY score DESC, {key_order('c')} LIMIT %(k)s"
                     ).format(cols=cols, score=score, s=sql.Identifier(schema), tsq=tq, where=full),
                     params,
                 ).fetchall()

@@ -30,6 +30,7 @@ __all__ = [
     "chunk_params",
     "pg_text",
     "pg_jsonb",
+    "key_order",
 ]
 
 #: ``content_chunks`` columns read into a ``Chunk`` (``row_to_chunk``), in order.
@@ -37,6 +38,16 @@ CHUNK_SELECT = (
     "collection_path, file_path, chunk_index, chunk_id, content_hash, start_char, end_char, "
     "chunk_text, page, page_label, bbox, regions, metadata, last_modified"
 )
+
+
+def key_order(alias: str = "") -> str:
+    """The ``ORDER BY`` terms that put equal scores in a stable order: collection path, file
+    path, chunk index, the text compared by code point (``COLLATE "C"``, as Python compares
+    the hits merged from several partitions); ``alias``: the table's alias, if any."""
+    t = f"{alias}." if alias else ""
+    return f'{t}collection_path COLLATE "C", {t}file_path COLLATE "C", {t}chunk_index'
+
+
 #: ``documents`` columns read into a ``Document`` (``row_to_document``; no text).
 DOCUMENT_SELECT = (
     "collection_path, file_path, content_hash, settings_key, file_type, status, reason, "

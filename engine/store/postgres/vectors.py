@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool
 
 from engine.values import VectorHit
 from engine.store.base import as_vector_rows
-from engine.store.postgres.rows import CHUNK_SELECT, row_to_chunk
+from engine.store.postgres.rows import CHUNK_SELECT, key_order, row_to_chunk
 from engine.store.postgres.schema import (
     one_row,
     DictConnection,
@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 
 #: ``Partitions.schemas``: collection paths (None: all) -> {schema: paths to filter on (None: all)}.
 SchemaResolver = Callable[[Iterable[str] | None], dict[str, list[str] | None]]
+
+
+#: Walks of the HNSW graph, each 4x deeper, while the row past the limit ties with the limit-th.
+_TIE_DEPTHS = 4
 
 
 def as_array(embedding: Any) -> np.ndarray:
@@ -395,7 +399,7 @@ class PgVectors:
         exact = sql.SQL(
             "SELECT {cols}, (v.embedding <=> %(q)s::vector) AS distance FROM {sh}.vectors v "
             "JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
-            "ORDER BY distance, c.collection_path, c.file_path, c.chunk_index LIMIT %(k)s"
+            f"ORDER BY distance, {key_order('c')} LIMIT %(k)s"
         ).format(cols=cols, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
         if kind is None:
             return conn.execute((sql.SQL("EXPLAIN ") + exact) if explain else exact, params).fetchall()
@@ -406,7 +410,7 @@ class PgVectors:
             "WITH hits AS MATERIALIZED (SELECT {cols}, (v.embedding::{cast} <=> %(q)s::{cast}) AS distance "
             "FROM {sh}.vectors v JOIN {s}.content_chunks c ON c.chunk_id = v.chunk_id WHERE {where} "
             "ORDER BY v.embedding::{cast} <=> %(q)s::{cast} LIMIT %(k)s) "
-            "SELECT * FROM hits ORDER BY distance, collection_path, file_path, chunk_index"
+            f"SELECT * FROM hits ORDER BY distance, {key_order()}"
         ).format(cols=cols, cast=cast, sh=sql.Identifier(SHARED_SCHEMA), s=s, where=where)
         with conn.transaction():
             # A collection filter discards candidates the graph walk found, so a
@@ -418,7 +422,16 @@ class PgVectors:
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             if explain:
                 return conn.execute(sql.SQL("EXPLAIN ") + approx, params).fetchall()
-            rows = conn.execute(approx, params).fetchall()
+            # One row more than asked: when it ties with the limit-th, the cut runs through equal
+            # distances, and the walk goes deeper until it holds every tied row (bounded), so
+            # the key, not the graph, picks which of them are kept.
+            for deeper in range(_TIE_DEPTHS):
+                params["k"] = limit * 4**deeper + 1
+                rows = conn.execute(approx, params).fetchall()
+                if len(rows) < params["k"] or rows[-1]["distance"] != rows[limit - 1]["distance"]:
+                    break
+            rows = rows[:limit]
+            params["k"] = limit
         if len(rows) < limit:
             have = one_row(
                 conn.execute(
