@@ -494,9 +494,7 @@ class VectorCache:
         # Within each collection, matrix order: a scoped search then reads the matrix forwards.
         order = np.lexsort((mrow, code_arr))
         rid, mrow, code_arr, rank = rid[order], mrow[order], code_arr[order], rank[order]
-        return Occurrences(
-            chunks_gen, vectors_gen, rid, mrow.astype(np.int64, copy=False), code_arr, codes, {}, rank
-        )
+        return Occurrences(chunks_gen, vectors_gen, rid, mrow.astype(np.int64, copy=False), code_arr, codes, {}, rank)
 
     def _occurrence_key(self, chunks_gen: int, vectors_gen: int, m: Matrix) -> str:
         return json.dumps(
