@@ -120,6 +120,8 @@ def test_search_open_hit_see_highlighted_page(server, request):
             page.get_by_role("button", name="Search").click()
             source = page.get_by_role("button", name="Source").first
             source.wait_for(timeout=60_000)
+            # the hit's snippet may be drawn after its buttons: wait for its marked words
+            page.locator("mark").first.wait_for(timeout=60_000)
             page.screenshot(path=str(out / "1-results.png"))
             assert page.locator("mark").count() > 0, "query words not marked"
 
