@@ -10,6 +10,7 @@ fixed sleep.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -69,23 +70,35 @@ def _wait_for_children(proc: subprocess.Popen, n: int, timeout_s: float = 60) ->
     """Until ``proc`` has at least ``n`` live child processes (its workers); their {pid: start time}."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        assert proc.poll() is None, f"the process ended (exit {proc.returncode}) before its workers were seen"
         found = _children(proc.pid)
         if len(found) >= n:
             return found
-        time.sleep(POLL_S)
+        try:  # wait for the process to end (a failure), looking again every POLL_S
+            proc.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            continue
+        raise AssertionError(f"the process ended (exit {proc.returncode}) before its workers were seen")
     raise AssertionError(f"no {n} worker processes within {timeout_s} s")
 
 
 def _kill_and_time_the_workers(proc: subprocess.Popen, workers: dict[int, int]) -> float:
-    """SIGKILL ``proc``; seconds until none of ``workers`` runs (polled every ``POLL_S``, for up to
-    ``GIVE_UP_S``: then the survivors are killed and the test fails)."""
-    os.kill(proc.pid, signal.SIGKILL)
-    t0 = time.monotonic()
-    assert proc.wait(timeout=30) == -signal.SIGKILL  # killed by us, not ended on its own
-    while _alive(workers) and time.monotonic() - t0 < GIVE_UP_S:
-        time.sleep(POLL_S)
-    elapsed = time.monotonic() - t0
+    """SIGKILL ``proc``; seconds until none of ``workers`` runs: each worker's pidfd becomes
+    readable when it ends, waited on for up to ``GIVE_UP_S`` (then the survivors are killed and
+    the test fails)."""
+    fds = [os.pidfd_open(pid) for pid in workers]
+    try:
+        assert len(_alive(workers)) == len(workers), "a worker ended before its parent was killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        assert proc.wait(timeout=30) == -signal.SIGKILL  # killed by us, not ended on its own
+        waiting = list(fds)
+        while waiting and (left_s := GIVE_UP_S - (time.monotonic() - t0)) > 0:
+            ended, _, _ = select.select(waiting, [], [], left_s)
+            waiting = [fd for fd in waiting if fd not in ended]
+        elapsed = time.monotonic() - t0
+    finally:
+        for fd in fds:
+            os.close(fd)
     left = _alive(workers)
     print(f"{len(workers)} workers ended {elapsed:.2f} s after their parent was killed")
     for pid in left:  # leave no process behind when the assertion fails
