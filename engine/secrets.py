@@ -15,7 +15,9 @@ A secret is known in every form it can come back in:
 * JSON-escaped, character by character or mixed (``\\u0073k-…``, ``\\/``);
 * URL-encoded (``%73k-…``, ``+`` for a space), mixed with raw characters;
 * base64 (standard and URL-safe, with or without padding), which covers
-  ``Authorization: Basic base64(user:password)``.
+  ``Authorization: Basic base64(user:password)``, also inside the base64 of a
+  larger string at any alignment (``base64("Bearer " + key)`` in a logged header);
+* hex of its bytes, lower or upper case.
 
 Besides the registered strings, ``Bearer <token>``, ``Basic <base64>`` and
 ``sk-…`` keys are always replaced. Strings shorter than ``MIN_SECRET_CHARS``
@@ -53,6 +55,9 @@ __all__ = [
 MARK = "[REDACTED]"
 #: Shorter strings are never registered as secrets.
 MIN_SECRET_CHARS = 4
+# base64 inside a larger string is matched from 6 bytes of the secret (8 characters) on:
+# shorter runs would match unrelated base64 text
+_MIN_INNER_BYTES = 6
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -119,11 +124,27 @@ def _char_alternatives(ch: str) -> str:
 
 
 def secret_forms(secret: str) -> list[str]:
-    """The literal encodings of ``secret`` matched besides the per-character ones:
-    base64 (standard and URL-safe, padded and not). Mostly for tests."""
+    """The literal encodings of ``secret`` matched besides the per-character ones.
+
+    * base64 of the secret alone (standard and URL-safe, padded and not);
+    * base64 of a larger string that holds it (``base64("Bearer " + key)``): the
+      secret may start at any of the three byte alignments of a base64 group, so for
+      each alignment the run of characters that encodes only the secret's bytes
+      (the whole groups from the first group boundary inside it) is matched; the
+      at most two characters on either side that mix in a neighbour's bits stay;
+    * hex of its UTF-8 bytes, lower and upper case (byte-aligned in any larger string).
+
+    Mostly for tests.
+    """
     raw = secret.encode("utf-8")
     forms = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
     forms |= {f.rstrip("=") for f in forms}
+    for skip in (0, 1, 2):
+        inner = raw[skip:]
+        inner = inner[: len(inner) // 3 * 3]
+        if len(inner) >= _MIN_INNER_BYTES:
+            forms |= {base64.b64encode(inner).decode(), base64.urlsafe_b64encode(inner).decode()}
+    forms |= {raw.hex(), raw.hex().upper()}
     return sorted(forms, key=len, reverse=True)
 
 
