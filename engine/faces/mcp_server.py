@@ -20,7 +20,13 @@ Outcomes (STYLE.md section 3):
 * a stdio frame that is not JSON -> a JSON-RPC error ``-32700`` (parse
   error), valid JSON that is not a JSON-RPC message -> ``-32600`` (invalid
   request), both with ``id: null``; the server keeps serving
-  (``_answer_bad_frames``).
+  (``_answer_bad_frames``);
+* a request whose ``id`` is neither a string nor an integer (an object, a list,
+  a boolean, a fraction) -> ``-32600`` with ``id: null`` on both transports
+  (``bad_id_error``); the SDK would otherwise take it for a notification and
+  answer nothing;
+* a client that goes away mid-request (stdout closed, a broken pipe) ends the
+  stdio server quietly: one INFO line, exit status 0, no traceback.
 
 Every text leaving the server (results, failure messages, log lines) passes
 ``engine.secrets`` redaction.
@@ -46,10 +52,14 @@ this module.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import io
 import json
 import logging
-from typing import Any
+import os
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Iterator, cast
 
 try:
     import anyio
@@ -79,6 +89,7 @@ __all__ = [
     "build_server",
     "serve",
     "parse_http_address",
+    "bad_id_error",
     "http_app",
     "serve_http",
     "main",
@@ -194,16 +205,145 @@ async def serve(settings: Settings | None = None, engine: Engine | None = None) 
     own = engine is None
     engine = engine or Engine(settings or load_settings())
     server = build_server(engine)
+    bad_send, bad_read = anyio.create_memory_object_stream[types.JSONRPCError](16)
     try:
-        async with stdio_server() as (read_stream, write_stream):
-            clean_send, clean_read = create_context_streams[SessionMessage | Exception](0)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_answer_bad_frames, read_stream, clean_send, write_stream)
-                await server.run(clean_read, write_stream, server.create_initialization_options())
-                tg.cancel_scope.cancel()
+        with _private_stdin() as wire:
+            lines = cast("anyio.AsyncFile[str]", _IdCheckedLines(wire, bad_send))  # read as an async iterable
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
+                clean_send, clean_read = create_context_streams[SessionMessage | Exception](0)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_answer_bad_frames, read_stream, clean_send, write_stream)
+                    tg.start_soon(_answer_bad_ids, bad_read, write_stream)
+                    await server.run(clean_read, write_stream, server.create_initialization_options())
+                    tg.cancel_scope.cancel()
+    except* (BrokenPipeError, ConnectionResetError):
+        log.info("chunknav mcp: the client closed the connection mid-request; stopping")
+        _silence_stdout()
     finally:
         if own:
             engine.close()
+
+
+@contextmanager
+def _private_stdin() -> Iterator[BinaryIO]:
+    """The wire's stdin on a private descriptor, fd 0 pointed at the null device
+    while serving (handlers and child processes read EOF, never the wire);
+    fd 0 is restored on exit."""
+    saved, private = os.dup(0), os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    wire = os.fdopen(private, "rb", buffering=0)
+    try:
+        yield wire
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        wire.close()
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point fd 1 at the null device so the interpreter's
+    final flush has nowhere to fail."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+class _IdCheckedLines:
+    """The stdin lines the SDK reads, less the requests whose ``id`` is not a
+    string or an integer: those are answered ``-32600`` through ``errors``.
+
+    A pipe or a socket is read by the event loop, so a read waiting for the next
+    line is cancelled at once when the server stops (the client went away); other
+    stdin (a regular file) is read in a worker thread."""
+
+    def __init__(self, wire: BinaryIO, errors: Any):
+        self._wire = wire
+        self._errors = errors
+        self._reader: asyncio.StreamReader | None = None
+        self._file: anyio.AsyncFile[str] | None = None
+
+    def __aiter__(self) -> "_IdCheckedLines":
+        return self
+
+    async def _readline(self) -> str:
+        if self._reader is None and self._file is None:
+            reader = asyncio.StreamReader(limit=_MAX_FRAME_BYTES)
+            try:
+                await asyncio.get_running_loop().connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(reader), self._wire
+                )
+                self._reader = reader
+            except (ValueError, OSError):  # not a pipe, a socket or a character device
+                text = io.TextIOWrapper(self._wire, encoding="utf-8", errors="replace")
+                self._file = anyio.wrap_file(text)
+        if self._reader is not None:
+            return (await self._reader.readline()).decode("utf-8", "replace")
+        assert self._file is not None
+        return await self._file.readline()
+
+    async def __anext__(self) -> str:
+        while line := await self._readline():
+            error = bad_id_error(line)
+            if error is None:
+                return line
+            log.info("JSON-RPC request with an invalid id answered -32600")
+            await self._errors.send(error)
+        raise StopAsyncIteration
+
+
+#: The longest stdio frame read (a line longer than this ends the session).
+_MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+
+async def _answer_bad_ids(errors, write_stream) -> None:
+    """Send each ``-32600`` answer ``_IdCheckedLines`` queued."""
+    async with errors:
+        async for error in errors:
+            await write_stream.send(SessionMessage(error))
+
+
+def bad_id_error(frame: str | bytes) -> types.JSONRPCError | None:
+    """The ``-32600`` answer to a JSON-RPC request whose ``id`` is neither a string
+    nor an integer (JSON-RPC 2.0 allows those and null), else None.
+
+    Args:
+        frame: one raw frame (a stdio line or an HTTP body); a batch (a JSON list)
+            is judged by its members.
+    """
+    if b'"id"' not in (frame if isinstance(frame, bytes) else frame.encode("utf-8", "replace")):
+        return None
+    try:
+        parsed = json.loads(frame)
+    except ValueError:
+        return None  # not JSON: the SDK answers -32700
+    for message in parsed if isinstance(parsed, list) else [parsed]:
+        if not isinstance(message, dict) or "id" not in message:
+            continue
+        ident = message["id"]
+        if ident is None or (isinstance(ident, (str, int)) and not isinstance(ident, bool)):
+            continue
+        return types.JSONRPCError(
+            jsonrpc="2.0",
+            id=None,
+            error=types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"Invalid Request: the id must be a string or an integer, not {_json_kind(ident)}",
+            ),
+        )
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    """The JSON name of ``value``'s type (``an object``, ``a list``, ...)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return "a fraction" if isinstance(value, float) else type(value).__name__
 
 
 def parse_error(exc: BaseException) -> types.JSONRPCError:
@@ -279,6 +419,59 @@ class _BearerToken:
         await self.app(scope, receive, send)
 
 
+class _CheckIds:
+    """ASGI middleware: a POSTed JSON-RPC request whose ``id`` is not a string or an
+    integer gets HTTP 400 with the ``-32600`` error of ``bad_id_error``; every other
+    request reaches the SDK with its body as sent."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message]), send)
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        error = bad_id_error(body)
+        if error is None:
+            await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
+            return
+        log.info("JSON-RPC request with an invalid id answered -32600")
+        payload = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": error.error.model_dump(exclude_none=True)}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+def _replay(messages: list[dict], then=None):
+    """An ASGI ``receive`` giving ``messages`` first, then deferring to ``then``."""
+    queue = list(messages)
+
+    async def receive():
+        if queue:
+            return queue.pop(0)
+        if then is None:
+            return {"type": "http.disconnect"}
+        return await then()
+
+    return receive
+
+
 def http_app(engine: Engine, host: str = "127.0.0.1", token: str = ""):
     """The ASGI app serving ``build_server(engine)`` over streamable HTTP at ``HTTP_PATH``.
 
@@ -292,7 +485,7 @@ def http_app(engine: Engine, host: str = "127.0.0.1", token: str = ""):
         SettingsError: ``host`` is not loopback and ``token`` is empty.
     """
     exposure.check(exposure.MCP_HTTP, host, token)
-    app = build_server(engine).streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    app = _CheckIds(build_server(engine).streamable_http_app(streamable_http_path=HTTP_PATH, host=host))
     return _BearerToken(app, token) if token else app
 
 

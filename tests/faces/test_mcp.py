@@ -18,6 +18,8 @@ get 401 and the right one gets served; the token never reaches the log.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -445,3 +447,80 @@ def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
     env["PYTHONPATH"] = str(REPO)
     return env
+
+
+def _stdio_server(tmp_path) -> subprocess.Popen:
+    """``chunknav mcp`` on stdio over an empty index, initialised by hand."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine", "--db", str(tmp_path / "i.db"), "mcp"],
+        cwd=REPO,
+        env={**_clean_env(), "EMBED_PROVIDER": "none"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _INIT_PARAMS})
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return proc
+
+
+_INIT_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+def _send(proc: subprocess.Popen, message: dict) -> None:
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+@pytest.mark.parametrize("ident", [{"a": 1}, [2], True, 1.5])
+def test_a_request_whose_id_is_not_a_string_or_integer_is_invalid(tmp_path, ident):
+    """Stdio and HTTP answer -32600 with id null; the server keeps serving."""
+    import urllib.error
+    import urllib.request
+
+    from tests.fixtures.mcp_session import start_http_server, stop_http_server
+
+    proc = _stdio_server(tmp_path)
+    try:
+        _send(proc, {"jsonrpc": "2.0", "id": ident, "method": "tools/list"})
+        _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        first, second = json.loads(proc.stdout.readline()), json.loads(proc.stdout.readline())
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert first["id"] is None and first["error"]["code"] == -32600, first
+    assert "id must be a string or an integer" in first["error"]["message"]
+    assert second["id"] == 3 and second["result"]["tools"]
+
+    with open(tmp_path / "http.log", "w+", encoding="utf-8") as errlog:
+        server, url = start_http_server(str(tmp_path / "h.db"), {"EMBED_PROVIDER": "none"}, errlog)
+        try:
+            body = json.dumps({"jsonrpc": "2.0", "id": ident, "method": "initialize", "params": _INIT_PARAMS})
+            request = urllib.request.Request(
+                url,
+                data=body.encode(),
+                method="POST",
+                headers={"content-type": "application/json", "accept": "application/json, text/event-stream"},
+            )
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(request, timeout=30)
+        finally:
+            stop_http_server(server)
+    assert answer.value.code == 400
+    error = json.loads(answer.value.read())
+    assert error["id"] is None and error["error"]["code"] == -32600, error
+
+
+def test_a_client_gone_mid_request_stops_the_server_quietly(tmp_path):
+    """The client closes its end of stdout, then asks: the answer meets a broken
+    pipe, and the server ends with status 0 and one INFO line, no traceback."""
+    proc = _stdio_server(tmp_path)
+    proc.stdout.close()
+    _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    try:
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    stderr = proc.stderr.read().decode()
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
