@@ -1,7 +1,8 @@
 """PDF -> ``ExtractedText`` with PyMuPDF: words with page and displayed-page ``Bbox``.
 
 Owns: opening and decrypting PDFs (``open_pdf``, shared with ``engine.render``),
-the word layout (block / line / word order, separators from
+the word layout (block / line / word order, two interleaved columns read one after
+the other by ``engine.extract.columns``, separators from
 ``engine.extract.common``), rotation and CropBox handling (``rotation_affine``:
 PyMuPDF unrotated points in, ``Bbox`` of the displayed page out), page labels
 and "no text layer" notes. Imports ``engine.values``, ``engine.errors`` and
@@ -28,6 +29,7 @@ from engine.extract.common import (
     WORD_SEPARATOR,
     gc_paused,
 )
+from engine.extract.columns import reading_order
 from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
 from engine.extract.saslprep import saslprep
 from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
@@ -461,6 +463,7 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
     if len(raw_counts) != page_count:
         raise ValueError(f"PDF parts cover {len(raw_counts)} of {page_count} pages")
 
+    corners, codes, lengths, block, line = reading_order(corners, codes, lengths, block, line, raw_counts, affine)
     words, text, kept = _place_words(corners, codes, lengths, block, line, raw_counts, affine, page_count)
     empty_pages = sorted({i + 1 for i, k in enumerate(kept) if not k} | set(unreadable))
     pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt) for i, (label, w_pt, h_pt) in enumerate(sizes))
