@@ -112,6 +112,9 @@ FAILURE_TITLES: dict[str, tuple[str, str]] = {
     "path-escape": ("Refused: the file path leaves the collection root", "error"),
     "root-refused": ("Refused: that directory may not hold a collection", "error"),
     "collection-bound": ("That collection path is bound to another directory", "warning"),
+    "disk-full": ("Stopped: the disk holding the index is full", "error"),
+    "index-unavailable": ("The index cannot be read or written", "error"),
+    "store-busy": ("Stopped: another process held the index's writer lock too long", "warning"),
 }
 
 

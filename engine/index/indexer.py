@@ -32,14 +32,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import Settings
-from engine.errors import RunCancelled, StoreBusyError
+from engine.errors import RunCancelled, StoreBusyError, StoreFaultError
 from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
 from engine.index.context import Progress, RunContext
 from engine.index.embed_pass import EmbedPass
 from engine.index.files import HashedFile, Prepared
 from engine.index.gate import file_hash
-from engine.index.runs import new_summary
+from engine.index.runs import kept_phrase, new_summary
 from engine.index.text_pass import SUMMARY_CHARS, TextPass
 from engine.index.walk_pass import WalkPass, walk
 from engine.paths import document_path, resolve_inside
@@ -149,10 +149,10 @@ class Indexer:
             except RunCancelled:
                 summary["status"] = "cancelled"
                 log.warning("index run cancelled at a file boundary; committed work is kept")
-            except StoreBusyError as e:
+            except StoreFaultError as e:  # disk full, database lost, lock held too long: one classified line
                 summary["status"] = "stopped"
-                summary["error"] = {"error": "store-busy", "message": str(e)}
-                log.warning("index run stopped: %s", e)
+                summary["error"] = {"error": e.code, "message": f"{e}; {kept_phrase(summary)}"}
+                log.info("index run stopped: %s", e, exc_info=True)  # the traceback with -v only
             except BaseException as e:  # a bug, a second Ctrl-C: record how it ended, then raise
                 summary["status"] = "cancelled" if isinstance(e, KeyboardInterrupt) else "stopped"
                 summary["message"] = f"the run ended on {type(e).__name__}: {e}"
@@ -198,10 +198,16 @@ class Indexer:
         summary["finishedAt"] = _iso(time.time())
         try:
             ctx.retrying(lambda: self.store.save_run(summary), ctx.lock_wait_s() + 10.0)
-        except StoreBusyError as e:
-            summary["error"] = summary["error"] or {"error": "store-busy", "message": str(e)}
-            log.warning("the run summary could not be saved: %s", e)
+        except StoreFaultError as e:  # the first cause stays the run's error; the record is said unsaved
+            summary["summarySaved"] = False
+            note = f"this run's summary was not saved ({e.code}: {e})"
+            if summary["error"]:
+                summary["error"]["message"] += f"; {note}"
+            else:
+                summary["error"] = {"error": e.code, "message": note}
+            log.info("the run summary could not be saved: %s", e)
         except Exception:  # the store itself is broken: the original outcome matters more
+            summary["summarySaved"] = False
             log.exception("the run summary could not be saved")
 
     def _tidy_keywords(self, ctx: RunContext) -> None:

@@ -45,7 +45,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["new_summary", "record", "run_outcome", "exit_code", "unchanged_of", "roots_not_listed", "RUN_STATUSES"]
+__all__ = [
+    "new_summary",
+    "record",
+    "run_outcome",
+    "exit_code",
+    "unchanged_of",
+    "roots_not_listed",
+    "kept_phrase",
+    "RUN_STATUSES",
+]
 
 #: Every ``status`` a run record can carry (``interrupted`` only as shown by run_outcome).
 RUN_STATUSES = ("running", "finished", "cancelled", "stopped", "interrupted")
@@ -100,6 +109,18 @@ def roots_not_listed(summary: dict[str, Any]) -> str:
     explorer's sidebar append to their counts."""
     n = len(summary.get("rootErrors") or [])
     return f", {n} collection root{'' if n == 1 else 's'} not listed" if n else ""
+
+
+def kept_phrase(summary: dict[str, Any]) -> str:
+    """What a run that stopped on a store fault kept, for people: ``"30 documents committed;
+    rerun `chunknav index` to finish"`` (documents written this run: indexed, empty or failed;
+    and the vectors stored, once the embedding pass began)."""
+    counts = summary.get("counts") or {}
+    docs = sum(int(counts.get(k) or 0) for k in ("indexed", "empty", "failed"))
+    said = f"{docs} document{'' if docs == 1 else 's'} committed"
+    if summary.get("embedded"):
+        said += f", {summary['embedded']} vectors stored"
+    return f"{said}; rerun `chunknav index` to finish"
 
 
 def record(collection_path: str, file_path: str, code: str | None, reason: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.chunk import chunk_text
-from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
+from engine.errors import EncryptedError, ExtractError, StoreFaultError, UnsupportedFileError
 from engine.extract.common import gc_paused
 from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
@@ -163,6 +163,9 @@ class TextPass:
                     self.commit(group)
                     group = []
                     started = time.perf_counter()
+        except StoreFaultError:  # the store failed: no second write to hide the first cause
+            group = []
+            raise
         finally:
             pool.close()
             self._pool = None

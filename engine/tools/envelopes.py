@@ -292,3 +292,4 @@ class IndexStatus(TypedDict):  # index_status
     message: NotRequired[str]
     embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
     readOnly: NotRequired[bool]  # true: the index was opened read-only (reads work, an index run is refused)
+    readOnlyReason: NotRequired[str]  # why: "its directory ... is not writable", "no space left on the disk ..."
