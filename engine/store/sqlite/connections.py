@@ -324,7 +324,7 @@ class Connections:
                 fault = store_fault(e, self.path)
                 if fault is None:
                     raise
-                raise fault from None
+                raise fault from e
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -340,7 +340,7 @@ class Connections:
             return
         fault = store_fault(e, self.path) if isinstance(e, sqlite3.Error) else None
         if fault is not None:
-            raise fault from None
+            raise fault from e
 
     def read_only_message(self) -> str:
         """The one line a refused write answers on a read-only file."""

@@ -22,7 +22,9 @@ scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_
 A read-only store's cache writes nothing: it maps the files that are valid for this
 database as they are and reads the rows they lack (all rows, when they are absent or
 another database's) from SQL into memory, as ``:memory:`` does; the occurrence table it
-builds stays in memory.
+builds stays in memory. A writable store whose disk has no room for the rows its files lack
+(or whose write fails: a full disk) does the same for that model, touching no file; a
+failed append is cut back so the files stay valid.
 
 Must not import: ``engine.store.sqlite.store`` (it imports this module and hands in
 its read-connection factory), ``engine.values`` row types, ``sqlite_utils``,
@@ -34,6 +36,7 @@ search's shared full scan) only.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import itertools
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 _BLOCK_ROWS = 16_384  # rows per block when scoring a scoped subset
 _SUBSET_FRACTION = 0.5  # scope smaller than this share of chunks: score only its rows
 _FORMAT = 2  # cache file layout version (JSON state and occurrence file)
+#: Free bytes under which the room for new cache rows is checked before a file is touched.
+_LOW_ROOM_BYTES = 256 << 20
 #: Rows committed by this process that wait in memory before they are appended to the matrix files.
 APPEND_ROWS = 16_384
 
@@ -325,11 +330,32 @@ class VectorCache:
         if self.read_only or model in self._no_room:  # the valid files as they are, the rows they lack in memory
             return self._load_matrix_ram(model, vectors_gen, cur or self._map_valid_files(model, vectors_gen))
         try:
+            if not self._room_for_files(model):
+                raise OSError(errno.ENOSPC, "not enough free space for the vector cache files")
             return self._load_matrix_file(model, vectors_gen)
         except OSError as e:  # a full disk, a directory gone read-only: read it into memory, write nothing
             log.log(_quiet(e), "vector cache of %s not written (%s): the rows it lacks are read into memory", model, e)
             self._no_room.add(model)
             return self._load_matrix_ram(model, vectors_gen, self._map_valid_files(model, vectors_gen))
+
+    def _room_for_files(self, model: str) -> bool:
+        """False when the disk holding the cache files lacks the room for the rows they miss
+        (asked only when under ``_LOW_ROOM_BYTES`` are free): the rows are then read into
+        memory and no file is made or touched."""
+        try:
+            st = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return True
+        free = st.f_bavail * st.f_frsize
+        if free >= _LOW_ROOM_BYTES:
+            return True
+        state = self._valid_state(self._cache_paths(model))
+        with self._read() as conn:
+            n, dim = conn.execute(
+                "SELECT count(*), max(dim) FROM vectors WHERE model = ? AND rowid > ?",
+                (model, state["max_rowid"] if state else 0),
+            ).fetchone()
+        return bool(free >= int(n) * (int(dim or 0) * 5 + 40) + _LOW_ROOM_BYTES // 64)
 
     def _load_matrix_ram(self, model: str, gen: int, cur: Matrix | None) -> Matrix | None:
         with self._read() as conn:
@@ -452,7 +478,7 @@ class VectorCache:
             occ = self._read_occurrence_file(model, m, chunks_gen, vectors_gen)
         if occ is None:
             occ = self._build_occurrences(model, m, chunks_gen, vectors_gen)
-            if not self.memory and not self.read_only:
+            if not self.memory and not self.read_only and model not in self._no_room:
                 self._write_occurrence_file(model, occ)
             self._distrust.discard(model)
         self.occurrences[model] = occ
@@ -568,8 +594,6 @@ class VectorCache:
 def _quiet(e: OSError) -> int:
     """The log level of a cache file that could not be written: INFO for a full disk or a
     directory that cannot be written (the cache is then kept in memory, as designed), else WARNING."""
-    import errno
-
     return logging.INFO if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES) else logging.WARNING
 
 
