@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 
 from engine.errors import DiskFullError, StoreBusyError, StoreFaultError, StoreUnavailableError
 
-__all__ = ["Connections", "read_only_reason", "store_fault", "free_bytes"]
+__all__ = ["Connections", "read_only_reason", "store_fault", "free_bytes", "CHECKPOINT_WAL_BYTES"]
 
 _PAGE_SIZE = 16384
 #: Bytes of the database file each connection reads through a memory map (SQLite's
@@ -58,6 +58,9 @@ def read_only_reason(path: str) -> str | None:
     return None
 
 
+#: Write-ahead log bytes from which a committed batch checkpoints and truncates it (measured in
+#: docs/decisions/wal-checkpoints.md with bench/index_disk_peak.py).
+CHECKPOINT_WAL_BYTES = 4 << 20
 #: SQLite's primary result codes this module classifies (https://www.sqlite.org/rescode.html).
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CORRUPT = 5, 6, 8, 10, 11
 _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 13, 14, 26
@@ -191,6 +194,9 @@ class _Reading:
 class Connections:
     """The connections of one SQLite file; safe to share between threads.
 
+    Class attribute ``checkpoint_wal_bytes``: the write-ahead log size from which a committed
+    ``batch`` checkpoints it (0: never; SQLite's own every 1000 pages only).
+
     Args:
         path: the database file (its directory exists) or ``":memory:"``.
         busy_timeout_ms: how long one write waits for another process's writer
@@ -207,6 +213,8 @@ class Connections:
         read_only: why this process cannot write the file (``read_only_reason``), or
             None; set, every connection is opened read-only and ``write`` raises.
     """
+
+    checkpoint_wal_bytes = CHECKPOINT_WAL_BYTES
 
     def __init__(self, path: str, busy_timeout_ms: int) -> None:
         self.path = path
@@ -379,6 +387,31 @@ class Connections:
                 self._local.after_commit = None
         for fn in after:  # only once the batch committed: a rollback drops them
             fn()
+        if self.checkpoint_wal_bytes and not self.memory:
+            self.checkpoint_if_grown()
+
+    def checkpoint_if_grown(self) -> None:
+        """When the write-ahead log holds ``checkpoint_wal_bytes`` or more, copy it into the
+        database and truncate it to 0 bytes; where a reader still reads from it, copy what it
+        can (passive) and leave the file for the next one. Never waits for a reader; a failure
+        (a full disk) is left to the next write to raise. SQLite's own checkpoint runs only
+        every 1000 pages (16 MiB at this page size) and never shrinks the file, so without this
+        the log of a first index reaches about twice the database
+        (docs/decisions/wal-checkpoints.md)."""
+        try:
+            if os.path.getsize(self.path + "-wal") < self.checkpoint_wal_bytes:
+                return
+        except OSError:
+            return
+        with self.write_lock:
+            conn = self.conn()
+            try:
+                conn.execute("PRAGMA busy_timeout=0")  # a reader in the log: passive, at once
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                pass
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once this thread's ``batch`` commits, or now outside a batch."""
