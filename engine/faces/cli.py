@@ -414,13 +414,13 @@ def _main(argv: list[str] | None) -> int:
     except RootRefusedError as e:
         _err(f"{e}; or pass --allow-any-root to accept it once" if "outside the allowed roots" in str(e) else e)
         return 2
-    except StoreFaultError as e:  # cannot be opened or written (read-only, disk full, server gone)
+    except StoreFaultError as e:  # cannot be opened or written (read-only, disk full, server gone): one line
         if args.command != "index":
-            _err(e)
+            _err(f"{e.code}: {e}")
             return 2
         if args.json:  # a --json caller always gets an envelope to parse (as for index-busy)
             _print({"error": e.code, "message": str(e), "status": "refused"})
-        _err(e)
+        _err(f"{e.code}: {e}")
         return 1
     except (ValueError, ChunknavError) as e:  # engine.tools.registry.ToolArgumentError (a ValueError) too
         _err(e)

@@ -53,8 +53,19 @@ __all__ = [
     "unchanged_of",
     "roots_not_listed",
     "kept_phrase",
+    "space_needed",
+    "DISK_PER_TEXT_BYTE",
+    "DISK_PER_OTHER_BYTE",
     "RUN_STATUSES",
 ]
+
+#: Peak bytes of index (database, write-ahead log, vector cache) per byte of a plain-text file
+#: read (``.txt``, ``.md``, ``.html``): measured ``peak / text`` of a first index is 4.8 without
+#: vectors and 7.1 with the local model's (bench/index_disk_peak.py, docs/operations.md).
+DISK_PER_TEXT_BYTE = 8.0
+#: The same per byte of any other file (PDF, DOCX, OCR'd pages), whose text is a fraction of it.
+DISK_PER_OTHER_BYTE = 1.0
+_TEXT_SUFFIXES = (".txt", ".md", ".html", ".htm")
 
 #: Every ``status`` a run record can carry (``interrupted`` only as shown by run_outcome).
 RUN_STATUSES = ("running", "finished", "cancelled", "stopped", "interrupted")
@@ -121,6 +132,15 @@ def kept_phrase(summary: dict[str, Any]) -> str:
     if summary.get("embedded"):
         said += f", {summary['embedded']} vectors stored"
     return f"{said}; rerun `chunknav index` to finish"
+
+
+def space_needed(files: list[tuple[str, int]]) -> int:
+    """Bytes of disk a run may need at its peak for ``files`` (``(suffix, size in bytes)`` of
+    each file it will read): ``DISK_PER_TEXT_BYTE`` per byte of plain text,
+    ``DISK_PER_OTHER_BYTE`` per byte of any other file."""
+    return int(
+        sum(size * (DISK_PER_TEXT_BYTE if suffix in _TEXT_SUFFIXES else DISK_PER_OTHER_BYTE) for suffix, size in files)
+    )
 
 
 def record(collection_path: str, file_path: str, code: str | None, reason: str) -> dict[str, Any]:

@@ -195,6 +195,9 @@ class Store(Protocol):
     def file_count(self, collection_paths: Iterable[str] | None) -> int:
         """Documents holding at least one chunk in ``collection_paths`` (None: every collection)."""
 
+    def free_bytes(self) -> int | None:
+        """Bytes free on the disk that holds the index, or None (not known here)."""
+
     def tidy_keyword_index(self, written: int) -> bool:
         """After an index run that wrote ``written`` chunks: compact the keyword index when
         that pays; True when it did."""
@@ -232,6 +235,11 @@ class StoreBase:
     row_refs: ClassVar[bool] = False
     read_only: bool = False
     read_only_reason: str | None = None
+
+    def free_bytes(self) -> int | None:
+        """Bytes free on the disk that holds the index, or None when this store cannot say
+        (a database server's disk)."""
+        return None
 
     def set_document_metadata(self: Store, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
         """Rewrite the document with its text and chunks unchanged and ``metadata`` replaced."""

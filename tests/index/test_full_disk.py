@@ -15,6 +15,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -53,35 +54,70 @@ def _integrity(db: Path) -> str:
         conn.close()
 
 
-def test_a_full_disk_ends_the_run_in_one_classified_line_and_keeps_what_was_committed(tmp_path):
+def _documents(db: Path) -> int:
+    """Documents committed (a read-only connection beside the running writer)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+def test_a_disk_that_fills_during_a_run_ends_it_in_one_classified_line_and_keeps_what_was_committed(tmp_path):
     docs = tmp_path / "docs"
     _docs(docs, 0, 40)
-    with small_disk(tmp_path / "disk", "64m") as disk:
+    with small_disk(tmp_path / "disk", "160m") as disk:
         db = disk / "i.db"
         assert _run(db, "collections", "add", "C", str(docs), "--allow-any-root").returncode == 0
         assert _run(db, "index").returncode == 0  # 40 documents indexed with room to spare
-        _docs(docs, 40, 200)  # 6 MB more text, and about 1 MB of room for it
-        filler = fill(disk, leave=1 << 20)
-        r = _run(db, "index")
-        assert r.returncode == 1, r.stderr
-        assert r.stdout == ""
-        assert r.stderr.count("\n") == 1, r.stderr  # one line, nothing chained
-        assert "Traceback" not in r.stderr and "savepoint" not in r.stderr and "cannot rollback" not in r.stderr
-        line = r.stderr
-        assert line.startswith("chunknav: index run stopped: disk-full: "), line
-        kept = re.search(r"(\d+) documents? committed; rerun `chunknav index` to finish", line)
-        assert kept is not None, line
+        _docs(docs, 40, 400)  # 12 MB more text: room for it, until the disk is filled meanwhile
+        env = {"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", ""), "EMBED_PROVIDER": "none"}
+        run = subprocess.Popen(
+            [sys.executable, "-m", "engine", "--db", str(db), "index"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=env,
+        )
+        deadline = time.monotonic() + 120
+        while _documents(db) <= 40:  # the event: the run committed its first group
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "no group committed in 120 s"
+            time.sleep(0.01)
+        filler = fill(disk)
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 1, err
+        assert out == ""
+        assert err.count("\n") == 1, err  # one line, nothing chained
+        assert "Traceback" not in err and "savepoint" not in err and "cannot rollback" not in err
+        assert err.startswith("chunknav: index run stopped: disk-full: "), err
+        kept = re.search(r"(\d+) documents? committed; rerun `chunknav index` to finish", err)
+        assert kept is not None, err
         assert _integrity(db) == "ok"
         status = json.loads(_run(db, "status", "--json").stdout)
-        assert status["documents"] == 40 + int(kept.group(1))  # what the line says was kept is there
-        last = status["lastRun"]
-        assert last["status"] == "stopped" or "summary was not saved" in line, (last, line)
-        again = _run(db, "index", "--json")  # still full: the JSON summary names the class
-        assert again.returncode == 1 and json.loads(again.stdout)["error"]["error"] == "disk-full", again.stdout
+        assert status["documents"] == 40 + int(kept.group(1)) > 40  # what the line says was kept is there
+        assert status["lastRun"]["status"] == "stopped" or "summary was not saved" in err, (status["lastRun"], err)
+        again = _run(db, "index", "--json")  # still full: refused up front, the class named
+        assert again.returncode == 1 and "disk-full" in again.stdout, again.stdout
         verbose = _run(db, "index", verbose=True)  # -v shows where it failed
-        assert verbose.returncode == 1 and "Traceback" in verbose.stderr
+        assert verbose.returncode == 1 and "disk-full" in verbose.stderr
         filler.unlink()  # the operator frees space
         done = _run(db, "index")
         assert done.returncode == 0, done.stderr
-        assert json.loads(_run(db, "status", "--json").stdout)["documents"] == 240
+        assert json.loads(_run(db, "status", "--json").stdout)["documents"] == 440
         assert _integrity(db) == "ok"
+
+
+def test_a_run_the_disk_cannot_hold_is_refused_before_any_file_is_read(tmp_path):
+    docs = tmp_path / "docs"
+    _docs(docs, 0, 100)  # 3 MB of text: about 24 MB at the peak
+    with small_disk(tmp_path / "disk", "8m") as disk:
+        db = disk / "i.db"
+        assert _run(db, "collections", "add", "C", str(docs), "--allow-any-root").returncode == 0
+        r = _run(db, "index")
+        assert r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+        assert "disk-full" in r.stderr and "may need about" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert json.loads(_run(db, "status", "--json").stdout)["documents"] == 0

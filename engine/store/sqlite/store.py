@@ -65,7 +65,7 @@ from engine.passwords import is_password_ref
 from engine.store.base import ChunkRef, StoreBase, as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
 from engine.store.purge import purge_stale
-from engine.store.sqlite.connections import Connections, store_fault
+from engine.store.sqlite.connections import Connections, free_bytes, store_fault
 from engine.store.sqlite.keyword import KeywordIndex, chunk_rows
 from engine.store.sqlite.notes import EmbedNotes
 from engine.store.sqlite.rows import (
@@ -689,6 +689,11 @@ class SqliteStore(StoreBase):
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def free_bytes(self) -> int | None:
+        """Bytes an unprivileged writer may still use on the disk holding the file (None for
+        ``":memory:"``)."""
+        return None if self.memory else free_bytes(self.path)
 
     def save_run(self, summary: dict[str, Any]) -> None:
         """Remember the last index run's summary (JSON-able).
