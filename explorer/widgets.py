@@ -129,7 +129,7 @@ def failure_callout(envelope: dict[str, Any]) -> None:
         f"Error code: `{code}`"
         + (f" · HTTP status {envelope['statusCode']}" if envelope.get("statusCode") is not None else ""),
     ]
-    who = WHO_FIXES.get(code)
+    who = envelope.get("whoFixes") or WHO_FIXES.get(code)
     if who:
         lines.append(f"**Who can fix it:** {who}.")
     details = [f"{k}: `{envelope[k]}`" for k in ("endpoint", "model") if envelope.get(k)]

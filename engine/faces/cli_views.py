@@ -70,7 +70,7 @@ def human_index(s: dict) -> str:
             f"embedding failed: {err.get('error')}: {err.get('message')}"
             + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else "")
         )
-        lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
+        lines.append(f"  who can fix it: {err.get('whoFixes') or WHO_FIXES.get(err.get('error', ''), 'the operator')}")
     return "\n".join(lines)
 
 
@@ -177,7 +177,7 @@ def attention(st: dict) -> list[str]:
         if err:
             out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")
             out.append(
-                f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
+                f"  who can fix it: {err.get('whoFixes') or WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
                 f"keyword search works meanwhile, the next run embeds what is missing"
             )
     for v in st["vectors"]:

@@ -110,6 +110,8 @@ def _failure_fields(outcome: SearchOutcome) -> E.FailureFields:
         out["storedDim"] = f["storedDim"]
     if "serverDim" in f:
         out["serverDim"] = f["serverDim"]
+    if "whoFixes" in f:
+        out["whoFixes"] = f["whoFixes"]
     return out
 
 
