@@ -16,7 +16,8 @@ Summary keys (camelCase, JSON-able)::
     unsupported [...] (the skippedFiles with code unsupported-type),
     rootErrors [...] (collection roots that could not be listed),
     removed, chunksWritten, embedded, reused, embedError, error,
-    seconds, startedAt, finishedAt
+    seconds, startedAt, finishedAt, summarySaved (false only: the end record
+    could not be saved, said in ``error.message`` too)
 
 There is no top-level ``skipped``: files skipped with a reason are
 ``counts.skipped`` / ``skippedFiles``. A stored record without ``unchanged``
@@ -26,7 +27,8 @@ carries that count as a top-level ``skipped``; ``unchanged_of`` reads either.
 ``cancelRequested: true`` and a ``message`` when the cancel request came
 while the last file or embedding batch was read: no boundary was left),
 ``cancelled`` (a cancel request stopped it at a file boundary, work left), ``stopped`` (``error``
-says why, e.g. ``store-busy``); ``run_outcome`` adds ``interrupted``.
+says why: ``store-busy``, ``disk-full``, ``index-unavailable``, its ``message``
+ending with what was kept, ``kept_phrase``); ``run_outcome`` adds ``interrupted``.
 Each file list entry is ``{"collectionPath", "filePath", "code", "reason"}``
 (``reason`` the message for people). A ``rootErrors`` entry is
 ``{"collectionPath", "root", "code", "reason"}`` (code ``root-missing``: the

@@ -82,6 +82,18 @@ def test_a_full_disk_index_is_searched_and_read_and_nothing_is_written(full_disk
         assert answer["searched"] is True and answer["hits"][0]["filePath"] == "anvils.md", (mode, answer)
     chunk = run("get-chunk", "C", "rockets.md", "0")
     assert chunk.returncode == 0 and json.loads(chunk.stdout)["text"].startswith("# Rockets")
+    from engine.config import Settings
+    from engine.service import Engine
+    from engine.tools.registry import call_tool
+
+    engine = Engine(Settings(db=db, embed_provider="local"))  # the registry every face (MCP too) calls
+    try:
+        st = call_tool(engine, "index_status", {"probe": False})
+        assert st["readOnly"] is True and "no space left" in st["readOnlyReason"]
+        hits = call_tool(engine, "search_chunks", {"query": "satellites in orbit", "scope": "C", "mode": "hybrid"})
+        assert hits["hits"][0]["filePath"] == "rockets.md"
+    finally:
+        engine.close()
     assert listing(folder) == before  # no -wal/-shm, lock or cache file made or touched
     index = run("index")  # a run on the full disk is refused in one classified line
     assert index.returncode == 1 and index.stdout == "" and index.stderr.count("\n") == 1, index.stderr
