@@ -153,7 +153,8 @@ class Indexer:
             except StoreFaultError as e:  # disk full, database lost, lock held too long: one classified line
                 summary["status"] = "stopped"
                 summary["error"] = {"error": e.code, "message": f"{e}; {kept_phrase(summary)}"}
-                log.info("index run stopped: %s", e, exc_info=True)  # the traceback with -v only
+                # -v shows it (with where it came from, but for a lock that stayed busy); the face says it once
+                log.info("index run stopped: %s", e, exc_info=not isinstance(e, StoreBusyError))
             except BaseException as e:  # a bug, a second Ctrl-C: record how it ended, then raise
                 summary["status"] = "cancelled" if isinstance(e, KeyboardInterrupt) else "stopped"
                 summary["message"] = f"the run ended on {type(e).__name__}: {e}"
