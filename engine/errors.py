@@ -16,12 +16,16 @@ Exception tree::
     ├── EmbedError                 carries an ``EmbedFailure`` (classified once
     │                              in engine/embed/, copied everywhere after)
     ├── IndexBusyError             another index run holds the lock
-    ├── StoreBusyError             the store's writer lock stayed busy (SQLite
-    │                              "database is locked"); the indexer retries it
+    ├── StoreFaultError            the store failed under a run or a read; ``.code`` is
+    │   │                          its class, said in one line by every face
+    │   ├── StoreBusyError         the store's writer lock stayed busy (SQLite
+    │   │                          "database is locked"); the indexer retries it
+    │   │                          (``store-busy``)
+    │   ├── StoreUnavailableError  the index cannot be opened, or was lost under a
+    │   │                          run (server gone, I/O error): ``index-unavailable``
+    │   └── DiskFullError          the disk holding the index is full: ``disk-full``
     ├── RunCancelled               a cancel request reached a file boundary
     ├── PathEscapeError            a filePath that leaves the collection root
-    ├── StoreUnavailableError      the index cannot be opened (reported as
-    │                              ``error: index-unavailable`` by every tool)
     ├── RootRefusedError (ValueError)      a collection root outside
     │                              CHUNKNAV_ALLOWED_ROOTS, ``/`` or a system directory
     └── CollectionBoundError (ValueError)  the collectionPath is already bound
@@ -45,7 +49,9 @@ __all__ = [
     "TooLargeError",
     "EmbedError",
     "IndexBusyError",
+    "StoreFaultError",
     "StoreBusyError",
+    "DiskFullError",
     "RunCancelled",
     "ReasonCode",
     "REASON_CODES",
@@ -68,6 +74,7 @@ ErrorCode = Literal[
     "invalid-argument",  # a tool argument out of its domain
     "path-escape",  # filePath leaves the collection root
     "store-busy",  # the store's writer lock stayed busy past lock_wait_s
+    "disk-full",  # the disk holding the index is full: committed work kept, the run stopped
     # operator actions
     "root-refused",  # a collection root outside CHUNKNAV_ALLOWED_ROOTS or a system directory
     "collection-bound",  # the collectionPath is bound to another root; replace it on purpose
@@ -156,6 +163,8 @@ WHO_FIXES: dict[str, str] = {
     "path-escape": "the caller: filePath must stay inside the collection root",
     "store-busy": "the operator: another process holds the index's writer lock; "
     "wait for it or raise CHUNKNAV_LOCK_WAIT_S",
+    "disk-full": "the operator: free space on the disk that holds the index (docs/operations.md says how much "
+    "a run needs), then rerun `chunknav index`; searching works meanwhile",
     "root-refused": "the operator: choose a directory under CHUNKNAV_ALLOWED_ROOTS (or extend that setting)",
     "collection-bound": "the operator: pick another collection path, or replace the binding on purpose",
 }
@@ -222,10 +231,28 @@ class IndexBusyError(ChunknavError):
     """Another index run holds the indexer lock (one indexer at a time)."""
 
 
-class StoreBusyError(ChunknavError):
+class StoreFaultError(ChunknavError):
+    """The store failed under a run or a read, classified where the backend's error was seen
+    (``engine.store.sqlite.connections``, ``engine.store.postgres``); ``code`` names the class
+    (an ``ErrorCode``), the message what happened. An index run ends on it with its summary's
+    ``error`` set and everything committed before it kept."""
+
+    code: ErrorCode = "index-unavailable"
+
+
+class StoreBusyError(StoreFaultError):
     """The store's writer lock was busy past the backend's timeout (SQLite
     ``database is locked``). The indexer retries with backoff up to
     ``lock_wait_s`` and then ends the run with a saved summary."""
+
+    code: ErrorCode = "store-busy"
+
+
+class DiskFullError(StoreFaultError):
+    """The disk holding the index is full (SQLite ``SQLITE_FULL``, an I/O error with no space
+    left, PostgreSQL ``disk_full``); the write was rolled back, earlier commits are kept."""
+
+    code: ErrorCode = "disk-full"
 
 
 class RunCancelled(ChunknavError):
@@ -236,8 +263,11 @@ class PathEscapeError(ChunknavError):
     """A filePath resolves outside its collection root (``..``, absolute, symlink)."""
 
 
-class StoreUnavailableError(ChunknavError):
-    """The store cannot be opened (unwritable path, corrupt file, server down)."""
+class StoreUnavailableError(StoreFaultError):
+    """The store cannot be opened (unwritable path, corrupt file, server down), or was lost
+    under a run (the server went away, a disk I/O error)."""
+
+    code: ErrorCode = "index-unavailable"
 
 
 class RootRefusedError(ChunknavError, ValueError):

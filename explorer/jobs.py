@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from engine.errors import IndexBusyError
+from engine.errors import IndexBusyError, StoreFaultError
 
 __all__ = ["IndexJob"]
 
@@ -111,6 +111,8 @@ class IndexJob:
             end = {"status": "done", "summary": summary}
         except IndexBusyError as e:
             end = {"status": "busy", "error": "index-busy", "message": str(e)}
+        except StoreFaultError as e:  # the index could not be opened or written: its class, one line
+            end = {"status": "error", "error": e.code, "message": str(e)}
         except Exception as e:  # a bug or a bad setting: shown, never swallowed
             end = {"status": "error", "error": type(e).__name__, "message": str(e)}
         with self._lock:

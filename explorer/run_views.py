@@ -83,7 +83,9 @@ def run_summary(summary: dict[str, Any], heading: str = "Summary", roots: bool =
             summary.get("message") or "A stop was requested during the last file: nothing was left to do.",
             icon=":material/info:",
         )
-    if summary.get("status") in ("cancelled", "interrupted", "stopped"):
+    if summary.get("status") == "stopped" and summary.get("error"):  # a store fault: its code, who can fix it
+        failure_callout(summary["error"])
+    elif summary.get("status") in ("cancelled", "interrupted", "stopped"):
         st.warning(
             summary.get("message")
             or (summary.get("error") or {}).get("message")

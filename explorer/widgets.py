@@ -112,6 +112,9 @@ FAILURE_TITLES: dict[str, tuple[str, str]] = {
     "path-escape": ("Refused: the file path leaves the collection root", "error"),
     "root-refused": ("Refused: that directory may not hold a collection", "error"),
     "collection-bound": ("That collection path is bound to another directory", "warning"),
+    "disk-full": ("Stopped: the disk holding the index is full", "error"),
+    "index-unavailable": ("The index cannot be read or written", "error"),
+    "store-busy": ("Stopped: another process held the index's writer lock too long", "warning"),
 }
 
 
@@ -126,7 +129,7 @@ def failure_callout(envelope: dict[str, Any]) -> None:
         f"Error code: `{code}`"
         + (f" · HTTP status {envelope['statusCode']}" if envelope.get("statusCode") is not None else ""),
     ]
-    who = WHO_FIXES.get(code)
+    who = envelope.get("whoFixes") or WHO_FIXES.get(code)
     if who:
         lines.append(f"**Who can fix it:** {who}.")
     details = [f"{k}: `{envelope[k]}`" for k in ("endpoint", "model") if envelope.get(k)]

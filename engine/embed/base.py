@@ -76,6 +76,8 @@ class EmbedFailure:
             dimension ``model`` had before (its vectors stored in the index,
             or the server's earlier answers in this process) and the one the
             server answers now (None otherwise).
+        who_fixes: who can act, where the code's ``WHO_FIXES`` line says otherwise for this
+            case (an exhausted quota: the account owner, not "retry later"); "" uses it.
     """
 
     code: ErrorCode
@@ -87,11 +89,13 @@ class EmbedFailure:
     input_refused: bool = False
     stored_dim: int | None = None
     server_dim: int | None = None
+    who_fixes: str = ""
 
     def to_fields(self) -> dict[str, Any]:
         """Envelope fields (``envelopes.FailureFields``): ``error``, ``message``,
         ``endpoint``, ``model``, ``statusCode``, ``responseBody``, plus
-        ``storedDim`` / ``serverDim`` (integers) for a changed dimension."""
+        ``storedDim`` / ``serverDim`` (integers) for a changed dimension and ``whoFixes``
+        where it differs from the code's ``WHO_FIXES``."""
         out: dict[str, Any] = {
             "error": self.code,
             "message": self.message,
@@ -104,6 +108,8 @@ class EmbedFailure:
             out["storedDim"] = int(self.stored_dim)
         if self.server_dim is not None:
             out["serverDim"] = int(self.server_dim)
+        if self.who_fixes:
+            out["whoFixes"] = self.who_fixes
         return out
 
 

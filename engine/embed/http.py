@@ -17,6 +17,8 @@ argparse). Imports ``engine.config``, ``engine.errors`` and
 
 from __future__ import annotations
 
+import dataclasses
+
 import email.utils
 import json
 import logging
@@ -513,7 +515,12 @@ class _HTTPEmbedder(BaseEmbedder):
             text = f"{self.endpoint} failed on the server side ({said}); the server's owner must fix it, or retry later"
         else:
             text = f"{self.endpoint} answered {said}"
-        return self._failure(code, text, status, body, input_refused=refused)
+        failure = self._failure(code, text, status, body, input_refused=refused)
+        if status == 429 and _is_quota(body):  # not a server that will answer later
+            failure = dataclasses.replace(
+                failure, who_fixes="the account owner: add credit or raise the quota at the provider (not retried)"
+            )
+        return failure
 
 
 def _is_quota(body: str) -> bool:

@@ -23,7 +23,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.embed.base import PROBE_TEXT, EmbedFailure, log_failure, quiet_failures
 from engine.errors import EmbedError
 
-__all__ = ["TextOutcome", "embed_isolating", "TRUNCATE_ATTEMPTS"]
+__all__ = ["TextOutcome", "embed_isolating", "cut_words", "TRUNCATE_ATTEMPTS"]
 
 logger = logging.getLogger("engine.embed")
 
@@ -114,11 +114,7 @@ def embed_isolating(embedder: Any, texts: list[str]) -> tuple[np.ndarray, np.nda
             rows[i] = vec
             outcomes[i] = TextOutcome(i, truncated_chars=int(sent))
             logger.warning(
-                "text %d embedded truncated to %d of %d characters (%s)",
-                i,
-                sent,
-                len(text),
-                getattr(embedder, "model", ""),
+                "text %d embedded cut (%s): %s", i, getattr(embedder, "model", ""), cut_words(sent, len(text))
             )
             return
         if last is None:  # pragma: no cover - nothing left to cut
@@ -168,3 +164,12 @@ def embed_isolating(embedder: Any, texts: list[str]) -> tuple[np.ndarray, np.nda
         vectors[i] = v
         ok[i] = True
     return vectors, ok, [outcomes[i] for i in sorted(outcomes)]
+
+
+def cut_words(sent: int, length: int) -> str:
+    """What is known of a cut text, for people: ``"chunknav sent the first 1,000 of 1,400
+    characters"`` when the cut was made here, ``"the server cut the text; chunknav sent
+    1,000 characters"`` when the whole text went and the server cut it where it alone knows."""
+    if sent < length:
+        return f"chunknav sent the first {sent:,} of {length:,} characters"
+    return f"the server cut the text; chunknav sent {sent:,} characters"

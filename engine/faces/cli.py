@@ -31,9 +31,9 @@ from engine.errors import (
     IndexBusyError,
     RootRefusedError,
     SettingsError,
-    StoreUnavailableError,
+    StoreFaultError,
 )
-from engine.faces.cli_views import human_index as _human_index, human_status as _human_status
+from engine.faces.cli_views import STORE_FAULTS, fault_line, human_index as _human_index, human_status as _human_status
 
 if TYPE_CHECKING:
     from engine.service import Engine
@@ -414,13 +414,13 @@ def _main(argv: list[str] | None) -> int:
     except RootRefusedError as e:
         _err(f"{e}; or pass --allow-any-root to accept it once" if "outside the allowed roots" in str(e) else e)
         return 2
-    except StoreUnavailableError as e:
+    except StoreFaultError as e:  # cannot be opened or written (read-only, disk full, server gone): one line
         if args.command != "index":
-            _err(e)
+            _err(f"{e.code}: {e}")
             return 2
         if args.json:  # a --json caller always gets an envelope to parse (as for index-busy)
-            _print({"error": "index-unavailable", "message": str(e), "status": "refused"})
-        _err(e)
+            _print({"error": e.code, "message": str(e), "status": "refused"})
+        _err(f"{e.code}: {e}")
         return 1
     except (ValueError, ChunknavError) as e:  # engine.tools.registry.ToolArgumentError (a ValueError) too
         _err(e)
@@ -551,6 +551,8 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
             return 1
         if args.json:
             _print(summary)
+        elif summary.get("status") == "stopped" and (summary.get("error") or {}).get("error") in STORE_FAULTS:
+            _err(fault_line(summary["error"]))  # disk full, database lost, lock held too long: one line
         else:
             print(redact(_human_index(summary)))
         log.info("index took %.2f s", time.perf_counter() - t0)

@@ -11,7 +11,20 @@ from __future__ import annotations
 from engine.errors import WHO_FIXES
 from engine.index.runs import roots_not_listed, unchanged_of
 
-__all__ = ["human_index", "human_status", "last_run_line", "attention"]
+__all__ = ["human_index", "human_status", "last_run_line", "attention", "fault_line", "STORE_FAULTS"]
+
+#: The codes of a store that failed under a run (``engine.errors.StoreFaultError``): such a run
+#: ends with ``fault_line`` alone.
+STORE_FAULTS = ("disk-full", "index-unavailable", "store-busy")
+
+
+def fault_line(error: dict) -> str:
+    """One line for a run that a store fault stopped: the class, what happened and was kept
+    (``error["message"]``), and who can fix it."""
+    code = error.get("error", "")
+    return (
+        f"index run stopped: {code}: {error.get('message', '')} (who can fix it: {WHO_FIXES.get(code, 'the operator')})"
+    )
 
 
 def human_index(s: dict) -> str:
@@ -57,7 +70,7 @@ def human_index(s: dict) -> str:
             f"embedding failed: {err.get('error')}: {err.get('message')}"
             + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else "")
         )
-        lines.append(f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}")
+        lines.append(f"  who can fix it: {err.get('whoFixes') or WHO_FIXES.get(err.get('error', ''), 'the operator')}")
     return "\n".join(lines)
 
 
@@ -80,7 +93,8 @@ def human_status(st: dict) -> str:
     probe = prov.get("probe") or {}
     out = [f"documents {st['documents']}, chunks {st['chunks']}, stale vectors {st['staleVectors']}"]
     if st.get("readOnly"):
-        out.append("read-only: opened without write access; searching and reading work, an index run is refused")
+        why = f" ({st['readOnlyReason']})" if st.get("readOnlyReason") else ""
+        out.append(f"read-only: opened without write access{why}; searching and reading work, an index run is refused")
     roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
     for c in st["collections"]:
         r = roots.get(c["collectionPath"])
@@ -155,13 +169,15 @@ def attention(st: dict) -> list[str]:
         out.append(last_run_line(run))
         if run.get("message"):
             out.append(f"  {run['message']}")
+        if run.get("error"):  # what stopped it (disk full, database lost, lock held too long)
+            out.append(f"  {run['error'].get('error')}: {run['error'].get('message')}")
         for r in run.get("rootErrors") or []:  # which collection and why (its documents are listed stale)
             out.append(f"attention: collection {r['collectionPath']}: {r['code']}: {r['reason']}")
         err = run.get("embedError")
         if err:
             out.append(f"  embedding failed: {err.get('error')}: {err.get('message')}")
             out.append(
-                f"  who can fix it: {WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
+                f"  who can fix it: {err.get('whoFixes') or WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
                 f"keyword search works meanwhile, the next run embeds what is missing"
             )
     for v in st["vectors"]:

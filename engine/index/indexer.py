@@ -32,14 +32,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import Settings
-from engine.errors import RunCancelled, StoreBusyError
+from engine.errors import DiskFullError, RunCancelled, StoreBusyError, StoreFaultError
 from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
 from engine.index.context import Progress, RunContext
 from engine.index.embed_pass import EmbedPass
 from engine.index.files import HashedFile, Prepared
 from engine.index.gate import file_hash
-from engine.index.runs import new_summary
+from engine.index.runs import kept_phrase, new_summary, space_needed
 from engine.index.text_pass import SUMMARY_CHARS, TextPass
 from engine.index.walk_pass import WalkPass, walk
 from engine.paths import document_path, resolve_inside
@@ -134,6 +134,7 @@ class Indexer:
                 summary["orphansRemoved"] = repair_orphans(self.store)
                 walker = WalkPass(ctx, self.limits)
                 files = walker.scan(targets)
+                self._check_space(files, walker.current, force)
                 TextPass(ctx, self.limits, self._ocr).run(files, force, walker.current)
                 self._tidy_keywords(ctx)
                 if self.embedder is not None:
@@ -149,10 +150,11 @@ class Indexer:
             except RunCancelled:
                 summary["status"] = "cancelled"
                 log.warning("index run cancelled at a file boundary; committed work is kept")
-            except StoreBusyError as e:
+            except StoreFaultError as e:  # disk full, database lost, lock held too long: one classified line
                 summary["status"] = "stopped"
-                summary["error"] = {"error": "store-busy", "message": str(e)}
-                log.warning("index run stopped: %s", e)
+                summary["error"] = {"error": e.code, "message": f"{e}; {kept_phrase(summary)}"}
+                # -v shows it (with where it came from, but for a lock that stayed busy); the face says it once
+                log.info("index run stopped: %s", e, exc_info=not isinstance(e, StoreBusyError))
             except BaseException as e:  # a bug, a second Ctrl-C: record how it ended, then raise
                 summary["status"] = "cancelled" if isinstance(e, KeyboardInterrupt) else "stopped"
                 summary["message"] = f"the run ended on {type(e).__name__}: {e}"
@@ -198,11 +200,41 @@ class Indexer:
         summary["finishedAt"] = _iso(time.time())
         try:
             ctx.retrying(lambda: self.store.save_run(summary), ctx.lock_wait_s() + 10.0)
-        except StoreBusyError as e:
-            summary["error"] = summary["error"] or {"error": "store-busy", "message": str(e)}
-            log.warning("the run summary could not be saved: %s", e)
+        except StoreFaultError as e:  # the first cause stays the run's error; the record is said unsaved
+            summary["summarySaved"] = False
+            note = f"this run's summary was not saved ({e.code}: {e})"
+            if summary["error"]:
+                summary["error"]["message"] += f"; {note}"
+            else:
+                summary["error"] = {"error": e.code, "message": note}
+            log.info("the run summary could not be saved: %s", e)
         except Exception:  # the store itself is broken: the original outcome matters more
+            summary["summarySaved"] = False
             log.exception("the run summary could not be saved")
+
+    def _check_space(self, files: list[HashedFile], current: set[tuple[str, str]], force: bool) -> None:
+        """Before any file is read: stop when the disk holding the index has less room than the
+        run may need at its peak (``runs.space_needed`` of the files the hash gate will not pass
+        over); a store that cannot say (Postgres: the server's disk) is not checked.
+
+        Raises:
+            DiskFullError: not enough room; the message says how much is free and needed.
+        """
+        free = self.store.free_bytes()
+        if free is None:
+            return
+        todo = [
+            (f.suffix, f.size_bytes)
+            for f in files
+            if force or (f.collection.collection_path, f.file_path) not in current
+        ]
+        need = space_needed(todo)
+        if need > free:
+            raise DiskFullError(
+                f"the disk holding the index has {_mb(free)} free and this run may need about {_mb(need)} "
+                f"at its peak for {len(todo)} files to read ({_mb(sum(s for _, s in todo))}; "
+                "docs/operations.md): free space there first"
+            )
 
     def _tidy_keywords(self, ctx: RunContext) -> None:
         """After a text pass that wrote chunks, let the store merge its keyword index
@@ -228,6 +260,11 @@ class Indexer:
                 raise ValueError(f"unknown collection {name!r}; known: {', '.join(sorted(known)) or 'none'}")
             out.append(c)
         return out
+
+
+def _mb(n: int) -> str:
+    """``n`` bytes for people: ``"12.3 MB"``."""
+    return f"{n / 1e6:,.1f} MB"
 
 
 def _iso(epoch_s: float) -> str:

@@ -16,7 +16,8 @@ Summary keys (camelCase, JSON-able)::
     unsupported [...] (the skippedFiles with code unsupported-type),
     rootErrors [...] (collection roots that could not be listed),
     removed, chunksWritten, embedded, reused, embedError, error,
-    seconds, startedAt, finishedAt
+    seconds, startedAt, finishedAt, summarySaved (false only: the end record
+    could not be saved, said in ``error.message`` too)
 
 There is no top-level ``skipped``: files skipped with a reason are
 ``counts.skipped`` / ``skippedFiles``. A stored record without ``unchanged``
@@ -26,7 +27,8 @@ carries that count as a top-level ``skipped``; ``unchanged_of`` reads either.
 ``cancelRequested: true`` and a ``message`` when the cancel request came
 while the last file or embedding batch was read: no boundary was left),
 ``cancelled`` (a cancel request stopped it at a file boundary, work left), ``stopped`` (``error``
-says why, e.g. ``store-busy``); ``run_outcome`` adds ``interrupted``.
+says why: ``store-busy``, ``disk-full``, ``index-unavailable``, its ``message``
+ending with what was kept, ``kept_phrase``); ``run_outcome`` adds ``interrupted``.
 Each file list entry is ``{"collectionPath", "filePath", "code", "reason"}``
 (``reason`` the message for people). A ``rootErrors`` entry is
 ``{"collectionPath", "root", "code", "reason"}`` (code ``root-missing``: the
@@ -45,7 +47,27 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["new_summary", "record", "run_outcome", "exit_code", "unchanged_of", "roots_not_listed", "RUN_STATUSES"]
+__all__ = [
+    "new_summary",
+    "record",
+    "run_outcome",
+    "exit_code",
+    "unchanged_of",
+    "roots_not_listed",
+    "kept_phrase",
+    "space_needed",
+    "DISK_PER_TEXT_BYTE",
+    "DISK_PER_OTHER_BYTE",
+    "RUN_STATUSES",
+]
+
+#: Peak bytes of index (database, write-ahead log, vector cache) per byte of a plain-text file
+#: read (``.txt``, ``.md``, ``.html``): measured ``peak / text`` of a first index is 4.8 without
+#: vectors and 7.1 with the local model's (bench/index_disk_peak.py, docs/operations.md).
+DISK_PER_TEXT_BYTE = 8.0
+#: The same per byte of any other file (PDF, DOCX, OCR'd pages), whose text is a fraction of it.
+DISK_PER_OTHER_BYTE = 1.0
+_TEXT_SUFFIXES = (".txt", ".md", ".html", ".htm")
 
 #: Every ``status`` a run record can carry (``interrupted`` only as shown by run_outcome).
 RUN_STATUSES = ("running", "finished", "cancelled", "stopped", "interrupted")
@@ -100,6 +122,27 @@ def roots_not_listed(summary: dict[str, Any]) -> str:
     explorer's sidebar append to their counts."""
     n = len(summary.get("rootErrors") or [])
     return f", {n} collection root{'' if n == 1 else 's'} not listed" if n else ""
+
+
+def kept_phrase(summary: dict[str, Any]) -> str:
+    """What a run that stopped on a store fault kept, for people: ``"30 documents committed;
+    rerun `chunknav index` to finish"`` (documents written this run: indexed, empty or failed;
+    and the vectors stored, once the embedding pass began)."""
+    counts = summary.get("counts") or {}
+    docs = sum(int(counts.get(k) or 0) for k in ("indexed", "empty", "failed"))
+    said = f"{docs} document{'' if docs == 1 else 's'} committed"
+    if summary.get("embedded"):
+        said += f", {summary['embedded']} vectors stored"
+    return f"{said}; rerun `chunknav index` to finish"
+
+
+def space_needed(files: list[tuple[str, int]]) -> int:
+    """Bytes of disk a run may need at its peak for ``files`` (``(suffix, size in bytes)`` of
+    each file it will read): ``DISK_PER_TEXT_BYTE`` per byte of plain text,
+    ``DISK_PER_OTHER_BYTE`` per byte of any other file."""
+    return int(
+        sum(size * (DISK_PER_TEXT_BYTE if suffix in _TEXT_SUFFIXES else DISK_PER_OTHER_BYTE) for suffix, size in files)
+    )
 
 
 def record(collection_path: str, file_path: str, code: str | None, reason: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.chunk import chunk_text
-from engine.errors import EncryptedError, ExtractError, UnsupportedFileError
+from engine.errors import EncryptedError, ExtractError, StoreFaultError, UnsupportedFileError
 from engine.extract.common import gc_paused
 from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from engine.index.pool import ExtractPool
     from engine.index.rows import ReadyText
 
-__all__ = ["TextPass", "SUMMARY_CHARS", "BATCH_SECONDS"]
+__all__ = ["TextPass", "SUMMARY_CHARS", "BATCH_SECONDS", "BATCH_CHARS"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,10 @@ SUMMARY_CHARS = 300
 #: Seconds of extraction grouped into one store commit (other writers wait at
 #: most about this long; readers are never blocked).
 BATCH_SECONDS = 1.0
+#: Characters of extracted text after which a group is committed even sooner: the write-ahead
+#: log grows by about 7 bytes per character of one group before the store checkpoints it
+#: (docs/decisions/wal-checkpoints.md).
+BATCH_CHARS = 1_000_000
 
 #: Duplicate key of a file: its bytes, its extractor (suffix) and the password it is read with.
 _Key = tuple[str, str, str | None]
@@ -136,6 +140,7 @@ class TextPass:
         total = len(files)
         done = summary["unchanged"]
         group: list[Prepared] = []
+        chars = 0  # characters of text in the group
         started = time.perf_counter()
         pool = self._pool = self._extract_pool(todo)  # worker processes extract ahead; this process stores
         try:
@@ -144,7 +149,7 @@ class TextPass:
                 if group and pool.would_wait(str(Path(f.path)), self._password(f)):
                     # the next file is still being read by a worker: write the group now
                     self.commit(group)
-                    group = []
+                    group, chars = [], 0
                     started = time.perf_counter()
                 group.append(self.prepare(f, cache, remaining))
                 done += 1
@@ -157,12 +162,18 @@ class TextPass:
                         "elapsedS": ctx.elapsed_s(),
                     }
                 )
-                # Files are committed in groups of up to BATCH_SECONDS of work: one
-                # commit per group instead of per file (each file is still atomic).
-                if time.perf_counter() - started >= BATCH_SECONDS:
+                # Files are committed in groups of up to BATCH_SECONDS of work or BATCH_CHARS
+                # of text: one commit per group instead of per file (each file is still
+                # atomic), and a write-ahead log that holds at most about one group.
+                chars += len(group[-1].text or "")
+                if time.perf_counter() - started >= BATCH_SECONDS or chars >= BATCH_CHARS:
+                    chars = 0
                     self.commit(group)
                     group = []
                     started = time.perf_counter()
+        except StoreFaultError:  # the store failed: no second write to hide the first cause
+            group = []
+            raise
         finally:
             pool.close()
             self._pool = None

@@ -51,8 +51,11 @@ class Store(Protocol):
     #: reading chunk rows (cheaper than ``search_vectors`` / ``search_keyword``).
     row_refs: ClassVar[bool]
     #: True when this store was opened for reading only (SQLite: a file this process cannot
-    #: write): searches and reads work and write nothing; a write raises ``StoreUnavailableError``.
+    #: write, or one on a full disk): searches and reads work and write nothing; a write raises
+    #: ``StoreUnavailableError`` (``DiskFullError`` on a full disk).
     read_only: bool
+    #: Why it was opened read-only (for people), or None.
+    read_only_reason: str | None
 
     # -- collections -------------------------------------------------------
     def add_collection(self, collection: Collection) -> None:
@@ -192,6 +195,9 @@ class Store(Protocol):
     def file_count(self, collection_paths: Iterable[str] | None) -> int:
         """Documents holding at least one chunk in ``collection_paths`` (None: every collection)."""
 
+    def free_bytes(self) -> int | None:
+        """Bytes free on the disk that holds the index, or None (not known here)."""
+
     def tidy_keyword_index(self, written: int) -> bool:
         """After an index run that wrote ``written`` chunks: compact the keyword index when
         that pays; True when it did."""
@@ -228,6 +234,12 @@ class StoreBase:
     takes_chunk_rows: ClassVar[bool] = False
     row_refs: ClassVar[bool] = False
     read_only: bool = False
+    read_only_reason: str | None = None
+
+    def free_bytes(self) -> int | None:
+        """Bytes free on the disk that holds the index, or None when this store cannot say
+        (a database server's disk)."""
+        return None
 
     def set_document_metadata(self: Store, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
         """Rewrite the document with its text and chunks unchanged and ``metadata`` replaced."""

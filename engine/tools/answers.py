@@ -110,6 +110,8 @@ def _failure_fields(outcome: SearchOutcome) -> E.FailureFields:
         out["storedDim"] = f["storedDim"]
     if "serverDim" in f:
         out["serverDim"] = f["serverDim"]
+    if "whoFixes" in f:
+        out["whoFixes"] = f["whoFixes"]
     return out
 
 
@@ -622,7 +624,8 @@ def _failed_file(d: Document, status: str, reason: str) -> E.FailedFile:
 def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     """``index_status``: collections, documents, chunks, vectors per model,
     stale vectors, failed/empty files with reasons, the provider and its probe;
-    ``readOnly: true`` when the store was opened read-only."""
+    ``readOnly: true`` when the store was opened read-only, ``readOnlyReason`` why (a directory
+    that cannot be written, a full disk)."""
     store = engine.store
     docs: list[Document] = store.documents()
     per: dict[str, dict[str, int]] = {}
@@ -695,4 +698,6 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     }
     if store.read_only:
         out["readOnly"] = True
+        if store.read_only_reason:
+            out["readOnlyReason"] = store.read_only_reason
     return out

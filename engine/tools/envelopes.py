@@ -63,6 +63,7 @@ class FailureFields(TypedDict):
     responseBody: NotRequired[str]
     storedDim: NotRequired[int]  # embedding-dimension-changed: dim of the vectors stored for model
     serverDim: NotRequired[int]  # embedding-dimension-changed: dim the server answers now
+    whoFixes: NotRequired[str]  # who can act, where WHO_FIXES of the code says otherwise (an exhausted quota)
 
 
 class Provenance(TypedDict, total=False):
@@ -131,6 +132,7 @@ class SearchResult(TypedDict):  # search, search_chunks
     responseBody: NotRequired[str]
     storedDim: NotRequired[int]  # embedding-dimension-changed
     serverDim: NotRequired[int]  # embedding-dimension-changed
+    whoFixes: NotRequired[str]  # who can act, where WHO_FIXES of the code says otherwise
 
 
 class ChunkResult(TypedDict):  # get_chunk
@@ -292,3 +294,4 @@ class IndexStatus(TypedDict):  # index_status
     message: NotRequired[str]
     embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
     readOnly: NotRequired[bool]  # true: the index was opened read-only (reads work, an index run is refused)
+    readOnlyReason: NotRequired[str]  # why: "its directory ... is not writable", "no space left on the disk ..."

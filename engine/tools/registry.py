@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from engine.tools import envelopes as E
-from engine.errors import StoreUnavailableError
+from engine.errors import StoreFaultError
 from engine.search.query import SCOPE_QUALIFIERS
 from engine.search.searcher import MAX_QUERY_CHARS
 from engine.secrets import public_dsn, redact_obj
@@ -316,8 +316,8 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     _validate(tool, arguments)
     try:
         envelope = tool.fn(engine, **_integers(tool, arguments))
-    except StoreUnavailableError as e:
-        envelope = _unavailable(name, arguments, str(e))
+    except StoreFaultError as e:  # cannot be opened, lost, disk full, busy: the class as ``error``
+        envelope = _unavailable(name, arguments, str(e), e.code)
     return _wire(envelope)
 
 
@@ -348,10 +348,11 @@ def _check_lengths(tool: Tool, arguments: dict[str, Any]) -> None:
             raise ToolArgumentError(f"{tool.name}: argument {arg!r}: {len(value)} characters, the most is {most}")
 
 
-def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str, Any]:
-    """The tool's envelope when the index cannot be opened: ``error:
-    index-unavailable`` with the store's reason, the tool's required keys kept."""
-    fail = {"error": "index-unavailable", "message": message}
+def _unavailable(name: str, arguments: dict[str, Any], message: str, code: str = "index-unavailable") -> dict[str, Any]:
+    """The tool's envelope when the store failed (``StoreFaultError``: it cannot be opened, was
+    lost, its disk is full): ``error`` its ``code`` with the store's reason, the tool's required
+    keys kept."""
+    fail = {"error": code, "message": message}
     a = arguments
     if name in ("search", "search_chunks"):
         return {

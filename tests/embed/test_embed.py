@@ -77,6 +77,7 @@ def test_failure_fields_match_envelope():
     assert set(fields) == (FailureFields.__required_keys__ | FailureFields.__optional_keys__) - {
         "storedDim",
         "serverDim",
+        "whoFixes",
     }
     assert fields == {
         "error": "embedding-unavailable",
@@ -90,7 +91,7 @@ def test_failure_fields_match_envelope():
 
 def test_dimension_changed_fields_match_envelope():
     fields = E.dimension_changed("m1", "http://x/api/embed", 64, 32).to_fields()
-    assert set(fields) == FailureFields.__required_keys__ | FailureFields.__optional_keys__
+    assert set(fields) == (FailureFields.__required_keys__ | FailureFields.__optional_keys__) - {"whoFixes"}
     assert (fields["error"], fields["storedDim"], fields["serverDim"]) == ("embedding-dimension-changed", 64, 32)
 
 

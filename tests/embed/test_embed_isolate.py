@@ -214,4 +214,4 @@ def test_isolation_logs_one_line_per_bad_text_not_per_sub_batch(embed_stub, capl
     caplog.clear()
     E.embed_isolating(e, texts(32, bad=(17,)))
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1 and "truncated" in warnings[0].getMessage()
+    assert len(warnings) == 1 and "embedded cut" in warnings[0].getMessage()

@@ -543,7 +543,7 @@ def test_a_held_writer_lock_is_retried_then_the_run_stops_cleanly_with_its_summa
     holder = sqlite3.connect(str(db), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process's long write transaction
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine", "--db", str(db), "index", "--json"],
+        [sys.executable, "-m", "engine", "-v", "--db", str(db), "index", "--json"],  # -v: the stop is logged
         cwd=REPO,
         env=_env(CHUNKNAV_LOCK_WAIT_S="1"),
         stdout=subprocess.PIPE,

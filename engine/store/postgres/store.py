@@ -32,6 +32,7 @@ session advisory lock held on a dedicated connection.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from contextlib import contextmanager
@@ -53,7 +54,7 @@ except ImportError as e:  # the [postgres] extra is not installed
         name=e.name,
     ) from e
 
-from engine.errors import IndexBusyError
+from engine.errors import IndexBusyError, StoreFaultError
 from engine.store.base import StoreBase
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
@@ -80,6 +81,7 @@ from engine.store.postgres.schema import (
     partition_of,
     schema_for,
 )
+from engine.store.postgres.faults import StorePool, pg_fault
 from engine.store.postgres.vectors import PgVectors
 from engine.store.postgres.keyword import search_keyword as postgres_search_keyword
 from engine.store.postgres.notes import PgNotes
@@ -93,6 +95,8 @@ __all__ = [
     "HNSW_MAX_DIM",
     "HALFVEC_MAX_DIM",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Session advisory-lock key of the "one indexer at a time" rule (any fixed int64).
 INDEX_LOCK_KEY = 0x63686E6B6E6176  # "chnknav"
@@ -143,7 +147,7 @@ class PostgresStore(StoreBase):
         #: pgvector >= 0.8 has iterative index scans; older ones rely on the exact fallback alone.
         self.pgvector_version = version
         iterative = tuple(int(p) for p in re.findall(r"\d+", self.pgvector_version)[:2]) >= (0, 8)
-        self._pool: ConnectionPool[DictConnection] = ConnectionPool(
+        self._pool: ConnectionPool[DictConnection] = StorePool(  # faults classified: engine/store/postgres/faults.py
             dsn,
             min_size=1,
             max_size=pool_size,
@@ -597,12 +601,23 @@ class PostgresStore(StoreBase):
         on exit (or by the server when the process dies). HNSW indexes
         deferred during the block are built before the lock is released.
 
+        A server lost meanwhile (the run then ended on ``index-unavailable``) released the
+        lock with the session; the deferred indexes are then built by a later run (searches
+        are exact until then), and nothing raised here hides the run's own outcome.
+
         Raises:
             IndexBusyError: another session holds the lock (no waiting).
+            StoreUnavailableError: the server cannot be reached to take the lock.
         """
-        conn = psycopg.connect(self.dsn, autocommit=True)
         try:
+            conn = psycopg.connect(self.dsn, autocommit=True)
             got = one_row(conn.execute("SELECT pg_try_advisory_lock(%s)", (INDEX_LOCK_KEY,)).fetchone())[0]
+        except psycopg.Error as e:
+            fault = pg_fault(e, self.dsn)
+            if fault is None:
+                raise
+            raise fault from e
+        try:
             if not got:
                 raise IndexBusyError("another index run holds the lock (Postgres advisory lock)")
             self._vectors.lock_held = True
@@ -613,8 +628,14 @@ class PostgresStore(StoreBase):
                 try:
                     if self._vectors.deferred:
                         self.build_vector_indexes()
+                except (psycopg.OperationalError, StoreFaultError) as e:  # the server is gone
+                    log.info("deferred vector indexes not built: %s", e)
                 finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (INDEX_LOCK_KEY,))
+                    if not conn.broken:
+                        try:
+                            conn.execute("SELECT pg_advisory_unlock(%s)", (INDEX_LOCK_KEY,))
+                        except psycopg.OperationalError as e:  # lost now: the server released it
+                            log.info("index lock not released by hand: %s", e)
         finally:
             conn.close()
 

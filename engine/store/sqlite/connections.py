@@ -30,9 +30,9 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from engine.errors import StoreBusyError, StoreUnavailableError
+from engine.errors import DiskFullError, StoreBusyError, StoreFaultError, StoreUnavailableError
 
-__all__ = ["Connections", "read_only_reason"]
+__all__ = ["Connections", "read_only_reason", "store_fault", "free_bytes", "CHECKPOINT_WAL_BYTES"]
 
 _PAGE_SIZE = 16384
 #: Bytes of the database file each connection reads through a memory map (SQLite's
@@ -58,9 +58,81 @@ def read_only_reason(path: str) -> str | None:
     return None
 
 
-def _read_only_uri(path: str) -> str:
+#: Write-ahead log bytes from which a committed batch checkpoints and truncates it (measured in
+#: docs/decisions/wal-checkpoints.md with bench/index_disk_peak.py).
+CHECKPOINT_WAL_BYTES = 4 << 20
+#: SQLite's primary result codes this module classifies (https://www.sqlite.org/rescode.html).
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CORRUPT = 5, 6, 8, 10, 11
+_SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 13, 14, 26
+#: Bytes of a ``-shm`` file's header (two copies of the WAL index header and the checkpoint info).
+_SHM_HEADER_BYTES = 136
+#: Free bytes under which an existing file is opened read-only at once: a writable open makes a
+#: ``-shm`` (32 KiB) and a ``-wal`` that grows by pages, and would fail half-way on a full disk.
+_OPEN_NEEDS_BYTES = 256 * 1024
+#: Free bytes under which an I/O error of a write is taken for a full disk (a few pages).
+_FULL_BELOW_BYTES = 4 * _PAGE_SIZE
+
+
+def free_bytes(path: str) -> int | None:
+    """Bytes an unprivileged writer may still use on the filesystem holding ``path`` (a file
+    or directory; ``statvfs`` ``f_bavail``), or None when it cannot be asked."""
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def store_fault(e: BaseException, path: str) -> StoreFaultError | None:
+    """The classified fault of a SQLite error raised by a write or an open of ``path``, or None
+    for an error that is a bug (a constraint, bad SQL): that one is raised as it is.
+
+    ``SQLITE_FULL``, or an I/O error (``disk I/O error``: a ``-shm`` or journal that cannot
+    grow) while the filesystem has less than a few pages free, or ``OSError`` ENOSPC/EDQUOT:
+    ``DiskFullError``. Busy/locked: ``StoreBusyError``. Another I/O error, a read-only,
+    corrupt or unopenable file: ``StoreUnavailableError``. The message names the file and
+    SQLite's own words.
+    """
+    if isinstance(e, StoreFaultError):
+        return e
+    if isinstance(e, OSError):
+        import errno
+
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return DiskFullError(f"the disk holding the index at {path} is full ({e.strerror or e})")
+        return StoreUnavailableError(f"the index at {path} cannot be written: {e.strerror or e}")
+    if not isinstance(e, sqlite3.Error):
+        return None
+    code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == _SQLITE_FULL or (code == _SQLITE_IOERR and (free_bytes(path) or 0) < _FULL_BELOW_BYTES):
+        return DiskFullError(f"the disk holding the index at {path} is full ({e})")
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return StoreBusyError(f"the index {path} is locked by another writer: {e}")
+    if code in (_SQLITE_IOERR, _SQLITE_READONLY, _SQLITE_CORRUPT, _SQLITE_CANTOPEN, _SQLITE_NOTADB):
+        return StoreUnavailableError(f"the index at {path} failed: {e}")
+    return None
+
+
+def _rollback(conn: sqlite3.Connection, *statements: str) -> None:
+    """Run the rollback ``statements`` where a transaction is still open, ignoring their own
+    errors (``no such savepoint``, ``cannot rollback - no transaction is active``: SQLite may
+    have rolled back already): the first cause is what the caller raises."""
+    for sql in statements:
+        if not conn.in_transaction:
+            return
+        try:
+            conn.execute(sql)
+        except sqlite3.Error:
+            return
+
+
+def _read_only_uri(path: str, can_create: bool | None = None) -> str:
     """The ``file:`` URI that opens ``path`` for reading only (``mode=ro``), ``immutable=1`` when
     the ``-wal``/``-shm`` files cannot be made and no write-ahead log waits to be read.
+
+    ``can_create``: whether SQLite may make files beside ``path`` (None: its directory is
+    writable; False on a full disk).
 
     Raises:
         StoreUnavailableError: a write-ahead log with content but no ``-shm`` beside it, in a
@@ -68,7 +140,9 @@ def _read_only_uri(path: str) -> str:
     """
     full = os.path.abspath(path)
     uri = "file:" + full.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    if os.access(os.path.dirname(full), os.W_OK | os.X_OK):
+    if can_create is None:
+        can_create = os.access(os.path.dirname(full), os.W_OK | os.X_OK)
+    if can_create:
         return uri  # SQLite makes the -wal/-shm it needs (and sees another process's writes)
     try:
         wal = os.path.getsize(full + "-wal")
@@ -76,7 +150,11 @@ def _read_only_uri(path: str) -> str:
         wal = 0
     if wal == 0:
         return uri + "&immutable=1"
-    if not os.path.exists(full + "-shm"):
+    try:
+        shm = os.path.getsize(full + "-shm")
+    except OSError:
+        shm = 0
+    if shm < _SHM_HEADER_BYTES:  # absent, or cut short by a full disk: the log's index is not there
         raise StoreUnavailableError(
             f"the index at {path} is read-only and its write-ahead log {full}-wal holds commits "
             f"that cannot be read without {full}-shm: open it once where it can be written "
@@ -116,6 +194,9 @@ class _Reading:
 class Connections:
     """The connections of one SQLite file; safe to share between threads.
 
+    Class attribute ``checkpoint_wal_bytes``: the write-ahead log size from which a committed
+    ``batch`` checkpoints it (0: never; SQLite's own every 1000 pages only).
+
     Args:
         path: the database file (its directory exists) or ``":memory:"``.
         busy_timeout_ms: how long one write waits for another process's writer
@@ -133,17 +214,59 @@ class Connections:
             None; set, every connection is opened read-only and ``write`` raises.
     """
 
+    checkpoint_wal_bytes = CHECKPOINT_WAL_BYTES
+
     def __init__(self, path: str, busy_timeout_ms: int) -> None:
         self.path = path
         self.memory = path == ":memory:"
         self.busy_timeout_ms = busy_timeout_ms
         self.read_only = read_only_reason(path)
         self._uri = _read_only_uri(path) if self.read_only else None
+        self._refusal: type[StoreFaultError] = StoreUnavailableError
+        if self.read_only is None and not self.memory and os.path.exists(path):
+            room = free_bytes(path)
+            if room is not None and room < _OPEN_NEEDS_BYTES:  # not even a -shm fits: read it as it is
+                self.read_only = f"no space left on the disk holding it: {room} bytes free"
+                self._refusal = DiskFullError
+                self._uri = _read_only_uri(path, can_create=False)
         self.write_lock = threading.RLock()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._memo: dict[int, tuple[tuple[int, int], dict[tuple[Any, ...], Any]]] = {}  # id(conn) -> (token, reads)
         self.shared: sqlite3.Connection | None = self._connect() if self.memory else None
+
+    def fall_back_read_only(self, cause: BaseException) -> bool:
+        """After the writable open of an existing file failed with ``cause``: when that is a
+        full disk or an I/O error (the ``-wal``/``-shm`` could not be made or grown), close
+        what was opened and read the file read-only from now on (``read_only`` says why,
+        writes raise ``DiskFullError`` / ``StoreUnavailableError``), making no file beside it.
+
+        Returns:
+            True when it fell back; False for any other cause (the caller raises it).
+
+        Raises:
+            StoreUnavailableError: a write-ahead log that cannot be read without making files.
+        """
+        if self.memory or self.read_only or not os.path.exists(self.path):
+            return False
+        fault = store_fault(cause, self.path)
+        code = (getattr(cause, "sqlite_errorcode", None) or 0) & 0xFF
+        if isinstance(fault, DiskFullError):
+            self._refusal = DiskFullError
+            reason = f"no space left on the disk holding it: {cause}"
+        elif isinstance(cause, OSError) or code in (_SQLITE_IOERR, _SQLITE_READONLY, _SQLITE_CANTOPEN):
+            self._refusal = StoreUnavailableError
+            reason = f"it cannot be written here: {cause}"
+        else:
+            return False
+        self.close()
+        self.read_only = reason
+        self._uri = _read_only_uri(self.path, can_create=False)
+        return True
+
+    def refusal(self) -> StoreFaultError:
+        """The error a write on a read-only file raises (``DiskFullError`` on a full disk)."""
+        return self._refusal(self.read_only_message())
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -190,32 +313,50 @@ class Connections:
             StoreUnavailableError: the file is read-only for this process.
         """
         if self.read_only:
-            raise StoreUnavailableError(self.read_only_message())
+            raise self.refusal()
         with self.write_lock:
             conn = self.conn()
             if getattr(self._local, "batch", False):
                 conn.execute("SAVEPOINT write")
                 try:
                     yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK TO write")
-                    conn.execute("RELEASE write")
+                except BaseException as e:
+                    _rollback(conn, "ROLLBACK TO write", "RELEASE write")
+                    self._raise_fault(e)
                     raise
                 conn.execute("RELEASE write")
                 return
             try:
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as e:  # another process holds the writer lock
-                raise StoreBusyError(f"the index {self.path} is locked by another writer: {e}") from None
+            except sqlite3.Error as e:  # another process holds the writer lock, or no room for a -shm
+                fault = store_fault(e, self.path)
+                if fault is None:
+                    raise
+                raise fault from e
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            except BaseException as e:
+                _rollback(conn, "ROLLBACK")
+                self._raise_fault(e)
                 raise
-            conn.execute("COMMIT")
+
+    def _raise_fault(self, e: BaseException) -> None:
+        """Raise the classified fault of ``e`` (``store_fault``) in its place; return for
+        anything else (a bug, a signal), which the caller raises as it is."""
+        if isinstance(e, StoreFaultError):
+            return
+        fault = store_fault(e, self.path) if isinstance(e, sqlite3.Error) else None
+        if fault is not None:
+            raise fault from e
 
     def read_only_message(self) -> str:
         """The one line a refused write answers on a read-only file."""
+        if self._refusal is DiskFullError:
+            return (
+                f"the disk holding the index at {self.path} is full ({self.read_only}): it was opened "
+                "read-only; searching and reading work, indexing or changing it needs free space there"
+            )
         return (
             f"the index at {self.path} is read-only ({self.read_only}): searching and reading "
             "work; indexing or changing it needs write access to the file and its directory"
@@ -246,6 +387,31 @@ class Connections:
                 self._local.after_commit = None
         for fn in after:  # only once the batch committed: a rollback drops them
             fn()
+        if self.checkpoint_wal_bytes and not self.memory:
+            self.checkpoint_if_grown()
+
+    def checkpoint_if_grown(self) -> None:
+        """When the write-ahead log holds ``checkpoint_wal_bytes`` or more, copy it into the
+        database and truncate it to 0 bytes; where a reader still reads from it, copy what it
+        can (passive) and leave the file for the next one. Never waits for a reader; a failure
+        (a full disk) is left to the next write to raise. SQLite's own checkpoint runs only
+        every 1000 pages (16 MiB at this page size) and never shrinks the file, so without this
+        the log of a first index reaches about twice the database
+        (docs/decisions/wal-checkpoints.md)."""
+        try:
+            if os.path.getsize(self.path + "-wal") < self.checkpoint_wal_bytes:
+                return
+        except OSError:
+            return
+        with self.write_lock:
+            conn = self.conn()
+            try:
+                conn.execute("PRAGMA busy_timeout=0")  # a reader in the log: passive, at once
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                pass
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once this thread's ``batch`` commits, or now outside a batch."""

@@ -59,13 +59,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, cast
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.errors import IndexBusyError, StoreBusyError, StoreUnavailableError
+from engine.errors import IndexBusyError, StoreBusyError, StoreFaultError
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
 from engine.store.base import ChunkRef, StoreBase, as_vector_rows
 from engine.store.fts import CJK_GLOB, is_cjk
 from engine.store.purge import purge_stale
-from engine.store.sqlite.connections import Connections
+from engine.store.sqlite.connections import Connections, free_bytes, store_fault
 from engine.store.sqlite.keyword import KeywordIndex, chunk_rows
 from engine.store.sqlite.notes import EmbedNotes
 from engine.store.sqlite.rows import (
@@ -135,12 +135,19 @@ class SqliteStore(StoreBase):
         self._db = Connections(self.path, int(busy_timeout_ms))
         # the connection helpers every part of the store reads and writes through
         self._conn, self._read, self._write = self._db.conn, self._db.read, self._db.write
+        if self._db.read_only is None:
+            try:
+                with self._db.write_lock, init_lock(self.path, self.memory):
+                    create_schema(self._conn(), self._read, self._write)
+            except (sqlite3.Error, OSError, StoreFaultError) as e:
+                # a full disk or an I/O error while opening for writing: read it read-only
+                if not self._db.fall_back_read_only(e):
+                    raise
+                log.info("the index at %s is opened read-only: %s", self.path, self._db.read_only)
         self.read_only = self._db.read_only is not None
+        self.read_only_reason = self._db.read_only
         if self.read_only:
             check_schema(self._conn(), self.path)
-        else:
-            with self._db.write_lock, init_lock(self.path, self.memory):
-                create_schema(self._conn(), self._read, self._write)
         self.db_id = self._db.meta_get("db_id")
         self._vectors = VectorCache(self.path, self.db_id, self._read, read_only=self.read_only)
         self._df_cache: dict[str, Any] = {}  # keyword document frequencies of this chunks_gen
@@ -658,7 +665,7 @@ class SqliteStore(StoreBase):
             StoreUnavailableError: the file is read-only for this process.
         """
         if self.read_only:
-            raise StoreUnavailableError(self._db.read_only_message())
+            raise self._db.refusal()
         if self.memory:
             if not self._index_thread_lock.acquire(blocking=False):
                 raise IndexBusyError("an index run is already in progress")
@@ -667,7 +674,10 @@ class SqliteStore(StoreBase):
             finally:
                 self._index_thread_lock.release()
             return
-        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:  # no room for the lock file, or a directory that went read-only
+            raise cast(StoreFaultError, store_fault(e, self.path)) from e
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -679,6 +689,11 @@ class SqliteStore(StoreBase):
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def free_bytes(self) -> int | None:
+        """Bytes an unprivileged writer may still use on the disk holding the file (None for
+        ``":memory:"``)."""
+        return None if self.memory else free_bytes(self.path)
 
     def save_run(self, summary: dict[str, Any]) -> None:
         """Remember the last index run's summary (JSON-able).

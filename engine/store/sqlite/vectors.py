@@ -22,7 +22,9 @@ scan of >= ``int8_min_rows`` rows ranks by them and rescores in float32 (``int8_
 A read-only store's cache writes nothing: it maps the files that are valid for this
 database as they are and reads the rows they lack (all rows, when they are absent or
 another database's) from SQL into memory, as ``:memory:`` does; the occurrence table it
-builds stays in memory.
+builds stays in memory. A writable store whose disk has no room for the rows its files lack
+(or whose write fails: a full disk) does the same for that model, touching no file; a
+failed append is cut back so the files stay valid.
 
 Must not import: ``engine.store.sqlite.store`` (it imports this module and hands in
 its read-connection factory), ``engine.values`` row types, ``sqlite_utils``,
@@ -34,6 +36,7 @@ search's shared full scan) only.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import itertools
@@ -42,10 +45,10 @@ import logging
 import os
 import sqlite3
 import threading
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 _BLOCK_ROWS = 16_384  # rows per block when scoring a scoped subset
 _SUBSET_FRACTION = 0.5  # scope smaller than this share of chunks: score only its rows
 _FORMAT = 2  # cache file layout version (JSON state and occurrence file)
+#: Free bytes under which the room for new cache rows is checked before a file is touched.
+_LOW_ROOM_BYTES = 256 << 20
 #: Rows committed by this process that wait in memory before they are appended to the matrix files.
 APPEND_ROWS = 16_384
 
@@ -136,6 +141,7 @@ class VectorCache:
         self.matrices: dict[str, Matrix] = {}
         self.occurrences: dict[str, Occurrences] = {}
         self._distrust: set[str] = set()  # models whose occurrence file must not be loaded
+        self._no_room: set[str] = set()  # models whose cache files could not be written: kept in memory
         # Vectors this process committed but has not yet written to the matrix files:
         # model -> [(vectors.rowid before the insert, rowids, digests, float32 rows)].
         self._pending: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
@@ -260,7 +266,7 @@ class VectorCache:
                 state.update(rows=state["rows"] + sum(len(c[0]) for c in chain), dim=dim, max_rowid=end, i8_scale=scale)
                 _write_atomic(p["json"], json.dumps(state).encode())
         except OSError as e:
-            log.warning("could not append to the vector cache of %s: %s", model, e)
+            log.log(_quiet(e), "could not append to the vector cache of %s: %s", model, e)
 
     def _new_state(self) -> dict[str, Any]:
         """The JSON state of empty cache files of this database."""
@@ -321,9 +327,35 @@ class VectorCache:
             return cur
         if self.memory:
             return self._load_matrix_ram(model, vectors_gen, cur)
-        if self.read_only:  # the valid files as they are, the rows they lack in memory
+        if self.read_only or model in self._no_room:  # the valid files as they are, the rows they lack in memory
             return self._load_matrix_ram(model, vectors_gen, cur or self._map_valid_files(model, vectors_gen))
-        return self._load_matrix_file(model, vectors_gen)
+        try:
+            if not self._room_for_files(model):
+                raise OSError(errno.ENOSPC, "not enough free space for the vector cache files")
+            return self._load_matrix_file(model, vectors_gen)
+        except OSError as e:  # a full disk, a directory gone read-only: read it into memory, write nothing
+            log.log(_quiet(e), "vector cache of %s not written (%s): the rows it lacks are read into memory", model, e)
+            self._no_room.add(model)
+            return self._load_matrix_ram(model, vectors_gen, self._map_valid_files(model, vectors_gen))
+
+    def _room_for_files(self, model: str) -> bool:
+        """False when the disk holding the cache files lacks the room for the rows they miss
+        (asked only when under ``_LOW_ROOM_BYTES`` are free): the rows are then read into
+        memory and no file is made or touched."""
+        try:
+            st = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return True
+        free = st.f_bavail * st.f_frsize
+        if free >= _LOW_ROOM_BYTES:
+            return True
+        state = self._valid_state(self._cache_paths(model))
+        with self._read() as conn:
+            n, dim = conn.execute(
+                "SELECT count(*), max(dim) FROM vectors WHERE model = ? AND rowid > ?",
+                (model, state["max_rowid"] if state else 0),
+            ).fetchone()
+        return bool(free >= int(n) * (int(dim or 0) * 5 + 40) + _LOW_ROOM_BYTES // 64)
 
     def _load_matrix_ram(self, model: str, gen: int, cur: Matrix | None) -> Matrix | None:
         with self._read() as conn:
@@ -376,7 +408,7 @@ class VectorCache:
                 _ensure_codes(p, state)
             # Stream new rows into the files in blocks: never all blobs in memory at once.
             added = 0
-            with self._read() as conn:
+            with _cut_back_on_error(p, state), self._read() as conn:
                 stream = conn.execute(
                     "SELECT rowid, chunk_id, vec, dim FROM vectors WHERE model = ? AND rowid > ? ORDER BY rowid",
                     (model, state["max_rowid"]),
@@ -446,7 +478,7 @@ class VectorCache:
             occ = self._read_occurrence_file(model, m, chunks_gen, vectors_gen)
         if occ is None:
             occ = self._build_occurrences(model, m, chunks_gen, vectors_gen)
-            if not self.memory and not self.read_only:
+            if not self.memory and not self.read_only and model not in self._no_room:
                 self._write_occurrence_file(model, occ)
             self._distrust.discard(model)
         self.occurrences[model] = occ
@@ -556,7 +588,30 @@ class VectorCache:
         try:
             _replace_with(path, lambda f: np.savez(f, **arrays))
         except OSError as e:
-            log.warning("could not write the occurrence file %s: %s", path, e)
+            log.log(_quiet(e), "could not write the occurrence file %s: %s", path, e)
+
+
+def _quiet(e: OSError) -> int:
+    """The log level of a cache file that could not be written: INFO for a full disk or a
+    directory that cannot be written (the cache is then kept in memory, as designed), else WARNING."""
+    return logging.INFO if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES) else logging.WARNING
+
+
+@contextmanager
+def _cut_back_on_error(p: dict[str, Path], state: dict[str, Any]) -> Iterator[None]:
+    """On an ``OSError`` in the block (a full disk mid-append), cut the matrix files back to the
+    rows ``state`` (as it was on entry) describes, so they stay valid, then raise it."""
+    rows, dim = state["rows"], state["dim"]
+    try:
+        yield
+    except OSError:
+        for key, size in (("f32", rows * dim * 4), ("ids", rows * 32), ("rowids", rows * 8), ("i8", rows * dim)):
+            try:
+                with open(p[key], "r+b") as f:
+                    f.truncate(size)
+            except OSError:
+                pass
+        raise
 
 
 def _mapped(p: dict[str, Path], state: dict[str, Any], gen: int, codes: bool) -> Matrix:
