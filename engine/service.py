@@ -210,12 +210,15 @@ class Engine:
         on_progress: Callable[[dict], None] | None = None,
         embed: bool = True,
         cancel: threading.Event | None = None,
+        keep_missing: bool | None = None,
     ) -> dict:
         """Run the indexer (hash-gated, or forced: Rebuild) and return its summary.
 
         A provider that cannot be set up is reported in ``embedError`` and the
         text is indexed anyway. ``cancel`` set: the run stops at the next file
-        boundary and ends ``cancelled``. Raises IndexBusyError when a run is active.
+        boundary and ends ``cancelled``. ``keep_missing`` (None: the setting) keeps
+        documents whose file is gone, marked ``missing``. Raises IndexBusyError when a
+        run is active.
         """
         from engine.index.indexer import Indexer
 
@@ -237,10 +240,21 @@ class Engine:
                 embedder = self.embedder()
             except EmbedError as e:
                 setup_error = e.failure.to_fields()
-        summary = Indexer(self.store, self.settings, embedder).run(collections, force, on_progress, cancel=cancel)
+        summary = Indexer(self.store, self.settings, embedder).run(
+            collections, force, on_progress, cancel=cancel, keep_missing=keep_missing
+        )
         if setup_error and not summary.get("embedError"):
             summary["embedError"] = setup_error
         return summary
+
+    def plan_index(
+        self, collections: list[str] | None = None, force: bool = False, keep_missing: bool | None = None
+    ) -> dict:
+        """What ``run_index`` with the same arguments would do now, writing nothing
+        (``Indexer.plan``). Raises ValueError for an unknown collection."""
+        from engine.index.indexer import Indexer
+
+        return Indexer(self.store, self.settings).plan(collections, force, keep_missing)
 
     def provider_status(self, probe: bool = True) -> dict[str, Any]:
         """``ProviderStatus``: provider, model, dim, endpoint and (optionally) the probe result."""

@@ -122,6 +122,12 @@ class Store(Protocol):
         """Drop documents and chunks whose collection is gone; the number of collection
         paths repaired."""
 
+    def move_document(self, old_file_path: str, document: Document) -> bool:
+        """Move the document at ``(document.collection_path, old_file_path)`` to
+        ``document.file_path`` (a renamed file of the same bytes): its text and chunks go
+        with it (chunk ids, and so vectors, unchanged), the row becomes ``document``, in one
+        ``batch`` (one transaction where the backend groups writes). False: no document at the old path."""
+
     # -- embedding notes (engine/store/sqlite/notes.py, engine/store/postgres/notes.py) ----
     def vector_dim(self, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
@@ -239,6 +245,23 @@ class StoreBase:
         text = self.document_text(collection_path, file_path) or ""
         chunks = self.chunks(collection_path, file_path)
         self.replace_document(dataclasses.replace(doc, metadata=dict(metadata or {})), text, chunks)
+        return True
+
+    def move_document(self: Store, old_file_path: str, document: Document) -> bool:
+        """Store the row, text and chunks again at the new path (chunks re-pathed, not
+        re-cut), then remove the old path, in one ``batch``."""
+        import dataclasses
+
+        cp = document.collection_path
+        old = self.get_document(cp, old_file_path)
+        if old is None:
+            return False
+        text = self.document_text(cp, old_file_path) or ""
+        fp, lm = document.file_path, document.last_modified
+        chunks = [dataclasses.replace(c, file_path=fp, last_modified=lm) for c in self.chunks(cp, old_file_path)]
+        with self.batch():
+            self.replace_document(document, text, chunks)
+            self.remove_document(cp, old_file_path)
         return True
 
     def repair_orphans(self: Store) -> int:
