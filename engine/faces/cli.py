@@ -142,6 +142,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
         ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
         ix.add_argument("--json", action="store_true", help="print the JSON summary")
+        ix.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="list what the run would add, change, rename, remove and leave unchanged; write nothing "
+            "(the plan_index tool)",
+        )
+        ix.add_argument(
+            "--keep-missing",
+            action="store_true",
+            default=None,
+            help="keep documents whose file is gone, marked missing (setting keep_missing, CHUNKNAV_KEEP_MISSING)",
+        )
     if command is None or command not in OWN_COMMANDS:
         _add_tools(sub, wanted)
     if wanted("mcp"):
@@ -234,14 +246,19 @@ def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
         for arg, spec in props.items():
             if arg in CLI_POSITIONAL[name]:
                 continue
-            if _json_type(spec) == "boolean":
-                sp.add_argument(
-                    "--no-" + cli_option(arg)[2:],
-                    dest=arg,
-                    action="store_false",
-                    default=None,
-                    help=f"set {arg} false: {spec.get('description', '')}",
-                )
+            if _json_type(spec) == "boolean":  # default true: --no-X; false: --X; none: both
+                if spec.get("default") is not True:
+                    sp.add_argument(
+                        cli_option(arg), dest=arg, action="store_true", default=None, help=spec.get("description")
+                    )
+                if spec.get("default") is not False:
+                    sp.add_argument(
+                        "--no-" + cli_option(arg)[2:],
+                        dest=arg,
+                        action="store_false",
+                        default=None,
+                        help=f"set {arg} false: {spec.get('description', '')}",
+                    )
                 continue
             kwargs: dict[str, Any] = {"dest": arg, "default": None, "help": spec.get("description")}
             if "array" in (spec.get("type") if isinstance(spec.get("type"), list) else [spec.get("type")]):
@@ -251,8 +268,10 @@ def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
                 kwargs["choices"] = spec["enum"]
             kwargs["type"] = _TYPES.get(_json_type(spec), str)
             sp.add_argument(cli_option(arg), **kwargs)
-        if name == "index_status":
+        if name in ("index_status", "coverage"):
             sp.add_argument("--json", action="store_true", help="print the JSON envelope")
+        if name == "coverage":
+            sp.add_argument("--csv", action="store_true", help="print the rows as CSV")
 
 
 def _version() -> str:
@@ -532,6 +551,16 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         purged = purge_stale_vectors(engine.store)
         _print({"purged": purged, "total": sum(purged.values())})
         return 0
+    if args.command == "index" and args.dry_run:
+        from engine.faces.cli_views import human_plan
+        from engine.tools.operations import plan_envelope
+
+        plan = plan_envelope(engine.plan_index(args.collection, args.force, args.keep_missing))
+        if args.json:
+            _print(plan)
+        else:
+            print(redact(human_plan(dict(plan))))
+        return 0
     if args.command == "index":
         from engine.index.runs import exit_code
 
@@ -539,7 +568,12 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         try:
             with _cancel_on_signals() as cancel:
                 summary = engine.run_index(
-                    args.collection, args.force, _progress_printer(), embed=not args.no_embed, cancel=cancel
+                    args.collection,
+                    args.force,
+                    _progress_printer(),
+                    embed=not args.no_embed,
+                    cancel=cancel,
+                    keep_missing=args.keep_missing,
                 )
         except IndexBusyError as e:  # refused at once: another run holds the index lock
             s = engine.settings
@@ -567,6 +601,14 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     envelope = call_tool(engine, name, arguments)
     if name == "index_status" and not args.json:
         print(redact(_human_status(envelope)))
+    elif name == "coverage" and args.csv and "error" not in envelope:
+        from engine.tools.operations import coverage_csv
+
+        sys.stdout.write(redact(coverage_csv(envelope)))
+    elif name == "coverage" and not args.json:
+        from engine.faces.cli_views import human_coverage
+
+        print(redact(human_coverage(envelope)))
     else:
         _print(envelope)
     return 1 if "error" in envelope else 0

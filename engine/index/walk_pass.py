@@ -255,6 +255,8 @@ class WalkPass:
                 ctx.add("skipped", record(cp, entry.file_path, "too-large", msg))
                 continue
             known = scan.known.get(entry.file_path)
+            path: Any
+            digest: str | OSError | None
             if known is not None:  # size, mtime and ctime as stored: the stored hash stands
                 path, digest = entry.os_path, known
                 summary["statGated"] = summary.get("statGated", 0) + 1
@@ -400,11 +402,11 @@ class WalkPass:
         for doc in gone:
             fp = doc.file_path
             if ctx.keep_missing:
-                why = "the file is gone; kept with its chunks and vectors (keep_missing)"
-                ctx.mark_stale(doc, "missing", why)
-                ctx.add("missing", record(cp, fp, "missing", why))
+                kept = "the file is gone; kept with its chunks and vectors (keep_missing)"
+                ctx.mark_stale(doc, "missing", kept)
+                ctx.add("missing", record(cp, fp, "missing", kept))
                 continue
-            ctx.write(lambda fp=fp: store.remove_document(cp, fp))
+            ctx.write(lambda fp=fp: store.remove_document(cp, fp))  # type: ignore[misc]
             ctx.summary["removed"] += 1
             ctx.add("removed", record(cp, fp, "gone", "the file is gone"))
 
@@ -430,7 +432,7 @@ class WalkPass:
             moved = dataclasses.replace(
                 doc, file_path=f.file_path, size_bytes=f.size_bytes, last_modified=f.last_modified, metadata=meta
             )
-            ctx.write(lambda d=doc, m=moved: ctx.store.move_document(d.file_path, m))
+            ctx.write(lambda d=doc, m=moved: ctx.store.move_document(d.file_path, m))  # type: ignore[misc]
             self.current.add((cp, f.file_path))
             ctx.summary["counts"]["renamed"] += 1
             ctx.summary["renamed"].append({"collectionPath": cp, "from": doc.file_path, "to": f.file_path})

@@ -165,6 +165,10 @@ class Store(Protocol):
         """BM25 keyword hits (FTS5 on SQLite, full-text on Postgres), best first.
         ``query`` is plain words; the store quotes them (no query syntax)."""
 
+    def vectors_per_file(self, model: str) -> dict[tuple[str, str], int]:
+        """``{(collection_path, file_path): chunks of the file that have a vector of model}``
+        (files with none are absent)."""
+
     def vector_coverage(self, model: str) -> tuple[int, int]:
         """``(live, missing)`` for ``model``: its vectors whose chunk_id is in some chunk
         (``vector_counts``' vectors - stale) and distinct chunk ids without its vector."""
@@ -279,6 +283,16 @@ class StoreBase:
             missing = len({c.chunk_id for d in self.documents() for c in self.chunks(d.collection_path, d.file_path)})
             return 0, missing
         return counts["vectors"] - counts["stale"], counts["missing"]
+
+    def vectors_per_file(self: Store, model: str) -> dict[tuple[str, str], int]:
+        """From ``chunks_missing_vectors`` and each document's ``chunks``."""
+        missing = {cid for cid, _text in self.chunks_missing_vectors(model)}
+        out: dict[tuple[str, str], int] = {}
+        for d in self.documents():
+            n = sum(1 for c in self.chunks(d.collection_path, d.file_path) if c.chunk_id not in missing)
+            if n:
+                out[(d.collection_path, d.file_path)] = n
+        return out
 
     def tidy_keyword_index(self, written: int) -> bool:
         """Nothing to tidy."""
