@@ -63,7 +63,7 @@ CLI_ALIASES = {
     "list_documents": ["list-documents"],
 }
 #: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
-OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors")
+OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors", "export", "import")
 
 
 def _canonical(command: str) -> str:
@@ -179,6 +179,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
         mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
         mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
+    if wanted("export"):
+        ex = sub.add_parser(
+            "export",
+            help="write collections, documents, chunks and vectors to one portable archive file (with checksums)",
+        )
+        ex.add_argument("archive", help="the archive file to write (replaced if it exists)")
+        ex.add_argument("--collection", action="append", help="only this collection (repeatable)")
+    if wanted("import"):
+        im = sub.add_parser(
+            "import",
+            help="restore an archive into this index (SQLite or Postgres): nothing re-extracted or re-embedded; "
+            "all or nothing",
+        )
+        im.add_argument("archive", help="the archive file to read")
+        im.add_argument("--collection", action="append", help="only this archived collection (repeatable)")
+        im.add_argument(
+            "--root",
+            action="append",
+            metavar="COLLECTION=DIR",
+            help="bind an archived collection to this directory here (repeatable); a collection this index "
+            "already has keeps its root",
+        )
     if wanted("settings"):
         sub.add_parser("settings", help="list every setting with its unit, default and help")
     if wanted("vectors"):
@@ -454,7 +476,7 @@ def _missing_index(settings, args: argparse.Namespace) -> str | None:
     ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
     reads = (
         args.command not in OWN_COMMANDS
-        or args.command == "vectors"
+        or args.command in ("vectors", "export")
         or (args.command == "collections" and args.action == "list")
     )
     if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
@@ -480,6 +502,10 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     if args.command == "vectors":
         _print({"purged": {}, "total": 0, "message": msg})
         return 0
+    if args.command == "export":
+        _print({"error": "not-found", "message": msg})
+        _err(msg)
+        return 1
     if args.command == "collections":
         _print([])
         _err(msg)
@@ -545,6 +571,8 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
                 }
             )
         return 0
+    if args.command in ("export", "import"):
+        return _archive(args, engine)
     if args.command == "vectors":  # purge-stale
         from engine.store.purge import purge_stale_vectors
 
@@ -612,6 +640,31 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     else:
         _print(envelope)
     return 1 if "error" in envelope else 0
+
+
+def _archive(args: argparse.Namespace, engine: Engine) -> int:
+    """``export`` / ``import``: the counts as JSON (exit 0), or ``{"error", "message"}``
+    (exit 1) for an archive refused before anything was written."""
+    from engine.errors import ArchiveError
+
+    try:
+        if args.command == "export":
+            out = engine.export_archive(args.archive, args.collection)
+        else:
+            roots: dict[str, str] = {}
+            for item in args.root or []:
+                name, sep, folder = item.partition("=")
+                if not sep or not name or not folder:
+                    _err(f"--root takes COLLECTION=DIR, got {item!r}")
+                    return 2
+                roots[name.strip("/")] = os.path.abspath(folder)
+            out = engine.import_archive(args.archive, args.collection, roots)
+    except ArchiveError as e:
+        _print({"error": e.code, "message": str(e)})
+        _err(e)
+        return 1
+    _print(out)
+    return 0
 
 
 @contextlib.contextmanager
