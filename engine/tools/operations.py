@@ -84,19 +84,27 @@ def _unknown(names: list[str] | None, engine: Engine) -> str | None:
     return None
 
 
+def _names(collections: str | list[str] | None) -> list[str] | None:
+    """One path or a list of them -> a list (None stays None)."""
+    return [collections] if isinstance(collections, str) else collections
+
+
 def tool_plan_index(
     engine: Engine,
-    collections: list[str] | None = None,
+    collections: str | list[str] | None = None,
     force: bool = False,
     keepMissing: bool | None = None,
     limit: int = PLAN_LIMIT_DEFAULT,
 ) -> E.IndexPlan:
     """``plan_index``: what an index run with these arguments would add, change, move,
     remove (or keep missing), leave unchanged or skip, with nothing written."""
+    collections = _names(collections)
     bad = _unknown(collections, engine)
     if bad:
         return {**_empty_plan(collections, force, keepMissing, engine), "error": "not-found", "message": bad}
-    return plan_envelope(engine.plan_index(collections, force, keepMissing), limit)
+    return plan_envelope(
+        engine.plan_index([c.strip("/") for c in collections or []] or None, force, keepMissing), limit
+    )
 
 
 def _empty_plan(collections: list[str] | None, force: bool, keep: bool | None, engine: Engine) -> E.IndexPlan:
@@ -119,10 +127,11 @@ def _empty_plan(collections: list[str] | None, force: bool, keep: bool | None, e
     }
 
 
-def tool_coverage(engine: Engine, collections: list[str] | None = None) -> E.Coverage:
+def tool_coverage(engine: Engine, collections: str | list[str] | None = None) -> E.Coverage:
     """``coverage``: per collection and file type, files on disk beside what is indexed."""
     from engine.index.coverage import coverage
 
+    collections = _names(collections)
     store = engine.store
     known = {c.collection_path: c for c in store.collections()}
     bad = _unknown(collections, engine)

@@ -131,11 +131,11 @@ _SEARCH_ARGS = {
 
 
 _COLLECTIONS = {
-    "type": ["array", "null"],
+    "type": ["string", "array", "null"],
     "items": {"type": "string", "minLength": 1},
     "minItems": 1,
     "maxItems": 100,
-    "description": "collection paths (default: every collection)",
+    "description": "a collection path or a list of them (default: every collection)",
 }
 
 
@@ -432,14 +432,16 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str
         return {"found": False, "documentPath": a["documentPath"], **fail}
     if name == "list_documents":
         return {"found": False, "collectionPath": a["collectionPath"], "offset": a.get("offset", 0), **fail}
+    named = a.get("collections")
+    named = [named] if isinstance(named, str) else list(named or [])
     if name == "coverage":
-        return {"collections": list(a.get("collections") or []), "models": [], "rows": [], "rootErrors": [], **fail}
+        return {"collections": named, "models": [], "rows": [], "rootErrors": [], **fail}
     if name == "plan_index":
         counts = {k: 0 for k in ("add", "change", "rename", "remove", "missing", "unchanged", "stale", "skipped")}
         lists: dict[str, list[Any]] = {k: [] for k in counts}
         return {
             "dryRun": True,
-            "collections": list(a.get("collections") or []),
+            "collections": named,
             "force": bool(a.get("force")),
             "keepMissing": bool(a.get("keepMissing")),
             "filesSeen": 0,
@@ -545,6 +547,6 @@ def cli_command(name: str, arguments: dict[str, Any], settings: Any = None) -> s
             continue
         for item in value if isinstance(value, list) else [value]:
             parts += [cli_option(arg), str(item)]
-    if name == "index_status":
+    if name in ("index_status", "coverage"):
         parts.append("--json")
     return " ".join(shlex.quote(p) for p in parts)
