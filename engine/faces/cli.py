@@ -61,6 +61,7 @@ CLI_ALIASES = {
     "read_document": ["read-document"],
     "index_status": ["index-status"],
     "list_documents": ["list-documents"],
+    "plan_index": ["plan-index"],
 }
 #: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
 OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors", "export", "import")
