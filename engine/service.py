@@ -421,14 +421,6 @@ class Engine:
         from engine.errors import ArchiveError
 
         models: dict[str, int] = reader.models()
-        for model, dim in models.items():
-            here = self.store.vector_dim(model)
-            if here is not None and here != dim:
-                raise ArchiveError(
-                    f"the archive's {model!r} vectors have {dim} dimensions; this index stores {here} for that "
-                    "model: refused, nothing written",
-                    "archive-model-mismatch",
-                )
         made = (reader.manifest.get("extra") or {}).get("embedding") or {}
         theirs, mine = str(made.get("model") or ""), self.configured_model()
         if theirs and mine and theirs != mine:
@@ -437,6 +429,14 @@ class Engine:
                 "(EMBED_PROVIDER / EMBED_MODEL): its searches could not use them. Refused, nothing written",
                 "archive-model-mismatch",
             )
+        for model, dim in models.items():
+            here = self.store.vector_dim(model)
+            if here is not None and here != dim:
+                raise ArchiveError(
+                    f"the archive's {model!r} vectors have {dim} dimensions; this index stores {here} for that "
+                    "model: refused, nothing written",
+                    "archive-model-mismatch",
+                )
         want = self.settings.embed_dim
         if theirs and theirs == mine and want and models.get(theirs, want) != want:
             raise ArchiveError(
