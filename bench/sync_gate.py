@@ -41,7 +41,8 @@ def main() -> None:
         for i in range(a.files):
             folder = root / f"d{i // 500:03d}"
             folder.mkdir(parents=True, exist_ok=True)
-            body = (f"file {i} words about topic {i % 97} " * 64)[: a.kib * 1024]
+            line = f"file {i} words about topic {i % 97} "
+            body = (line * (a.kib * 1024 // len(line) + 1))[: a.kib * 1024]
             (folder / f"f{i:05d}.txt").write_text(body, "utf-8")
         db = os.path.join(tmp, "i.db")
         on = Settings(db=db, embed_provider="none", allowed_roots=tmp).validate()
