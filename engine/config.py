@@ -162,6 +162,24 @@ SETTINGS: tuple[Setting, ...] = (
         "how long an index run retries a busy writer lock (with backoff) before it stops",
         float,
     ),
+    Setting(
+        "keep_missing",
+        "CHUNKNAV_KEEP_MISSING",
+        False,
+        "flag",
+        "an index run keeps the documents whose file is gone (marked missing, still searchable) "
+        "instead of removing them (true/false; chunknav index --keep-missing)",
+        bool,
+    ),
+    Setting(
+        "stat_gate",
+        "CHUNKNAV_STAT_GATE",
+        True,
+        "flag",
+        "an index run takes a file's content hash from its stored row when size, mtime and ctime "
+        "are those it was stored with (false: read and hash every file)",
+        bool,
+    ),
     # -- MCP over HTTP (chunknav mcp --http) --
     Setting(
         "mcp_token",
@@ -266,6 +284,8 @@ class Settings:
     max_docx_part_bytes: int = 128 * 1024 * 1024
     max_pages: int = 5000
     lock_wait_s: float = 120.0
+    keep_missing: bool = False
+    stat_gate: bool = True
     mcp_token: str = ""
     allowed_roots: str = ""
     access_token: str = ""

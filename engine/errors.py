@@ -28,8 +28,11 @@ Exception tree::
     ├── PathEscapeError            a filePath that leaves the collection root
     ├── RootRefusedError (ValueError)      a collection root outside
     │                              CHUNKNAV_ALLOWED_ROOTS, ``/`` or a system directory
-    └── CollectionBoundError (ValueError)  the collectionPath is already bound
-                                   to another root (replace it on purpose)
+    ├── CollectionBoundError (ValueError)  the collectionPath is already bound
+    │                              to another root (replace it on purpose)
+    └── ArchiveError               a portable archive refused before anything is
+                                   written; .code: archive-corrupt (truncated,
+                                   tampered), archive-model-mismatch, not-found
 """
 
 from typing import Literal
@@ -60,6 +63,7 @@ __all__ = [
     "StoreUnavailableError",
     "RootRefusedError",
     "CollectionBoundError",
+    "ArchiveError",
 ]
 
 ErrorCode = Literal[
@@ -78,6 +82,8 @@ ErrorCode = Literal[
     # operator actions
     "root-refused",  # a collection root outside CHUNKNAV_ALLOWED_ROOTS or a system directory
     "collection-bound",  # the collectionPath is bound to another root; replace it on purpose
+    "archive-corrupt",  # an archive truncated, tampered or damaged: its checksums do not match
+    "archive-model-mismatch",  # an archive's model or dimension differs from the index's
 ]
 
 ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
@@ -121,6 +127,7 @@ ReasonCode = Literal[
     "extractor-error",  # a library bug on this file (logged with its traceback)
     "gone",  # the file vanished between the walk and the read (ENOENT)
     "root-missing",  # the collection root is not a directory
+    "missing",  # the file is gone; its document kept (keep_missing), marked missing
     "ocr-unavailable",  # OCR cannot run (no Tesseract data for any language): OCR text kept stale
 ]
 
@@ -167,6 +174,9 @@ WHO_FIXES: dict[str, str] = {
     "a run needs), then rerun `chunknav index`; searching works meanwhile",
     "root-refused": "the operator: choose a directory under CHUNKNAV_ALLOWED_ROOTS (or extend that setting)",
     "collection-bound": "the operator: pick another collection path, or replace the binding on purpose",
+    "archive-corrupt": "the operator: export the archive again, or copy it again in full",
+    "archive-model-mismatch": "the operator: import into an index configured with the archive's "
+    "EMBED_MODEL and dimension (or a fresh one)",
 }
 
 
@@ -296,3 +306,17 @@ class CollectionBoundError(ChunknavError, ValueError):
         self.collection_path = collection_path
         self.current_root = current_root
         self.new_root = new_root
+
+
+class ArchiveError(ChunknavError):
+    """A portable archive that cannot be imported, refused before anything is written.
+
+    Attributes:
+        code: ``archive-corrupt`` (not an archive, truncated, a checksum that does not
+            match), ``archive-model-mismatch`` (its model or dimension differs from the
+            index's) or ``not-found`` (no archive there, or no such collection in it).
+    """
+
+    def __init__(self, message: str, code: str = "archive-corrupt"):
+        super().__init__(message)
+        self.code = code

@@ -8,12 +8,14 @@ face (streamlit, mcp, argparse).
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config import Settings, load_settings
 from engine.errors import ChunknavError, CollectionBoundError, EmbedError, IndexBusyError, StoreUnavailableError
-from engine.values import Collection
+from engine.values import Collection, Document
 from engine.config import register_settings
 from engine.secrets import register as register_secrets
 
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from engine.search.searcher import ContentChunkSearch
 
 __all__ = ["Engine"]
+
+log = logging.getLogger(__name__)
 
 #: ``engine.embed.local.LOCAL_MODEL`` (tests/project/test_perf.py checks they agree), named here so that
 #: ``run_index`` can defer the local provider without importing ``engine.embed``.
@@ -210,12 +214,15 @@ class Engine:
         on_progress: Callable[[dict], None] | None = None,
         embed: bool = True,
         cancel: threading.Event | None = None,
+        keep_missing: bool | None = None,
     ) -> dict:
         """Run the indexer (hash-gated, or forced: Rebuild) and return its summary.
 
         A provider that cannot be set up is reported in ``embedError`` and the
         text is indexed anyway. ``cancel`` set: the run stops at the next file
-        boundary and ends ``cancelled``. Raises IndexBusyError when a run is active.
+        boundary and ends ``cancelled``. ``keep_missing`` (None: the setting) keeps
+        documents whose file is gone, marked ``missing``. Raises IndexBusyError when a
+        run is active.
         """
         from engine.index.indexer import Indexer
 
@@ -237,10 +244,225 @@ class Engine:
                 embedder = self.embedder()
             except EmbedError as e:
                 setup_error = e.failure.to_fields()
-        summary = Indexer(self.store, self.settings, embedder).run(collections, force, on_progress, cancel=cancel)
+        summary = Indexer(self.store, self.settings, embedder).run(
+            collections, force, on_progress, cancel=cancel, keep_missing=keep_missing
+        )
         if setup_error and not summary.get("embedError"):
             summary["embedError"] = setup_error
         return summary
+
+    def plan_index(
+        self, collections: list[str] | None = None, force: bool = False, keep_missing: bool | None = None
+    ) -> dict:
+        """What ``run_index`` with the same arguments would do now, writing nothing
+        (``Indexer.plan``). Raises ValueError for an unknown collection."""
+        from engine.index.indexer import Indexer
+
+        return Indexer(self.store, self.settings).plan(collections, force, keep_missing)
+
+    def configured_model(self) -> str:
+        """The embedding model name this index embeds queries with, from the settings alone
+        (no model loaded): "" when ``EMBED_PROVIDER=none``."""
+        s = self.settings
+        if s.embed_provider == "none":
+            return ""
+        if s.embed_provider == "local":
+            return s.embed_model or _LOCAL_MODEL
+        return s.embed_model
+
+    def export_archive(self, path: str, collections: list[str] | None = None) -> dict[str, Any]:
+        """Write the collections (None: all), their documents, chunks, regions and the
+        vectors of their chunks, with the model identity and settings key, to one archive
+        file (``engine.store.archive``), through the store-to-store copy.
+
+        Returns:
+            ``{"archive", "collections", "documents", "chunks", "vectors", "models",
+            "bytes", "seconds"}``.
+
+        Raises:
+            ArchiveError: a named collection does not exist (code ``not-found``).
+        """
+        from engine.errors import ArchiveError
+        from engine.index.gate import settings_key
+        from engine.store.archive import ArchiveWriter
+        from engine.store.copy import migrate
+
+        known = [c.collection_path for c in self.store.collections()]
+        names = known if not collections else [c.strip("/") for c in collections]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ArchiveError(
+                f"unknown collection {unknown[0]!r}; known: {', '.join(sorted(known)) or 'none'}", "not-found"
+            )
+        model = self.configured_model()
+        extra = {
+            "embedding": {
+                "provider": self.settings.embed_provider,
+                "model": model,
+                "dim": int(self.store.vector_dim(model) or self.settings.embed_dim) if model else 0,
+            },
+            "settingsKey": settings_key(self.settings),
+        }
+        writer = ArchiveWriter(path, extra)
+        try:
+            counts = migrate(self.store, writer, collections=names)
+        except BaseException:
+            writer.close(ok=False)
+            raise
+        manifest = writer.close()
+        return {
+            "archive": os.path.abspath(path),
+            "collections": names,
+            "documents": counts["documents"],
+            "chunks": counts["chunks"],
+            "vectors": counts["vectors"],
+            "models": [{"model": m["model"], "dim": m["dim"], "vectors": m["vectors"]} for m in manifest["models"]],
+            "bytes": os.path.getsize(path),
+            "seconds": counts["seconds"],
+        }
+
+    def import_archive(
+        self, path: str, collections: list[str] | None = None, roots: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Restore an archive into this index: nothing extracted, nothing embedded.
+
+        All or nothing: the whole archive is checked first (checksums, the model and
+        dimension against this index's, the roots of new collections); then every row is
+        written in one batch (one transaction on SQLite), and on any failure the documents
+        it wrote are removed and those it replaced put back.
+
+        Args:
+            path: the archive file.
+            collections: only these archived collections (None: all).
+            roots: ``{collectionPath: directory}`` binding an archived collection to
+                another root here; a collection this index already has keeps its root.
+
+        Returns:
+            ``{"archive", "collections", "documents", "chunks", "vectors",
+            "vectorsAdded", "models", "settingsKeyMatches", "seconds"}`` (and ``message``
+            when the settings key differs: the next index run reads those files again).
+
+        Raises:
+            ArchiveError: refused (``archive-corrupt``, ``archive-model-mismatch``,
+                ``not-found``); nothing was written.
+            RootRefusedError: a new collection's root is ``/`` or a system directory.
+            IndexBusyError: an index run is active.
+        """
+        import dataclasses
+
+        from engine.errors import RootRefusedError
+        from engine.index.gate import settings_key
+        from engine.paths import system_dir
+        from engine.store.archive import ArchiveReader
+        from engine.store.copy import migrate
+
+        reader = ArchiveReader(path, collections)
+        try:
+            reader.verify()
+            self._check_models(reader)
+            store = self.store
+            existing = {c.collection_path: c for c in store.collections()}
+            rebound = dict(roots or {})
+            created: list[Collection] = []
+            for c in reader.collections():
+                if c.collection_path in existing:  # a collection here keeps its own root
+                    rebound[c.collection_path] = existing[c.collection_path].root
+                    continue
+                root = rebound.get(c.collection_path, c.root)
+                bad = system_dir(root)
+                if bad or os.path.realpath(root) == "/":
+                    raise RootRefusedError(f"collection root {root!r} is {bad or '/'}: refused, nothing written")
+                created.append(dataclasses.replace(c, root=root))
+            reader.roots = rebound
+            written: list[tuple[str, str]] = []
+            backups: list[tuple[Document, str, list]] = []
+
+            def note(doc: Document) -> None:
+                key = (doc.collection_path, doc.file_path)
+                old = store.get_document(*key)
+                if old is not None:
+                    backups.append((old, store.document_text(*key) or "", store.chunks(*key)))
+                written.append(key)
+
+            try:
+                with store.batch():
+                    counts = migrate(reader, store, on_document=note)
+            except BaseException:
+                self._undo_import(written, backups, created)
+                raise
+            key = settings_key(self.settings)
+            archived_key = (reader.manifest.get("extra") or {}).get("settingsKey")
+            out: dict[str, Any] = {
+                "archive": os.path.abspath(path),
+                "collections": [c.collection_path for c in reader.collections()],
+                "documents": counts["documents"],
+                "chunks": counts["chunks"],
+                "vectors": counts["vectors"],
+                "vectorsAdded": counts["vectorsAdded"],
+                "models": [{"model": m, "dim": d} for m, d in reader.models().items()],
+                "settingsKeyMatches": archived_key == key,
+                "seconds": counts["seconds"],
+            }
+            if archived_key != key:
+                out["message"] = (
+                    f"the archive was made with other chunking or extractor settings ({archived_key}; here {key}): "
+                    "searches use the imported chunks; the next index run reads their files again"
+                )
+            return out
+        finally:
+            reader.close()
+
+    def _check_models(self, reader: Any) -> None:
+        """Refuse an archive whose vectors this index could not search with or store.
+
+        Raises:
+            ArchiveError: ``archive-model-mismatch`` naming the model and both dimensions.
+        """
+        from engine.errors import ArchiveError
+
+        models: dict[str, int] = reader.models()
+        made = (reader.manifest.get("extra") or {}).get("embedding") or {}
+        theirs, mine = str(made.get("model") or ""), self.configured_model()
+        if theirs and mine and theirs != mine:
+            raise ArchiveError(
+                f"the archive's vectors were made by {theirs!r}; this index embeds with {mine!r} "
+                "(EMBED_PROVIDER / EMBED_MODEL): its searches could not use them. Refused, nothing written",
+                "archive-model-mismatch",
+            )
+        for model, dim in models.items():
+            here = self.store.vector_dim(model)
+            if here is not None and here != dim:
+                raise ArchiveError(
+                    f"the archive's {model!r} vectors have {dim} dimensions; this index stores {here} for that "
+                    "model: refused, nothing written",
+                    "archive-model-mismatch",
+                )
+        want = self.settings.embed_dim
+        if theirs and theirs == mine and want and models.get(theirs, want) != want:
+            raise ArchiveError(
+                f"the archive's {theirs!r} vectors have {models[theirs]} dimensions; EMBED_DIM is {want}: "
+                "refused, nothing written",
+                "archive-model-mismatch",
+            )
+
+    def _undo_import(
+        self,
+        written: list[tuple[str, str]],
+        backups: list[tuple[Document, str, list]],
+        created: list[Collection],
+    ) -> None:
+        """Take back a failed import: remove the documents it wrote, put back those it
+        replaced, drop the collections it created (vectors it added stay, stale)."""
+        store = self.store
+        for cp, fp in written:
+            try:
+                store.remove_document(cp, fp)
+            except Exception:  # the store itself failed: log and go on putting back
+                log.exception("undoing an import: %s/%s", cp, fp)
+        for doc, text, chunks in backups:
+            store.replace_document(doc, text, chunks)
+        for c in created:
+            store.remove_collection(c.collection_path)
 
     def provider_status(self, probe: bool = True) -> dict[str, Any]:
         """``ProviderStatus``: provider, model, dim, endpoint and (optionally) the probe result."""

@@ -1,5 +1,6 @@
 """Rebuild: re-index (hash-gated) or rebuild (forced) in the background, with
-live progress and the summary; add and remove collections (a re-point of an
+live progress and the summary; a Preview of what a run would do (the
+``plan_index`` tool: nothing written); add and remove collections (a re-point of an
 existing collection path and every removal ask for confirmation, naming what
 is dropped; both are refused while a run is active). Hidden in read-only mode.
 
@@ -47,6 +48,35 @@ if c.button(
 ):
     if job.cancel():
         st.toast("Cancelling: the run stops at the next file boundary.")
+preview = st.toggle(
+    "Preview",
+    key="preview",
+    help="list what a run would add, change, rename, remove and leave unchanged, writing nothing "
+    "(chunknav index --dry-run)",
+)
+if preview:
+    plan = widgets.run_tool("plan_index", {"limit": 200})
+    if plan is not None and "error" in plan:
+        widgets.failure_callout(plan)
+    elif plan is not None:
+        counts = plan["counts"]
+        st.caption(
+            f"Dry run, nothing written: {plan['filesSeen']} entries seen; a run would add {counts['add']}, "
+            f"change {counts['change']}, rename {counts['rename']}, remove {counts['remove']}, keep missing "
+            f"{counts['missing']}, keep stale {counts['stale']}, skip {counts['skipped']}; "
+            f"{counts['unchanged']} unchanged" + (" (lists cut at 200 files each)" if plan.get("truncated") else "")
+        )
+        rows = [
+            {
+                "action": key,
+                "file": f"{f['collectionPath']}/{f.get('filePath') or f['from'] + ' -> ' + f['to']}",
+                "reason": f.get("reason") or f.get("code") or "",
+            }
+            for key in ("add", "change", "rename", "remove", "missing", "stale", "skipped")
+            for f in plan[key]
+        ]
+        if rows:
+            table(rows)
 st.caption(
     "Runs continue in the background: the other pages stay usable meanwhile. "
     "Same as `chunknav index` (and `chunknav index --force` for Rebuild)."

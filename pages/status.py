@@ -1,11 +1,13 @@
 """Status: what is indexed, what failed and why, and whether the provider answers.
 
-One tool: ``index_status`` (with the provider probe).
+Tools: ``index_status`` (with the provider probe), and ``coverage`` per
+collection and file type on request.
 """
 
 import streamlit as st
 
 from explorer import run_views, widgets
+from explorer.table import table
 
 st.title("Status")
 probe = st.toggle(
@@ -19,3 +21,19 @@ status = widgets.run_tool("index_status", {"probe": probe}, panel=False)
 if status is not None:
     run_views.status_view(status)
     widgets.tool_call_panel("index_status", {"probe": probe}, status)
+
+if st.toggle("Coverage per file type", key="status_coverage", help="walks the roots now; reads no file"):
+    cov = widgets.run_tool("coverage", {})
+    if cov is not None and "error" in cov:
+        widgets.failure_callout(cov)
+    elif cov is not None:
+        table(
+            [
+                {
+                    **{k: v for k, v in r.items() if k not in ("skipped", "vectors")},
+                    "skipped": ", ".join(f"{k} {v}" for k, v in r["skipped"].items()),
+                    **{f"vectors {m}": r["vectors"].get(m, 0) for m in cov["models"]},
+                }
+                for r in cov["rows"]
+            ],
+        )

@@ -61,9 +61,10 @@ CLI_ALIASES = {
     "read_document": ["read-document"],
     "index_status": ["index-status"],
     "list_documents": ["list-documents"],
+    "plan_index": ["plan-index"],
 }
 #: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
-OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors")
+OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors", "export", "import")
 
 
 def _canonical(command: str) -> str:
@@ -142,6 +143,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
         ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
         ix.add_argument("--json", action="store_true", help="print the JSON summary")
+        ix.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="list what the run would add, change, rename, remove and leave unchanged; write nothing "
+            "(the plan_index tool)",
+        )
+        ix.add_argument(
+            "--keep-missing",
+            action="store_true",
+            default=None,
+            help="keep documents whose file is gone, marked missing (setting keep_missing, CHUNKNAV_KEEP_MISSING)",
+        )
     if command is None or command not in OWN_COMMANDS:
         _add_tools(sub, wanted)
     if wanted("mcp"):
@@ -167,6 +180,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         mig = sub.add_parser("migrate", help="copy an index (chunks and vectors) to another store")
         mig.add_argument("--from", dest="src", required=True, help="sqlite:PATH or postgresql://...")
         mig.add_argument("--to", dest="dst", required=True, help="sqlite:PATH or postgresql://...")
+    if wanted("export"):
+        ex = sub.add_parser(
+            "export",
+            help="write collections, documents, chunks and vectors to one portable archive file (with checksums)",
+        )
+        ex.add_argument("archive", help="the archive file to write (replaced if it exists)")
+        ex.add_argument("--collection", action="append", help="only this collection (repeatable)")
+    if wanted("import"):
+        im = sub.add_parser(
+            "import",
+            help="restore an archive into this index (SQLite or Postgres): nothing re-extracted or re-embedded; "
+            "all or nothing",
+        )
+        im.add_argument("archive", help="the archive file to read")
+        im.add_argument("--collection", action="append", help="only this archived collection (repeatable)")
+        im.add_argument(
+            "--root",
+            action="append",
+            metavar="COLLECTION=DIR",
+            help="bind an archived collection to this directory here (repeatable); a collection this index "
+            "already has keeps its root",
+        )
     if wanted("settings"):
         sub.add_parser("settings", help="list every setting with its unit, default and help")
     if wanted("vectors"):
@@ -234,14 +269,19 @@ def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
         for arg, spec in props.items():
             if arg in CLI_POSITIONAL[name]:
                 continue
-            if _json_type(spec) == "boolean":
-                sp.add_argument(
-                    "--no-" + cli_option(arg)[2:],
-                    dest=arg,
-                    action="store_false",
-                    default=None,
-                    help=f"set {arg} false: {spec.get('description', '')}",
-                )
+            if _json_type(spec) == "boolean":  # default true: --no-X; false: --X; none: both
+                if spec.get("default") is not True:
+                    sp.add_argument(
+                        cli_option(arg), dest=arg, action="store_true", default=None, help=spec.get("description")
+                    )
+                if spec.get("default") is not False:
+                    sp.add_argument(
+                        "--no-" + cli_option(arg)[2:],
+                        dest=arg,
+                        action="store_false",
+                        default=None,
+                        help=f"set {arg} false: {spec.get('description', '')}",
+                    )
                 continue
             kwargs: dict[str, Any] = {"dest": arg, "default": None, "help": spec.get("description")}
             if "array" in (spec.get("type") if isinstance(spec.get("type"), list) else [spec.get("type")]):
@@ -251,8 +291,10 @@ def _add_tools(sub: Any, wanted: Callable[..., bool]) -> None:
                 kwargs["choices"] = spec["enum"]
             kwargs["type"] = _TYPES.get(_json_type(spec), str)
             sp.add_argument(cli_option(arg), **kwargs)
-        if name == "index_status":
+        if name in ("index_status", "coverage"):
             sp.add_argument("--json", action="store_true", help="print the JSON envelope")
+        if name == "coverage":
+            sp.add_argument("--csv", action="store_true", help="print the rows as CSV")
 
 
 def _version() -> str:
@@ -435,7 +477,7 @@ def _missing_index(settings, args: argparse.Namespace) -> str | None:
     ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
     reads = (
         args.command not in OWN_COMMANDS
-        or args.command == "vectors"
+        or args.command in ("vectors", "export")
         or (args.command == "collections" and args.action == "list")
     )
     if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
@@ -461,6 +503,10 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     if args.command == "vectors":
         _print({"purged": {}, "total": 0, "message": msg})
         return 0
+    if args.command == "export":
+        _print({"error": "not-found", "message": msg})
+        _err(msg)
+        return 1
     if args.command == "collections":
         _print([])
         _err(msg)
@@ -526,11 +572,23 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
                 }
             )
         return 0
+    if args.command in ("export", "import"):
+        return _archive(args, engine)
     if args.command == "vectors":  # purge-stale
         from engine.store.purge import purge_stale_vectors
 
         purged = purge_stale_vectors(engine.store)
         _print({"purged": purged, "total": sum(purged.values())})
+        return 0
+    if args.command == "index" and args.dry_run:
+        from engine.faces.cli_views import human_plan
+        from engine.tools.operations import plan_envelope
+
+        plan = plan_envelope(engine.plan_index(args.collection, args.force, args.keep_missing))
+        if args.json:
+            _print(plan)
+        else:
+            print(redact(human_plan(dict(plan))))
         return 0
     if args.command == "index":
         from engine.index.runs import exit_code
@@ -539,7 +597,12 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         try:
             with _cancel_on_signals() as cancel:
                 summary = engine.run_index(
-                    args.collection, args.force, _progress_printer(), embed=not args.no_embed, cancel=cancel
+                    args.collection,
+                    args.force,
+                    _progress_printer(),
+                    embed=not args.no_embed,
+                    cancel=cancel,
+                    keep_missing=args.keep_missing,
                 )
         except IndexBusyError as e:  # refused at once: another run holds the index lock
             s = engine.settings
@@ -569,9 +632,42 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
     envelope = call_tool(engine, name, arguments)
     if name == "index_status" and not args.json:
         print(redact(_human_status(envelope)))
+    elif name == "coverage" and args.csv and "error" not in envelope:
+        from engine.tools.operations import coverage_csv
+
+        sys.stdout.write(redact(coverage_csv(envelope)))
+    elif name == "coverage" and not args.json:
+        from engine.faces.cli_views import human_coverage
+
+        print(redact(human_coverage(envelope)))
     else:
         _print(envelope)
     return 1 if "error" in envelope else 0
+
+
+def _archive(args: argparse.Namespace, engine: Engine) -> int:
+    """``export`` / ``import``: the counts as JSON (exit 0), or ``{"error", "message"}``
+    (exit 1) for an archive refused before anything was written."""
+    from engine.errors import ArchiveError
+
+    try:
+        if args.command == "export":
+            out = engine.export_archive(args.archive, args.collection)
+        else:
+            roots: dict[str, str] = {}
+            for item in args.root or []:
+                name, sep, folder = item.partition("=")
+                if not sep or not name or not folder:
+                    _err(f"--root takes COLLECTION=DIR, got {item!r}")
+                    return 2
+                roots[name.strip("/")] = os.path.abspath(folder)
+            out = engine.import_archive(args.archive, args.collection, roots)
+    except ArchiveError as e:
+        _print({"error": e.code, "message": str(e)})
+        _err(e)
+        return 1
+    _print(out)
+    return 0
 
 
 @contextlib.contextmanager

@@ -1,6 +1,8 @@
 """The human views of ``chunknav index`` and ``chunknav status`` (the CLI face's text output).
 
-Owns: ``human_index`` (an index run's summary for people), ``human_status``
+Owns: ``human_index`` (an index run's summary for people), ``human_plan`` (a
+dry run's ``IndexPlan``), ``human_coverage`` (the ``coverage`` envelope as a
+table), ``human_status``
 (the ``index_status`` envelope for people), ``last_run_line`` and
 ``attention`` (the lines an operator must not miss). Plain functions of the
 envelopes: no argparse, no store, no I/O; ``engine.faces.cli`` prints them.
@@ -11,7 +13,16 @@ from __future__ import annotations
 from engine.errors import WHO_FIXES
 from engine.index.runs import roots_not_listed, unchanged_of
 
-__all__ = ["human_index", "human_status", "last_run_line", "attention", "fault_line", "STORE_FAULTS"]
+__all__ = [
+    "human_index",
+    "human_status",
+    "human_plan",
+    "human_coverage",
+    "last_run_line",
+    "attention",
+    "fault_line",
+    "STORE_FAULTS",
+]
 
 #: The codes of a store that failed under a run (``engine.errors.StoreFaultError``): such a run
 #: ends with ``fault_line`` alone.
@@ -37,7 +48,9 @@ def human_index(s: dict) -> str:
         f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
         f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
         f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed"
-        + roots_not_listed(s),
+        + roots_not_listed(s)
+        + (f", {counts['renamed']} renamed" if counts.get("renamed") else "")
+        + (f", {counts['missing']} kept missing" if counts.get("missing") else ""),
         f"chunks written {s.get('chunksWritten', 0)}; embedded {s.get('embedded', 0)}, reused {s.get('reused', 0)}"
         + (f", truncated {s['truncated']}" if s.get("truncated") else "")
         + (f", without a vector {s['embedFailed']}" if s.get("embedFailed") else ""),
@@ -57,6 +70,10 @@ def human_index(s: dict) -> str:
         lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {why(f)}")
     for f in s.get("stale", []):
         lines.append(f"  stale   {f['collectionPath']}/{f['filePath']}: {why(f)} (chunks kept)")
+    for f in s.get("renamed") or []:
+        lines.append(f"  renamed {f['collectionPath']}/{f['from']} -> {f['to']} (chunks and vectors kept)")
+    for f in s.get("missing") or []:
+        lines.append(f"  missing {f['collectionPath']}/{f['filePath']}: {f['reason']}")
     if s.get("error"):
         lines.append(f"run stopped: {s['error'].get('error')}: {s['error'].get('message')}")
         lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")
@@ -202,3 +219,84 @@ def attention(st: dict) -> list[str]:
     if st["chunks"] and model and not any(v["model"] == model for v in st["vectors"]):
         out.append(f"attention: the configured model {model} has no vectors yet ({st['chunks']} chunks lack them)")
     return out
+
+
+#: The lists of a plan, in the order shown, with the verb each line starts with.
+_PLAN_LISTS = (
+    ("add", "add"),
+    ("change", "change"),
+    ("rename", "rename"),
+    ("remove", "remove"),
+    ("missing", "keep missing"),
+    ("stale", "keep stale"),
+    ("skipped", "skip"),
+)
+
+
+def human_plan(p: dict) -> str:
+    """A dry run's ``IndexPlan`` envelope for people: the counts, then one line per file
+    that would change (unchanged files are counted, not listed)."""
+    if p.get("error"):
+        return f"plan refused: {p['error']}: {p.get('message', '')}"
+    c = p["counts"]
+    lines = [
+        f"Dry run{' (Rebuild)' if p.get('force') else ''}: nothing written. {p['filesSeen']} entries seen; "
+        f"would add {c['add']}, change {c['change']}, rename {c['rename']}, remove {c['remove']}, "
+        f"keep missing {c['missing']}, keep stale {c['stale']}, skip {c['skipped']}; {c['unchanged']} unchanged"
+    ]
+    for r in p.get("rootErrors") or []:
+        lines.append(f"  root         {r['collectionPath']} <- {r['root']}: {r.get('reason', '')}")
+    for key, verb in _PLAN_LISTS:
+        for f in p.get(key) or []:
+            where = (
+                f"{f['collectionPath']}/{f['from']} -> {f['to']}"
+                if key == "rename"
+                else (f"{f['collectionPath']}/{f['filePath']}")
+            )
+            why = f.get("reason") or ""
+            code = f.get("code") or ""
+            lines.append(
+                f"  {verb:<12} {where}" + (f": {why if why.startswith(code) else f'{code}: {why}'}" if why else "")
+            )
+    if p.get("truncated"):
+        lines.append(f"  (lists cut at {p['limit']} files each; the counts are whole)")
+    return "\n".join(lines)
+
+
+_COVERAGE_COLUMNS = (
+    ("fileType", "type"),
+    ("filesSeen", "seen"),
+    ("indexed", "indexed"),
+    ("empty", "empty"),
+    ("failed", "failed"),
+    ("stale", "stale"),
+    ("missing", "missing"),
+    ("notIndexed", "new"),
+    ("chunks", "chunks"),
+)
+
+
+def human_coverage(cov: dict) -> str:
+    """The ``coverage`` envelope as a table per collection (the ``*`` row is its total),
+    then skipped reasons and vectors per model for each row that has any."""
+    if cov.get("error"):
+        return f"coverage refused: {cov['error']}: {cov.get('message', '')}"
+    models = list(cov.get("models") or [])
+    head = [label for _, label in _COVERAGE_COLUMNS] + [f"vectors:{m}" for m in models] + ["skipped"]
+    lines: list[str] = []
+    for cp in cov["collections"]:
+        rows = [r for r in cov["rows"] if r["collectionPath"] == cp]
+        table = [head]
+        for r in rows:
+            skipped = ", ".join(f"{k} {v}" for k, v in r["skipped"].items())
+            table.append(
+                [str(r[k]) if k != "fileType" else (r[k] or "(none)") for k, _ in _COVERAGE_COLUMNS]
+                + [str(r["vectors"].get(m, 0)) for m in models]
+                + [skipped]
+            )
+        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+        lines.append(f"{cp}")
+        lines.extend("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table)
+    for r in cov.get("rootErrors") or []:
+        lines.append(f"root {r['collectionPath']} <- {r['root']}: {r['code']}: {r['reason']}")
+    return "\n".join(lines)

@@ -49,6 +49,10 @@ class RunContext:
         emit: progress callback.
         t0: ``time.perf_counter()`` at the start of the run (for ``elapsedS``).
         cancel: when set, the run stops at the next file boundary.
+        dry_run: plan only (``Indexer.plan``): every decision is made and counted as in
+            a run, and nothing is written (no mark, no removal, no move, no run record).
+        keep_missing: documents whose file is gone are kept, marked ``missing``,
+            instead of removed.
     """
 
     store: Store
@@ -57,6 +61,8 @@ class RunContext:
     emit: Progress = _no_progress
     t0: float = field(default_factory=time.perf_counter)
     cancel: threading.Event | None = None
+    dry_run: bool = False
+    keep_missing: bool = False
 
     def elapsed_s(self) -> float:
         """Seconds since ``t0``, rounded to ms (the ``elapsedS`` of progress events)."""
@@ -96,11 +102,18 @@ class RunContext:
                 delay = min(delay * 2, 5.0)
 
     def add(self, kind: str, entry: dict[str, Any]) -> None:
-        """Count one file outcome (``kind``: indexed/empty/unchanged/failed/skipped/stale/removed)
+        """Count one file outcome (``kind``: indexed/empty/unchanged/failed/skipped/stale/removed/missing)
         and list ``entry`` (``engine.index.runs.record``) where the summary lists that kind."""
         summary = self.summary
         summary["counts"][kind] += 1
-        key = {"failed": "failed", "skipped": "skippedFiles", "empty": "empty", "stale": "stale"}.get(kind)
+        key = {
+            "failed": "failed",
+            "skipped": "skippedFiles",
+            "empty": "empty",
+            "stale": "stale",
+            "removed": "removedFiles",
+            "missing": "missing",
+        }.get(kind)
         if key:
             summary[key].append(entry)
             if kind == "skipped" and entry.get("code") == "unsupported-type":
@@ -127,9 +140,15 @@ class RunContext:
         """Drop the stale mark of a document whose file is readable again and unchanged."""
         self._set_metadata(doc, {k: v for k, v in (doc.metadata or {}).items() if k != "stale"})
 
+    def write(self, action: Callable[[], _T]) -> _T | None:
+        """Run a store write with ``retrying``; in a dry run, nothing (None)."""
+        if self.dry_run:
+            return None
+        return self.retrying(action)
+
     def _set_metadata(self, doc: Document, meta: dict[str, Any]) -> None:
         """Write ``doc``'s new metadata with the store's ``set_document_metadata`` (one row on
         SQLite and Postgres; ``StoreBase`` rewrites the document for a store without it). See
         docs/decisions/stale-marks.md for why one row is written, not the document."""
         cp, fp = doc.collection_path, doc.file_path
-        self.retrying(lambda: self.store.set_document_metadata(cp, fp, meta))
+        self.write(lambda: self.store.set_document_metadata(cp, fp, meta))

@@ -5,7 +5,11 @@ walk, the re-check after extraction and ``check_file``), ``settings_key``
 (what the gate compares besides the hash), ``check_file`` (is the file on disk
 still the one that was indexed? stat first; the content hash only when size or
 mtime differ) and a small cache of hashes keyed by ``(path, size, mtime_ns)``
-so a touched-but-unchanged file is hashed once, not on every ``get_chunk``.
+so a touched-but-unchanged file is hashed once, not on every ``get_chunk``;
+and the stat pre-gate of a run (``stat_mark``, ``stat_unchanged``): a file whose
+size, mtime and ctime are those recorded when its row was stored keeps that
+row's hash without being read (ctime moves on every write and cannot be set
+back, so bytes rewritten under a restored size and mtime are still read).
 Imports ``engine.config``, ``engine.errors``, ``engine.values`` and
 ``engine.paths``; no face, no store, no PyMuPDF.
 """
@@ -27,7 +31,21 @@ from engine.errors import ChunknavError
 from engine.values import Document
 from engine.paths import resolve_inside
 
-__all__ = ["FileState", "Freshness", "check_file", "file_hash", "HASH_CACHE_ENTRIES", "settings_key"]
+__all__ = [
+    "FileState",
+    "Freshness",
+    "check_file",
+    "file_hash",
+    "HASH_CACHE_ENTRIES",
+    "settings_key",
+    "STAT_KEY",
+    "stat_mark",
+    "stat_unchanged",
+]
+
+#: The document metadata key holding the file's stat when its row was stored:
+#: ``[size_bytes, mtime_ns, ctime_ns]``.
+STAT_KEY = "fileStat"
 
 #: What the check found: ``same`` (size and mtime as indexed), ``same-content``
 #: (size or mtime differ, bytes hash equal: touched or copied back), ``changed``
@@ -134,6 +152,22 @@ def check_file(root: str | os.PathLike[str], doc: Document) -> Freshness:
         return Freshness("missing", doc.indexed_at)
     state: FileState = "same-content" if digest == doc.content_hash else "changed"
     return Freshness(state, doc.indexed_at, st.st_size, st.st_mtime)
+
+
+def stat_mark(size_bytes: int, mtime_ns: int, ctime_ns: int) -> list[int]:
+    """The ``metadata[STAT_KEY]`` value of a file read with this stat (bytes, ns, ns)."""
+    return [int(size_bytes), int(mtime_ns), int(ctime_ns)]
+
+
+def stat_unchanged(doc: Document, size_bytes: int, mtime_ns: int, ctime_ns: int) -> bool:
+    """True when the file's stat now equals the one recorded with ``doc`` (``STAT_KEY``),
+    so its stored ``content_hash`` stands without reading the file. False when no stat
+    was recorded, when ctime is unknown (0), or the row carries a stale mark."""
+    meta = doc.metadata or {}
+    mark = meta.get(STAT_KEY)
+    if not ctime_ns or not isinstance(mark, list) or meta.get("stale"):
+        return False
+    return mark == stat_mark(size_bytes, mtime_ns, ctime_ns)
 
 
 def settings_key(settings: Settings) -> str:

@@ -98,6 +98,7 @@ class Indexer:
         force: bool = False,
         on_progress: Callable[[dict], None] | None = None,
         cancel: threading.Event | None = None,
+        keep_missing: bool | None = None,
     ) -> dict:
         """Index the given collections (None: all) and return the summary.
 
@@ -113,6 +114,8 @@ class Indexer:
                 Set while the last file is read or written (or the last batch runs), no boundary is left:
                 the run ends ``finished`` with ``cancelRequested: true`` and a
                 ``message`` saying so.
+            keep_missing: keep documents whose file is gone, marked ``missing``
+                (None: ``settings.keep_missing``).
 
         Returns:
             The summary dict (``engine.index.runs``), saved with ``store.save_run``
@@ -125,7 +128,8 @@ class Indexer:
         """
         started = time.time()
         emit: Progress = on_progress or (lambda _e: None)
-        ctx = RunContext(self.store, self.settings, emit=emit, cancel=cancel)
+        keep = self.settings.keep_missing if keep_missing is None else keep_missing
+        ctx = RunContext(self.store, self.settings, emit=emit, cancel=cancel, keep_missing=keep)
         with self.store.index_lock():
             targets = self._targets(collections)
             summary = ctx.summary = new_summary(force, [c.collection_path for c in targets], _iso(started))
@@ -171,6 +175,35 @@ class Indexer:
                     "status": summary["status"],
                 }
             )
+        return summary
+
+    def plan(self, collections: list[str] | None = None, force: bool = False, keep_missing: bool | None = None) -> dict:
+        """What ``run`` with the same arguments would do now, with nothing written.
+
+        The walk, the classification, the hash (and stat pre-gate), the settling of
+        stored documents (stale, moved, missing, removed) and the text pass's gate run
+        as in a run, on a ``RunContext`` with ``dry_run``: no mark, removal, move,
+        extraction, embedding or run record; no index lock is taken (a run may hold it).
+
+        Returns:
+            A summary (``engine.index.runs``) with ``status: "planned"`` and, besides its
+            lists, ``added`` and ``changed`` (files the run would read) and
+            ``unchangedFiles``. A file listed added or changed may still end failed,
+            empty or skipped in the run: only reading it tells.
+
+        Raises:
+            ValueError: a named collection does not exist.
+        """
+        started = time.time()
+        keep = self.settings.keep_missing if keep_missing is None else keep_missing
+        ctx = RunContext(self.store, self.settings, dry_run=True, keep_missing=keep)
+        targets = self._targets(collections)
+        summary = ctx.summary = new_summary(force, [c.collection_path for c in targets], _iso(started))
+        summary.update(status="planned", keepMissing=keep, added=[], changed=[], unchangedFiles=[])
+        walker = WalkPass(ctx, self.limits)
+        files = walker.scan(targets)
+        TextPass(ctx, self.limits, self._ocr).plan(files, force, walker.current)
+        summary["seconds"] = ctx.elapsed_s()
         return summary
 
     # -- the per-file seam, outside a run --------------------------------------------

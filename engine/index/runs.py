@@ -11,11 +11,16 @@ Summary keys (camelCase, JSON-able)::
 
     runId, status, pid, host, force, collections, filesSeen,
     indexed, unchanged (files the hash gate passed over),
-    counts {indexed, empty, unchanged, failed, skipped, stale, removed},
+    counts {indexed, empty, unchanged, failed, skipped, stale, removed, missing, renamed},
     empty [...], failed [...], skippedFiles [...], stale [...],
+    removedFiles [...] (documents removed: their file is gone),
+    missing [...] (documents kept, marked ``missing``: their file is gone and
+    ``keep_missing`` is on), renamed [{collectionPath, from, to}] (documents
+    moved to the new path of their bytes: chunks and vectors kept),
     unsupported [...] (the skippedFiles with code unsupported-type),
     rootErrors [...] (collection roots that could not be listed),
-    removed, chunksWritten, embedded, reused, embedError, error,
+    removed, statGated (files whose hash came from their stored row: size,
+    mtime and ctime as indexed), chunksWritten, embedded, reused, embedError, error,
     seconds, startedAt, finishedAt, summarySaved (false only: the end record
     could not be saved, said in ``error.message`` too)
 
@@ -36,7 +41,9 @@ root vanished or is not a folder; ``unreadable``: it cannot be listed); every
 document of that collection is then in ``stale`` with the same code (the root
 is not a walk entry: it is in no count). ``filesSeen`` counts every entry the
 walk reported: ``counts.indexed + empty + unchanged + failed + skipped +
-stale == filesSeen`` once the run finished, less the stale documents under a
+stale == filesSeen`` once the run finished (``removed``, ``missing`` and
+``renamed`` count stored documents, not walk entries: a renamed file's new
+path is also counted ``unchanged``), less the stale documents under a
 folder that could not be entered (the folder is the one skipped entry). A
 file that cannot be read but has a stored document is ``stale`` only, never
 also ``skipped``.
@@ -92,14 +99,28 @@ def new_summary(force: bool, collections: list[str], started_at: str) -> dict[st
         "filesSeen": 0,
         "indexed": 0,
         "unchanged": 0,
-        "counts": {"indexed": 0, "empty": 0, "unchanged": 0, "failed": 0, "skipped": 0, "stale": 0, "removed": 0},
+        "counts": {
+            "indexed": 0,
+            "empty": 0,
+            "unchanged": 0,
+            "failed": 0,
+            "skipped": 0,
+            "stale": 0,
+            "removed": 0,
+            "missing": 0,
+            "renamed": 0,
+        },
         "empty": [],
         "failed": [],
         "skippedFiles": [],
         "stale": [],
         "unsupported": [],
         "rootErrors": [],
+        "removedFiles": [],
+        "missing": [],
+        "renamed": [],
         "removed": 0,
+        "statGated": 0,
         "chunksWritten": 0,
         "embedded": 0,
         "reused": 0,

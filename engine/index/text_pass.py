@@ -30,7 +30,7 @@ from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
 from engine.index.context import RunContext
 from engine.index.files import HashedFile, LazyChunks, Prepared, read_code
-from engine.index.gate import file_hash, settings_key
+from engine.index.gate import STAT_KEY, file_hash, settings_key, stat_mark
 from engine.index.runs import record
 from engine.values import Chunk, Document, ExtractedText
 
@@ -179,6 +179,37 @@ class TextPass:
             self._pool = None
             if group:
                 self.commit(group)
+
+    def plan(self, files: list[HashedFile], force: bool, current: set[tuple[str, str]]) -> None:
+        """The gate of ``run`` with nothing read or written (a dry run): each file is counted
+        ``unchanged`` or listed in the summary's ``added`` (no stored row) or ``changed``
+        (a stored row the gate does not pass: other bytes, other settings, a stale mark,
+        a new password for an encrypted file, or ``force``)."""
+        summary = self._ctx.summary
+        for f in files:
+            self._ctx.check_cancel()
+            cp = f.collection.collection_path
+            if not force and self._is_current(f, current):
+                summary["unchanged"] += 1
+                summary["counts"]["unchanged"] += 1
+                summary["unchangedFiles"].append(record(cp, f.file_path, None, ""))
+                continue
+            doc = self._ctx.store.get_document(cp, f.file_path)
+            if doc is None:
+                summary["added"].append(record(cp, f.file_path, None, "new file"))
+                continue
+            why = (
+                "forced (Rebuild)"
+                if force
+                else "other bytes"
+                if doc.content_hash != f.content_hash
+                else "other chunking or extractor settings"
+                if doc.settings_key != self._key
+                else "marked stale: read again"
+                if (doc.metadata or {}).get("stale")
+                else "encrypted: tried again with the collection's password"
+            )
+            summary["changed"].append(record(cp, f.file_path, None, why))
 
     def _extract_pool(self, todo: list[HashedFile]) -> ExtractPool:
         """An ``ExtractPool`` told to extract ahead the first file of each duplicate key
@@ -411,7 +442,13 @@ class TextPass:
             elif old is not None and p.code:  # kept, marked stale with the reason
                 self._ctx.mark_stale(old, p.code, p.reason or "")
             return
-        store.replace_document(p.document, p.text, cast("list[Chunk]", p.chunks))  # a Sequence the stores iterate
+        doc = p.document
+        if self._ctx.settings.stat_gate:  # the stat pre-gate's record (engine.index.gate.stat_unchanged)
+            f = p.file
+            doc = dataclasses.replace(
+                doc, metadata={**(doc.metadata or {}), STAT_KEY: stat_mark(f.size_bytes, f.mtime_ns, f.ctime_ns)}
+            )
+        store.replace_document(doc, p.text, cast("list[Chunk]", p.chunks))  # a Sequence the stores iterate
 
 
 def _password_key(password: str | None, content_hash: str) -> str:

@@ -17,6 +17,7 @@ use); never a face (streamlit, mcp, argparse).
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import stat
@@ -29,8 +30,8 @@ from typing import Any
 from engine.extract.limits import Limits
 from engine.index.context import RunContext
 from engine.index.files import HashedFile, read_code
-from engine.index.gate import file_hash, settings_key
-from engine.values import Collection
+from engine.index.gate import STAT_KEY, file_hash, settings_key, stat_mark, stat_unchanged
+from engine.values import Collection, Document
 from engine.paths import os_name
 from engine.index.runs import record
 from engine.index.walk import Entry, walk_entries
@@ -131,6 +132,7 @@ class _Scan:
     seen: set[str] = field(default_factory=set)
     blocked: dict[str, tuple[str, str]] = field(default_factory=dict)  # dir filePath -> (code, message)
     stale: dict[str, tuple[str, str]] = field(default_factory=dict)  # filePath -> (code, message)
+    known: dict[str, str] = field(default_factory=dict)  # filePath -> stored hash (stat pre-gate)
 
 
 class WalkPass:
@@ -164,6 +166,7 @@ class WalkPass:
         """
         from engine.extract import SUPPORTED_SUFFIXES
 
+        ctx = self._ctx
         self.current = set()
         files: list[HashedFile] = []
         found = 0
@@ -177,15 +180,33 @@ class WalkPass:
                 continue
             found += len(entries)
             mfb = self._limits.max_file_bytes
-            picked = [(e.os_path, e.size_bytes) for e in entries if _to_hash(e, SUPPORTED_SUFFIXES, mfb)]
+            stored = {d.file_path: d for d in ctx.store.documents(coll.collection_path)}
+            scan.known = self._stat_gated(entries, stored) if ctx.settings.stat_gate else {}
+            picked = [
+                (e.os_path, e.size_bytes)
+                for e in entries
+                if _to_hash(e, SUPPORTED_SUFFIXES, mfb) and e.file_path not in scan.known
+            ]
             hashes = hashes_in_order(picked)
             try:  # each digest travels with its path: _classify checks it hashes the entry it is at
                 last = self._classify(coll, entries, zip((p for p, _ in picked), hashes), scan, found, len(files), last)
             finally:
                 hashes.close()  # a cancelled scan: no more files are read ahead
-            self._settle(coll, scan)
+            self._settle(coll, scan, stored)
             files.extend(scan.files)
         return files
+
+    @staticmethod
+    def _stat_gated(entries: list[Entry], stored: dict[str, Document]) -> dict[str, str]:
+        """``{filePath: content_hash}`` of the entries whose stat (size, mtime, ctime) is the
+        one recorded with their stored row (``engine.index.gate.stat_unchanged``): their
+        hash is that row's, and they are not read. Every other file is hashed."""
+        known: dict[str, str] = {}
+        for e in entries:
+            doc = stored.get(e.file_path)
+            if e.code is None and doc is not None and stat_unchanged(doc, e.size_bytes, e.mtime_ns, e.ctime_ns):
+                known[e.file_path] = doc.content_hash
+        return known
 
     def _classify(
         self,
@@ -233,7 +254,14 @@ class WalkPass:
                 scan.stale[entry.file_path] = ("too-large", msg)
                 ctx.add("skipped", record(cp, entry.file_path, "too-large", msg))
                 continue
-            path, digest = next(hashes, (None, None))
+            known = scan.known.get(entry.file_path)
+            path: Any
+            digest: str | OSError | None
+            if known is not None:  # size, mtime and ctime as stored: the stored hash stands
+                path, digest = entry.os_path, known
+                summary["statGated"] = summary.get("statGated", 0) + 1
+            else:
+                path, digest = next(hashes, (None, None))
             if path != entry.os_path:  # _to_hash and the checks above disagree: never pair a wrong hash
                 raise RuntimeError(f"walk and hash out of step at {cp}/{entry.file_path}")
             if not isinstance(digest, str):
@@ -250,7 +278,8 @@ class WalkPass:
                     coll, entry.file_path, entry.os_path, digest, entry.size_bytes, entry.mtime_ns, entry.ctime_ns
                 )
             )
-            summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
+            if known is None:
+                summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
             now = time.perf_counter()
             if now - last >= _PROGRESS_EVERY_S:
                 last = now
@@ -260,7 +289,7 @@ class WalkPass:
                         "done": before + len(scan.files),
                         "total": found,
                         "file": f"{cp}/{entry.file_path}",
-                        "bytesHashed": summary["bytesHashed"],
+                        "bytesHashed": summary.get("bytesHashed", 0),
                         "elapsedS": round(now - ctx.t0, 3),
                     }
                 )
@@ -310,16 +339,21 @@ class WalkPass:
             ctx.mark_stale(doc, code, why)
             ctx.add("stale", record(cp, doc.file_path, code, why))
 
-    def _settle(self, coll: Collection, scan: _Scan) -> None:
+    def _settle(self, coll: Collection, scan: _Scan, stored: dict[str, Document]) -> None:
         """Stored documents not (re)indexed from this walk: stale with the reason
-        when the file exists but cannot be read; removed only when it is gone (ENOENT,
-        or a folder now stands at its path: the file it was is gone)."""
+        when the file exists but cannot be read; when it is gone (ENOENT, or a folder
+        now stands at its path: the file it was is gone), moved to a new file of the
+        same bytes (a rename or move inside the root: chunks and vectors kept), else
+        kept marked ``missing`` (``keep_missing``) or removed. A file that passes the
+        gate with a new stat (touched, copied back) gets its stat recorded."""
         ctx = self._ctx
         store = ctx.store
         cp = coll.collection_path
         hashed = {f.file_path: f for f in scan.files}
         key = settings_key(ctx.settings)
-        for doc in store.documents(cp):
+        gone: list[Document] = []
+        restat: dict[str, dict] = {}  # filePath -> metadata with the stat recorded now
+        for doc in stored.values():
             fp = doc.file_path
             if fp in scan.seen:
                 f = hashed.get(fp)
@@ -333,26 +367,73 @@ class WalkPass:
                 ):
                     # the hash gate's answer from this row: the text pass reads no row again
                     self.current.add((cp, f.file_path))
+                    if fp not in scan.known and ctx.settings.stat_gate:  # read: its stat moved
+                        restat[fp] = {**meta, STAT_KEY: stat_mark(f.size_bytes, f.mtime_ns, f.ctime_ns)}
                 continue
             why = (
                 None
                 if fp in scan.blocked
                 else scan.stale.get(fp) or next((v for d, v in scan.blocked.items() if fp.startswith(d + "/")), None)
             )
-            gone = fp in scan.blocked  # a folder now stands where the file was (one it cannot enter)
-            if why is None and not gone:
+            is_gone = fp in scan.blocked  # a folder now stands where the file was (one it cannot enter)
+            if why is None and not is_gone:
                 try:  # lstat: the entry itself, no symlink followed
-                    gone = stat.S_ISDIR(os.lstat(os.path.join(coll.root, os_name(fp))).st_mode)  # now a folder
+                    is_gone = stat.S_ISDIR(os.lstat(os.path.join(coll.root, os_name(fp))).st_mode)  # now a folder
                     why = ("unreadable", "the file exists but the walk did not reach it")
                 except OSError as e:
-                    gone = read_code(e) == "gone"
+                    is_gone = read_code(e) == "gone"
                     why = ("unreadable", f"cannot stat: {e.strerror or e}")
-            if gone or why is None:  # the file is gone (ENOENT, or a folder of the same name replaced it)
-                ctx.retrying(lambda: store.remove_document(cp, fp))
-                ctx.summary["removed"] += 1
-                ctx.summary["counts"]["removed"] += 1
+            if is_gone or why is None:  # the file is gone (ENOENT, or a folder of the same name replaced it)
+                gone.append(doc)
                 continue
             ctx.mark_stale(doc, *why)
             if fp in scan.stale:  # the walk counted it skipped: a kept document is stale only (one class)
                 ctx.unskip(cp, fp)
             ctx.add("stale", record(cp, fp, why[0], why[1]))
+        if restat:
+
+            def record_stats() -> None:
+                with store.batch():
+                    for fp, meta in restat.items():
+                        store.set_document_metadata(cp, fp, meta)
+
+            ctx.write(record_stats)
+        gone = self._moved(cp, gone, [f for f in scan.files if f.file_path not in stored], key)
+        for doc in gone:
+            fp = doc.file_path
+            if ctx.keep_missing:
+                kept = "the file is gone; kept with its chunks and vectors (keep_missing)"
+                ctx.mark_stale(doc, "missing", kept)
+                ctx.add("missing", record(cp, fp, "missing", kept))
+                continue
+            ctx.write(lambda fp=fp: store.remove_document(cp, fp))  # type: ignore[misc]
+            ctx.summary["removed"] += 1
+            ctx.add("removed", record(cp, fp, "gone", "the file is gone"))
+
+    def _moved(self, cp: str, gone: list[Document], new: list[HashedFile], key: str) -> list[Document]:
+        """Move each gone document to a new file (no stored row at its path) with the same
+        content hash, under the same settings (a rename or move inside the root): its row,
+        text, chunks and so its vectors go with it, nothing is read or embedded again.
+        Pairs by hash in path order; returns the gone documents no new file took."""
+        ctx = self._ctx
+        by_hash: dict[str, list[HashedFile]] = {}
+        for f in sorted(new, key=lambda f: f.file_path):
+            by_hash.setdefault(f.content_hash, []).append(f)
+        left: list[Document] = []
+        for doc in sorted(gone, key=lambda d: d.file_path):
+            targets = by_hash.get(doc.content_hash)
+            if not targets or doc.settings_key != key or doc.status not in ("indexed", "empty"):
+                left.append(doc)
+                continue
+            f = targets.pop(0)
+            meta = {k: v for k, v in (doc.metadata or {}).items() if k != "stale"}
+            if ctx.settings.stat_gate:
+                meta[STAT_KEY] = stat_mark(f.size_bytes, f.mtime_ns, f.ctime_ns)
+            moved = dataclasses.replace(
+                doc, file_path=f.file_path, size_bytes=f.size_bytes, last_modified=f.last_modified, metadata=meta
+            )
+            ctx.write(lambda d=doc, m=moved: ctx.store.move_document(d.file_path, m))  # type: ignore[misc]
+            self.current.add((cp, f.file_path))
+            ctx.summary["counts"]["renamed"] += 1
+            ctx.summary["renamed"].append({"collectionPath": cp, "from": doc.file_path, "to": f.file_path})
+        return left

@@ -125,6 +125,12 @@ class Store(Protocol):
         """Drop documents and chunks whose collection is gone; the number of collection
         paths repaired."""
 
+    def move_document(self, old_file_path: str, document: Document) -> bool:
+        """Move the document at ``(document.collection_path, old_file_path)`` to
+        ``document.file_path`` (a renamed file of the same bytes): its text and chunks go
+        with it (chunk ids, and so vectors, unchanged), the row becomes ``document``, in one
+        ``batch`` (one transaction where the backend groups writes). False: no document at the old path."""
+
     # -- embedding notes (engine/store/sqlite/notes.py, engine/store/postgres/notes.py) ----
     def vector_dim(self, model: str) -> int | None:
         """Dimension of ``model``'s stored vectors, or None when it has none."""
@@ -161,6 +167,10 @@ class Store(Protocol):
     def search_keyword(self, query: str, collection_paths: Iterable[str] | None, limit: int) -> list[KeywordHit]:
         """BM25 keyword hits (FTS5 on SQLite, full-text on Postgres), best first.
         ``query`` is plain words; the store quotes them (no query syntax)."""
+
+    def vectors_per_file(self, model: str) -> dict[tuple[str, str], int]:
+        """``{(collection_path, file_path): chunks of the file that have a vector of model}``
+        (files with none are absent)."""
 
     def vector_coverage(self, model: str) -> tuple[int, int]:
         """``(live, missing)`` for ``model``: its vectors whose chunk_id is in some chunk
@@ -253,6 +263,23 @@ class StoreBase:
         self.replace_document(dataclasses.replace(doc, metadata=dict(metadata or {})), text, chunks)
         return True
 
+    def move_document(self: Store, old_file_path: str, document: Document) -> bool:
+        """Store the row, text and chunks again at the new path (chunks re-pathed, not
+        re-cut), then remove the old path, in one ``batch``."""
+        import dataclasses
+
+        cp = document.collection_path
+        old = self.get_document(cp, old_file_path)
+        if old is None:
+            return False
+        text = self.document_text(cp, old_file_path) or ""
+        fp, lm = document.file_path, document.last_modified
+        chunks = [dataclasses.replace(c, file_path=fp, last_modified=lm) for c in self.chunks(cp, old_file_path)]
+        with self.batch():
+            self.replace_document(document, text, chunks)
+            self.remove_document(cp, old_file_path)
+        return True
+
     def repair_orphans(self: Store) -> int:
         """Remove the documents of every collection path that is not a collection any more."""
         known = {c.collection_path for c in self.collections()}
@@ -268,6 +295,16 @@ class StoreBase:
             missing = len({c.chunk_id for d in self.documents() for c in self.chunks(d.collection_path, d.file_path)})
             return 0, missing
         return counts["vectors"] - counts["stale"], counts["missing"]
+
+    def vectors_per_file(self: Store, model: str) -> dict[tuple[str, str], int]:
+        """From ``chunks_missing_vectors`` and each document's ``chunks``."""
+        missing = {cid for cid, _text in self.chunks_missing_vectors(model)}
+        out: dict[tuple[str, str], int] = {}
+        for d in self.documents():
+            n = sum(1 for c in self.chunks(d.collection_path, d.file_path) if c.chunk_id not in missing)
+            if n:
+                out[(d.collection_path, d.file_path)] = n
+        return out
 
     def tidy_keyword_index(self, written: int) -> bool:
         """Nothing to tidy."""

@@ -21,6 +21,7 @@ from engine.search.query import form_found, forms_found, normalise_collection_pa
 from engine.index.runs import run_outcome
 from engine.search.searcher import SearchOutcome
 from engine.search.snippets import make_snippets, shown_terms
+from engine.tools.operations import mark_missing
 from engine.service import Engine
 
 if TYPE_CHECKING:
@@ -181,9 +182,14 @@ def tool_search(
     vectorWeight: float | None = None,
 ) -> E.SearchResult:
     """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
-    return _search_envelope(
-        engine.search.search(query, scope, limit, mode, per_file=True, min_score=minScore, vector_weight=vectorWeight),
-        True,
+    return mark_missing(
+        engine,
+        _search_envelope(
+            engine.search.search(
+                query, scope, limit, mode, per_file=True, min_score=minScore, vector_weight=vectorWeight
+            ),
+            True,
+        ),
     )
 
 
@@ -197,9 +203,14 @@ def tool_search_chunks(
     vectorWeight: float | None = None,
 ) -> E.SearchResult:
     """``search_chunks``: one hit per chunk, not deduplicated by file."""
-    return _search_envelope(
-        engine.search.search(query, scope, limit, mode, per_file=False, min_score=minScore, vector_weight=vectorWeight),
-        False,
+    return mark_missing(
+        engine,
+        _search_envelope(
+            engine.search.search(
+                query, scope, limit, mode, per_file=False, min_score=minScore, vector_weight=vectorWeight
+            ),
+            False,
+        ),
     )
 
 

@@ -34,6 +34,11 @@ __all__ = [
     "FailureFields",
     "EmbedFailedChunk",
     "Provenance",
+    "PlanFile",
+    "PlanMove",
+    "IndexPlan",
+    "CoverageRow",
+    "Coverage",
 ]
 
 
@@ -92,6 +97,7 @@ class SearchHit(TypedDict):  # search: one hit per file
     vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
     keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
     keywordRank: NotRequired[int]  # hybrid: 0-based rank in the keyword list
+    missing: NotRequired[bool]  # the file is gone; the document was kept (keep_missing)
 
 
 class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
@@ -295,3 +301,61 @@ class IndexStatus(TypedDict):  # index_status
     embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
     readOnly: NotRequired[bool]  # true: the index was opened read-only (reads work, an index run is refused)
     readOnlyReason: NotRequired[str]  # why: "its directory ... is not writable", "no space left on the disk ..."
+
+
+class PlanFile(TypedDict):  # plan_index: one file in a list of the plan
+    collectionPath: str
+    filePath: str
+    code: NotRequired[str]  # reason code (skipped, stale, missing)
+    reason: NotRequired[str]  # for people: why the file is in this list
+
+
+# "from" is a Python keyword: the functional form keeps the wire key.
+PlanMove = TypedDict("PlanMove", {"collectionPath": str, "from": str, "to": str})
+
+
+class IndexPlan(TypedDict):  # plan_index, chunknav index --dry-run
+    dryRun: bool  # always true: nothing was written
+    collections: list[str]
+    force: bool
+    keepMissing: bool
+    filesSeen: int
+    counts: dict[str, int]  # add, change, rename, remove, missing, unchanged, stale, skipped
+    add: list[PlanFile]  # read and stored: no row yet
+    change: list[PlanFile]  # read again: bytes, settings or a stale mark moved
+    rename: list[PlanMove]  # row, chunks and vectors moved to the new path; nothing read
+    remove: list[PlanFile]  # the file is gone: row and chunks removed (vectors stay)
+    missing: list[PlanFile]  # the file is gone: kept, marked missing (keepMissing)
+    unchanged: list[PlanFile]
+    stale: list[PlanFile]  # cannot be read now: kept, marked stale
+    skipped: list[PlanFile]  # passed over with a reason code
+    rootErrors: list[dict[str, Any]]
+    truncated: NotRequired[bool]  # a list was cut at limit (counts stay whole)
+    limit: NotRequired[int]
+    seconds: NotRequired[float]
+    error: NotRequired[str]  # not-found (unknown collection), index-unavailable
+    message: NotRequired[str]
+
+
+class CoverageRow(TypedDict):  # coverage: one collection and file type ("*": the collection)
+    collectionPath: str
+    fileType: str  # suffix without the dot, lower case; "" none; "*" all
+    filesSeen: int
+    indexed: int
+    empty: int
+    failed: int
+    stale: int
+    missing: int
+    notIndexed: int
+    skipped: dict[str, int]  # reason code -> files
+    chunks: int
+    vectors: dict[str, int]  # model -> chunks with a vector of it
+
+
+class Coverage(TypedDict):  # coverage
+    collections: list[str]
+    models: list[str]
+    rows: list[CoverageRow]
+    rootErrors: list[dict[str, Any]]
+    error: NotRequired[str]  # not-found (unknown collection), index-unavailable
+    message: NotRequired[str]

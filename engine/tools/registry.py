@@ -55,6 +55,7 @@ from engine.tools.answers import (  # noqa: E402,F401  (re-exported: the registr
     tool_search,
     tool_search_chunks,
 )
+from engine.tools.operations import PLAN_LIMIT_DEFAULT, tool_coverage, tool_plan_index  # noqa: E402
 
 
 class ToolArgumentError(ValueError):
@@ -126,6 +127,15 @@ _SEARCH_ARGS = {
         "description": "hybrid only: weight of the vector ranking in the fusion, 0..1 "
         "(default 0.5; 1 = vector order, 0 = keyword order)",
     },
+}
+
+
+_COLLECTIONS = {
+    "type": ["string", "array", "null"],
+    "items": {"type": "string", "minLength": 1},
+    "minItems": 1,
+    "maxItems": 100,
+    "description": "a collection path or a list of them (default: every collection)",
 }
 
 
@@ -250,6 +260,46 @@ REGISTRY: dict[str, Tool] = {
             ),
             tool_index_status,
             E.IndexStatus,
+        ),
+        Tool(
+            "plan_index",
+            "Dry run of an index run: which files it would add, change (read again), rename "
+            "(chunks and vectors moved), remove or keep missing, leave unchanged, mark stale or "
+            "skip, with reasons. Nothing is written.",
+            _schema(
+                {
+                    "collections": _COLLECTIONS,
+                    "force": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "plan a Rebuild: every file read again",
+                    },
+                    "keepMissing": {
+                        "type": ["boolean", "null"],
+                        "description": "keep documents whose file is gone, marked missing "
+                        "(default: the keep_missing setting)",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 100000,
+                        "default": PLAN_LIMIT_DEFAULT,
+                        "description": "files listed per list (counts stay whole)",
+                    },
+                },
+                [],
+            ),
+            tool_plan_index,
+            E.IndexPlan,
+        ),
+        Tool(
+            "coverage",
+            "Coverage per collection and file type: files seen on disk, indexed, empty, failed, "
+            "stale, missing, not indexed yet, skipped by reason, chunks, and chunks with a vector "
+            "per model.",
+            _schema({"collections": _COLLECTIONS}, []),
+            tool_coverage,
+            E.Coverage,
         ),
     )
 }
@@ -383,6 +433,24 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str, code: str =
         return {"found": False, "documentPath": a["documentPath"], **fail}
     if name == "list_documents":
         return {"found": False, "collectionPath": a["collectionPath"], "offset": a.get("offset", 0), **fail}
+    named = a.get("collections")
+    named = [named] if isinstance(named, str) else list(named or [])
+    if name == "coverage":
+        return {"collections": named, "models": [], "rows": [], "rootErrors": [], **fail}
+    if name == "plan_index":
+        counts = {k: 0 for k in ("add", "change", "rename", "remove", "missing", "unchanged", "stale", "skipped")}
+        lists: dict[str, list[Any]] = {k: [] for k in counts}
+        return {
+            "dryRun": True,
+            "collections": named,
+            "force": bool(a.get("force")),
+            "keepMissing": bool(a.get("keepMissing")),
+            "filesSeen": 0,
+            "counts": counts,
+            **lists,
+            "rootErrors": [],
+            **fail,
+        }
     return {
         "collections": [],
         "documents": 0,
@@ -427,6 +495,8 @@ CLI_NAMES = {
     "get_document": "node",
     "list_documents": "documents",
     "index_status": "status",
+    "plan_index": "plan",
+    "coverage": "coverage",
 }
 CLI_POSITIONAL = {
     "search": ["query"],
@@ -436,6 +506,8 @@ CLI_POSITIONAL = {
     "get_document": ["documentPath"],
     "list_documents": ["collectionPath"],
     "index_status": [],
+    "plan_index": [],
+    "coverage": [],
 }
 
 
@@ -470,12 +542,12 @@ def cli_command(name: str, arguments: dict[str, Any], settings: Any = None) -> s
     for arg, value in arguments.items():
         if arg in CLI_POSITIONAL[name] or value is None:
             continue
-        if isinstance(value, bool):
-            if arg == "probe" and not value:
-                parts.append("--no-probe")
+        if isinstance(value, bool):  # the flag that sets it, unless it is the default
+            if value != REGISTRY[name].schema["properties"][arg].get("default"):
+                parts.append(cli_option(arg) if value else "--no-" + cli_option(arg)[2:])
             continue
         for item in value if isinstance(value, list) else [value]:
             parts += [cli_option(arg), str(item)]
-    if name == "index_status":
+    if name in ("index_status", "coverage"):
         parts.append("--json")
     return " ".join(shlex.quote(p) for p in parts)

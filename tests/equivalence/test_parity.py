@@ -67,6 +67,11 @@ def _cases(engine: Engine) -> dict[str, tuple[str, dict]]:
         "list_documents": ("list_documents", {"collectionPath": f"{C}/"}),
         "list_documents-page": ("list_documents", {"collectionPath": C, "offset": 1, "limit": 2}),
         "list_documents-missing": ("list_documents", {"collectionPath": "No/Such"}),
+        "plan_index": ("plan_index", {"collections": [C]}),
+        "plan_index-force": ("plan_index", {"collections": C, "force": True, "limit": 2}),
+        "plan_index-missing": ("plan_index", {"collections": ["No/Such"], "keepMissing": True}),
+        "coverage": ("coverage", {}),
+        "coverage-missing": ("coverage", {"collections": "No/Such"}),
         # probe=False: the probe's timing differs per call
         "index_status": ("index_status", {"probe": False}),
         # weights, thresholds, the breakdown, the scope grammar, trailing slashes
@@ -134,6 +139,11 @@ CASE_IDS = [
     "list_documents",
     "list_documents-page",
     "list_documents-missing",
+    "plan_index",
+    "plan_index-force",
+    "plan_index-missing",
+    "coverage",
+    "coverage-missing",
 ]
 #: Calls every face must refuse as bad arguments, naming the argument: (tool, arguments, argument named).
 ERROR_CASES = {

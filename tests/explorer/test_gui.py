@@ -858,3 +858,22 @@ def test_source_says_when_the_last_run_could_not_read_the_file(monkeypatch, tmp_
     finally:
         restore_permissions(tmp_path)
         st.cache_resource.clear()
+
+
+def test_rebuild_preview_is_the_plan_and_writes_nothing(app, sample_engine):
+    at = app("rebuild")
+    at.toggle(key="preview").set_value(True).run()
+    assert not at.exception, at.exception
+    call, env = _panel(at, "plan_index")
+    assert call == {"name": "plan_index", "arguments": {"limit": 200}}
+    assert env == call_tool(sample_engine, "plan_index", {"limit": 200})
+    assert any("nothing written" in c.value for c in at.caption)
+
+
+def test_status_coverage_is_the_coverage_tool(app, sample_engine):
+    at = app("status")
+    at.toggle(key="status_coverage").set_value(True).run()
+    assert not at.exception, at.exception
+    call, env = _panel(at, "coverage")
+    assert env == call_tool(sample_engine, "coverage", {})
+    assert env["rows"][0]["fileType"] == "*" and env["rows"][0]["indexed"] > 0

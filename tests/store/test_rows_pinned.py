@@ -6,6 +6,7 @@ change is meant, recompute the digests (``_digests``) and say why in the commit.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
+from engine.index.gate import STAT_KEY
+from engine.store.sqlite.rows import to_json
 from engine.index.indexer import Indexer
 from engine.values import Collection
 from engine.store.sqlite.store import SqliteStore
@@ -49,6 +52,16 @@ PINNED = {
 }
 
 
+def _without_stat(metadata: str | None) -> str | None:
+    """The metadata JSON without the stat of the file on this disk (``STAT_KEY``: size,
+    mtime and ctime, which differ per copy of the corpus)."""
+    if metadata is None:
+        return None
+    meta = json.loads(metadata)
+    meta.pop(STAT_KEY, None)
+    return to_json(meta) if meta else None
+
+
 def _digests(db: str) -> dict[str, str]:
     c = sqlite3.connect(db)
     out = {}
@@ -56,6 +69,7 @@ def _digests(db: str) -> dict[str, str]:
         "SELECT file_path, status, reason, page_count, chunk_count, text_length, summary, "
         "metadata, text FROM documents ORDER BY file_path"
     ):
+        doc[6] = _without_stat(doc[6])
         h = hashlib.sha256(repr(doc).encode())
         for r in c.execute(
             'SELECT chunk_index, chunk_id, start, "end", chunk_text, page, page_label, bbox, '

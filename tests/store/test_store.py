@@ -707,3 +707,26 @@ def test_slot_twin_refuses_classes_it_cannot_stand_for():
             assert self.a >= 0
 
     assert [R._slots_twin(c) for c in (NoSlots, NotFrozen, NotInit, Checked)] == [None] * 4
+
+
+def test_move_document_keeps_text_chunks_and_vectors(store):
+    import dataclasses
+
+    store.add_collection(Collection("C", "/srv/c"))
+    chunks = _chunks("C", "old/a.pdf", "h1", ["alpha words", "beta words", "gamma words"])
+    store.replace_document(_doc("C", "old/a.pdf", "h1", 3), "alpha words beta words gamma words", chunks)
+    vectors = np.eye(3, 4, dtype=np.float32)
+    store.add_vectors("m", [c.chunk_id for c in chunks], vectors)
+    moved = dataclasses.replace(_doc("C", "new/b.pdf", "h1", 3), last_modified=1700000099.5)
+    assert store.move_document("old/a.pdf", moved) is True
+    assert store.get_document("C", "old/a.pdf") is None and store.chunks("C", "old/a.pdf") == []
+    assert store.get_document("C", "new/b.pdf").last_modified == 1700000099.5
+    got = store.chunks("C", "new/b.pdf")
+    assert [c.chunk_id for c in got] == [c.chunk_id for c in chunks]
+    assert [(c.chunk_text, c.regions, c.last_modified) for c in got] == [
+        (c.chunk_text, c.regions, 1700000099.5) for c in chunks
+    ]
+    assert store.document_text("C", "new/b.pdf") == "alpha words beta words gamma words"
+    assert store.vector_counts()["m"]["stale"] == 0 and store.vector_counts()["m"]["missing"] == 0
+    assert store.vectors_per_file("m") == {("C", "new/b.pdf"): 3}
+    assert store.move_document("nothing.pdf", moved) is False

@@ -482,6 +482,16 @@ class SqliteStore(StoreBase):
             ).fetchone()
         return int(ids) - int(missing), int(missing)
 
+    def vectors_per_file(self, model: str) -> dict[tuple[str, str], int]:
+        """Chunks per file with a vector of ``model``, in one statement (Store.vectors_per_file)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT collection_path, file_path, count(*) FROM chunks c WHERE EXISTS (SELECT 1 FROM "
+                "vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?) GROUP BY collection_path, file_path",
+                (model,),
+            ).fetchall()
+        return {(cp, fp): int(n) for cp, fp, n in rows}
+
     def iter_vectors(
         self, model: str | None = None, batch: int = 10_000
     ) -> Iterator[tuple[str, list[str], np.ndarray]]:
