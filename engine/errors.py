@@ -68,6 +68,7 @@ ErrorCode = Literal[
     "invalid-argument",  # a tool argument out of its domain
     "path-escape",  # filePath leaves the collection root
     "store-busy",  # the store's writer lock stayed busy past lock_wait_s
+    "stale-cursor",  # a paging cursor made before an index run changed what it pages through
     # operator actions
     "root-refused",  # a collection root outside CHUNKNAV_ALLOWED_ROOTS or a system directory
     "collection-bound",  # the collectionPath is bound to another root; replace it on purpose
@@ -156,6 +157,7 @@ WHO_FIXES: dict[str, str] = {
     "path-escape": "the caller: filePath must stay inside the collection root",
     "store-busy": "the operator: another process holds the index's writer lock; "
     "wait for it or raise CHUNKNAV_LOCK_WAIT_S",
+    "stale-cursor": "the caller: repeat the call without 'cursor' (the index changed since the first page)",
     "root-refused": "the operator: choose a directory under CHUNKNAV_ALLOWED_ROOTS (or extend that setting)",
     "collection-bound": "the operator: pick another collection path, or replace the binding on purpose",
 }
