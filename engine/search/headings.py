@@ -3,7 +3,7 @@
 Owns: ``HEADINGS_KEY`` (the document metadata key the extractors fill: a list of
 ``[start, level, title]``, ``start`` a character offset into the extracted text,
 ``level`` 1 = top, in text order), ``heading_path`` (the titles in effect at an offset,
-outermost first), ``headings_within`` (the titles starting inside a span) and
+outermost first), ``chunk_heading_path`` (a chunk's: the section holding most of it), ``headings_within`` (the titles starting inside a span) and
 ``heading_matches`` (the ``heading:`` scope rule). Computed on read: a document indexed
 without headings has an empty path until its next index run. Pure: imports nothing
 from the engine.
@@ -15,7 +15,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["HEADINGS_KEY", "heading_path", "headings_within", "heading_matches"]
+__all__ = ["HEADINGS_KEY", "heading_path", "chunk_heading_path", "headings_within", "heading_matches"]
 
 #: Document metadata key of the recorded headings.
 HEADINGS_KEY = "headings"
@@ -45,6 +45,15 @@ def heading_path(headings: Any, position: int) -> list[str]:
             stack.pop()
         stack.append((level, title))
     return [t for _, t in stack]
+
+
+def chunk_heading_path(headings: Any, start: int, end: int) -> list[str]:
+    """A chunk's heading path: the path of the section holding most of ``[start, end)``
+    (the headings starting inside the chunk cut it into sections; the earliest wins a tie)."""
+    rows = _rows(headings)
+    cuts = [start] + [s for s, _, _ in rows if start < s < end] + [end]
+    best = max(range(len(cuts) - 1), key=lambda i: (cuts[i + 1] - cuts[i], -i))
+    return heading_path(rows, cuts[best])
 
 
 def headings_within(headings: Any, start: int, end: int) -> list[str]:

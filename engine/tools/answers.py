@@ -20,7 +20,7 @@ from engine.paths import document_path, resolve_inside
 from engine.search.query import form_found, forms_found, normalise_collection_path, other_forms
 from engine.index.runs import run_outcome
 from engine.search.searcher import SearchOutcome
-from engine.search.headings import HEADINGS_KEY, heading_path
+from engine.search.headings import HEADINGS_KEY, chunk_heading_path
 from engine.search.snippets import make_snippets, shown_terms
 from engine.service import Engine
 from engine.tools.budget import (
@@ -292,8 +292,10 @@ def tool_get_chunk(
         }
     )
     out = {**out, **_provenance(chunk)}
-    path = heading_path(
-        (engine.store.get_document(collectionPath, filePath) or _NO_DOC).metadata.get(HEADINGS_KEY), chunk.start
+    path = chunk_heading_path(
+        (engine.store.get_document(collectionPath, filePath) or _NO_DOC).metadata.get(HEADINGS_KEY),
+        chunk.start,
+        chunk.end,
     )
     if path:
         out["headingPath"] = path

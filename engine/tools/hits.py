@@ -27,7 +27,7 @@ from engine.tools.budget import (
     make_cursor,
     read_cursor,
 )
-from engine.search.headings import HEADINGS_KEY, heading_path
+from engine.search.headings import HEADINGS_KEY, chunk_heading_path
 from engine.search.snippets import make_snippet, shown_terms
 from engine.service import Engine
 from engine.values import Chunk
@@ -165,7 +165,7 @@ class _Heads:
         if key not in self._rows:
             doc = self._store.get_document(*key)
             self._rows[key] = (doc.metadata or {}).get(HEADINGS_KEY) if doc is not None else None
-        return heading_path(self._rows[key], chunk.start) if self._rows[key] else []
+        return chunk_heading_path(self._rows[key], chunk.start, chunk.end) if self._rows[key] else []
 
 
 def _stitch(chunks: list[Chunk]) -> tuple[int, int, str]:
