@@ -40,7 +40,8 @@ without it), and when the token is set every request must carry
 ``Authorization: Bearer <token>``, else 401 (both rules:
 ``engine.faces.exposure``). The token is never logged.
 
-This is the only module that imports ``mcp``; the engine core never imports
+This module and ``engine.faces.mcp_resources`` (the resources it serves) are the only ones
+that import ``mcp``; the engine core never imports
 this module.
 """
 

@@ -325,7 +325,8 @@ def _fit_text(
 
     ``cursor``: the text starts where the cursor says (characters into this answer's text),
     or the answer is ``error: stale-cursor`` when the document changed since. Over the
-    budget, ``text`` keeps the longest start that fits: ``truncated: true``, ``omitted``
+    budget, ``text`` keeps the longest start that fits (``regions`` dropped first when they
+    alone are over it; ``page`` and ``bbox`` stay): ``truncated: true``, ``omitted``
     (characters left out) and ``cursor`` (where the rest starts: a character offset into the
     document's text). ``base``: the key of the text's first character offset (``start`` or
     ``offset``), moved with the text.
@@ -367,6 +368,8 @@ def _fit_text(
             "cursor": make_cursor(tool, digest, out[base] + n, stamp),
         }
 
+    if count_tokens(build(0)) > budget and "regions" in out:  # the regions alone are over: page and bbox stay
+        out = {k: v for k, v in out.items() if k != "regions"}
     kept = fit_count(build, len(text), budget)
     cut = build(kept)
     if base == "offset":

@@ -37,10 +37,11 @@ __all__ = [
     "document_stamp",
 ]
 
-#: Bytes of UTF-8 JSON counted as one token. Three is below what common BPE tokenizers
-#: average on JSON envelopes (bench/answer_tokens.py), so a budget in these tokens is
-#: not exceeded by a client's own tokenizer on English text.
-TOKEN_BYTES = 3
+#: Bytes of UTF-8 JSON counted as one token. The Llama 2 tokenizer, among the least frugal
+#: on JSON (each digit a token), counts 1.3-1.8 tokens per 3 bytes of these envelopes
+#: (bench/answer_tokens.py, docs/decisions/answer-budgets.md); at 2 bytes per token a
+#: budget holds under it too.
+TOKEN_BYTES = 2
 #: The budget a tool call gets when it names no ``maxTokens``: tools that return
 #: free text or lists of it. ``None``: no budget unless asked.
 MAX_TOKENS_DEFAULT: dict[str, int | None] = {
@@ -52,8 +53,9 @@ MAX_TOKENS_DEFAULT: dict[str, int | None] = {
     "get_document": None,
     "index_status": None,
 }
-#: The smallest budget a call may ask for: room for the envelope's own keys and a message.
-MAX_TOKENS_MIN = 200
+#: The smallest budget a call may ask for: room for the envelope's own keys, a cursor and
+#: at least one bare hit or entry, so every page moves the cursor on.
+MAX_TOKENS_MIN = 500
 
 
 class CursorError(ValueError):
@@ -99,7 +101,7 @@ def args_digest(arguments: dict[str, Any], leave_out: Iterable[str] = ("cursor",
     """A short digest of a call's arguments without the paging ones: a cursor is only
     valid for the call that made it."""
     kept = {k: v for k, v in sorted(arguments.items()) if k not in set(leave_out) and v is not None}
-    return hashlib.sha256(to_json(kept).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(to_json(kept).encode("utf-8")).hexdigest()[:12]
 
 
 def make_cursor(tool: str, digest: str, position: int, stamp: str, **extra: Any) -> str:
@@ -113,7 +115,8 @@ def make_cursor(tool: str, digest: str, position: int, stamp: str, **extra: Any)
         extra: small JSON values the next page needs (the mode that ran, the ranking depth).
     """
     body = {"t": tool, "a": digest, "p": position, "s": stamp, **extra}
-    return base64.urlsafe_b64encode(to_json(body).encode("utf-8")).decode("ascii").rstrip("=")
+    raw = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii").rstrip("=")
 
 
 def read_cursor(cursor: str, tool: str, digest: str) -> dict[str, Any]:
@@ -148,7 +151,7 @@ def collection_stamp(store: Any, collections: Iterable[str]) -> str:
         docs = store.documents(c)
         newest = max((d.indexed_at for d in docs), default=0.0)
         h.update(f"{c}\0{len(docs)}\0{newest!r}\0{sum(d.chunk_count for d in docs)}\n".encode())
-    return h.hexdigest()[:16]
+    return h.hexdigest()[:12]
 
 
 def document_stamp(doc: Any) -> str:
@@ -156,4 +159,4 @@ def document_stamp(doc: Any) -> str:
     if doc is None:
         return "none"
     key = f"{doc.content_hash}\0{doc.indexed_at!r}\0{doc.chunk_count}\0{doc.text_length}"
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
+    return hashlib.sha256(key.encode()).hexdigest()[:12]

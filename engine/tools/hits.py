@@ -40,6 +40,8 @@ NEIGHBOURS_MOST = 10
 CONTEXT_SNIPPET_CHARS = 480
 #: Characters a hit's snippet is cut to on the last rung of the budget ladder.
 SHORT_SNIPPET_CHARS = 120
+#: Characters of a snippet on the ladder's last rung, where a hit keeps only what locates it.
+BARE_SNIPPET_CHARS = 60
 
 
 def tool_search(
@@ -219,7 +221,8 @@ def _fit(
 
     The ladder: as it is; each context cut to ``CONTEXT_SNIPPET_CHARS`` around the query's
     first term; contexts and regions dropped and snippets cut to ``SHORT_SNIPPET_CHARS``;
-    then the fewest hits dropped from the end. The echoed ``query`` is not counted (the
+    hits reduced to what locates and ranks them (``_bare``); then the fewest hits dropped
+    from the end. The echoed ``query`` is not counted (the
     caller sent it). Anything cut sets ``truncated: true``;
     hits dropped are counted in ``omitted`` and the ``cursor`` starts at the first of them.
     A page that was not cut carries ``cursor`` when a next page may exist.
@@ -230,14 +233,14 @@ def _fit(
         if more:
             out["cursor"] = next_cursor(first + n)
         return out
-    rungs = (_context_snippets, _lean)
+    rungs = (_context_snippets, _lean, _bare)
     for rung in rungs:
         hits = [rung(h, terms) for h in hits]
-        trial = {**out, "hits": hits, "truncated": True}
+        shrunk = {**out, "hits": hits, "truncated": True}
         if more:
-            trial["cursor"] = next_cursor(first + n)
-        if _cost(trial) <= budget:
-            return trial  # type: ignore[return-value]
+            shrunk["cursor"] = next_cursor(first + n)
+        if _cost(shrunk) <= budget:
+            return shrunk  # type: ignore[return-value]
 
     def build(m: int) -> dict[str, Any]:
         return {
@@ -250,7 +253,10 @@ def _fit(
         }
 
     kept = fit_count(lambda m: {**build(m), "query": ""}, n, budget)
-    return build(kept)  # type: ignore[return-value]
+    answer = build(kept)
+    if kept == 0 and n:
+        answer["message"] = f"maxTokens {budget} cannot hold one hit here; ask with a larger maxTokens"
+    return answer  # type: ignore[return-value]
 
 
 def _cost(out: dict[str, Any]) -> int:
@@ -266,6 +272,17 @@ def _context_snippets(hit: dict[str, Any], terms: tuple[str, ...]) -> dict[str, 
     ctx["text"] = make_snippet(ctx["text"], terms, CONTEXT_SNIPPET_CHARS)
     ctx["cut"] = True
     return {**hit, "context": ctx}
+
+
+#: Keys a hit keeps on the last rung of the ladder (what locates it and ranks it).
+_BARE_KEYS = ("documentPath", "collectionPath", "filePath", "chunkIndex", "rank", "score", "snippet", "page")
+
+
+def _bare(hit: dict[str, Any], terms: tuple[str, ...]) -> dict[str, Any]:
+    """The hit with only what locates and ranks it, its snippet cut to ``BARE_SNIPPET_CHARS``."""
+    h = {k: hit[k] for k in _BARE_KEYS if k in hit}
+    h["snippet"] = make_snippet(hit["snippet"].strip("…"), terms, BARE_SNIPPET_CHARS)
+    return h
 
 
 def _lean(hit: dict[str, Any], terms: tuple[str, ...]) -> dict[str, Any]:

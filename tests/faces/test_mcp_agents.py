@@ -61,17 +61,17 @@ def test_uris_round_trip():
 
 def test_budgets_cursors_and_neighbours_over_stdio_equal_the_registry(notes):
     engine, _root, settings = notes
-    first = call_tool(engine, "search_chunks", {"query": "rent", "scope": C, "limit": 5, "maxTokens": 350})
+    first = call_tool(engine, "search_chunks", {"query": "rent", "scope": C, "limit": 5, "maxTokens": 600})
     assert first["truncated"] and first["cursor"]
     calls = [
-        ("search_chunks", {"query": "rent", "scope": C, "limit": 5, "maxTokens": 350}),
-        ("search_chunks", {"query": "rent", "scope": C, "limit": 5, "maxTokens": 350, "cursor": first["cursor"]}),
+        ("search_chunks", {"query": "rent", "scope": C, "limit": 5, "maxTokens": 600}),
+        ("search_chunks", {"query": "rent", "scope": C, "limit": 5, "maxTokens": 600, "cursor": first["cursor"]}),
         ("search_chunks", {"query": "heating", "scope": C, "limit": 4, "neighbours": 1}),
-        ("search_chunks", {"query": "heating", "scope": C, "limit": "4", "neighbours": "2", "maxTokens": "600"}),
-        ("search", {"query": "rent", "scope": C, "maxTokens": 250}),
+        ("search_chunks", {"query": "heating", "scope": C, "limit": "4", "neighbours": "2", "maxTokens": "900"}),
+        ("search", {"query": "rent", "scope": C, "maxTokens": 500}),
         ("list_documents", {"collectionPath": C, "limit": 2}),
-        ("get_chunk", {"collectionPath": C, "filePath": "plan.md", "chunkIndex": 1, "maxTokens": 200}),
-        ("read_document", {"collectionPath": C, "filePath": "plan.md", "maxTokens": 300}),
+        ("get_chunk", {"collectionPath": C, "filePath": "plan.md", "chunkIndex": 1, "maxTokens": 500}),
+        ("read_document", {"collectionPath": C, "filePath": "plan.md", "maxTokens": 500}),
     ]
 
     async def script(session):
