@@ -194,8 +194,9 @@ REGISTRY: dict[str, Tool] = {
             "search",
             "Which documents are about X? Ranks files by their best chunk. Returns one hit per file "
             "(documentPath, collectionPath, filePath, rank, score, snippet, chunkIndex of the best "
-            "chunk). Give a scope or a namespace: token. On error the envelope has searched=false "
-            "and an 'error' code; never read that as 'no results'.",
+            "chunk). Give a scope or a namespace: token. Answers fit maxTokens; pass 'cursor' back "
+            "for more. On error the envelope has searched=false and an 'error' code; never read "
+            "that as 'no results'.",
             _schema(_PAGED_SEARCH, ["query"]),
             tool_search,
             E.SearchResult,
@@ -204,8 +205,9 @@ REGISTRY: dict[str, Tool] = {
             "search_chunks",
             "Find passages about X. Returns chunks (not deduplicated by file) with rank, score "
             "(hybrid by default: fused, with vectorScore/vectorRank/keywordScore/keywordRank), "
-            "snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
-            "for the full text and its neighbours.",
+            "snippet, page and bbox (0..1 of the displayed page), headingPath and lastModified. "
+            "neighbours=k adds the chunks around each hit. Answers fit maxTokens; pass 'cursor' "
+            "back for the next page. Follow up with get_chunk for the full text.",
             _schema(_CHUNK_SEARCH, ["query"]),
             tool_search_chunks,
             E.SearchResult,
