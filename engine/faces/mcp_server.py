@@ -108,7 +108,7 @@ _INSTRUCTIONS = (
 class _Server(Server):
     """The SDK's low-level server announcing ``resources.listChanged`` (``Watch`` sends it)."""
 
-    def create_initialization_options(self, notification_options=None, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+    def create_initialization_options(self, notification_options=None, *args: Any, **kwargs: Any):
         return super().create_initialization_options(
             notification_options or NotificationOptions(resources_changed=True), *args, **kwargs
         )

@@ -107,8 +107,10 @@ def parse_modified(value: str) -> TimeRange | None:
         b = _instant(hi) if hi else (None, None)
         if a is None or b is None or (not lo and not hi):
             return None
-        after, before = a[0], (b[1] if hi and b[1] != b[0] else (b[1] + 1e-6 if hi else None))
-        return TimeRange(after, before)
+        before: float | None = None
+        if hi and b[0] is not None and b[1] is not None:
+            before = b[1] if b[1] != b[0] else b[1] + 1e-6  # a day: its end; an instant: inclusive
+        return TimeRange(a[0], before)
     for op in (">=", "<=", ">", "<", ""):
         if value.startswith(op) and value[len(op) :]:
             span = _instant(value[len(op) :])

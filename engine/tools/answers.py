@@ -301,7 +301,7 @@ def tool_get_chunk(
         out["headingPath"] = path
     _mark_stale(engine, out)
     doc = engine.store.get_document(collectionPath, filePath)
-    return _fit_text(out, "get_chunk", digest, maxTokens, cursor, document_stamp(doc), "start")  # type: ignore[return-value]
+    return _fit_text(dict(out), "get_chunk", digest, maxTokens, cursor, document_stamp(doc), "start")  # type: ignore[return-value]
 
 
 class _NoDoc:
@@ -459,7 +459,7 @@ def _read_fitted(
     if "text" not in out:
         return out
     doc = engine.store.get_document(out["collectionPath"], out["filePath"])
-    return _fit_text(out, "read_document", digest, max_tokens, None, document_stamp(doc), "offset")  # type: ignore[return-value]
+    return _fit_text(dict(out), "read_document", digest, max_tokens, None, document_stamp(doc), "offset")  # type: ignore[return-value]
 
 
 def _read(engine: Engine, collectionPath: str, filePath: str, offset: int, limit: int | None) -> E.DocumentText:

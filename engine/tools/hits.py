@@ -132,14 +132,14 @@ def _page(
         _add_context(engine, hits, chunks, neighbours)
     out["hits"], out["count"] = hits, len(hits)
     stamp = collection_stamp(engine.store, outcome.collections)
-    extra = {"m": outcome.mode, "c": list(outcome.collections)}
+    extra: dict[str, Any] = {"m": outcome.mode, "c": list(outcome.collections)}
     if outcome.depth is not None:
         extra["d"] = outcome.depth
 
     def next_cursor(position: int) -> str:
         return make_cursor(tool, digest, position, stamp, **extra)
 
-    return _fit(out, budget, first, more, next_cursor, shown_terms(outcome.terms))
+    return _fit(out, int(budget or 0), first, more, next_cursor, shown_terms(outcome.terms))
 
 
 def _stale(args: dict[str, Any], mode: str, collections: list[str]) -> E.SearchResult:
@@ -229,7 +229,7 @@ def _fit(
     """
     hits: list[dict[str, Any]] = out.get("hits", [])
     n = len(hits)
-    if _cost({**out, "cursor": next_cursor(first + n)} if more else out) <= budget:
+    if _cost({**out, "cursor": next_cursor(first + n)} if more else dict(out)) <= budget:
         if more:
             out["cursor"] = next_cursor(first + n)
         return out
