@@ -79,6 +79,7 @@ ErrorCode = Literal[
     "path-escape",  # filePath leaves the collection root
     "store-busy",  # the store's writer lock stayed busy past lock_wait_s
     "disk-full",  # the disk holding the index is full: committed work kept, the run stopped
+    "stale-cursor",  # a paging cursor made before an index run changed what it pages through
     # operator actions
     "root-refused",  # a collection root outside CHUNKNAV_ALLOWED_ROOTS or a system directory
     "collection-bound",  # the collectionPath is bound to another root; replace it on purpose
@@ -172,6 +173,7 @@ WHO_FIXES: dict[str, str] = {
     "wait for it or raise CHUNKNAV_LOCK_WAIT_S",
     "disk-full": "the operator: free space on the disk that holds the index (docs/operations.md says how much "
     "a run needs), then rerun `chunknav index`; searching works meanwhile",
+    "stale-cursor": "the caller: repeat the call without 'cursor' (the index changed since the first page)",
     "root-refused": "the operator: choose a directory under CHUNKNAV_ALLOWED_ROOTS (or extend that setting)",
     "collection-bound": "the operator: pick another collection path, or replace the binding on purpose",
     "archive-corrupt": "the operator: export the archive again, or copy it again in full",

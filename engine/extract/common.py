@@ -14,6 +14,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
@@ -27,6 +28,8 @@ __all__ = [
     "words_of",
     "PAGE_FORMATS",
     "gc_paused",
+    "place_headings",
+    "markdown_headings",
 ]
 
 PAGE_SEPARATOR = "\f"
@@ -90,3 +93,60 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def place_headings(text: str, headings: list[tuple[int, str]], starts: list[int] | None = None) -> list[list[Any]]:
+    """Where each heading's title stands in the extracted text: ``[[start, level, title], ...]``.
+
+    Args:
+        text: the extracted text (NFKC), where ``start`` points.
+        headings: ``(level, title)`` in text order; level 1 = top.
+        starts: where to look for each title from (a PDF outline entry's page start);
+            None: after the previous heading found.
+
+    Returns:
+        One row per heading found (NFKC title, whitespace folded); a title not found is
+        placed at its ``starts`` entry when given, else left out.
+    """
+    import unicodedata
+
+    out: list[list[Any]] = []
+    pos = 0
+    for i, (level, title) in enumerate(headings):
+        t = " ".join(unicodedata.normalize("NFKC", title).split())
+        if not t:
+            continue
+        lo = starts[i] if starts is not None else pos
+        at = text.find(t, lo)
+        if starts is not None and (at < 0 or (i + 1 < len(starts) and at > max(starts[i + 1], lo))):
+            at = lo  # not on its page: the page start
+        if at < 0:
+            continue
+        out.append([at, int(level), t])
+        pos = at + len(t) if starts is None else pos
+    return out
+
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)
+_SETEXT = re.compile(r"^(?! {4})(\S[^\n]*)\n {0,3}(=+|-+)[ \t]*$", re.M)
+
+
+def markdown_headings(text: str) -> list[list[Any]]:
+    """``[[start, level, title], ...]`` of a Markdown text: ATX (``# Title``) and setext
+    (``Title`` over ``===`` or ``---``) headings outside fenced code blocks, in text order."""
+    fenced: list[tuple[int, int]] = []
+    marks = [m.start() for m in _FENCE.finditer(text)]
+    for a, b in zip(marks[::2], marks[1::2] + [len(text)] * (len(marks) % 2)):
+        fenced.append((a, b))
+
+    def outside(i: int) -> bool:
+        return not any(a <= i < b for a, b in fenced)
+
+    rows = [[m.start(), len(m.group(1)), m.group(2).strip()] for m in _ATX.finditer(text) if outside(m.start())]
+    rows += [
+        [m.start(1), 1 if m.group(2)[0] == "=" else 2, m.group(1).strip()]
+        for m in _SETEXT.finditer(text)
+        if outside(m.start()) and not m.group(1).lstrip().startswith(("#", "-", "*", "|", ">"))
+    ]
+    return sorted(r for r in rows if r[2])

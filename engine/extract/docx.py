@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
 from engine.errors import ExtractError
-from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
+from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, place_headings, words_of
 from engine.values import ExtractedText
 
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ class _Reader:
     def __init__(self) -> None:
         self.images = 0
         self.objects = 0
+        self.headings: list[tuple[int, str]] = []  # (level, title) of heading paragraphs, in order
 
     # -- blocks ------------------------------------------------------------------
     def blocks(self, container: ET.Element, cell_separator: str = " | ") -> list[str]:
@@ -164,6 +165,9 @@ class _Reader:
                 text, boxes = self.paragraph(el)
                 if text.strip():
                     out.append(text.strip())
+                    level = _heading_level(el)
+                    if level:
+                        self.headings.append((level, text.strip()))
                 out.extend(boxes)
             elif tag == W + "tbl":
                 rows = self.table(el, cell_separator)
@@ -300,6 +304,26 @@ class _Reader:
 
 
 # -- equations (OMML) -------------------------------------------------------------
+
+
+_HEADING_STYLE = re.compile(r"^(?:heading|berschrift|titre|titolo|kop)\s*([1-9])$", re.I)
+
+
+def _heading_level(p: ET.Element) -> int:
+    """1..9 for a heading paragraph (style ``Heading N`` / ``Title``, or an outline level), else 0."""
+    ppr = p.find(W + "pPr")
+    if ppr is None:
+        return 0
+    style = ppr.find(W + "pStyle")
+    name = (style.get(W + "val") or "") if style is not None else ""
+    m = _HEADING_STYLE.match(name.replace("Ü", "").replace("ü", "").strip())
+    if m:
+        return int(m.group(1))
+    if name.lower() == "title":
+        return 1
+    outline = ppr.find(W + "outlineLvl")
+    value = (outline.get(W + "val") or "") if outline is not None else ""
+    return int(value) + 1 if value.isdigit() and int(value) < 9 else 0
 
 
 def _arg(el: ET.Element | None) -> str:
@@ -500,4 +524,7 @@ def extract_docx(path: Path) -> ExtractedText:
         notes.append(f"not read: {', '.join(skipped)}")
     if not text.strip():
         text = ""
+    placed = place_headings(text, reader.headings) if text else []
+    if placed:
+        metadata["headings"] = placed  # engine.search.headings
     return ExtractedText(text, words_of(text), (), "docx", tuple(notes), metadata)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ExtractError
-from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, words_of
+from engine.extract.common import BLOCK_SEPARATOR, LINE_SEPARATOR, place_headings, words_of
 from engine.extract.text import decode
 from engine.values import ExtractedText
 
@@ -89,6 +89,7 @@ _CELL = {"td", "th"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 class _Text(HTMLParser):
@@ -106,6 +107,8 @@ class _Text(HTMLParser):
         self.pre = 0
         self.title = ""
         self.in_title = False
+        self.headings: list[tuple[int, str]] = []  # (level, title) of h1..h6, in order
+        self.heading: tuple[int, list[str]] | None = None  # the open h1..h6
 
     # -- structure ---------------------------------------------------------------
     def _end_line(self) -> None:
@@ -160,6 +163,8 @@ class _Text(HTMLParser):
             self._end_line()
         if tag == "pre":
             self.pre += 1
+        if tag in _HEADINGS:
+            self.heading = (int(tag[1]), [])
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _VOID:
@@ -180,6 +185,12 @@ class _Text(HTMLParser):
                 break
 
     def _close(self, tag: str) -> None:
+        if tag in _HEADINGS and self.heading is not None:
+            level, parts = self.heading
+            self.heading = None
+            title = _SPACES.sub(" ", "".join(parts)).strip()
+            if title:
+                self.headings.append((level, title))
         if tag in _CELL:
             self._end_line()
         elif tag == "tr":
@@ -198,6 +209,8 @@ class _Text(HTMLParser):
             return
         if self.hidden_depth:
             return
+        if self.heading is not None:
+            self.heading[1].append(data)
         if self.pre:
             parts = data.split("\n")
             for i, part in enumerate(parts):
@@ -217,10 +230,17 @@ def html_text(markup: str) -> tuple[str, str]:
 
     The text is not NFKC-normalised; the title is whitespace-collapsed ("" when none).
     """
+    text, title, _ = _parsed(markup)
+    return text, title
+
+
+def _parsed(markup: str) -> tuple[str, str, list[tuple[int, str]]]:
+    """``(visible text, title, headings)``: ``html_text`` plus the ``(level, title)`` of
+    each visible h1..h6 in order."""
     parser = _Text()
     parser.feed(markup)
     parser.close()
-    return BLOCK_SEPARATOR.join(parser.blocks), _SPACES.sub(" ", parser.title).strip()
+    return BLOCK_SEPARATOR.join(parser.blocks), _SPACES.sub(" ", parser.title).strip(), parser.headings
 
 
 def _decode_html(data: bytes) -> tuple[str, dict[str, Any], tuple[str, ...]]:
@@ -257,11 +277,14 @@ def extract_html(path: Path) -> ExtractedText:
     except OSError as e:
         raise ExtractError("unreadable", f"cannot read: {e}") from None
     markup, metadata, notes = _decode_html(data)
-    text, title = html_text(markup)
+    text, title, headings = _parsed(markup)
     text = unicodedata.normalize("NFKC", text)
     if not text.strip():
         text, notes = "", notes + ("no visible text",)
     metadata = {"encrypted": False, **metadata}
     if title:
         metadata["title"] = unicodedata.normalize("NFKC", title)
+    placed = place_headings(text, headings) if text else []
+    if placed:
+        metadata["headings"] = placed  # engine.search.headings
     return ExtractedText(text, words_of(text), (), path.suffix.lower().lstrip("."), notes, metadata)

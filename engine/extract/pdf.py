@@ -28,6 +28,7 @@ from engine.extract.common import (
     PAGE_SEPARATOR,
     WORD_SEPARATOR,
     gc_paused,
+    place_headings,
 )
 from engine.extract.columns import reading_order
 from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
@@ -179,7 +180,32 @@ def _pdf_metadata(doc: Any, needs_pass: bool) -> dict[str, Any]:
         meta["repaired"] = bool(doc.is_repaired)
     except Exception:
         pass
+    try:  # the outline (bookmarks): [level, title, 1-based page], placed by _outline_headings
+        toc = [[int(lvl), str(title), int(page)] for lvl, title, page, *_ in doc.get_toc(simple=True)]
+    except Exception:  # a broken outline is optional too
+        toc = []
+    if toc:
+        meta["outline"] = toc[:OUTLINE_MOST]
     return meta
+
+
+#: Outline entries kept per document (a generated outline can hold one per paragraph).
+OUTLINE_MOST = 5000
+
+
+def _outline_headings(text: str, words: Any, outline: list[list[Any]]) -> list[list[Any]]:
+    """The PDF outline as heading rows (``engine.search.headings``): each entry's title found
+    on its page in ``text``, else the start of its page; entries without a page are left out."""
+    pages = np.asarray(words.pages) if len(words) else np.zeros(0, dtype=np.int32)
+    starts = np.asarray(words.starts) if len(words) else np.zeros(0, dtype=np.int64)
+    rows, at = [], []
+    for level, title, page in outline:
+        if page < 1:
+            continue
+        i = int(np.searchsorted(pages, page, side="left"))
+        rows.append((level, title))
+        at.append(int(starts[i]) if i < len(starts) else len(text))
+    return place_headings(text, rows, at)
 
 
 def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
@@ -465,6 +491,11 @@ def _finish(parts: list[PdfPart], filetype: str, ocr: OcrSettings) -> ExtractedT
 
     corners, codes, lengths, block, line = reading_order(corners, codes, lengths, block, line, raw_counts, affine)
     words, text, kept = _place_words(corners, codes, lengths, block, line, raw_counts, affine, page_count)
+    outline = metadata.pop("outline", None)
+    if outline and text:
+        placed = _outline_headings(text, words, outline)
+        if placed:
+            metadata["headings"] = placed  # engine.search.headings
     empty_pages = sorted({i + 1 for i, k in enumerate(kept) if not k} | set(unreadable))
     pages = tuple(PageInfo(i + 1, label, int(kept[i]), w_pt, h_pt) for i, (label, w_pt, h_pt) in enumerate(sizes))
     if metadata.get("repaired"):  # a repaired file may lack the text of what was lost

@@ -19,7 +19,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 
 from engine.errors import ExtractError
 from engine.extract.codepages import LATIN_PAGES, choose_latin
-from engine.extract.common import words_of
+from engine.extract.common import markdown_headings, words_of
 from engine.values import ExtractedText
 
 if TYPE_CHECKING:
@@ -216,6 +216,10 @@ def _decoded(text: str, encoding: str, confidence: float, language: str) -> Deco
     return Decoded(text, name, confidence, "detected", tuple(notes), language)
 
 
+#: Suffixes (without the dot) read as Markdown: their headings are recorded (``metadata["headings"]``).
+MARKDOWN_TYPES = ("md", "markdown")
+
+
 def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
     """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
     option; plain text takes no password, OCR or page limit; ``file_type`` is the suffix. ``engine.extract.extract`` documents the result and what it raises."""
@@ -266,4 +270,8 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
         metadata["encodingLanguage"] = d.language
     if not text:
         metadata["reasonCode"] = "only-whitespace" if data else "empty-file"
+    if file_type in MARKDOWN_TYPES and text:
+        headings = markdown_headings(text)
+        if headings:
+            metadata["headings"] = headings  # engine.search.headings
     return ExtractedText(text, words_of(text), (), file_type, notes, metadata)

@@ -46,7 +46,8 @@ without it), and when the token is set every request must carry
 ``Authorization: Bearer <token>``, else 401 (both rules:
 ``engine.faces.exposure``). The token is never logged.
 
-This is the only module that imports ``mcp``; the engine core never imports
+This module and ``engine.faces.mcp_resources`` (the resources it serves) are the only ones
+that import ``mcp``; the engine core never imports
 this module.
 """
 
@@ -58,13 +59,14 @@ import io
 import json
 import logging
 import os
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, BinaryIO, Iterator, cast
 
 try:
     import anyio
     from mcp import types
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.stdio import stdio_server
     from mcp.shared._context_streams import create_context_streams
     from mcp.shared.exceptions import MCPError
@@ -78,6 +80,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 from engine.config import Settings, load_settings
 from engine.errors import SettingsError
 from engine.faces import exposure
+from engine.faces.mcp_resources import Watch, list_resources, list_templates, resource_contents
 from engine.secrets import install_log_redaction, redact
 from engine.tools.registry import REGISTRY, Engine, ToolArgumentError, call_tool, to_json
 
@@ -105,10 +108,20 @@ HTTP_PATH = "/mcp"
 _INSTRUCTIONS = (
     "chunknav indexes document collections (PDF, docx, markdown, text) by document and by chunk. "
     "Find passages with search_chunks (or files with search), pass scope=<collectionPath> or put "
-    "namespace:<collectionPath> in the query (index_status lists the collections). Read a hit with "
-    "get_chunk and step with nextIndex/prevIndex; use read_document for a whole table or section. "
+    "namespace:<collectionPath> in the query (index_status and the chunknav://collections resource "
+    "list the collections). Read a hit with get_chunk and step with nextIndex/prevIndex; use "
+    "read_document for a whole table or section. Answers fit maxTokens; pass 'cursor' back for more. "
     "An envelope with an 'error' code is a failure to report, never an empty result."
 )
+
+
+class _Server(Server):
+    """The SDK's low-level server announcing ``resources.listChanged`` (``Watch`` sends it)."""
+
+    def create_initialization_options(self, notification_options=None, *args: Any, **kwargs: Any):
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(resources_changed=True), *args, **kwargs
+        )
 
 
 def _version() -> str:
@@ -153,7 +166,10 @@ def _failure_result(name: str, exc: BaseException) -> types.CallToolResult:
 
 
 def build_server(engine: Engine) -> Server:
-    """A low-level MCP ``Server`` answering ``tools/list`` and ``tools/call`` from ``engine``.
+    """A low-level MCP ``Server`` answering ``tools/list``, ``tools/call`` and the
+    ``resources/*`` requests (``engine.faces.mcp_resources``) from ``engine``; while it
+    runs, a ``Watch`` tells sessions that listed or subscribed to resources when an index
+    run changed a collection.
 
     Args:
         engine: the Engine every call runs on (shared, thread-safe for reads).
@@ -180,13 +196,54 @@ def build_server(engine: Engine) -> Server:
             log.info("tool %s answered error %s: %s", name, envelope["error"], envelope.get("message", ""))
         return tool_result(envelope)
 
-    return Server(
+    @asynccontextmanager
+    async def lifespan(_server: Any) -> AsyncIterator[Watch]:
+        watch = Watch(engine)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.watch)
+            try:
+                yield watch
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def on_list_resources(ctx, params) -> types.ListResourcesResult:
+        ctx.lifespan_context.listening(ctx.session)
+        return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(list_resources, engine))
+
+    async def on_list_resource_templates(ctx, params) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=list_templates())
+
+    async def on_read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            result = await anyio.to_thread.run_sync(resource_contents, engine, uri)
+        except ToolArgumentError as e:
+            raise MCPError(code=types.INVALID_PARAMS, message=redact(str(e))) from None
+        if result is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}; see resources/templates/list")
+        return result
+
+    async def on_subscribe(ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        ctx.lifespan_context.subscribe(ctx.session, str(params.uri))
+        return types.EmptyResult()
+
+    async def on_unsubscribe(ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        ctx.lifespan_context.unsubscribe(ctx.session, str(params.uri))
+        return types.EmptyResult()
+
+    return _Server(
         SERVER_NAME,
         version=_version(),
         title="chunknav content index",
         instructions=_INSTRUCTIONS,
+        lifespan=lifespan,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+        on_subscribe_resource=on_subscribe,
+        on_unsubscribe_resource=on_unsubscribe,
     )
 
 

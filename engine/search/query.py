@@ -25,6 +25,8 @@ from engine.store.fts import MAX_TERMS
 __all__ = [
     "SCOPE_QUALIFIERS",
     "Scope",
+    "TimeRange",
+    "parse_modified",
     "parse_query",
     "query_terms",
     "normalise_collection_path",
@@ -44,6 +46,88 @@ _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(\S+)")
 #: ``namespace:"Acme Inc/Sub Dir"``: a collection path with spaces, in double quotes (no ``"`` inside).
 _QUOTED_NAMESPACE = re.compile(r'(?<!\S)namespace:"([^"]+)"(?!\S)', re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: ``heading:"Terms of use"``: a heading with spaces, in double quotes (no ``"`` inside).
+_QUOTED_HEADING = re.compile(r'(?<!\S)heading:"([^"]+)"(?!\S)', re.IGNORECASE)
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """A file modification time window, seconds since the epoch (UTC): ``after <= mtime < before``.
+
+    Either bound may be None (open). Made by ``parse_modified``.
+    """
+
+    after: float | None = None
+    before: float | None = None
+
+    def holds(self, mtime: float) -> bool:
+        """True when ``mtime`` (epoch seconds) lies inside the window."""
+        return (self.after is None or mtime >= self.after) and (self.before is None or mtime < self.before)
+
+    def both(self, other: TimeRange | None) -> TimeRange:
+        """The window inside both this one and ``other``."""
+        if other is None:
+            return self
+        afters = [a for a in (self.after, other.after) if a is not None]
+        befores = [b for b in (self.before, other.before) if b is not None]
+        return TimeRange(max(afters) if afters else None, min(befores) if befores else None)
+
+
+def _instant(text: str) -> tuple[float, float] | None:
+    """``(start, end)`` epoch seconds of a day (``YYYY-MM-DD``: that UTC day) or of an
+    instant (ISO 8601 date and time, UTC when no offset is given: ``end == start``); None
+    when ``text`` is neither."""
+    from datetime import datetime, timedelta, timezone
+
+    try:
+        if _DAY.fullmatch(text):
+            day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+            return day.timestamp(), (day + timedelta(days=1)).timestamp()
+        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp(), when.timestamp()
+
+
+def parse_modified(value: str) -> TimeRange | None:
+    """The window of a ``modified:`` value, or None when it is not one.
+
+    Forms (a day is a UTC calendar day, ``YYYY-MM-DD``; an instant is an ISO 8601 date and
+    time, UTC unless it names an offset): ``>D`` after day D (from the next day on; after
+    an instant: strictly later), ``>=D`` from D on, ``<D`` before D, ``<=D`` up to the end of
+    D, ``D`` that day, ``A..B`` from A to the end of B (either side may be left empty).
+    """
+    value = value.strip()
+    if ".." in value:
+        lo, _, hi = value.partition("..")
+        a = _instant(lo) if lo else (None, None)
+        b = _instant(hi) if hi else (None, None)
+        if a is None or b is None or (not lo and not hi):
+            return None
+        before: float | None = None
+        if hi and b[0] is not None and b[1] is not None:
+            before = b[1] if b[1] != b[0] else b[1] + 1e-6  # a day: its end; an instant: inclusive
+        return TimeRange(a[0], before)
+    for op in (">=", "<=", ">", "<", ""):
+        if value.startswith(op) and value[len(op) :]:
+            span = _instant(value[len(op) :])
+            if span is None:
+                return None
+            start, end = span
+            point = start == end
+            if op == ">=":
+                return TimeRange(start, None)
+            if op == ">":
+                return TimeRange(end + (1e-6 if point else 0.0), None)
+            if op == "<":
+                return TimeRange(None, start)
+            if op == "<=":
+                return TimeRange(None, end + (1e-6 if point else 0.0))
+            return TimeRange(start, end + (1e-6 if point else 0.0))
+    return None
 
 
 def normalise_collection_path(path: str) -> str:
@@ -66,13 +150,18 @@ class Scope:
         namespaces: collectionPaths of ``namespace:`` tokens (normalised), in order, unique.
         qualifier: ``exact | subtree | ancestorsandself`` from a ``scope:`` token, or None.
         ignored: tokens not understood (unknown key, unknown ``scope:`` value,
-            empty namespace); named in the envelope's hint, never searched.
+            empty namespace, a ``modified:`` value that is no date); named in the
+            envelope's hint, never searched.
+        modified: the window of the ``modified:`` tokens (all of them at once), or None.
+        headings: ``heading:`` values: a hit's heading path must hold each (``engine.search.headings``).
     """
 
     text: str
     namespaces: tuple[str, ...] = ()
     qualifier: str | None = None
     ignored: tuple[str, ...] = ()
+    modified: TimeRange | None = None
+    headings: tuple[str, ...] = ()
 
     @property
     def namespace(self) -> str | None:
@@ -97,12 +186,21 @@ def parse_query(query: str) -> Scope:
     searched as words. The words kept (``Scope.text``) are put in NFKC
     (``engine.search.query.normal_query``); namespace paths stay as written. A path
     with spaces goes in double quotes: ``namespace:"Acme Inc/Sub Dir"`` (the whole
-    token, quotes included, standing alone).
+    token, quotes included, standing alone). ``modified:<window>`` keeps hits whose file
+    was modified inside the window (``parse_modified``; repeatable, all apply);
+    ``heading:<words>`` or ``heading:"Terms of use"`` keeps hits under a heading holding
+    those words (repeatable, all apply).
     """
     namespaces: dict[str, None] = {}
     qualifier = None
     ignored: list[str] = []
     kept: list[str] = []
+    modified: TimeRange | None = None
+    headings: list[str] = []
+    if '"' in query:  # heading:"words with spaces"
+        for quoted in _QUOTED_HEADING.finditer(query):
+            headings.append(quoted.group(1).strip())
+        query = _QUOTED_HEADING.sub(" ", query)
     if '"' in query:  # namespace:"a path with spaces": one token, quotes included
         for quoted in _QUOTED_NAMESPACE.finditer(query):
             ns = normalise_collection_path(quoted.group(1))
@@ -122,9 +220,20 @@ def parse_query(query: str) -> Scope:
                 ignored.append(part)
         elif key == "scope" and value.lower() in SCOPE_QUALIFIERS:
             qualifier = value.lower()
+        elif key == "modified" and parse_modified(value) is not None:
+            modified = parse_modified(value).both(modified)  # type: ignore[union-attr]
+        elif key == "heading":
+            headings.append(value)
         else:
             ignored.append(part)
-    return Scope(normal_query(" ".join(kept)), tuple(namespaces), qualifier, tuple(ignored))
+    return Scope(
+        normal_query(" ".join(kept)),
+        tuple(namespaces),
+        qualifier,
+        tuple(ignored),
+        modified,
+        tuple(h for h in headings if h),
+    )
 
 
 def query_terms(text: str) -> tuple[str, ...]:

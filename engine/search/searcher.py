@@ -33,11 +33,14 @@ from engine.errors import EmbedError
 from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT
 from engine.search.hybrid import HybridRanker
 from engine.search.hybrid import fuse_chunks as fuse
+from engine.search.headings import HEADINGS_KEY, heading_matches, heading_path, headings_within
 from engine.search.per_file import one_per_file
 from engine.values import Chunk, Collection, RankedChunk
 from engine.search.query import (
     SCOPE_QUALIFIERS,
     Scope,
+    TimeRange,
+    parse_modified,
     cut_hint as _cut_hint,
     embeddable,
     form_found,
@@ -102,6 +105,9 @@ class SearchOutcome:
         hint / message: human text for the caller.
         vector_weight: the fusion weight used (hybrid only).
         min_score: the threshold applied, or None.
+        depth: hybrid: the depth of each list that was fused (a later page passes it back).
+        modified: the modification-time window applied, or None.
+        headings: the ``heading:`` phrases applied.
     """
 
     searched: bool
@@ -118,6 +124,49 @@ class SearchOutcome:
     terms: tuple[str, ...] = field(default_factory=tuple)
     vector_weight: float | None = None
     min_score: float | None = None
+    depth: int | None = None
+    modified: TimeRange | None = None
+    headings: tuple[str, ...] = ()
+
+
+class HitFilter:
+    """Which chunks a filtered search keeps: the file's mtime inside ``modified`` and
+    the chunk's headings (its path at its start, and those starting inside it) holding
+    every ``headings`` phrase. Documents' headings are read once per file per search."""
+
+    def __init__(self, store: Store, modified: TimeRange | None, headings: Sequence[str]) -> None:
+        self.store = store
+        self.modified = modified
+        self.headings = tuple(headings)
+        self._docs: dict[tuple[str, str], Any] = {}
+
+    def keeps(self, chunk: Chunk) -> bool:
+        """True when ``chunk`` passes both conditions."""
+        if self.modified is not None and not self.modified.holds(chunk.last_modified):
+            return False
+        if self.headings:
+            key = (chunk.collection_path, chunk.file_path)
+            if key not in self._docs:
+                doc = self.store.get_document(*key)
+                self._docs[key] = (doc.metadata or {}).get(HEADINGS_KEY) if doc is not None else None
+            rows = self._docs[key]
+            titles = heading_path(rows, chunk.start) + headings_within(rows, chunk.start, chunk.end)
+            if not heading_matches(titles, self.headings):
+                return False
+        return True
+
+
+def _deepened(rank: Callable[[int], Sequence[Any]], want: int, keeps: Callable[[Any], bool]) -> list[Any]:
+    """The first ``want`` items of a ranking that ``keeps``, best first: rank at ``want``,
+    then 4x deeper until enough are kept or the ranking holds everything there is (the
+    filter applies before the top-k cut, on every store alike)."""
+    depth = max(want, 1)
+    while True:
+        ranked = rank(depth)
+        kept = [r for r in ranked if keeps(r)]
+        if len(kept) >= want or len(ranked) < depth:
+            return kept[:want]
+        depth *= 4
 
 
 class ContentChunkSearch:
@@ -230,6 +279,9 @@ class ContentChunkSearch:
         per_file: bool = False,
         min_score: float | None = None,
         vector_weight: float | None = None,
+        depth: int | None = None,
+        modified: str | None = None,
+        heading: str | None = None,
     ) -> SearchOutcome:
         """Rank chunks for ``query`` within the resolved scope.
 
@@ -245,6 +297,12 @@ class ContentChunkSearch:
                 fused) is below this.
             vector_weight: hybrid fusion weight of the vector list, 0..1
                 (default ``VECTOR_WEIGHT_DEFAULT``); other modes ignore it.
+            depth: hybrid, not ``per_file``: the depth of each list to fuse (default
+                ``max(limit, FUSION_DEPTH)``); a later page of one answer passes the
+                first page's, so its fused order continues the first page's.
+            modified: a ``modified:`` window (``engine.search.query.parse_modified``),
+                applied with any ``modified:`` token of the query.
+            heading: a phrase the hits' heading path must hold (with any ``heading:`` token).
 
         Returns:
             A ``SearchOutcome``; failures are data: a provider refusal sets
@@ -254,7 +312,8 @@ class ContentChunkSearch:
 
         Raises:
             ValueError: ``mode`` not in ``MODES``, ``limit`` < 1, a query
-                longer than ``MAX_QUERY_CHARS`` or ``vector_weight`` outside 0..1.
+                longer than ``MAX_QUERY_CHARS``, ``vector_weight`` outside 0..1
+                or a ``modified`` value that is no window.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -264,7 +323,17 @@ class ContentChunkSearch:
             raise ValueError(f"query is {len(query)} characters; the most is {MAX_QUERY_CHARS}")
         if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
             raise ValueError(f"vectorWeight must be within 0..1, got {vector_weight}")
+        window = None
+        if modified is not None:
+            window = parse_modified(modified)
+            if window is None:
+                raise ValueError(
+                    f"modified must look like >2026-01-01, <2026-02-01 or 2026-01-01..2026-03-31, got {modified!r}"
+                )
         parsed = parse_query(query or "")
+        window = window.both(parsed.modified) if window is not None else parsed.modified
+        wanted = parsed.headings + ((heading.strip(),) if heading and heading.strip() else ())
+        where_filter = HitFilter(self.store, window, wanted) if window is not None or wanted else None
         terms = query_terms(parsed.text)
         ignored = (
             (
@@ -323,7 +392,10 @@ class ContentChunkSearch:
 
         where = None if every else collections
         try:
-            hits = self._ranked(parsed.text, where, limit, mode, embedder, weight, per_file, min_score)
+            fused_depth = max(limit, FUSION_DEPTH) if depth is None else max(depth, 1)
+            hits = self._ranked(
+                parsed.text, where, limit, mode, embedder, weight, per_file, min_score, fused_depth, where_filter
+            )
         except EmbedError as e:
             return SearchOutcome(
                 False, query, mode, tuple(collections), failure=e.failure, model=model, terms=terms, hint=hint
@@ -347,6 +419,9 @@ class ContentChunkSearch:
             terms=terms,
             vector_weight=weight,
             min_score=min_score,
+            depth=fused_depth if mode == "hybrid" and not per_file else None,
+            modified=window,
+            headings=wanted,
         )
 
     def _ranked(
@@ -359,6 +434,8 @@ class ContentChunkSearch:
         weight: float | None,
         per_file: bool,
         min_score: float | None,
+        fused_depth: int | None = None,
+        keep: HitFilter | None = None,
     ) -> list[RankedChunk]:
         """The hits of one search, best first, at most ``limit`` (``collections`` None: all).
 
@@ -367,11 +444,17 @@ class ContentChunkSearch:
         ``per_file``: each file's best chunk (``one_per_file``); vector and keyword
         scores do not depend on the depth, so their first pass ranks ``4 * limit``
         chunks; hybrid is ``HybridRanker.per_file`` (a fused score depends on the depth).
+        ``keep``: only chunks it keeps take part (``_filtered``).
 
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
         """
         hybrid_weight = VECTOR_WEIGHT_DEFAULT if weight is None else weight
+        depth = max(limit, FUSION_DEPTH) if fused_depth is None else fused_depth
+        if keep is not None:
+            return self._filtered(
+                text, collections, limit, mode, embedder, hybrid_weight, per_file, min_score, depth, keep
+            )
         if per_file:
             in_scope = functools.partial(self._scope_files, collections)
             if mode == "hybrid":
@@ -386,9 +469,51 @@ class ContentChunkSearch:
                 in_scope,
             )[:limit]
         if mode == "hybrid":
-            ranked = self._hybrid.ranked(text, collections, max(limit, FUSION_DEPTH), embedder, hybrid_weight, limit)
+            ranked = self._hybrid.ranked(text, collections, depth, embedder, hybrid_weight, limit)
         else:
             ranked = self._rank(text, collections, limit, mode, embedder)
+        return [r for r in ranked if min_score is None or r.score >= min_score][:limit]
+
+    def _filtered(
+        self,
+        text: str,
+        collections: list[str] | None,
+        limit: int,
+        mode: str,
+        embedder: Any,
+        weight: float,
+        per_file: bool,
+        min_score: float | None,
+        depth: int,
+        keep: HitFilter,
+    ) -> list[RankedChunk]:
+        """``_ranked`` over the chunks ``keep`` keeps: each list is deepened until it holds
+        enough kept chunks (``_deepened``), so the filter runs before the top-k cut; hybrid
+        fuses the top ``depth`` kept chunks of each list (``fuse``)."""
+        ok = lambda r: keep.keeps(r.chunk)  # noqa: E731
+
+        def one_list(kind: str, want: int) -> list[RankedChunk]:
+            return _deepened(lambda d: self._rank(text, collections, d, kind, embedder), want, ok)
+
+        def ranking(want: int) -> list[RankedChunk]:
+            if mode != "hybrid":
+                return one_list(mode, want)
+            d = max(want, depth)
+            vec = [(r.chunk, r.score) for r in one_list("vector", d)]
+            kw = [(r.chunk, r.score) for r in one_list("keyword", d)]
+            return fuse(vec, kw, weight)
+
+        if per_file:
+            return one_per_file(
+                ranking,
+                4 * limit,
+                limit,
+                lambda r: (r.chunk.collection_path, r.chunk.file_path),
+                lambda r: r.score,
+                min_score,
+                functools.partial(self._scope_files, collections),
+            )[:limit]
+        ranked = ranking(limit)
         return [r for r in ranked if min_score is None or r.score >= min_score][:limit]
 
     def _rank(

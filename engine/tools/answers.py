@@ -20,9 +20,19 @@ from engine.paths import document_path, resolve_inside
 from engine.search.query import form_found, forms_found, normalise_collection_path, other_forms
 from engine.index.runs import run_outcome
 from engine.search.searcher import SearchOutcome
+from engine.search.headings import HEADINGS_KEY, chunk_heading_path
 from engine.search.snippets import make_snippets, shown_terms
-from engine.tools.operations import mark_missing
 from engine.service import Engine
+from engine.tools.budget import (
+    MAX_TOKENS_DEFAULT,
+    args_digest,
+    collection_stamp,
+    count_tokens,
+    document_stamp,
+    fit_count,
+    make_cursor,
+    read_cursor,
+)
 
 if TYPE_CHECKING:
     from engine.values import RankedChunk
@@ -31,8 +41,6 @@ __all__ = [
     "READ_LIMIT_DEFAULT",
     "LIST_LIMIT_DEFAULT",
     "SCORE_DECIMALS",
-    "tool_search",
-    "tool_search_chunks",
     "tool_get_chunk",
     "tool_read_document",
     "tool_get_document",
@@ -116,7 +124,10 @@ def _failure_fields(outcome: SearchOutcome) -> E.FailureFields:
     return out
 
 
-def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
+def _search_envelope(outcome: SearchOutcome, per_file: bool, first: int = 0, heads: Any = None) -> E.SearchResult:
+    """The envelope of a search: ``outcome.hits[first:]`` ranked from ``first`` on.
+
+    ``heads``: ``heads(chunk)`` -> its heading path (``engine.tools.hits``), None: none shown."""
     out: E.SearchResult = {
         "searched": outcome.searched,
         "query": outcome.query,
@@ -126,9 +137,11 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
     if outcome.failure is not None or outcome.error:
         return {**out, **_failure_fields(outcome)}  # count and hits stay absent (DESIGN table)
     hits: list[dict[str, Any]] = []
-    snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], shown_terms(outcome.terms))
+    page = outcome.hits[first:]
+    snippets = make_snippets([r.chunk.chunk_text for r in page], shown_terms(outcome.terms))
     hybrid, regions = outcome.mode == "hybrid", not per_file
-    for rank, ranked in enumerate(outcome.hits):
+    for i, ranked in enumerate(page):
+        rank = first + i
         chunk = ranked.chunk
         cp, fp = chunk.collection_path, chunk.file_path
         h: dict[str, Any] = {
@@ -138,11 +151,15 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
             "chunkIndex": chunk.chunk_index,
             "rank": rank,
             "score": round(float(ranked.score), SCORE_DECIMALS),
-            "snippet": snippets[rank],
+            "snippet": snippets[i],
+            "lastModified": chunk.last_modified,
         }
         if hybrid:
             _breakdown(h, ranked)
         h.update(_provenance(chunk, regions, False))
+        path = heads(chunk) if heads is not None else None
+        if path:
+            h["headingPath"] = path
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
@@ -170,48 +187,6 @@ def _breakdown(h: dict[str, Any], ranked: RankedChunk) -> None:
     if ranked.keyword_rank is not None and ranked.keyword_score is not None:
         h["keywordScore"] = round(float(ranked.keyword_score), SCORE_DECIMALS)
         h["keywordRank"] = ranked.keyword_rank
-
-
-def tool_search(
-    engine: Engine,
-    query: str,
-    scope: str | list[str] | None = None,
-    limit: int = 20,
-    mode: str = "auto",
-    minScore: float | None = None,
-    vectorWeight: float | None = None,
-) -> E.SearchResult:
-    """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
-    return mark_missing(
-        engine,
-        _search_envelope(
-            engine.search.search(
-                query, scope, limit, mode, per_file=True, min_score=minScore, vector_weight=vectorWeight
-            ),
-            True,
-        ),
-    )
-
-
-def tool_search_chunks(
-    engine: Engine,
-    query: str,
-    scope: str | list[str] | None = None,
-    limit: int = 20,
-    mode: str = "auto",
-    minScore: float | None = None,
-    vectorWeight: float | None = None,
-) -> E.SearchResult:
-    """``search_chunks``: one hit per chunk, not deduplicated by file."""
-    return mark_missing(
-        engine,
-        _search_envelope(
-            engine.search.search(
-                query, scope, limit, mode, per_file=False, min_score=minScore, vector_weight=vectorWeight
-            ),
-            False,
-        ),
-    )
 
 
 def _one_form(name: str, exists: Callable[[str], bool], what: str) -> tuple[str, str | None]:
@@ -256,13 +231,22 @@ def _check_file_path(engine: Engine, collection_path: str, file_path: str) -> st
     return None
 
 
-def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkIndex: int) -> E.ChunkResult:
+def tool_get_chunk(
+    engine: Engine,
+    collectionPath: str,
+    filePath: str,
+    chunkIndex: int,
+    maxTokens: int | None = None,
+    cursor: str | None = None,
+) -> E.ChunkResult:
     """``get_chunk``: one chunk with provenance and its neighbours' indices.
 
     Out of range or never indexed: ``found: false`` with ``totalChunks`` and a
-    message naming the valid range; never an exception.
+    message naming the valid range; never an exception. ``maxTokens``: the text is
+    cut to fit (``_fit_text``); ``cursor`` continues it.
     """
     collectionPath = normalise_collection_path(collectionPath)
+    digest = args_digest({"collectionPath": collectionPath, "filePath": filePath, "chunkIndex": chunkIndex})
     out: E.ChunkResult = {
         "found": False,
         "collectionPath": collectionPath,
@@ -310,8 +294,89 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
         }
     )
     out = {**out, **_provenance(chunk)}
+    path = chunk_heading_path(
+        (engine.store.get_document(collectionPath, filePath) or _NO_DOC).metadata.get(HEADINGS_KEY),
+        chunk.start,
+        chunk.end,
+    )
+    if path:
+        out["headingPath"] = path
     _mark_stale(engine, out)
-    return out
+    doc = engine.store.get_document(collectionPath, filePath)
+    return _fit_text(dict(out), "get_chunk", digest, maxTokens, cursor, document_stamp(doc), "start")  # type: ignore[return-value]
+
+
+class _NoDoc:
+    metadata: dict[str, Any] = {}
+
+
+_NO_DOC = _NoDoc()
+
+
+def _fit_text(
+    out: dict[str, Any],
+    tool: str,
+    digest: str,
+    max_tokens: int | None,
+    cursor: str | None,
+    stamp: str,
+    base: str,
+) -> dict[str, Any]:
+    """An answer carrying ``text`` within ``max_tokens`` (``engine.tools.budget``), from the
+    cursor's position on.
+
+    ``cursor``: the text starts where the cursor says (characters into this answer's text),
+    or the answer is ``error: stale-cursor`` when the document changed since. Over the
+    budget, ``text`` keeps the longest start that fits (``regions`` dropped first when they
+    alone are over it; ``page`` and ``bbox`` stay): ``truncated: true``, ``omitted``
+    (characters left out) and ``cursor`` (where the rest starts: a character offset into the
+    document's text). ``base``: the key of the text's first character offset (``start`` or
+    ``offset``), moved with the text.
+
+    Raises:
+        engine.tools.budget.CursorError: a cursor not made for this tool and these arguments.
+    """
+    budget = max_tokens if max_tokens is not None else MAX_TOKENS_DEFAULT[tool]
+    skip = 0
+    if cursor:
+        c = read_cursor(cursor, tool, digest)
+        if c["s"] != stamp:
+            keep = {
+                k: out[k] for k in ("collectionPath", "filePath", "chunkIndex", "totalChunks", "offset") if k in out
+            }
+            return {
+                **keep,
+                "found": False,
+                "error": "stale-cursor",
+                "message": "the document changed (an index run) since this cursor was made; read it again without 'cursor'",
+            }
+        skip = c["p"] - out.get(base, 0)  # the cursor holds a character offset into the document's text
+    text = out.get("text")
+    if text is None:
+        return out
+    skip = min(max(skip, 0), len(text))
+    if skip:
+        out = {**out, "text": text[skip:], base: out[base] + skip}
+        text = out["text"]
+    if budget is None or count_tokens(out) <= budget:
+        return out
+
+    def build(n: int) -> dict[str, Any]:
+        return {
+            **out,
+            "text": text[:n],
+            "truncated": True,
+            "omitted": len(text) - n,
+            "cursor": make_cursor(tool, digest, out[base] + n, stamp),
+        }
+
+    if count_tokens(build(0)) > budget and "regions" in out:  # the regions alone are over: page and bbox stay
+        out = {k: v for k, v in out.items() if k != "regions"}
+    kept = fit_count(build, len(text), budget)
+    cut = build(kept)
+    if base == "offset":
+        cut["nextOffset"] = out[base] + kept
+    return cut
 
 
 def _no_text(out: E.ChunkResult | E.DocumentText, doc: Document) -> None:
@@ -348,15 +413,59 @@ def _mark_stale(engine: Engine, out: E.ChunkResult) -> None:
 
 
 def tool_read_document(
-    engine: Engine, collectionPath: str, filePath: str, offset: int = 0, limit: int | None = None
+    engine: Engine,
+    collectionPath: str,
+    filePath: str,
+    offset: int = 0,
+    limit: int | None = None,
+    maxTokens: int | None = None,
+    cursor: str | None = None,
 ) -> E.DocumentText:
     """``read_document``: the extracted text, ``limit`` characters from ``offset``.
 
     ``nextOffset`` is the offset of the next page, None at the end. Never
     reads outside the collection root; a ``..``/absolute/escaping path gives
-    ``error: path-escape``.
+    ``error: path-escape``. ``maxTokens`` cuts the page to fit (``_fit_text``);
+    ``cursor`` starts where the cut one ended (its offset replaces ``offset``).
     """
     collectionPath = normalise_collection_path(collectionPath)
+    digest = args_digest({"collectionPath": collectionPath, "filePath": filePath})
+    if cursor:
+        at = read_cursor(cursor, "read_document", digest)
+        doc = engine.store.get_document(collectionPath, filePath)
+        if at["s"] != document_stamp(doc):
+            return _fit_text(
+                {"found": False, "collectionPath": collectionPath, "filePath": filePath, "offset": offset},
+                "read_document",
+                digest,
+                maxTokens,
+                cursor,
+                document_stamp(doc),
+                "offset",
+            )  # type: ignore[return-value]
+        offset = at["p"]
+    return _read_fitted(engine, collectionPath, filePath, offset, limit, maxTokens, digest)
+
+
+def _read_fitted(
+    engine: Engine,
+    collectionPath: str,
+    filePath: str,
+    offset: int,
+    limit: int | None,
+    max_tokens: int | None,
+    digest: str,
+) -> E.DocumentText:
+    """``_read`` within the budget (``_fit_text``)."""
+    out = _read(engine, collectionPath, filePath, offset, limit)
+    if "text" not in out:
+        return out
+    doc = engine.store.get_document(out["collectionPath"], out["filePath"])
+    return _fit_text(dict(out), "read_document", digest, max_tokens, None, document_stamp(doc), "offset")  # type: ignore[return-value]
+
+
+def _read(engine: Engine, collectionPath: str, filePath: str, offset: int, limit: int | None) -> E.DocumentText:
+    """The page of text ``read_document`` answers, before any budget."""
     out: E.DocumentText = {"found": False, "collectionPath": collectionPath, "filePath": filePath, "offset": offset}
     escape = _check_file_path(engine, collectionPath, filePath)
     if escape:
@@ -556,7 +665,12 @@ def _ocr_pages(meta: dict[str, Any]) -> list[int] | None:
 
 
 def tool_list_documents(
-    engine: Engine, collectionPath: str, offset: int = 0, limit: int = LIST_LIMIT_DEFAULT
+    engine: Engine,
+    collectionPath: str,
+    offset: int = 0,
+    limit: int = LIST_LIMIT_DEFAULT,
+    maxTokens: int | None = None,
+    cursor: str | None = None,
 ) -> E.DocumentList:
     """``list_documents``: a collection's files, sorted by filePath, paged.
 
@@ -565,6 +679,13 @@ def tool_list_documents(
     ``pageCount``, ``chunkCount``, ``textLength``, ``sizeBytes``, and where the
     extractor recorded them the text ``encoding`` and the ``ocrPages``.
     Unknown collection: ``found: false`` with a message (an answer, not an error).
+    Within ``maxTokens`` (``engine.tools.budget``): fewer entries, ``truncated: true``,
+    ``omitted`` and ``cursor``; a page with more after it carries ``cursor`` too. A
+    ``cursor`` replaces ``offset``; made before an index run changed the collection, it
+    answers ``error: stale-cursor``.
+
+    Raises:
+        engine.tools.budget.CursorError: a cursor not made for this tool and collection.
     """
     collectionPath = form_found(
         normalise_collection_path(collectionPath), lambda c: engine.store.get_collection(c) is not None
@@ -582,6 +703,20 @@ def tool_list_documents(
             }
         )
         return out
+    digest = args_digest({"collectionPath": collectionPath})
+    stamp = collection_stamp(engine.store, [collectionPath])
+    if cursor:
+        at = read_cursor(cursor, "list_documents", digest)
+        if at["s"] != stamp:
+            out.update(
+                {
+                    "error": "stale-cursor",
+                    "message": "the collection changed (an index run) since this cursor was made; "
+                    "list it again without 'cursor'",
+                }
+            )
+            return out
+        offset = out["offset"] = at["p"]
     docs: list[Document] = engine.store.documents(collectionPath)
     page = docs[offset : offset + limit]
     rows: list[E.DocumentEntry] = []
@@ -615,7 +750,24 @@ def tool_list_documents(
             "nextOffset": end if end < len(docs) else None,
         }
     )
-    return out
+    if end < len(docs):
+        out["cursor"] = make_cursor("list_documents", digest, end, stamp)
+    budget = maxTokens if maxTokens is not None else MAX_TOKENS_DEFAULT["list_documents"]
+    if budget is None or count_tokens(out) <= budget:
+        return out
+
+    def build(n: int) -> E.DocumentList:
+        return {
+            **out,
+            "count": n,
+            "documents": rows[:n],
+            "nextOffset": offset + n if offset + n < len(docs) else None,
+            "truncated": True,
+            "omitted": len(rows) - n,
+            "cursor": make_cursor("list_documents", digest, offset + n, stamp),
+        }
+
+    return build(fit_count(build, len(rows), budget))
 
 
 def _provider_status(p: dict[str, Any]) -> E.ProviderStatus:

@@ -39,6 +39,7 @@ __all__ = [
     "IndexPlan",
     "CoverageRow",
     "Coverage",
+    "ContextSpan",
 ]
 
 
@@ -81,6 +82,15 @@ class Provenance(TypedDict, total=False):
     ocr: bool
 
 
+class ContextSpan(TypedDict):  # search_chunks neighbours: the chunks around a hit, merged
+    fromIndex: int  # first chunk of the span
+    toIndex: int  # last chunk of the span (inclusive)
+    start: int  # characters into the extracted text
+    end: int  # end exclusive
+    text: str  # the span's text, overlaps given once
+    cut: NotRequired[bool]  # true: text is a query-focused snippet of the span (budget)
+
+
 class SearchHit(TypedDict):  # search: one hit per file
     documentPath: str
     collectionPath: str
@@ -93,6 +103,8 @@ class SearchHit(TypedDict):  # search: one hit per file
     pageLabel: NotRequired[str]
     bbox: NotRequired[BboxDict]
     ocr: NotRequired[bool]  # some words came from OCR
+    lastModified: NotRequired[float]  # the file's mtime, epoch seconds
+    headingPath: NotRequired[list[str]]  # headings the chunk sits under, outermost first
     vectorScore: NotRequired[float]  # hybrid: cosine in the vector list
     vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
     keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
@@ -113,6 +125,10 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     bbox: NotRequired[BboxDict]
     regions: NotRequired[list[RegionDict]]
     ocr: NotRequired[bool]  # some words came from OCR (regions say which pages)
+    lastModified: NotRequired[float]  # the file's mtime, epoch seconds
+    headingPath: NotRequired[list[str]]  # headings the chunk sits under, outermost first
+    context: NotRequired[ContextSpan]  # neighbours > 0: the merged chunks around this hit
+    contextOf: NotRequired[int]  # neighbours > 0: rank of the hit whose context holds this one
     vectorScore: NotRequired[float]  # hybrid only; absent where the vector list lacked the chunk
     vectorRank: NotRequired[int]
     keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
@@ -139,6 +155,9 @@ class SearchResult(TypedDict):  # search, search_chunks
     storedDim: NotRequired[int]  # embedding-dimension-changed
     serverDim: NotRequired[int]  # embedding-dimension-changed
     whoFixes: NotRequired[str]  # who can act, where WHO_FIXES of the code says otherwise
+    truncated: NotRequired[bool]  # true: cut to maxTokens (shorter contexts/snippets, fewer hits)
+    omitted: NotRequired[int]  # hits of this page left out by maxTokens
+    cursor: NotRequired[str]  # pass back as 'cursor' for the next page
 
 
 class ChunkResult(TypedDict):  # get_chunk
@@ -169,6 +188,10 @@ class ChunkResult(TypedDict):  # get_chunk
     stale: NotRequired[bool]  # true: the file changed on disk or vanished since it was indexed
     indexedAt: NotRequired[float]  # with stale: when the indexed version was read (epoch seconds)
     staleReason: NotRequired[str]  # with stale: "code: reason" when the last run could not read the file
+    headingPath: NotRequired[list[str]]  # headings the chunk sits under, outermost first
+    truncated: NotRequired[bool]  # true: text cut to maxTokens
+    omitted: NotRequired[int]  # characters of text left out
+    cursor: NotRequired[str]  # pass back as 'cursor' for the rest
 
 
 class DocumentText(TypedDict):  # read_document
@@ -184,6 +207,9 @@ class DocumentText(TypedDict):  # read_document
     error: NotRequired[str]
     status: NotRequired[str]  # found False: failed | empty
     reasonCode: NotRequired[str]  # found False: engine.errors.ExtractReason
+    truncated: NotRequired[bool]  # true: text cut to maxTokens (nextOffset is where it stopped)
+    omitted: NotRequired[int]  # characters of the page left out
+    cursor: NotRequired[str]  # pass back as 'cursor' for the rest
 
 
 class DocumentNode(TypedDict):  # get_document: metadata + summary, never the text
@@ -232,6 +258,9 @@ class DocumentList(TypedDict):  # list_documents
     nextOffset: NotRequired[int | None]  # None at the end
     message: NotRequired[str]
     error: NotRequired[str]
+    truncated: NotRequired[bool]  # true: fewer entries than asked, to fit maxTokens
+    omitted: NotRequired[int]  # entries of this page left out
+    cursor: NotRequired[str]  # pass back as 'cursor' for the next page
 
 
 class CollectionStatus(TypedDict):

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from engine.tools import envelopes as E
 from engine.errors import StoreFaultError
+from engine.tools.budget import MAX_TOKENS_DEFAULT, MAX_TOKENS_MIN, TOKEN_BYTES, CursorError, to_json
 from engine.search.query import SCOPE_QUALIFIERS
 from engine.search.searcher import MAX_QUERY_CHARS
 from engine.secrets import public_dsn, redact_obj
@@ -52,10 +53,48 @@ from engine.tools.answers import (  # noqa: E402,F401  (re-exported: the registr
     tool_index_status,
     tool_list_documents,
     tool_read_document,
-    tool_search,
-    tool_search_chunks,
 )
 from engine.tools.operations import PLAN_LIMIT_DEFAULT, tool_coverage, tool_plan_index  # noqa: E402
+from engine.tools.hits import NEIGHBOURS_MOST, tool_search, tool_search_chunks  # noqa: E402
+
+
+def _max_tokens(tool: str) -> dict[str, Any]:
+    """The ``maxTokens`` argument of a tool, with its default budget."""
+    default = MAX_TOKENS_DEFAULT[tool]
+    return {
+        "type": ["integer", "null"],
+        "minimum": MAX_TOKENS_MIN,
+        "description": f"most tokens the answer may take (1 token = {TOKEN_BYTES} bytes of its JSON; "
+        + (f"default {default})" if default else "default: no limit)"),
+    }
+
+
+_CURSOR = {
+    "type": ["string", "null"],
+    "minLength": 1,
+    "maxLength": 4000,
+    "description": "the 'cursor' of an earlier answer to this call: continues where it stopped",
+}
+#: A ``modified:`` window as the query grammar writes it (``engine.search.query.parse_modified``).
+MODIFIED_PATTERN = (
+    r"^\s*(?:(?:>=|<=|>|<)?[0-9]{4}-[0-9]{2}-[0-9]{2}[^.\s]*"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}[^.\s]*\.\.(?:[0-9]{4}-[0-9]{2}-[0-9]{2}[^.\s]*)?"
+    r"|\.\.[0-9]{4}-[0-9]{2}-[0-9]{2}[^.\s]*)\s*$"
+)
+_FILTERS = {
+    "modified": {
+        "type": ["string", "null"],
+        "pattern": MODIFIED_PATTERN,
+        "description": "file modification time (UTC): '>2026-01-01', '<=2026-03-31', "
+        "'2026-01-01..2026-03-31', or a day; as the query token modified:",
+    },
+    "heading": {
+        "type": ["string", "null"],
+        "minLength": 1,
+        "maxLength": 500,
+        "description": 'keep hits under a heading holding these words; as the query token heading:"..."',
+    },
+}
 
 
 class ToolArgumentError(ValueError):
@@ -95,7 +134,8 @@ _SEARCH_ARGS = {
         f"{MAX_QUERY_CHARS} characters); may contain 'namespace:<collectionPath>' (targets "
         f"that collection; repeatable) and 'scope:{'|'.join(SCOPE_QUALIFIERS)}' (exact: that "
         "collection only, the default; subtree: it and the collections below; "
-        "ancestorsandself: it and its ancestors). Other key:value tokens are named in "
+        "ancestorsandself: it and its ancestors), 'modified:>2026-01-01' (also <, >=, <=, "
+        "A..B) and 'heading:\"Terms of use\"'. Other key:value tokens are named in "
         "'hint' and not searched",
     },
     "scope": {
@@ -137,6 +177,18 @@ _COLLECTIONS = {
     "maxItems": 100,
     "description": "a collection path or a list of them (default: every collection)",
 }
+_PAGED_SEARCH = {**_SEARCH_ARGS, **_FILTERS, "maxTokens": _max_tokens("search"), "cursor": _CURSOR}
+_CHUNK_SEARCH = {
+    **_PAGED_SEARCH,
+    "maxTokens": _max_tokens("search_chunks"),
+    "neighbours": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": NEIGHBOURS_MOST,
+        "default": 0,
+        "description": "chunks of context before and after each hit, merged into one span (hit.context)",
+    },
+}
 
 
 def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -150,9 +202,10 @@ REGISTRY: dict[str, Tool] = {
             "search",
             "Which documents are about X? Ranks files by their best chunk. Returns one hit per file "
             "(documentPath, collectionPath, filePath, rank, score, snippet, chunkIndex of the best "
-            "chunk). Give a scope or a namespace: token. On error the envelope has searched=false "
-            "and an 'error' code; never read that as 'no results'.",
-            _schema(_SEARCH_ARGS, ["query"]),
+            "chunk). Give a scope or a namespace: token. Answers fit maxTokens; pass 'cursor' back "
+            "for more. On error the envelope has searched=false and an 'error' code; never read "
+            "that as 'no results'.",
+            _schema(_PAGED_SEARCH, ["query"]),
             tool_search,
             E.SearchResult,
         ),
@@ -160,9 +213,10 @@ REGISTRY: dict[str, Tool] = {
             "search_chunks",
             "Find passages about X. Returns chunks (not deduplicated by file) with rank, score "
             "(hybrid by default: fused, with vectorScore/vectorRank/keywordScore/keywordRank), "
-            "snippet, page and bbox (0..1 of the displayed page). Follow up with get_chunk "
-            "for the full text and its neighbours.",
-            _schema(_SEARCH_ARGS, ["query"]),
+            "snippet, page and bbox (0..1 of the displayed page), headingPath and lastModified. "
+            "neighbours=k adds the chunks around each hit. Answers fit maxTokens; pass 'cursor' "
+            "back for the next page. Follow up with get_chunk for the full text.",
+            _schema(_CHUNK_SEARCH, ["query"]),
             tool_search_chunks,
             E.SearchResult,
         ),
@@ -173,7 +227,12 @@ REGISTRY: dict[str, Tool] = {
             "Out of range answers found=false with totalChunks and the valid range; a file that failed, "
             "is encrypted or has no text answers found=false with status, reasonCode and message.",
             _schema(
-                {**_PATHS, "chunkIndex": {"type": "integer", "minimum": 0, "description": "0-based chunk index"}},
+                {
+                    **_PATHS,
+                    "chunkIndex": {"type": "integer", "minimum": 0, "description": "0-based chunk index"},
+                    "maxTokens": _max_tokens("get_chunk"),
+                    "cursor": _CURSOR,
+                },
                 ["collectionPath", "filePath", "chunkIndex"],
             ),
             tool_get_chunk,
@@ -199,6 +258,8 @@ REGISTRY: dict[str, Tool] = {
                         "minimum": 1,
                         "description": f"characters to return (default {READ_LIMIT_DEFAULT})",
                     },
+                    "maxTokens": _max_tokens("read_document"),
+                    "cursor": _CURSOR,
                 },
                 ["collectionPath", "filePath"],
             ),
@@ -238,6 +299,8 @@ REGISTRY: dict[str, Tool] = {
                         "default": LIST_LIMIT_DEFAULT,
                         "description": "documents to return",
                     },
+                    "maxTokens": _max_tokens("list_documents"),
+                    "cursor": _CURSOR,
                 },
                 ["collectionPath"],
             ),
@@ -361,14 +424,31 @@ def call_tool(engine: Engine, name: str, arguments: dict[str, Any] | None = None
     tool = REGISTRY.get(name)
     if tool is None:
         raise ToolArgumentError(f"unknown tool {name!r}; tools: {', '.join(REGISTRY)}")
-    arguments = dict(arguments or {})
+    arguments = _numeric_strings(tool, dict(arguments or {}))
     _check_lengths(tool, arguments)
     _validate(tool, arguments)
     try:
         envelope = tool.fn(engine, **_integers(tool, arguments))
     except StoreFaultError as e:  # cannot be opened, lost, disk full, busy: the class as ``error``
         envelope = _unavailable(name, arguments, str(e), e.code)
+    except CursorError as e:
+        raise ToolArgumentError(f"{tool.name}: argument 'cursor': {e}") from None
     return _wire(envelope)
+
+
+def _numeric_strings(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An integer argument sent as a string of digits (``"5"``, ``" -2 "``: many agent
+    clients send numbers so) becomes that integer, then meets the schema as one; any
+    other string stays as sent, so the schema names the argument."""
+    for arg, value in arguments.items():
+        kind = tool.schema["properties"].get(arg, {}).get("type")
+        integer = kind == "integer" or (isinstance(kind, list) and "integer" in kind)
+        if integer and isinstance(value, str):
+            text = value.strip()
+            digits = text[1:] if text[:1] in "+-" else text
+            if digits.isascii() and digits.isdigit() and len(digits) <= 18:
+                arguments[arg] = int(text)
+    return arguments
 
 
 def _wire(envelope: Any) -> dict[str, Any]:
@@ -478,12 +558,6 @@ def normalise(envelope: Any) -> Any:
     """The envelope as it travels: a JSON round trip of ``to_json`` (tuples
     become lists, floats keep their rounding)."""
     return json.loads(to_json(envelope))
-
-
-def to_json(envelope: Any, indent: int | None = None) -> str:
-    """The one serialisation of an envelope: keys in insertion order, UTF-8
-    kept, ``None`` as ``null``; absent optional keys stay absent."""
-    return json.dumps(envelope, ensure_ascii=False, indent=indent)
 
 
 # CLI subcommand spelling of each tool and how arguments map to argv.

@@ -45,6 +45,11 @@ def _cases(engine: Engine) -> dict[str, tuple[str, dict]]:
         "search_chunks": ("search_chunks", {"query": words, "scope": C, "limit": 5}),
         "search_chunks-keyword": ("search_chunks", {"query": words, "scope": C, "mode": "keyword"}),
         "search_chunks-hybrid": ("search_chunks", {"query": words, "scope": f"{C}/below", "mode": "hybrid"}),
+        "search_chunks-budget": (
+            "search_chunks",
+            {"query": words, "scope": C, "limit": 6, "maxTokens": 600, "neighbours": 1},
+        ),
+        "list_documents-budget": ("list_documents", {"collectionPath": C, "limit": 3, "maxTokens": 500}),
         "get_chunk-first": ("get_chunk", {"collectionPath": C, "filePath": pdf.file_path, "chunkIndex": 0}),
         "get_chunk-last": ("get_chunk", {"collectionPath": C, "filePath": pdf.file_path, "chunkIndex": last}),
         "get_chunk-out-of-range": (

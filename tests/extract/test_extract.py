@@ -458,7 +458,12 @@ def test_docx_paragraphs_and_tables_in_order(tmp_path):
     x = extract(_docx(tmp_path / "t.docx"))
     assert x.text == ("Title here\n\nFirst paragraph.\n\nr0c0 | r0c1 | r0c2\nr1c0 | merged\n\nAfter the table.")
     assert x.file_type == "docx" and x.pages == ()
-    assert x.metadata == {"encrypted": False, "title": "Built docx", "author": "tests"}
+    assert x.metadata == {
+        "encrypted": False,
+        "title": "Built docx",
+        "author": "tests",
+        "headings": [[0, 1, "Title here"]],  # its Heading 1 paragraph (engine.search.headings)
+    }
     assert_word_invariants(x)
 
 

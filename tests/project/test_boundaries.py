@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FACES = {"engine/faces/cli.py", "engine/faces/mcp_server.py", "engine/__main__.py"}  # __main__ only runs the CLI face
+FACES = {
+    "engine/faces/cli.py",
+    "engine/faces/mcp_server.py",
+    "engine/faces/mcp_resources.py",
+    "engine/__main__.py",
+}  # __main__ only runs the CLI face
 FRAMEWORKS = {"streamlit", "mcp", "argparse", "click"}
 
 

@@ -143,7 +143,9 @@ def test_path_traversal_is_refused(file_path, sample_engine):
         ({"collectionPath": C, "chunkIndex": 0}, "filePath"),
         ({"collectionPath": C, "filePath": "a.pdf"}, "chunkIndex"),
         ({"collectionPath": C, "filePath": "a.pdf", "chunkIndex": -1}, "chunkIndex"),  # negative
-        ({"collectionPath": C, "filePath": "a.pdf", "chunkIndex": "3"}, "chunkIndex"),  # wrong type
+        ({"collectionPath": C, "filePath": "a.pdf", "chunkIndex": "three"}, "chunkIndex"),  # wrong type
+        ({"collectionPath": C, "filePath": "a.pdf", "chunkIndex": "3.5"}, "chunkIndex"),  # no integer
+        ({"collectionPath": C, "filePath": "a.pdf", "chunkIndex": "-3"}, "chunkIndex"),  # a negative string
         ({"collectionPath": C, "filePath": "a.pdf", "chunkIndex": 1.5}, "chunkIndex"),
         ({"collectionPath": C, "filePath": "a.pdf", "chunkIndex": True}, "chunkIndex"),
         ({"collectionPath": C, "filePath": 7, "chunkIndex": 0}, "filePath"),

@@ -84,7 +84,7 @@ def test_path_traversal_is_refused(collection, file_path, sample_engine):
         ({"filePath": "a.md"}, "collectionPath"),
         ({"collectionPath": C}, "filePath"),
         ({"collectionPath": C, "filePath": "a.md", "offset": -1}, "offset"),
-        ({"collectionPath": C, "filePath": "a.md", "offset": "10"}, "offset"),
+        ({"collectionPath": C, "filePath": "a.md", "offset": "ten"}, "offset"),
         ({"collectionPath": C, "filePath": "a.md", "limit": 0}, "limit"),
         ({"collectionPath": C, "filePath": ["a.md"]}, "filePath"),
         ({"collectionPath": C, "filePath": "a.md", "length": 10}, "length"),
