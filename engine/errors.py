@@ -115,6 +115,7 @@ ReasonCode = Literal[
     "gone",  # the file vanished between the walk and the read (ENOENT)
     "root-missing",  # the collection root is not a directory
     "ocr-unavailable",  # OCR cannot run (no Tesseract data for any language): OCR text kept stale
+    "alias",  # a symlink to a file indexed in the same root: listed as that document's alias
 ]
 
 REASON_CODES: tuple[str, ...] = ReasonCode.__args__  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ from engine.index.gate import file_hash, settings_key
 from engine.values import Collection
 from engine.paths import os_name
 from engine.index.runs import record
-from engine.index.walk import Entry, walk_entries
+from engine.index.walk import Entry, aliases, walk_entries
 
 __all__ = ["WalkPass", "hashes_in_order", "walk", "HASH_THREADS"]
 
@@ -131,6 +131,7 @@ class _Scan:
     seen: set[str] = field(default_factory=set)
     blocked: dict[str, tuple[str, str]] = field(default_factory=dict)  # dir filePath -> (code, message)
     stale: dict[str, tuple[str, str]] = field(default_factory=dict)  # filePath -> (code, message)
+    alias_of: dict[str, str] = field(default_factory=dict)  # symlink filePath -> the indexed file's filePath
 
 
 class WalkPass:
@@ -176,6 +177,8 @@ class WalkPass:
                 self._root_unlisted(coll, e)
                 continue
             found += len(entries)
+            entries, scan.alias_of = aliases(entries)
+            self._note_aliases(coll, scan)
             mfb = self._limits.max_file_bytes
             picked = [(e.os_path, e.size_bytes) for e in entries if _to_hash(e, SUPPORTED_SUFFIXES, mfb)]
             hashes = hashes_in_order(picked)
@@ -245,9 +248,17 @@ class WalkPass:
                 ctx.add("skipped", record(cp, entry.file_path, code, msg))
                 continue
             scan.seen.add(entry.file_path)
+            links = tuple(a for a, t in scan.alias_of.items() if t == entry.file_path) if scan.alias_of else ()
             scan.files.append(
                 HashedFile(
-                    coll, entry.file_path, entry.os_path, digest, entry.size_bytes, entry.mtime_ns, entry.ctime_ns
+                    coll,
+                    entry.file_path,
+                    entry.os_path,
+                    digest,
+                    entry.size_bytes,
+                    entry.mtime_ns,
+                    entry.ctime_ns,
+                    links,
                 )
             )
             summary["bytesHashed"] = summary.get("bytesHashed", 0) + entry.size_bytes
@@ -265,6 +276,20 @@ class WalkPass:
                     }
                 )
         return last
+
+    def _note_aliases(self, coll: Collection, scan: _Scan) -> None:
+        """Each symlink to a file of the same walk counted once (``skipped``, reason ``alias``,
+        naming its target): the file is indexed once, at its own path, and lists the link
+        in its ``aliases``."""
+        ctx = self._ctx
+        for link, target in scan.alias_of.items():
+            ctx.summary["filesSeen"] += 1
+            ctx.add(
+                "skipped",
+                record(
+                    coll.collection_path, link, "alias", f"symlink to {target}: indexed once there, listed as its alias"
+                ),
+            )
 
     def _walk(self, root: str, before: int) -> Iterator[Entry]:
         """``walk_entries`` with walk progress events (files found so far)."""
@@ -321,9 +346,19 @@ class WalkPass:
         key = settings_key(ctx.settings)
         for doc in store.documents(cp):
             fp = doc.file_path
+            if fp in scan.alias_of:  # now an alias of another document: not a document of its own
+                ctx.retrying(lambda: store.remove_document(cp, fp))
+                ctx.summary["removed"] += 1
+                ctx.summary["counts"]["removed"] += 1
+                continue
             if fp in scan.seen:
                 f = hashed.get(fp)
                 meta = doc.metadata or {}
+                links = list(f.aliases) if f is not None else []
+                if f is not None and doc.status == "indexed" and list(meta.get("aliases") or []) != links:
+                    meta = {k: v for k, v in meta.items() if k != "aliases"} | ({"aliases": links} if links else {})
+                    new_meta = meta
+                    ctx.retrying(lambda: store.set_document_metadata(cp, fp, new_meta))
                 if (
                     f is not None
                     and doc.content_hash == f.content_hash

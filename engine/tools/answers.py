@@ -21,6 +21,7 @@ from engine.search.query import form_found, forms_found, normalise_collection_pa
 from engine.index.runs import run_outcome
 from engine.search.searcher import SearchOutcome
 from engine.search.snippets import make_snippets, shown_terms
+from engine.tools.marks import HitMarks
 from engine.service import Engine
 
 if TYPE_CHECKING:
@@ -113,7 +114,19 @@ def _failure_fields(outcome: SearchOutcome) -> E.FailureFields:
     return out
 
 
-def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
+def _mark_hit(h: dict[str, Any], marks: HitMarks, chunk: Chunk) -> None:
+    """A hit's (or chunk's) ``lineStart``/``lineEnd`` (documents numbered by lines) and
+    ``fileState`` (``engine.tools.marks``)."""
+    cp, fp = chunk.collection_path, chunk.file_path
+    lines = marks.lines(cp, fp, chunk.start, chunk.end, chunk.page)
+    if lines is not None:
+        h["lineStart"], h["lineEnd"] = lines
+    state = marks.state(cp, fp)
+    if state is not None:
+        h["fileState"] = state
+
+
+def _search_envelope(engine: Engine, outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
     out: E.SearchResult = {
         "searched": outcome.searched,
         "query": outcome.query,
@@ -125,6 +138,7 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
     hits: list[dict[str, Any]] = []
     snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], shown_terms(outcome.terms))
     hybrid, regions = outcome.mode == "hybrid", not per_file
+    marks = HitMarks(engine.store)
     for rank, ranked in enumerate(outcome.hits):
         chunk = ranked.chunk
         cp, fp = chunk.collection_path, chunk.file_path
@@ -140,6 +154,7 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
         if hybrid:
             _breakdown(h, ranked)
         h.update(_provenance(chunk, regions, False))
+        _mark_hit(h, marks, chunk)
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
@@ -180,6 +195,7 @@ def tool_search(
 ) -> E.SearchResult:
     """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
     return _search_envelope(
+        engine,
         engine.search.search(query, scope, limit, mode, per_file=True, min_score=minScore, vector_weight=vectorWeight),
         True,
     )
@@ -196,6 +212,7 @@ def tool_search_chunks(
 ) -> E.SearchResult:
     """``search_chunks``: one hit per chunk, not deduplicated by file."""
     return _search_envelope(
+        engine,
         engine.search.search(query, scope, limit, mode, per_file=False, min_score=minScore, vector_weight=vectorWeight),
         False,
     )
@@ -297,6 +314,7 @@ def tool_get_chunk(engine: Engine, collectionPath: str, filePath: str, chunkInde
         }
     )
     out = {**out, **_provenance(chunk)}
+    _mark_hit(out, HitMarks(engine.store), chunk)  # type: ignore[arg-type]
     _mark_stale(engine, out)
     return out
 
@@ -508,6 +526,8 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     }
     if d.reason:
         out["reason"] = d.reason
+    if d.metadata.get("aliases"):
+        out["aliases"] = list(d.metadata["aliases"])
     code = d.metadata.get("reasonCode")
     if code:
         out["reasonCode"] = code
@@ -591,6 +611,8 @@ def tool_list_documents(
         ocr = _ocr_pages(meta)
         if ocr is not None:
             row["ocrPages"] = ocr
+        if meta.get("aliases"):
+            row["aliases"] = list(meta["aliases"])
         rows.append(row)
     end = offset + len(page)
     out.update(
