@@ -8,7 +8,8 @@ drawn over (``get_chunk`` answers ``stale: true``).
 
 One tool: ``get_chunk`` (plus ``read_document`` for non-PDF text). Page images
 come from ``engine.render`` through ``explorer.source_view``.
-State lives in the URL: ``c``, ``f``, ``i``, ``p`` (page), ``zoom``, ``view``, ``q``.
+State lives in the URL: ``c``, ``f``, ``i``, ``p`` (page), ``zoom``, ``view``, ``q``,
+``lines`` (text views: the lines marked and scrolled to, ``12-30``).
 """
 
 import streamlit as st
@@ -29,8 +30,9 @@ elif chunk is not None:
         links.page_path("chunk"),
         label="Chunk view",
         icon=":material/article:",
-        query_params=links.query("chunk", c=c, f=f, i=i, q=state.qp_get("q")),
+        query_params=links.query("chunk", c=c, f=f, i=i, q=state.qp_get("q"), lines=state.qp_get("lines")),
     )
+    widgets.provenance_details(chunk)
     stale = source_view.stale_notice(chunk)
     if source_view.renders_pages(f):  # PDF, EPUB, XPS, FB2, MOBI, CBZ
         source_view.pdf_chunk_pages(chunk, stale)  # with the Previous/Next chunk buttons
