@@ -126,7 +126,9 @@ def _mark_hit(h: dict[str, Any], marks: HitMarks, chunk: Chunk) -> None:
         h["fileState"] = state
 
 
-def _search_envelope(engine: Engine, outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
+def _search_envelope(outcome: SearchOutcome, per_file: bool, engine: Engine | None = None) -> E.SearchResult:
+    """The search envelope of ``outcome``; with ``engine``, each hit's line numbers and
+    file state (``engine.tools.marks``)."""
     out: E.SearchResult = {
         "searched": outcome.searched,
         "query": outcome.query,
@@ -138,7 +140,7 @@ def _search_envelope(engine: Engine, outcome: SearchOutcome, per_file: bool) -> 
     hits: list[dict[str, Any]] = []
     snippets = make_snippets([r.chunk.chunk_text for r in outcome.hits], shown_terms(outcome.terms))
     hybrid, regions = outcome.mode == "hybrid", not per_file
-    marks = HitMarks(engine.store)
+    marks = HitMarks(engine.store) if engine is not None else None
     for rank, ranked in enumerate(outcome.hits):
         chunk = ranked.chunk
         cp, fp = chunk.collection_path, chunk.file_path
@@ -154,7 +156,8 @@ def _search_envelope(engine: Engine, outcome: SearchOutcome, per_file: bool) -> 
         if hybrid:
             _breakdown(h, ranked)
         h.update(_provenance(chunk, regions, False))
-        _mark_hit(h, marks, chunk)
+        if marks is not None:
+            _mark_hit(h, marks, chunk)
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
@@ -195,9 +198,9 @@ def tool_search(
 ) -> E.SearchResult:
     """``search``: one hit per file (its best chunk), ranked over the scoped collections."""
     return _search_envelope(
-        engine,
         engine.search.search(query, scope, limit, mode, per_file=True, min_score=minScore, vector_weight=vectorWeight),
         True,
+        engine,
     )
 
 
@@ -212,9 +215,9 @@ def tool_search_chunks(
 ) -> E.SearchResult:
     """``search_chunks``: one hit per chunk, not deduplicated by file."""
     return _search_envelope(
-        engine,
         engine.search.search(query, scope, limit, mode, per_file=False, min_score=minScore, vector_weight=vectorWeight),
         False,
+        engine,
     )
 
 
