@@ -189,9 +189,9 @@ TEXT_STYLE = (
     "<style>.cn-text{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;"
     "line-height:1.45;padding:0.6rem;border:1px solid #ddd;border-radius:6px}"
     ".cn-ovl{background:#dbeafe;border-bottom:2px solid #3b82f6}"
-    ".cn-span{background:#fde68a;outline:2px solid #ea580c}"
-    ".cn-chunk{outline:2px solid #ea580c;box-decoration-break:clone;-webkit-box-decoration-break:clone}"
-    ".cn-chunk .cn-ovl{background:#bfdbfe}"
+    ".cn-span{background:#fde68a;outline:2px solid #ea580c;box-decoration-break:clone;"
+    "-webkit-box-decoration-break:clone}"
+    ".cn-span .cn-ovl{background:#bfdbfe}"
     ".cn-text mark,.cn-snippet mark{background:#ddd6fe;color:inherit;border-bottom:2px solid #6d28d9;"
     "padding:0 1px;border-radius:2px}"
     ".cn-pb{display:block;border-top:1px dashed #9ca3af;color:#6b7280;font-size:0.72rem;margin:0.2rem 0}"
@@ -289,7 +289,7 @@ def marked_block(
         a, b = max(0, outline[0]), min(len(text), outline[1])
         body = (
             _segments(text, 0, a, spans, query)
-            + f'<span class="cn-chunk">{_segments(text, a, b, spans, query)}</span>'
+            + f'<span class="cn-span">{_segments(text, a, b, spans, query)}</span>'
             + _segments(text, b, len(text), spans, query)
         )
     else:
