@@ -44,24 +44,13 @@ def _home() -> None:
     st.switch_page(links.page_path("status"))
 
 
-def _writes_off() -> None:
-    """A page that writes (Rebuild), opened in a read-only explorer: say so plainly."""
-    st.title("Rebuild is off in this read-only explorer")
-    st.info(
-        "This explorer was started read-only (`CHUNKNAV_READ_ONLY`): it can search and show "
-        "documents, but not add collections or run an index. Ask its operator to index.",
-        icon=":material/lock:",
-    )
-    st.page_link(links.page_path("status"), label="Status", icon=":material/monitoring:")
-    st.page_link(links.page_path("explore"), label="Explore index", icon=":material/search:")
-
-
 read_only = state.settings().read_only
 pages = [st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden")]
 pages += [
     st.Page(links.page_path(p.name), title=p.title, icon=p.icon, url_path=p.name)
     if not (read_only and p.writes)
-    else st.Page(_writes_off, title=p.title, icon=p.icon, url_path=p.name, visibility="hidden")
+    # a read-only explorer: out of the navigation; its URL says it is off (access.writes_off)
+    else st.Page(links.page_path(p.name), title=p.title, icon=p.icon, url_path=p.name, visibility="hidden")
     for p in nav.PAGES
 ]
 # the gate runs after st.navigation, so a deep link (/rebuild?...) survives entering the token
