@@ -66,6 +66,7 @@ class HitMarks:
         self._docs: dict[tuple[str, str], Document | None] = {}
         self._states: dict[tuple[str, str], HitFileState | None] = {}
         self._texts: dict[tuple[str, str], str | None] = {}
+        self._roots: dict[str, str | None] = {}
 
     def document(self, cp: str, fp: str) -> Document | None:
         """The stored document, or None."""
@@ -78,8 +79,11 @@ class HitMarks:
         """``file_state`` of the document's file; None for an unknown document or collection."""
         key = (cp, fp)
         if key not in self._states:
-            doc, coll = self.document(cp, fp), self._store.get_collection(cp)
-            self._states[key] = None if doc is None or coll is None else file_state(coll.root, doc)
+            if cp not in self._roots:
+                coll = self._store.get_collection(cp)
+                self._roots[cp] = None if coll is None else coll.root
+            doc, root = self.document(cp, fp), self._roots[cp]
+            self._states[key] = None if doc is None or root is None else file_state(root, doc)
         return self._states[key]
 
     def lines(self, cp: str, fp: str, start: int, end: int, page: int | None) -> tuple[int, int] | None:
