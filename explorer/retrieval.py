@@ -321,6 +321,7 @@ def file_list(collection: str, selected: str | None = None) -> dict[str, Any] | 
             "reason": d.get("reason", ""),
             "encoding": d.get("encoding", ""),
             "OCR pages": ", ".join(str(p) for p in d.get("ocrPages", [])),
+            "also at": ", ".join(d.get("aliases", [])),
             "documentPath": d["documentPath"],
         }
         for d in env["documents"]
