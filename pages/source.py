@@ -24,7 +24,7 @@ chunk = widgets.run_tool("get_chunk", args, panel=False)
 if chunk is not None and not chunk["found"]:
     widgets.failure_callout(chunk) if chunk.get("error") else st.warning(chunk.get("message", ""))
 elif chunk is not None:
-    head, link = st.columns([5, 1], vertical_alignment="center")
+    head, where, link = st.columns([5, 1.3, 1.2], vertical_alignment="center")
     head.markdown(f"`{c}` / **{f}** · chunk **{i}** of {chunk['totalChunks']} · {widgets.provenance_line(chunk)}")
     link.page_link(
         links.page_path("chunk"),
@@ -32,7 +32,8 @@ elif chunk is not None:
         icon=":material/article:",
         query_params=links.query("chunk", c=c, f=f, i=i, q=state.qp_get("q"), lines=state.qp_get("lines")),
     )
-    widgets.provenance_details(chunk)
+    with where:  # the raw numbers, one click away, on the header's line
+        widgets.provenance_details(chunk)
     stale = source_view.stale_notice(chunk)
     if source_view.renders_pages(f):  # PDF, EPUB, XPS, FB2, MOBI, CBZ
         source_view.pdf_chunk_pages(chunk, stale)  # with the Previous/Next chunk buttons
