@@ -19,22 +19,36 @@ LINES = [f"line {n} of the notes, nothing to see here" for n in range(1, 301)]
 LINES[199] = "the café opens at nine on line 200"
 
 
-@pytest.fixture
-def engine(tmp_path):
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request, tmp_path):
+    dsn, drop = None, None
+    if request.param == "postgres":
+        from tests.fixtures.pg import fresh_database, pg_dsn, pg_skip_reason
+
+        if pg_dsn() is None:
+            pytest.skip(pg_skip_reason())
+        from tests.search.test_tie_order import _uri
+
+        dsn, drop = fresh_database()
+        dsn = _uri(dsn)  # the postgresql:// form the dsn setting takes
     root = tmp_path / "docs"
     root.mkdir()
     (root / "notes.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
     (root / "other.md").write_text("# other\n\nthe cafe next door\n", encoding="utf-8")
     os.symlink("notes.txt", root / "link-to-notes.txt")
-    settings = Settings(db=str(tmp_path / "index.db"), embed_provider="none", allowed_roots=ALLOWED_ROOTS).validate()
+    settings = Settings(
+        db=str(tmp_path / "index.db"), dsn=dsn or "", embed_provider="none", allowed_roots=ALLOWED_ROOTS
+    ).validate()
     eng = Engine(settings)
     eng.add_collection("Docs", str(root))
     eng.run_index()
     yield eng, root
     eng.close()
+    if drop is not None:
+        drop()
 
 
-def _hits(eng: Engine, tool: str = "search_chunks", query: str = "cafe") -> list[dict]:
+def _hits(eng: Engine, tool: str = "search_chunks", query: str = "nine door") -> list[dict]:
     env = call_tool(eng, tool, {"query": query, "scope": "Docs", "mode": "keyword"})
     return env["hits"]
 
