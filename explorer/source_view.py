@@ -22,7 +22,7 @@ from typing import Any
 import streamlit as st
 
 from engine.errors import ChunknavError
-from explorer import links, state, widgets
+from explorer import links, state, where, widgets
 
 __all__ = [
     "ZOOMS",
@@ -366,14 +366,14 @@ def text_chunk_view(chunk: dict[str, Any], query: str = "") -> None:
         f"Characters {offset}–{offset + len(text)} of {doc.get('totalLength')} · the whole chunk is "
         f"outlined in orange; blue inside it: the {n_prev} characters shared with the previous chunk and the "
         f"{n_next} shared with the next; violet: the query's words"
-        + (f" · {widgets.lines_label(chunk)}" if first_line is not None else "")
+        + (f" · {where.lines_label(chunk)}" if first_line is not None else "")
     )
     shown = wanted if wanted and first_line is not None else None
     widgets.marked_block(text, spans, query, height_px=420, outline=(a, b), first_line=first_line, lines=shown)
     if shown is not None:
         last_shown = first_line + text.count("\n")  # type: ignore[operator]
         if not (first_line <= shown[0] <= last_shown):  # type: ignore[operator]
-            st.caption(f"Line {shown[0]} is not in this chunk's view ({widgets.lines_label(chunk)}).")
+            st.caption(f"Line {shown[0]} is not in this chunk's view ({where.lines_label(chunk)}).")
         else:
             widgets.scroll_to_line(shown[0])
     widgets.tool_call_panel("read_document", window, doc, label="This maps to a tool call (text)")

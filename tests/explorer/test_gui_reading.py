@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.config import Settings
 from engine.tools.registry import Engine, call_tool
-from explorer import retrieval, widgets
+from explorer import retrieval, where, widgets
 from tests.conftest import ALLOWED_ROOTS
 from tests.explorer.test_gui import APP, PAGE, _env, _texts, app  # noqa: F401  (app: the fixture)
 from tests.fixtures.fixtures_engine import SAMPLE_COLLECTION
@@ -100,7 +100,7 @@ def test_pdf_hits_say_where_in_words_and_keep_the_numbers_one_click_away(app, sa
     env = call_tool(sample_engine, "search_chunks", {"query": "Lorem ipsum", "scope": SAMPLE_COLLECTION})
     hit = next(h for h in env["hits"] if h.get("bbox"))
     at = app("explore", q="Lorem ipsum", scope=SAMPLE_COLLECTION)
-    words = widgets.position_words(hit["page"], hit["bbox"])
+    words = where.position_words(hit["page"], hit["bbox"])
     assert words.startswith(f"page {hit['page']}, ") and any(words in c.value for c in at.caption)
     at = app("chunk", c=hit["collectionPath"], f=hit["filePath"], i=hit["chunkIndex"])
     header = [m.value for m in at.markdown if ":orange-badge[page" in m.value]
@@ -109,7 +109,7 @@ def test_pdf_hits_say_where_in_words_and_keep_the_numbers_one_click_away(app, sa
 
 
 def test_position_words():
-    assert widgets.position_words(3, {"x": 0.1, "y": 0.25, "w": 0.8, "h": 0.1}) == "page 3, upper half"
-    assert widgets.position_words(3, {"x": 0.55, "y": 0.8, "w": 0.4, "h": 0.1}) == "page 3, bottom, right column"
-    assert widgets.position_words(3, {"x": 0.1, "y": 0.05, "w": 0.8, "h": 0.9}) == "page 3, most of the page"
-    assert widgets.position_words(3, None) == "page 3" and widgets.position_words(None, None) == ""
+    assert where.position_words(3, {"x": 0.1, "y": 0.25, "w": 0.8, "h": 0.1}) == "page 3, upper half"
+    assert where.position_words(3, {"x": 0.55, "y": 0.8, "w": 0.4, "h": 0.1}) == "page 3, bottom, right column"
+    assert where.position_words(3, {"x": 0.1, "y": 0.05, "w": 0.8, "h": 0.9}) == "page 3, most of the page"
+    assert where.position_words(3, None) == "page 3" and where.position_words(None, None) == ""
