@@ -130,6 +130,7 @@ ReasonCode = Literal[
     "root-missing",  # the collection root is not a directory
     "missing",  # the file is gone; its document kept (keep_missing), marked missing
     "ocr-unavailable",  # OCR cannot run (no Tesseract data for any language): OCR text kept stale
+    "alias",  # a symlink to a file indexed in the same root: listed as that document's alias
 ]
 
 REASON_CODES: tuple[str, ...] = ReasonCode.__args__  # type: ignore[attr-defined]

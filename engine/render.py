@@ -8,6 +8,10 @@ text found on the page (``page.search_for`` rectangles, which come in the
 unrotated frame and are mapped with ``page.rotation_matrix``); and
 ``page_count``. The GUI never imports PyMuPDF itself: page PNGs come from here.
 
+The query's words (``mark_terms``) are drawn apart from the chunk: a violet fill and
+underline on every word of the page that holds one of them in the keyword index's
+form (``engine.store.fts.fold_chars`` / ``term_pattern``: ``cafe`` marks ``café``).
+
 Line rectangles (``regions[].rects``) are drawn filled with an outline, the
 region's union ``bbox`` as a faint outline around them; a ``clip`` (a ``Bbox``
 of the displayed page) renders only that part, pixel-aligned, so zoom 4x of a
@@ -49,6 +53,8 @@ __all__ = [
     "clip_around",
     "highlight_runs",
     "renders_pages",
+    "query_word_boxes",
+    "QUERY_WORD_FILL",
 ]
 
 #: RGBA fill of a highlight (translucent yellow).
@@ -56,6 +62,10 @@ HIGHLIGHT_FILL = (255, 213, 0, 96)
 #: RGBA outline of a highlight (opaque orange), ``HIGHLIGHT_OUTLINE_PX`` wide.
 HIGHLIGHT_OUTLINE = (230, 92, 0, 255)
 HIGHLIGHT_OUTLINE_PX = 2
+#: RGBA fill and underline of a query word on the page (violet: apart from the chunk's yellow).
+QUERY_WORD_FILL = (124, 58, 237, 64)
+QUERY_WORD_LINE = (109, 40, 217, 255)
+QUERY_WORD_LINE_PX = 3
 #: Faint outline of a region's union bbox around its line rectangles (RGBA), 1 px.
 UNION_OUTLINE = (230, 92, 0, 110)
 #: Rasterisers ``render_page_info`` accepts.
@@ -89,6 +99,7 @@ class RenderedPage:
             a box ``b`` lies at ``(b.x * page_width_px - clip_x_px, ...)`` in the PNG.
         clip_x_px, clip_y_px: top-left pixel of the clip in the whole page's raster.
         unions: the union bboxes outlined faintly (one per region on the page).
+        word_boxes: the query's words found on the page (``query_word_boxes``), drawn in violet.
     """
 
     png: bytes
@@ -105,6 +116,7 @@ class RenderedPage:
     clip_x_px: int = 0
     clip_y_px: int = 0
     unions: tuple[Bbox, ...] = ()
+    word_boxes: tuple[Bbox, ...] = ()
 
 
 def renders_pages(file_path: str | os.PathLike[str]) -> bool:
@@ -316,6 +328,58 @@ def clip_around(
     return Bbox(axis(union.x, union.w, f.x, f.x + f.w, fw, mx), axis(union.y, union.h, f.y, f.y + f.h, fh, my), fw, fh)
 
 
+def query_word_boxes(page, terms: Sequence[str]) -> list[Bbox]:
+    """The words of one PyMuPDF page holding one of the query ``terms``, as display-frame boxes.
+
+    A page word (``get_text("words")``: whitespace-separated, punctuation attached) is
+    marked when a term starts one of its word runs in the keyword index's form
+    (``engine.store.fts.term_pattern`` over ``fold_chars``: case and diacritics folded, a
+    term of 3+ characters also as a word's beginning). Boxes come in the unrotated frame and
+    are mapped with ``page.rotation_matrix``, then divided by the displayed ``page.rect``.
+    """
+    from engine.store.fts import fold_chars, term_pattern
+
+    pattern = term_pattern(tuple(terms)) if terms else None
+    if pattern is None:
+        return []
+    import pymupdf
+
+    rect, mat = page.rect, page.rotation_matrix
+    pw, ph = rect.width or 1.0, rect.height or 1.0
+    out: list[Bbox] = []
+    for w in page.get_text("words", sort=False):
+        word = unicodedata.normalize("NFKC", w[4])
+        if not pattern.search(fold_chars(word)):
+            continue
+        r = pymupdf.Rect(w[:4]) * mat
+        out.append(
+            Bbox(
+                max(0.0, (r.x0 - rect.x0) / pw),
+                max(0.0, (r.y0 - rect.y0) / ph),
+                min(1.0, r.width / pw),
+                min(1.0, r.height / ph),
+            )
+        )
+    return out
+
+
+def _mark_words(img, boxes: Sequence[Bbox], page_w_px: int, page_h_px: int, off_x: int, off_y: int):
+    """Violet fill and underline of each query word box over a Pillow RGB image (a copy)."""
+    from PIL import Image, ImageDraw
+
+    base = img.convert("RGBA")
+    overlay = Image.new("RGBA", base.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    for b in boxes:
+        x0, y0 = round(b.x * page_w_px) - off_x, round(b.y * page_h_px) - off_y
+        x1, y1 = round((b.x + b.w) * page_w_px) - off_x, round((b.y + b.h) * page_h_px) - off_y
+        if x1 < 0 or y1 < 0 or x0 >= base.width or y0 >= base.height:
+            continue
+        draw.rectangle((x0, y0, x1, y1), fill=QUERY_WORD_FILL)
+        draw.rectangle((x0, y1, x1, y1 + QUERY_WORD_LINE_PX - 1), fill=QUERY_WORD_LINE)
+    return Image.alpha_composite(base, overlay).convert("RGB")
+
+
 def _norm(s: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", s).split())
 
@@ -478,6 +542,7 @@ def render_page_info(
     *,
     renderer: str = "pymupdf",
     clip: Bbox | None = None,
+    mark_terms: Sequence[str] = (),
 ) -> RenderedPage:
     """Render one page as displayed, with the chunk's highlight, plus facts about it.
 
@@ -499,6 +564,8 @@ def render_page_info(
             PyMuPDF, whose layout gave its boxes (``renderer`` in the result says so).
         clip: the part of the displayed page to render (``Bbox`` 0..1, e.g. from
             ``clip_around``); None = the whole page.
+        mark_terms: the query's terms; the page words holding one are drawn in violet
+            (``query_word_boxes``), apart from the chunk's highlight.
 
     Returns:
         ``RenderedPage``: PNG of the displayed page or its clip (rotation and
@@ -534,6 +601,7 @@ def render_page_info(
         if not boxes and highlight_texts:
             boxes = find_text_boxes(pg, highlight_texts)
             source = "text" if boxes else "none"
+        words = query_word_boxes(pg, mark_terms) if mark_terms else []
         if renderer == "pymupdf":
             rect = pg.rect
             page_w_px, page_h_px = max(1, round(rect.width * zoom)), max(1, round(rect.height * zoom))
@@ -564,6 +632,8 @@ def render_page_info(
             off_y=y0,
             pad=1 if source == "rects" else None,
         )
+    if words:
+        img = _mark_words(img, words, page_w_px, page_h_px, x0, y0)
     buf = io.BytesIO()
     img.save(buf, format="PNG", optimize=False, compress_level=3)
     shown = Bbox(x0 / page_w_px, y0 / page_h_px, (x1 - x0) / page_w_px, (y1 - y0) / page_h_px)
@@ -582,6 +652,7 @@ def render_page_info(
         x0,
         y0,
         tuple(unions),
+        tuple(words),
     )
 
 

@@ -14,6 +14,10 @@ Owns: ``gate(settings)`` and ``is_open(settings)``; the rule itself is
    ``CHUNKNAV_ACCESS_TOKEN``. ``chunknav gui`` already refuses to start then.
 
 Anything refused ends the script with ``st.stop()`` before a page runs.
+
+In a read-only explorer (``CHUNKNAV_READ_ONLY``) a page that writes (Rebuild) is out of
+the navigation; its URL opens ``writes_off``: a plain page saying why, not Streamlit's
+"Page not found".
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import streamlit as st
 from engine.config import Settings
 from engine.faces import exposure
 
-__all__ = ["WRONG_TOKEN_DELAY_S", "refusal", "is_open", "gate"]
+__all__ = ["WRONG_TOKEN_DELAY_S", "refusal", "is_open", "gate", "writes_off"]
 
 #: Seconds a wrong token waits before the answer (slows guessing).
 WRONG_TOKEN_DELAY_S = 1.0
@@ -82,4 +86,19 @@ def gate(settings: Settings) -> None:
             st.rerun()
         time.sleep(WRONG_TOKEN_DELAY_S)
         st.error("Wrong access token.", icon=":material/lock:")
+    st.stop()
+
+
+def writes_off(settings: Settings, title: str) -> None:
+    """In a read-only explorer: the page ``title`` (one that writes) says it is off (the
+    sidebar keeps the pages that read) and ends the script (``st.stop()``); else nothing."""
+    if not settings.read_only:
+        return
+    st.title(f"{title} is off in this read-only explorer")
+    st.info(
+        "This explorer was started read-only (`CHUNKNAV_READ_ONLY`): it searches and shows "
+        "documents, but adds no collection and runs no index. Ask its operator to index; "
+        "Status and Explore index are in the sidebar.",
+        icon=":material/lock:",
+    )
     st.stop()

@@ -33,7 +33,7 @@ import streamlit as st  # noqa: E402
 
 from engine.index.runs import roots_not_listed, unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
-from explorer import access, links, nav, run_views, state  # noqa: E402
+from explorer import access, links, nav, run_views, state, widgets  # noqa: E402
 
 install_log_redaction()  # engine.secrets: no log line carries a configured secret
 st.set_page_config(page_title="chunknav explorer", page_icon=state.ICON, layout="wide")
@@ -48,8 +48,10 @@ read_only = state.settings().read_only
 pages = [st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden")]
 pages += [
     st.Page(links.page_path(p.name), title=p.title, icon=p.icon, url_path=p.name)
-    for p in nav.PAGES
     if not (read_only and p.writes)
+    # a read-only explorer: out of the navigation; its URL says it is off (access.writes_off)
+    else st.Page(links.page_path(p.name), title=p.title, icon=p.icon, url_path=p.name, visibility="hidden")
+    for p in nav.PAGES
 ]
 # the gate runs after st.navigation, so a deep link (/rebuild?...) survives entering the token
 current = st.navigation(pages, position="sidebar" if access.is_open(state.settings()) else "hidden")
@@ -109,6 +111,12 @@ with st.sidebar:
         st.caption(":material/lock: Read-only explorer: no Rebuild, no collection changes.")
     if state.settings().access_token:
         st.caption(":material/key: Shared explorer: this session entered the access token.")
+    widgets.show_calls()  # its default, before the switch is drawn
+    st.toggle(
+        "Show as tool call",
+        key="show_calls",
+        help="under each view: the exact tool call (MCP), its chunknav command line and the envelope",
+    )
     _first_start()
     _sidebar_job()
 

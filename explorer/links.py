@@ -31,6 +31,7 @@ from explorer import nav, state
 __all__ = [
     "RULES",
     "PARAMS",
+    "line_range",
     "REPEATED",
     "ZOOMS",
     "MAX_TEXT_CHARS",
@@ -170,6 +171,29 @@ def _scope(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | list[str] 
     )
 
 
+_LINES = re.compile(r"L?(\d{1,9})(?:-L?(\d{1,9}))?", re.IGNORECASE)
+
+
+def line_range(value: str | None) -> tuple[int, int] | None:
+    """``(first, last)`` 1-based lines of a ``lines`` value: ``12-30``, ``L12-L30`` (the
+    ``#L12-L30`` form of code hosts), or one line ``12``; None for none or a bad value."""
+    m = _LINES.fullmatch((value or "").strip())
+    if m is None:
+        return None
+    first = int(m.group(1))
+    last = int(m.group(2) or first)
+    if first < 1 or last < first:
+        return None
+    return first, last
+
+
+def _lines(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
+    got = line_range(value)
+    if got is None:
+        return None, f"`{name}` takes lines like `12-30` or `12`: ignored"
+    return f"{got[0]}-{got[1]}", None
+
+
 def _flag(name: str, value: str, ctx: dict[str, Any]) -> tuple[str | None, str | None]:
     if value == "1":
         return value, None
@@ -196,6 +220,7 @@ RULES: dict[str, Rule] = {
     # Explore index: threshold, vector weight, compare modes, the file list
     "min": _float(0.0, MAX_MIN_SCORE, 0.0),
     "w": _float(0.0, 1.0, 0.5),
+    "match": _float(0.0, 1.0, 0.0),  # the least match (0..1) a hit shows with
     "cmp": _flag,
     "files": _collection,
     "doc": _path,
@@ -204,6 +229,7 @@ RULES: dict[str, Rule] = {
     "p": _int(1, None, None),
     "zoom": _float(min(ZOOMS), max(ZOOMS), 1.0),
     "view": _choice(["around", "page"], None),  # around the highlight | whole pages
+    "lines": _lines,  # text views: lines marked and scrolled to (12-30)
 }
 
 #: page name (its url_path) -> parameter name -> rule

@@ -49,10 +49,16 @@ PAGES: tuple[Page, ...] = (
         "explore.py",
         "Explore index",
         ":material/search:",
-        (*SEARCH, "min", "w", "cmp", "files", "doc"),
+        (*SEARCH, "min", "w", "match", "cmp", "files", "doc"),
     ),
-    Page("chunk", "chunk.py", "Chunk", ":material/article:", (*CHUNK, *SEARCH, "full", "p")),
-    Page("source", "source.py", "Source", ":material/picture_as_pdf:", (*CHUNK, *SEARCH, "p", "zoom", "view")),
+    Page("chunk", "chunk.py", "Chunk", ":material/article:", (*CHUNK, *SEARCH, "full", "p", "lines")),
+    Page(
+        "source",
+        "source.py",
+        "Source",
+        ":material/picture_as_pdf:",
+        (*CHUNK, *SEARCH, "p", "zoom", "view", "lines"),
+    ),
 )
 
 _BY_NAME = {p.name: p for p in PAGES}

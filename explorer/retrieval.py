@@ -39,7 +39,76 @@ __all__ = [
     "compare_modes",
     "file_list",
     "show",
+    "HITS_PER_SCREEN",
+    "READ_ONLY_LIMIT",
+    "allowed_limit",
+    "by_match",
+    "search_key",
+    "hits_shown",
+    "show_more",
+    "lines_param",
 ]
+
+#: Hits drawn at once; "Show more" draws as many again (a limit of 1000 never draws 1000 rows at once).
+HITS_PER_SCREEN = 50
+#: Most hits a read-only (shared) explorer asks for, whatever a link says.
+READ_ONLY_LIMIT = 200
+
+
+def allowed_limit(asked: int, read_only: bool) -> int:
+    """The ``limit`` a search is run with: ``asked``, at most ``READ_ONLY_LIMIT`` in a
+    read-only explorer."""
+    return min(asked, READ_ONLY_LIMIT) if read_only else asked
+
+
+def by_match(hits: list[dict[str, Any]], least: float) -> tuple[list[dict[str, Any]], int]:
+    """``(hits kept, number hidden)``: hits whose ``match`` (0..1, in the envelope) is below
+    ``least`` are hidden; a hit without ``match`` is kept. ``least`` 0 keeps every hit."""
+    if least <= 0:
+        return hits, 0
+    kept = [h for h in hits if h.get("match") is None or float(h["match"]) >= least]
+    return kept, len(hits) - len(kept)
+
+
+def search_key(args: dict[str, Any]) -> str:
+    """One search's identity (its arguments): "Show more" counts per search."""
+    import json
+
+    return "hits_shown:" + json.dumps(args, sort_keys=True, default=str)
+
+
+def hits_shown(key: str, total: int, selected: int | None = None) -> int:
+    """How many of ``total`` hits to draw now: ``HITS_PER_SCREEN``, more after each
+    "Show more" of the same search, and at least up to the selected hit (a deep link's ``hit``)."""
+    n = int(st.session_state.get(key, HITS_PER_SCREEN))
+    if selected is not None and selected >= n:
+        n = (selected // HITS_PER_SCREEN + 1) * HITS_PER_SCREEN
+    return min(total, n)
+
+
+def _more(key: str, shown: int) -> None:
+    st.session_state[key] = shown + HITS_PER_SCREEN
+
+
+def show_more(key: str, shown: int, total: int) -> None:
+    """The "Show more" button under a partly drawn hit list (nothing when all are drawn)."""
+    if shown >= total:
+        return
+    st.button(
+        f"Show more ({shown} of {total} shown)",
+        key="show_more",
+        icon=":material/expand_more:",
+        on_click=_more,
+        args=(key, shown),
+    )
+
+
+def lines_param(hit: dict[str, Any]) -> str | None:
+    """The ``lines`` deep-link value of a hit carrying line numbers (``12-30``), else None."""
+    if hit.get("lineStart") is None:
+        return None
+    return f"{hit['lineStart']}-{hit.get('lineEnd', hit['lineStart'])}"
+
 
 #: The ``scope`` value (and deep-link parameter) meaning every collection.
 ALL = "*"
@@ -252,6 +321,7 @@ def file_list(collection: str, selected: str | None = None) -> dict[str, Any] | 
             "reason": d.get("reason", ""),
             "encoding": d.get("encoding", ""),
             "OCR pages": ", ".join(str(p) for p in d.get("ocrPages", [])),
+            "also at": ", ".join(d.get("aliases", [])),
             "documentPath": d["documentPath"],
         }
         for d in env["documents"]

@@ -12,6 +12,7 @@ before the chunk, overlaps marked). Page PNGs come from ``engine.render``
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Any
 import streamlit as st
 
 from engine.errors import ChunknavError
-from explorer import links, state, widgets
+from explorer import links, state, where, widgets
 
 __all__ = [
     "ZOOMS",
@@ -46,6 +47,8 @@ MIN_HEIGHT_PX = 120
 MARGIN_PX = 16
 #: Most crops per page; a highlight in more pieces is shown as one crop from its first line.
 MAX_PARTS = 3
+#: Height of the panning box of a whole page above 1x (pixels).
+PAN_HEIGHT_PX = 640
 #: Characters of document text shown before a chunk (text sources).
 TEXT_BEFORE_CHARS = 240
 
@@ -121,10 +124,14 @@ def _render(
     renderer: str,
     whole: bool,
     _password: str | None,
+    terms: tuple[str, ...] = (),
+    pan: bool = False,
 ) -> list[Any]:
     """The page's images (``RenderedPage``): one per run of the highlight
     (``engine.render.highlight_runs``: a chunk that continues in the next
-    column gets a second crop), or one of the whole page height (``whole``)."""
+    column gets a second crop), or one of the whole page height (``whole``), or with
+    ``pan`` the whole page at this zoom (shown in a box that pans, ``_pan_box``).
+    ``terms``: the query's words, marked on the page in violet."""
     from engine.values import Bbox
     from engine.render import clip_around, highlight_runs, page_size_pt, render_page_info
 
@@ -132,6 +139,10 @@ def _render(
     w_pt, h_pt = page_size_pt(path, page, _password)
     scale = VIEW_WIDTH_PX / w_pt * zoom  # pixels per point: 1x = the page width fills the image
     boxes = [Bbox(**b) for r in regions if r.get("page") == page for b in (r.get("rects") or [r["bbox"]])]
+    if pan:  # the whole page: the box it is shown in pans and scrolls to the highlight
+        return [
+            render_page_info(path, page, scale, regions, _password, texts or None, renderer=renderer, mark_terms=terms)
+        ]
     runs = [boxes] if whole or not boxes else _merge_runs(highlight_runs(boxes), h_pt * scale)
     if len(runs) > MAX_PARTS:  # a table read down its columns, text running down the page...:
         runs = [boxes]  # one crop from the first line ("Whole pages" shows all of it)
@@ -145,7 +156,9 @@ def _render(
                 view_h = min(VIEW_HEIGHT_PX, max(MIN_HEIGHT_PX, round((bottom - top) * h_pt * scale) + 2 * MARGIN_PX))
         clip = clip_around(run, scale, w_pt, h_pt, VIEW_WIDTH_PX, view_h, MARGIN_PX)
         shots.append(
-            render_page_info(path, page, scale, regions, _password, texts or None, renderer=renderer, clip=clip)
+            render_page_info(
+                path, page, scale, regions, _password, texts or None, renderer=renderer, clip=clip, mark_terms=terms
+            )
         )
     return shots
 
@@ -172,6 +185,33 @@ def _page_label(path: Path, page: int, password: str | None) -> str:
         return page_label(path, page, password)
     except (ChunknavError, ValueError):
         return ""
+
+
+def _pan_box(shot: Any, height_px: int, key: str) -> None:
+    """A page image larger than the view in a box that pans and scrolls (drag the scroll
+    bars, the wheel, or the keyboard), opened scrolled so the first highlight box (else the
+    first query word) is in its middle."""
+    target = (shot.boxes or shot.word_boxes or (None,))[0]
+    fx = (target.x + target.w / 2) if target is not None else 0.0
+    fy = (target.y + target.h / 2) if target is not None else 0.0
+    png = base64.b64encode(shot.png).decode("ascii")
+    box_id = f"cn-pan-{key}"
+    st.html(
+        f'<div class="cn-pan" id="{box_id}" data-fx="{fx:.4f}" data-fy="{fy:.4f}" '
+        f'style="width:100%;max-width:{VIEW_WIDTH_PX}px;height:{height_px}px;overflow:auto;'
+        'border:1px solid #ddd;border-radius:6px;cursor:grab">'
+        f'<img src="data:image/png;base64,{png}" width="{shot.width_px}" height="{shot.height_px}" '
+        f'style="max-width:none;width:{shot.width_px}px;height:{shot.height_px}px;display:block" '
+        f'alt="page {shot.page} at zoom"></div>'
+        "<script>(function(){let n=0;const t=setInterval(function(){"
+        f"const box=document.getElementById('{box_id}');"
+        "if(box&&box.clientWidth>0){clearInterval(t);"
+        "const img=box.querySelector('img');"
+        "box.scrollLeft=Math.max(0,parseFloat(box.dataset.fx)*img.width-box.clientWidth/2);"
+        "box.scrollTop=Math.max(0,parseFloat(box.dataset.fy)*img.height-box.clientHeight/2);"
+        "box.dataset.ready='1';}else if(++n>100){clearInterval(t);}},50);})();</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def renders_pages(file_path: str) -> bool:
@@ -230,15 +270,27 @@ def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:
     pages = sorted({r["page"] for r in chunk.get("regions") or []}) or [chunk.get("page") or 1]
     renderer = state.settings().renderer
     mtime_ns = os.stat(path).st_mtime_ns
+    terms = widgets.query_marks(state.qp_get("q", ""))
+    pan = zoom > 1  # larger than the view: the whole page in a box that pans to the highlight
     first = None
     for page in pages:
         try:
             shots = _render(
-                str(path), mtime_ns, page, zoom, json.dumps(regions, sort_keys=True), texts, renderer, whole, password
+                str(path),
+                mtime_ns,
+                page,
+                zoom,
+                json.dumps(regions, sort_keys=True),
+                texts,
+                renderer,
+                whole,
+                password,
+                terms,
+                pan,
             )
         except (ChunknavError, ValueError) as e:
             st.error(f"**Cannot render page {page}.** {e}", icon=":material/error:")
-            continue
+            break  # the next page would say the same
         shot = shots[0]
         n_lines = sum(1 for r in regions if r.get("page") == page for _ in (r.get("rects") or ()))
         label = _page_label(path, page, password)
@@ -248,10 +300,11 @@ def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:
             "text": f"text match ({len(shot.boxes)} places)",
             "none": "nothing drawn" if stale else "the chunk's text was not found here",
         }[shot.source]
+        marked = f" · {len(shot.word_boxes)} query words marked in violet" if shot.word_boxes else ""
         st.markdown(
-            f"**Page {page}**" + (f" ({label})" if label else "") + f" of {shot.page_count} · {what} · "
+            f"**Page {page}**" + (f" ({label})" if label else "") + f" of {shot.page_count} · {what}{marked} · "
             f"zoom {zoom:g}× · :small[page {shot.page_width_px}×{shot.page_height_px} px, "
-            f"showing {shot.width_px}×{shot.height_px}]"
+            + ("drag or scroll to pan]" if pan else f"showing {shot.width_px}×{shot.height_px}]")
         )
         for k, part in enumerate(shots):
             if k:
@@ -259,7 +312,10 @@ def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:
                     f"Page {page}, part {k + 1} of {len(shots)}: the chunk continues here "
                     "(another column, or further down the page)."
                 )
-            st.image(part.png, width="stretch")
+            if pan:
+                _pan_box(part, PAN_HEIGHT_PX if whole else VIEW_HEIGHT_PX, f"{page}-{k}")
+            else:
+                st.image(part.png, width="stretch")
         if first is None:
             first = {
                 "page": page,
@@ -269,14 +325,19 @@ def pdf_chunk_pages(chunk: dict[str, Any], stale: bool) -> None:
                 "pageWidthPx": shot.page_width_px,
                 "renderer": shot.renderer,
                 "parts": len(shots),
+                "queryWords": len(shot.word_boxes),
+                "pan": pan,
             }
     st.session_state["_last_render"] = first
 
 
 def text_chunk_view(chunk: dict[str, Any], query: str = "") -> None:
-    """Text, Markdown, .docx: the document text from just before the chunk, the
-    chunk outlined and the overlaps with its neighbours marked in blue."""
+    """Text, Markdown, HTML, .docx: the document text from just before the chunk, the
+    whole chunk outlined in orange with the overlaps with its neighbours tinted blue inside
+    it, the query's words marked, line numbers in a gutter (documents numbered by lines);
+    a ``lines`` deep link (``lines=12-30``) marks those lines and scrolls to the first."""
     start, end = chunk["start"], chunk["end"]
+    wanted = links.line_range(state.qp_get("lines"))
     offset = max(0, start - TEXT_BEFORE_CHARS)
     window = {
         "collectionPath": chunk["collectionPath"],
@@ -295,13 +356,24 @@ def text_chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     spans = []
     if n_prev:
         spans.append((a, a + n_prev, "ovl"))
-    spans.append((a + n_prev, max(a + n_prev, b - n_next), "span"))
     if n_next:
         spans.append((max(a + n_prev, b - n_next), b, "ovl"))
+    text = doc["text"]
+    first_line = None
+    if chunk.get("lineStart") is not None:
+        first_line = int(chunk["lineStart"]) - text.count("\n", 0, a)
     st.caption(
-        f"Characters {offset}–{offset + len(doc['text'])} of {doc.get('totalLength')} · the chunk is "
-        f"outlined in orange; blue: the {n_prev} characters shared with the previous chunk and the "
-        f"{n_next} shared with the next"
+        f"Characters {offset}–{offset + len(text)} of {doc.get('totalLength')} · the whole chunk is "
+        f"outlined in orange; blue inside it: the {n_prev} characters shared with the previous chunk and the "
+        f"{n_next} shared with the next; violet: the query's words"
+        + (f" · {where.lines_label(chunk)}" if first_line is not None else "")
     )
-    widgets.marked_block(doc["text"], spans, query, height_px=420)
+    shown = wanted if wanted and first_line is not None else None
+    widgets.marked_block(text, spans, query, height_px=420, outline=(a, b), first_line=first_line, lines=shown)
+    if shown is not None:
+        last_shown = first_line + text.count("\n")  # type: ignore[operator]
+        if not (first_line <= shown[0] <= last_shown):  # type: ignore[operator]
+            st.caption(f"Line {shown[0]} is not in this chunk's view ({where.lines_label(chunk)}).")
+        else:
+            widgets.scroll_to_line(shown[0])
     widgets.tool_call_panel("read_document", window, doc, label="This maps to a tool call (text)")

@@ -14,9 +14,8 @@ page's views. Links to other pages come from ``explorer.links``.
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import streamlit as st
 
@@ -24,8 +23,10 @@ from engine.errors import WHO_FIXES, ChunknavError
 from engine.paths import resolve_inside
 from engine.secrets import public_dsn, redact, redact_obj
 from engine.search.searcher import parse_query, query_terms, shown_terms
+from engine.search.snippets import term_spans
 from engine.tools.registry import REGISTRY, ToolArgumentError, call_tool, cli_command, to_json
 from explorer import links, state
+from explorer.where import file_state_badge, lines_label, position_words
 
 __all__ = [
     "selected_chunk",
@@ -35,10 +36,17 @@ __all__ = [
     "search_outcome",
     "hit_row",
     "mark_terms",
+    "marked_terms",
+    "query_marks",
     "marked_block",
+    "TEXT_STYLE",
+    "show_calls",
     "overlap_caption",
     "source_file",
     "provenance_line",
+    "raw_provenance",
+    "provenance_details",
+    "scroll_to_line",
     "chunk_view",
     "document_view",
     "FAILURE_TITLES",
@@ -84,7 +92,10 @@ def run_tool(
 def tool_call_panel(
     name: str, arguments: dict[str, Any], envelope: Any, label: str = "This maps to a tool call"
 ) -> None:
-    """The expander with the exact call, its ``chunknav`` command line and the envelope."""
+    """The expander with the exact call, its ``chunknav`` command line and the envelope;
+    nothing while the "Show as tool call" switch is off (``show_calls``)."""
+    if not show_calls():
+        return
     tool = REGISTRY[name]
     with st.expander(label, expanded=False, icon=":material/terminal:"):
         st.caption(f"Tool `{tool.name}` (the same function the CLI and the MCP server call): {tool.description}")
@@ -172,38 +183,91 @@ def search_outcome(envelope: dict[str, Any]) -> bool:
 
 
 # -- text ------------------------------------------------------------------------
-def _term_re(terms: Iterable[str]) -> re.Pattern[str] | None:
-    """Any of ``terms`` at a word start, case-insensitive, longest first: a term of 3 or more
-    characters also as a word's beginning ("page" marks "pages"), a shorter one as a whole
-    word only ("a" does not mark the start of "attribute")."""
-    terms = sorted({t for t in terms if t}, key=len, reverse=True)
-    if not terms:
-        return None
-    alts = "|".join(re.escape(t) if len(t) >= 3 else re.escape(t) + r"(?!\w)" for t in terms)
-    return re.compile(r"(?<!\w)(" + alts + r")", re.IGNORECASE)
+#: CSS of the text views and snippets: the chunk outlined in orange, overlaps tinted blue,
+#: the query's words (``<mark>``) in violet with an underline (apart from the chunk's own
+#: highlight), page breaks as a dashed rule, line numbers in a gutter.
+TEXT_STYLE = (
+    "<style>.cn-text{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;"
+    "line-height:1.45;padding:0.6rem;border:1px solid #ddd;border-radius:6px}"
+    ".cn-ovl{background:#dbeafe;border-bottom:2px solid #3b82f6}"
+    ".cn-span{background:#fde68a;outline:2px solid #ea580c;box-decoration-break:clone;"
+    "-webkit-box-decoration-break:clone}"
+    ".cn-span .cn-ovl{background:#bfdbfe}"
+    ".cn-text mark,.cn-snippet mark{background:#ddd6fe;color:inherit;border-bottom:2px solid #6d28d9;"
+    "padding:0 1px;border-radius:2px}"
+    ".cn-pb{display:block;border-top:1px dashed #9ca3af;color:#6b7280;font-size:0.72rem;margin:0.2rem 0}"
+    ".cn-lno::before{content:attr(data-n);display:inline-block;width:3.2em;margin-right:0.8em;"
+    "text-align:right;color:#9ca3af;user-select:none}"
+    ".cn-lsel::before{color:#c2410c;font-weight:700;background:#ffedd5}</style>"
+)
+#: What a page break (form feed) of the extracted text is shown as.
+PAGE_BREAK_HTML = '<span class="cn-pb" title="page break (form feed)">page break</span>'
+
+
+def query_marks(query: str) -> tuple[str, ...]:
+    """The terms marked for ``query``: ``engine.search.searcher.query_terms`` of the query
+    without its ``namespace:``/``scope:`` tokens, without English stop words unless only
+    those are left (``shown_terms``, as the snippets are placed)."""
+    return shown_terms(query_terms(parse_query(query or "").text))
+
+
+def marked_terms(text: str, query: str) -> list[tuple[int, int]]:
+    """Where the query's words are in ``text`` (``engine.search.snippets.term_spans``: the
+    keyword index's form, so ``cafe`` marks ``café``), ``(start, end)`` offsets in order."""
+    terms = query_marks(query)
+    return term_spans(text, terms) if terms else []
 
 
 def mark_terms(text: str, query: str) -> str:
-    """HTML of ``text`` (escaped) with the query's words in ``<mark>``.
-
-    Words are ``engine.search.searcher.query_terms`` of the query without its
-    ``namespace:``/``scope:`` tokens and without English stop words unless only
-    those are left (``engine.search.searcher.shown_terms``, as the snippets are placed),
-    matched case-insensitively at word starts (``_term_re``).
-    """
-    pattern = _term_re(shown_terms(query_terms(parse_query(query or "").text)))
-    if pattern is None:
+    """HTML of ``text`` (escaped) with the query's words in ``<mark>`` (``marked_terms``)."""
+    spans = marked_terms(text, query)
+    if not spans:
         return html.escape(text)
     out, pos = [], 0
-    for m in pattern.finditer(text):
-        out.append(html.escape(text[pos : m.start()]))
-        out.append(f"<mark>{html.escape(m.group(0))}</mark>")
-        pos = m.end()
+    for a, b in spans:
+        out.append(html.escape(text[pos:a]))
+        out.append(f"<mark>{html.escape(text[a:b])}</mark>")
+        pos = b
     out.append(html.escape(text[pos:]))
     return "".join(out)
 
 
-def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "", height_px: int | None = None) -> None:
+def _segments(text: str, lo: int, hi: int, spans: list[tuple[int, int, str]], query: str) -> str:
+    """HTML of ``text[lo:hi]`` with the ``spans`` (clipped to it) wrapped in their classes."""
+    pieces, pos = [], lo
+    for start, end, cls in sorted(spans):
+        start, end = max(start, pos), min(end, hi)
+        if end <= start:
+            continue
+        pieces.append(mark_terms(text[pos:start], query))
+        pieces.append(f'<span class="cn-{cls}">{mark_terms(text[start:end], query)}</span>')
+        pos = end
+    pieces.append(mark_terms(text[pos:hi], query))
+    return "".join(pieces)
+
+
+def _numbered(body: str, first_line: int, lines: tuple[int, int] | None) -> str:
+    """``body`` (HTML whose ``\n`` are the text's line ends) with a line-number gutter mark
+    (``<span class="cn-lno" id="cn-L<n>">``) at the start of each line; lines in ``lines``
+    (first, last) are marked ``cn-lsel``."""
+    out = []
+    for k, part in enumerate(body.split("\n")):
+        n = first_line + k
+        sel = " cn-lsel" if lines and lines[0] <= n <= lines[1] else ""
+        out.append(f'<span class="cn-lno{sel}" id="cn-L{n}" data-n="{n}"></span>{part}')
+    return "\n".join(out)
+
+
+def marked_block(
+    text: str,
+    spans: list[tuple[int, int, str]],
+    query: str = "",
+    height_px: int | None = None,
+    *,
+    outline: tuple[int, int] | None = None,
+    first_line: int | None = None,
+    lines: tuple[int, int] | None = None,
+) -> None:
     """Show ``text`` preformatted with character spans marked.
 
     Args:
@@ -211,35 +275,64 @@ def marked_block(text: str, spans: list[tuple[int, int, str]], query: str = "", 
         spans: ``(start, end, css_class)`` character offsets into ``text``,
             non-overlapping, classes ``ovl`` (overlap with a neighbour) or
             ``span`` (the chunk inside a document).
-        query: words also marked inside the text.
+        query: words also marked inside the text (``<mark>``, violet).
         height_px: scroll box height; None = as tall as the text.
+        outline: ``(start, end)`` of the whole chunk, outlined in orange with the
+            ``spans`` tinted inside it.
+        first_line: the 1-based line number of ``text``'s first line: a gutter of line
+            numbers is shown (each line's mark has the id ``cn-L<n>``); None = no gutter.
+        lines: ``(first, last)`` lines marked in the gutter (a deep link's ``lines``).
+
+    Page breaks (form feeds) are shown as a dashed rule labelled "page break".
     """
-    pieces, pos = [], 0
-    for start, end, cls in sorted(spans):
-        start, end = max(start, pos), min(end, len(text))
-        if end <= start:
-            continue
-        pieces.append(mark_terms(text[pos:start], query))
-        pieces.append(f'<span class="cn-{cls}">{mark_terms(text[start:end], query)}</span>')
-        pos = end
-    pieces.append(mark_terms(text[pos:], query))
+    text = text.replace("\r", "")
+    if outline is not None:
+        a, b = max(0, outline[0]), min(len(text), outline[1])
+        body = (
+            _segments(text, 0, a, spans, query)
+            + f'<span class="cn-span">{_segments(text, a, b, spans, query)}</span>'
+            + _segments(text, b, len(text), spans, query)
+        )
+    else:
+        body = _segments(text, 0, len(text), spans, query)
+    body = body.replace("\x0c", PAGE_BREAK_HTML)
+    if first_line is not None:
+        body = _numbered(body, first_line, lines)
     style = f"max-height:{height_px}px;overflow-y:auto;" if height_px else ""
     # one line of raw HTML: a blank line would end the HTML block and let
     # Markdown reinterpret the text (backticks, *, |); pre-wrap shows &#10; as a line break
-    body = "".join(pieces).replace("\r", "").replace("\n", "&#10;")
-    st.markdown(
-        "<style>.cn-text{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:0.85rem;"
-        "line-height:1.45;padding:0.6rem;border:1px solid #ddd;border-radius:6px}"
-        ".cn-ovl{background:#dbeafe;border-bottom:2px solid #3b82f6}"
-        ".cn-span{background:#fde68a;outline:2px solid #ea580c}</style>"
-        f'<div class="cn-text" style="{style}">{body}</div>',
-        unsafe_allow_html=True,
+    body = body.replace("\n", "&#10;")
+    st.markdown(TEXT_STYLE + f'<div class="cn-text" style="{style}">{body}</div>', unsafe_allow_html=True)
+
+
+def scroll_to_line(line: int) -> None:
+    """Scroll the text view's box (and the page) to line ``line`` of its gutter
+    (``marked_block`` with ``first_line``), once it is drawn."""
+    st.html(
+        "<script>(function(){let n=0;const t=setInterval(function(){"
+        f"const el=window.parent.document.getElementById('cn-L{int(line)}')||document.getElementById('cn-L{int(line)}');"
+        "if(el){clearInterval(t);const box=el.closest('.cn-text');"
+        "if(box){box.scrollTop=Math.max(0,el.offsetTop-box.offsetTop-24);}"
+        "el.scrollIntoView({block:'center'});}else if(++n>100){clearInterval(t);}},100);})();</script>",
+        unsafe_allow_javascript=True,
     )
+
+
+def show_calls() -> bool:
+    """True when the "Show as tool call" switch (sidebar) is on: every tool call's panel
+    (arguments, command line, envelope) is drawn. On by default, except in a read-only
+    explorer (a shared one, read by analysts)."""
+    if "show_calls" not in st.session_state:
+        st.session_state["show_calls"] = not state.settings().read_only
+    return bool(st.session_state["show_calls"])
 
 
 # -- hits --------------------------------------------------------------------------
 def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False, detail: str | None = None) -> str | None:
-    """One search hit: rank, score, file, page badge, marked snippet, and buttons.
+    """One search hit: rank, match (or score), file, where it is in words (page and
+    position, or lines), a badge when its file changed or vanished, the snippet with the
+    query's words marked, and buttons. Raw coordinates and offsets are one click away
+    (the "Where exactly" popover).
 
     Args:
         detail: an extra caption under the snippet (the Explore page's score breakdown).
@@ -250,19 +343,26 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False, d
     with st.container(border=True):
         left, mid, right = st.columns([1.1, 7, 2.2], vertical_alignment="center")
         left.markdown(f"**#{hit['rank']}**" + (" ◀" if selected else ""))
-        left.caption(f"score {hit['score']:.4f}")
+        if hit.get("match") is not None:
+            left.caption(f"match {float(hit['match']):.2f}")
+        else:
+            left.caption(f"score {hit['score']:.4f}")
         badge = ""
         if hit.get("page") is not None:
             label = hit.get("pageLabel")
             last = max([r["page"] for r in hit.get("regions") or []] + [hit["page"]])
             span = f"{hit['page']}–{last}" if last > hit["page"] else f"{hit['page']}"
             badge = f" :orange-badge[p. {span}{f' ({label})' if label else ''}]"
+        elif hit.get("lineStart") is not None:
+            badge = f" :blue-badge[{lines_label(hit)}]"
+        badge += file_state_badge(hit)
         idx = f" · chunk {hit['chunkIndex']}" if hit.get("chunkIndex") is not None else ""
         mid.markdown(f"`{hit['collectionPath']}` / **{html.escape(hit['filePath'])}**{idx}{badge}")
         snippet = mark_terms(" ".join(hit.get("snippet", "").split()), query)
-        mid.markdown(f'<div class="cn-snippet">{snippet}</div>', unsafe_allow_html=True)
-        if detail:
-            mid.caption(detail)
+        mid.markdown(TEXT_STYLE + f'<div class="cn-snippet">{snippet}</div>', unsafe_allow_html=True)
+        words = position_words(hit.get("page"), hit.get("bbox"))
+        if words or detail:
+            mid.caption(" · ".join(p for p in (words, detail) if p))
         clicked = None
         if right.button(
             "Open chunk",
@@ -295,6 +395,20 @@ def source_file(collection_path: str, file_path: str) -> tuple[Path | None, str 
         return None, None, str(e)
     if not path.is_file():
         return None, None, f"the file {file_path!r} is no longer under {coll.root}"
+    try:
+        with open(path, "rb"):
+            pass
+    except PermissionError:
+        return (
+            None,
+            None,
+            (
+                f"permission denied: the explorer may not read {file_path!r} (its file permissions "
+                "changed, or this explorer runs as another user than the index run)"
+            ),
+        )
+    except OSError as e:
+        return None, None, f"the file {file_path!r} cannot be read: {e.strerror or e}"
     from engine.passwords import resolve_password
 
     return path, resolve_password(coll.password_ref), None
@@ -317,20 +431,37 @@ def _full_toggled() -> None:
 
 
 def provenance_line(env: dict[str, Any]) -> str:
-    """``page N (label) · bbox x,y w×h · characters start–end`` of a chunk envelope."""
+    """Where a chunk envelope is, in words: ``page 17, upper half`` (``position_words``)
+    or ``lines 12–30``, and the pages it continues on (the raw bbox and character offsets:
+    ``raw_provenance``)."""
     parts = []
     if env.get("page") is not None:
-        parts.append(
-            f":orange-badge[page {env['page']}" + (f" ({env['pageLabel']})" if env.get("pageLabel") else "") + "]"
-        )
-    if env.get("bbox"):
-        b = env["bbox"]
-        parts.append(f"bbox x={b['x']:.3f} y={b['y']:.3f} w={b['w']:.3f} h={b['h']:.3f}")
+        where = position_words(env["page"], env.get("bbox"))
+        parts.append(f":orange-badge[{where}" + (f" (label {env['pageLabel']})" if env.get("pageLabel") else "") + "]")
+    elif env.get("lineStart") is not None:
+        parts.append(f":blue-badge[{lines_label(env)}]")
     if len(env.get("regions") or []) > 1:
         parts.append("continues on page " + ", ".join(str(r["page"]) for r in env["regions"][1:]))
+    return " · ".join(parts) + file_state_badge(env)
+
+
+def raw_provenance(env: dict[str, Any]) -> str:
+    """``bbox x,y w×h · characters start–end`` of a chunk envelope: the raw numbers."""
+    parts = []
+    if env.get("bbox"):
+        b = env["bbox"]
+        parts.append(f"bbox x={b['x']:.3f} y={b['y']:.3f} w={b['w']:.3f} h={b['h']:.3f} (0..1 of the page)")
     if env.get("start") is not None:
         parts.append(f"characters {env['start']}–{env['end']}")
     return " · ".join(parts)
+
+
+def provenance_details(env: dict[str, Any]) -> None:
+    """The raw coordinates and offsets of a chunk, one click away (a popover)."""
+    raw = raw_provenance(env)
+    if raw:
+        with st.popover("Where exactly", icon=":material/straighten:"):
+            st.markdown(raw)
 
 
 def overlap_caption(n_prev: int, prev_i: int | None, n_next: int, next_i: int | None) -> str:
@@ -352,6 +483,7 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
         f"`{chunk['collectionPath']}` / **{html.escape(chunk['filePath'])}** · chunk **{i}** of {total} (0-based)"
     )
     st.markdown(provenance_line(chunk))
+    provenance_details(chunk)
     prev_i, next_i = chunk.get("prevIndex"), chunk.get("nextIndex")
     left, mid, right = st.columns([1.2, 6, 1.2], vertical_alignment="center")
     left.button(
@@ -391,9 +523,15 @@ def chunk_view(chunk: dict[str, Any], query: str = "") -> None:
     if n_next:
         spans.append((max(n_prev, len(text) - n_next), len(text), "ovl"))
     st.caption(overlap_caption(n_prev, prev_i, n_next, next_i))
-    marked_block(text, spans, query)
+    marked_block(text, spans, query, first_line=chunk.get("lineStart"), lines=links.line_range(state.qp_get("lines")))
     source = links.query(
-        "source", c=chunk["collectionPath"], f=chunk["filePath"], i=i, p=chunk.get("page"), q=query or None
+        "source",
+        c=chunk["collectionPath"],
+        f=chunk["filePath"],
+        i=i,
+        p=chunk.get("page"),
+        q=query or None,
+        lines=state.qp_get("lines"),
     )
     l1, l2, l3 = st.columns(3)
     l1.page_link(links.page_path("source"), label="Source view", icon=":material/visibility:", query_params=source)
@@ -422,7 +560,7 @@ def document_view(
         return
     offset = int(doc.get("offset") or 0)
     text = doc["text"]
-    spans = []
+    spans: list[tuple[int, int, str]] = []
     if span and span[0] is not None and span[1] is not None:
         spans.append((span[0] - offset, span[1] - offset, "span"))
     more = f" · more after character {doc['nextOffset']}" if doc.get("nextOffset") is not None else ""

@@ -4,8 +4,11 @@ the threshold and the vector weight; compare the modes side by side; list a coll
 Tools: ``search`` (documents) or ``search_chunks`` (chunks); the comparison runs the
 same tool once per mode; the file list is ``list_documents`` + ``get_document``.
 State lives in the URL: ``q``, ``scope`` (``*``, or one ``scope=`` per collection path), ``kind``,
-``mode``, ``limit``, ``min`` (minScore), ``w`` (vectorWeight), ``cmp`` (compare
-modes), ``files`` (a collection whose files are listed), ``doc``, ``hit``.
+``mode``, ``limit``, ``min`` (minScore, in the mode's own units: the advanced threshold),
+``match`` (the least match 0..1 a hit is shown with), ``w`` (vectorWeight), ``cmp``
+(compare modes), ``files`` (a collection whose files are listed), ``doc``, ``hit``. Hits
+are drawn ``retrieval.HITS_PER_SCREEN`` at a time with "Show more"; a read-only explorer
+asks for at most ``retrieval.READ_ONLY_LIMIT``.
 """
 
 import streamlit as st
@@ -24,6 +27,7 @@ if not scope_qp and len(collections) == 1:
     picked_qp = collections[:]
 weight_qp = min(1.0, max(0.0, state.qp_float("w", 0.5)))
 min_qp = max(0.0, state.qp_float("min", 0.0))
+match_qp = min(1.0, max(0.0, state.qp_float("match", 0.0)))
 
 
 def _runs_auto() -> str:
@@ -57,15 +61,15 @@ with st.form("search", border=False):
     mode = c3.segmented_control("Mode", MODES, key="mode", default=state.qp_get("mode", "auto"))
     limit = c4.number_input("Limit", 1, 1000, state.qp_int("limit", 10) or 10, key="limit")
     s1, s2, s3 = st.columns([3, 3, 2])
-    min_score = s1.slider(
-        f"Threshold (minScore, {scale.mode} score)",
+    least = s1.slider(
+        "Match at least",
         0.0,
-        max(scale.top, min_qp),
-        min_qp,
-        scale.step,
-        format=scale.fmt,
-        key=f"min_{scale.mode}",
-        help=f"drop hits whose score ({scale.meaning}) is below this; 0 = off",
+        1.0,
+        match_qp,
+        0.05,
+        format="%.2f",
+        key="match",
+        help="hide hits whose match (0 = unrelated, 1 = exact) is below this; 0 = show all",
     )
     weight = s2.slider(
         "Vector weight (hybrid)",
@@ -82,6 +86,17 @@ with st.form("search", border=False):
         key="cmp",
         help="run the same query in vector, keyword and hybrid mode side by side",
     )
+    with st.expander(f"Advanced: minScore in the {scale.mode} score's own units", icon=":material/tune:"):
+        min_score = st.slider(
+            f"Threshold (minScore, {scale.mode} score)",
+            0.0,
+            max(scale.top, min_qp),
+            min_qp,
+            scale.step,
+            format=scale.fmt,
+            key=f"min_{scale.mode}",
+            help=f"drop hits whose score ({scale.meaning}) is below this; 0 = off",
+        )
     submitted = st.form_submit_button("Search", icon=":material/search:", type="primary")
 
 if submitted:
@@ -94,6 +109,7 @@ if submitted:
         limit=int(limit),
         min=None if rescaled else (min_score or None),
         w=weight if weight != 0.5 else None,
+        match=least or None,
         cmp="1" if compare else None,
         hit=None,
     )
@@ -113,10 +129,14 @@ query = state.qp_get("q")
 if query:
     tool = KINDS.get(state.qp_get("kind", "chunks"), "search_chunks")
     # the scope the form shows (a deep link without `scope` on a one-collection index pre-selects it)
+    asked = state.qp_int("limit", 10) or 10
+    limit_now = retrieval.allowed_limit(asked, state.settings().read_only)
+    if limit_now < asked:
+        st.caption(f"This read-only explorer lists at most {limit_now} hits (the link asked for {asked}).")
     args = {
         "query": query,
         "scope": retrieval.scope_argument(retrieval.scope_param(every, picked)),
-        "limit": state.qp_int("limit", 10) or 10,
+        "limit": limit_now,
         "mode": state.qp_get("mode", "auto"),
     }
     if args["scope"] is None:
@@ -132,7 +152,12 @@ if query:
         st.caption(f"Hint: {envelope['hint']}")
     if envelope is not None and widgets.search_outcome(envelope):
         selected = state.qp_int("hit")
-        for hit in envelope["hits"]:
+        least_now = min(1.0, max(0.0, state.qp_float("match", 0.0)))
+        hits, hidden = retrieval.by_match(envelope["hits"], least_now)
+        if hidden:
+            st.caption(f"{hidden} hits below match {least_now:.2f} are hidden.")
+        shown = retrieval.hits_shown(retrieval.search_key(args), len(hits), selected)
+        for hit in hits[:shown]:
             clicked = widgets.hit_row(
                 hit,
                 query,
@@ -147,6 +172,7 @@ if query:
                     f=hit["filePath"],
                     i=hit["chunkIndex"],
                     p=hit.get("page"),
+                    lines=retrieval.lines_param(hit),
                     q=query,
                     scope=retrieval.scope_param(every, picked),
                     hit=hit["rank"],
@@ -154,6 +180,7 @@ if query:
                     mode=state.qp_get("mode"),
                     limit=args["limit"],
                 )
+        retrieval.show_more(retrieval.search_key(args), shown, len(hits))
     widgets.tool_call_panel(tool, args, envelope)
     if state.qp_get("cmp") == "1":
         st.subheader("Compare modes")

@@ -13,9 +13,10 @@ import streamlit as st
 
 from engine.errors import ChunknavError, CollectionBoundError, IndexBusyError
 from engine.paths import allowed_roots
-from explorer import run_views, state, widgets
+from explorer import access, run_views, state, widgets
 from explorer.table import table
 
+access.writes_off(state.settings(), "Rebuild")  # read-only: a plain page saying so
 st.title("Rebuild")
 engine = state.engine()
 job = state.job()

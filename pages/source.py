@@ -8,7 +8,8 @@ drawn over (``get_chunk`` answers ``stale: true``).
 
 One tool: ``get_chunk`` (plus ``read_document`` for non-PDF text). Page images
 come from ``engine.render`` through ``explorer.source_view``.
-State lives in the URL: ``c``, ``f``, ``i``, ``p`` (page), ``zoom``, ``view``, ``q``.
+State lives in the URL: ``c``, ``f``, ``i``, ``p`` (page), ``zoom``, ``view``, ``q``,
+``lines`` (text views: the lines marked and scrolled to, ``12-30``).
 """
 
 import streamlit as st
@@ -23,14 +24,16 @@ chunk = widgets.run_tool("get_chunk", args, panel=False)
 if chunk is not None and not chunk["found"]:
     widgets.failure_callout(chunk) if chunk.get("error") else st.warning(chunk.get("message", ""))
 elif chunk is not None:
-    head, link = st.columns([5, 1], vertical_alignment="center")
+    head, where, link = st.columns([5, 1.3, 1.2], vertical_alignment="center")
     head.markdown(f"`{c}` / **{f}** · chunk **{i}** of {chunk['totalChunks']} · {widgets.provenance_line(chunk)}")
     link.page_link(
         links.page_path("chunk"),
         label="Chunk view",
         icon=":material/article:",
-        query_params=links.query("chunk", c=c, f=f, i=i, q=state.qp_get("q")),
+        query_params=links.query("chunk", c=c, f=f, i=i, q=state.qp_get("q"), lines=state.qp_get("lines")),
     )
+    with where:  # the raw numbers, one click away, on the header's line
+        widgets.provenance_details(chunk)
     stale = source_view.stale_notice(chunk)
     if source_view.renders_pages(f):  # PDF, EPUB, XPS, FB2, MOBI, CBZ
         source_view.pdf_chunk_pages(chunk, stale)  # with the Previous/Next chunk buttons

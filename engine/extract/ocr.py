@@ -3,8 +3,9 @@
 Owns: ``OcrSettings`` (mode, languages, DPI), finding Tesseract and its
 language data (``TESSDATA_PREFIX`` or ``pymupdf.get_tessdata()``),
 ``tesseract_version`` (part of the hash gate), ``needs_ocr`` (which pages
-``auto`` OCRs) and ``ocr_page`` (one page -> PyMuPDF word tuples + mean word
-confidence). Imports nothing from the engine; ``pymupdf`` lazily. Never a
+``auto`` OCRs), ``ocr_page`` (one page -> PyMuPDF word tuples + mean word
+confidence) and ``tesseract_output`` (what Tesseract printed for that page: it goes
+to the file's notes, never onto the terminal). Imports nothing from the engine; ``pymupdf`` lazily. Never a
 face, a store or HTTP.
 
 Frame: the page is rendered as displayed (``page.get_pixmap``: /Rotate and
@@ -22,13 +23,16 @@ without the program it is None.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import shutil
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     import subprocess
@@ -44,6 +48,7 @@ __all__ = [
     "needs_ocr",
     "orientation",
     "ocr_page",
+    "tesseract_output",
     "ocr_chunk_metadata",
     "OCR_INSTALL_HINT",
 ]
@@ -293,6 +298,52 @@ def orientation(page: Any, settings: OcrSettings) -> int:
     return turn if confident and turn in (90, 180, 270) else 0
 
 
+#: Distinct lines of Tesseract's own output kept per page (the rest are counted).
+TESSERACT_LINES = 3
+_said = threading.local()
+#: One capture of fd 2 at a time in a process (fd 2 is shared by every thread; extraction
+#: workers are processes, so OCR in different workers does not wait on this).
+_capture_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _capture_stderr() -> Iterator[list[str]]:
+    """Tesseract's output while MuPDF runs it (it writes to file descriptor 2 from C, e.g.
+    ``Estimating resolution as 301``) into the list yielded, not onto the terminal: fd 2 is
+    pointed at a temporary file for the call and restored after, even on an error."""
+    import tempfile
+
+    lines: list[str] = []
+    with _capture_lock:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no fd 2 to redirect: nothing to capture
+            yield lines
+            return
+        with tempfile.TemporaryFile() as tmp:
+            os.dup2(tmp.fileno(), 2)
+            try:
+                yield lines
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+                tmp.seek(0)
+                text = tmp.read(64 << 10).decode("utf-8", "replace")
+                lines.extend(line.strip() for line in text.splitlines() if line.strip())
+
+
+def tesseract_output() -> list[str]:
+    """What Tesseract printed during this thread's last ``ocr_page`` call (distinct lines,
+    at most ``TESSERACT_LINES``, then a count of the rest), for the file's notes; cleared."""
+    lines: list[str] = getattr(_said, "lines", [])
+    _said.lines = []
+    distinct = list(dict.fromkeys(lines))
+    if len(distinct) > TESSERACT_LINES:
+        distinct = distinct[:TESSERACT_LINES] + [f"and {len(distinct) - TESSERACT_LINES} more lines"]
+    return distinct
+
+
 def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[Any, ...]], float | None, int]:
     """OCR one page as displayed (turned upright first when its text is not).
 
@@ -321,9 +372,10 @@ def ocr_page(page: Any, settings: OcrSettings, flags: int) -> tuple[list[tuple[A
     pix = page.get_pixmap(matrix=mat, colorspace=pymupdf.csRGB, alpha=False)
     tsv = _start_tsv(pix, settings)
     try:
-        ocr_pdf = pymupdf.open(
-            "pdf", pix.pdfocr_tobytes(compress=False, language=settings.languages, tessdata=tessdata_dir())
-        )
+        with _capture_stderr() as said:  # Tesseract's own lines go to the notes, not the terminal
+            ocr_bytes = pix.pdfocr_tobytes(compress=False, language=settings.languages, tessdata=tessdata_dir())
+        _said.lines = said
+        ocr_pdf = pymupdf.open("pdf", ocr_bytes)
         try:
             ocr = ocr_pdf[0]
             scale = pix.width / ocr.rect.width if ocr.rect.width else 1.0

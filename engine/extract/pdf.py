@@ -33,7 +33,15 @@ from engine.extract.common import (
 from engine.extract.columns import reading_order
 from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
 from engine.extract.saslprep import saslprep
-from engine.extract.ocr import OCR_OFF, OcrSettings, needs_ocr, ocr_page, resolve_languages, tesseract_version
+from engine.extract.ocr import (
+    OCR_OFF,
+    OcrSettings,
+    needs_ocr,
+    ocr_page,
+    resolve_languages,
+    tesseract_output,
+    tesseract_version,
+)
 from engine.extract.pdfwords import (
     CompiledWords,
     PageWords,
@@ -399,6 +407,7 @@ def _read_pdf(
                 else:
                     try:
                         ocr_raw, ocr_confidence[number], turn = ocr_page(page, ocr_use, flags)
+                        notes.extend(f"Tesseract on page {number}: {line}" for line in tesseract_output())
                         raw = tuple_words(ocr_raw)
                         ocr_done = True
                         if turn:

@@ -603,7 +603,9 @@ def main(settings: Settings | None = None, *, db: str | None = None, http: str |
     host, port = parse_http_address(http)
     exposure.check(exposure.MCP_HTTP, host, settings.mcp_token)
     shown = f"[{host}]" if ":" in host else host
-    log.warning(
+    if log.getEffectiveLevel() > logging.INFO:  # the start line is information the operator still sees
+        log.setLevel(logging.INFO)
+    log.info(
         "chunknav mcp: serving %d tools on http://%s:%d%s (%s)",
         len(REGISTRY),
         shown,

@@ -36,6 +36,7 @@ class HashedFile:
     size_bytes: int
     mtime_ns: int
     ctime_ns: int = 0  # inode change time: moves on every write, cannot be set back
+    aliases: tuple[str, ...] = ()  # filePaths of symlinks in the same root to this file (engine.index.walk.aliases)
 
     @property
     def last_modified(self) -> float:

@@ -364,6 +364,8 @@ class TextPass:
             return Prepared(f, "failed", outcome.run_code, outcome.reason, doc)
         ex = outcome
         meta = dict(ex.metadata)
+        if f.aliases:
+            meta["aliases"] = list(f.aliases)
         if ex.notes:
             meta["notes"] = list(ex.notes)
         if not ex.text.strip():  # empty means empty: no chunk for whitespace

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from engine.errors import ReasonCode
 from engine.paths import display_name
 
-__all__ = ["Entry", "walk_entries"]
+__all__ = ["Entry", "walk_entries", "aliases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,10 @@ class Entry:
         ctime_ns: st_ctime_ns of a regular file (0 otherwise): moves on every
             write and cannot be set back, so a rewrite is seen even when size
             and mtime are restored.
+        alias_of: for a symlink to a regular file inside the root, the ``file_path``
+            of the file it resolves to (every link followed); None otherwise. The
+            indexer lists it as an alias of that file's document when the walk
+            reports that file too (``aliases``).
     """
 
     file_path: str
@@ -53,6 +57,30 @@ class Entry:
     size_bytes: int = 0
     mtime_ns: int = 0
     ctime_ns: int = 0
+    alias_of: str | None = None
+
+
+def aliases(entries: list[Entry]) -> tuple[list[Entry], dict[str, str]]:
+    """Split symlinks to files the same walk reports off the entries.
+
+    Args:
+        entries: one walk's entries (``walk_entries``).
+
+    Returns:
+        ``(kept, alias -> target)``: ``kept`` is ``entries`` without every symlink whose
+        target (``alias_of``) is itself reported as a regular file to consider (no reason
+        code, not a symlink), in order; the mapping gives each such symlink's ``file_path``
+        -> its target's. A symlink to a file the walk skips (hidden, say) stays in ``kept``.
+    """
+    real = {e.file_path for e in entries if e.code is None and e.alias_of is None}
+    kept: list[Entry] = []
+    found: dict[str, str] = {}
+    for e in entries:
+        if e.code is None and e.alias_of is not None and e.alias_of in real:
+            found[e.file_path] = e.alias_of
+        else:
+            kept.append(e)
+    return kept, found
 
 
 _KINDS = (
@@ -184,4 +212,5 @@ def _symlink(base: str, path: str, fp: str) -> Entry:
         )
     if not stat.S_ISREG(st.st_mode):
         return Entry(fp, path, False, "not-a-regular-file", f"symlink to {_kind(st.st_mode)}")
-    return Entry(fp, path, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+    target_fp = display_name(os.path.relpath(target, base).replace(os.sep, "/"))
+    return Entry(fp, path, size_bytes=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns, alias_of=target_fp)

@@ -34,7 +34,7 @@ from engine.index.gate import STAT_KEY, file_hash, settings_key, stat_mark, stat
 from engine.values import Collection, Document
 from engine.paths import os_name
 from engine.index.runs import record
-from engine.index.walk import Entry, walk_entries
+from engine.index.walk import Entry, aliases, walk_entries
 
 __all__ = ["WalkPass", "hashes_in_order", "walk", "HASH_THREADS"]
 
@@ -133,6 +133,7 @@ class _Scan:
     blocked: dict[str, tuple[str, str]] = field(default_factory=dict)  # dir filePath -> (code, message)
     stale: dict[str, tuple[str, str]] = field(default_factory=dict)  # filePath -> (code, message)
     known: dict[str, str] = field(default_factory=dict)  # filePath -> stored hash (stat pre-gate)
+    alias_of: dict[str, str] = field(default_factory=dict)  # symlink filePath -> the indexed file's filePath
 
 
 class WalkPass:
@@ -179,6 +180,8 @@ class WalkPass:
                 self._root_unlisted(coll, e)
                 continue
             found += len(entries)
+            entries, scan.alias_of = aliases(entries)
+            self._note_aliases(coll, scan)
             mfb = self._limits.max_file_bytes
             stored = {d.file_path: d for d in ctx.store.documents(coll.collection_path)}
             scan.known = self._stat_gated(entries, stored) if ctx.settings.stat_gate else {}
@@ -273,9 +276,17 @@ class WalkPass:
                 ctx.add("skipped", record(cp, entry.file_path, code, msg))
                 continue
             scan.seen.add(entry.file_path)
+            links = tuple(a for a, t in scan.alias_of.items() if t == entry.file_path) if scan.alias_of else ()
             scan.files.append(
                 HashedFile(
-                    coll, entry.file_path, entry.os_path, digest, entry.size_bytes, entry.mtime_ns, entry.ctime_ns
+                    coll,
+                    entry.file_path,
+                    entry.os_path,
+                    digest,
+                    entry.size_bytes,
+                    entry.mtime_ns,
+                    entry.ctime_ns,
+                    links,
                 )
             )
             if known is None:
@@ -294,6 +305,20 @@ class WalkPass:
                     }
                 )
         return last
+
+    def _note_aliases(self, coll: Collection, scan: _Scan) -> None:
+        """Each symlink to a file of the same walk counted once (``skipped``, reason ``alias``,
+        naming its target): the file is indexed once, at its own path, and lists the link
+        in its ``aliases``."""
+        ctx = self._ctx
+        for link, target in scan.alias_of.items():
+            ctx.summary["filesSeen"] += 1
+            ctx.add(
+                "skipped",
+                record(
+                    coll.collection_path, link, "alias", f"symlink to {target}: indexed once there, listed as its alias"
+                ),
+            )
 
     def _walk(self, root: str, before: int) -> Iterator[Entry]:
         """``walk_entries`` with walk progress events (files found so far)."""
@@ -355,9 +380,19 @@ class WalkPass:
         restat: dict[str, dict] = {}  # filePath -> metadata with the stat recorded now
         for doc in stored.values():
             fp = doc.file_path
+            if fp in scan.alias_of:  # now an alias of another document: not a document of its own
+                ctx.retrying(lambda: store.remove_document(cp, fp))
+                ctx.summary["removed"] += 1
+                ctx.summary["counts"]["removed"] += 1
+                continue
             if fp in scan.seen:
                 f = hashed.get(fp)
                 meta = doc.metadata or {}
+                links = list(f.aliases) if f is not None else []
+                if f is not None and doc.status == "indexed" and list(meta.get("aliases") or []) != links:
+                    meta = {k: v for k, v in meta.items() if k != "aliases"} | ({"aliases": links} if links else {})
+                    new_meta = meta
+                    ctx.retrying(lambda: store.set_document_metadata(cp, fp, new_meta))
                 if (
                     f is not None
                     and doc.content_hash == f.content_hash

@@ -1,19 +1,22 @@
 """Snippets of search hits: where a hit's text is shown, and which query terms place and mark it.
 
-Owns: ``make_snippet`` / ``make_snippets`` (about 240 characters of a chunk around
-the first query term that starts a word), ``shown_terms`` (the terms a snippet is
-placed by and the explorer marks: the query's terms without English stop words)
-and ``_first_start`` (``engine.search.searcher`` re-exports the public names). Imports ``engine.store.fts`` only;
-no face (streamlit, mcp, argparse).
+Owns: ``make_snippet`` / ``make_snippets`` (about 240 characters of a chunk centred
+on the first query term that starts a word), ``shown_terms`` (the terms a snippet is
+placed by and the explorer marks: the query's terms without English stop words),
+``term_spans`` (where those terms are in a text: what the explorer marks) and
+``_first_start`` (``engine.search.searcher`` re-exports the public names). Words are
+compared in the keyword index's form (``engine.store.fts.fold``: case and diacritics
+folded, so ``cafe`` places and marks ``café``). Imports ``engine.store.fts`` only; no
+face (streamlit, mcp, argparse).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from engine.store.fts import content_terms
+from engine.store.fts import content_terms, fold, fold_chars, term_pattern
 
-__all__ = ["make_snippet", "make_snippets", "shown_terms"]
+__all__ = ["make_snippet", "make_snippets", "shown_terms", "term_spans"]
 
 
 def _first_start(low: str, terms: tuple[str, ...]) -> int:
@@ -39,12 +42,12 @@ def _first_start(low: str, terms: tuple[str, ...]) -> int:
 
 
 def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
-    """About ``width`` characters of ``text`` around the first query term found.
+    """About ``width`` characters of ``text`` centred on the first query term found.
 
     Whitespace is folded to single spaces; an ellipsis marks cut ends. With no
     term found, the start of the text. The first term found is the earliest
-    position of the lower-cased text where a term starts at a word start
-    (``_first_start``).
+    position of the folded text (``engine.store.fts.fold_chars``: case and diacritics
+    folded, offsets kept) where a folded term starts at a word start (``_first_start``).
     """
     return _snippet(text, terms, width)
 
@@ -62,15 +65,29 @@ def make_snippets(texts: Sequence[str], terms: tuple[str, ...], width: int = 240
     return [_snippet(text, terms, width) for text in texts]
 
 
+def term_spans(text: str, terms: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where the query ``terms`` are in ``text``: ``(start, end)`` character offsets into
+    ``text``, in order, not overlapping. A term is found at a word start in the keyword
+    index's form of both (``engine.store.fts.term_pattern``: a term of 3 or more characters
+    also as a word's beginning, a shorter one as a whole word); [] for no terms."""
+    pattern = term_pattern(tuple(terms)) if terms else None
+    if pattern is None:
+        return []
+    return [m.span() for m in pattern.finditer(fold_chars(text))]
+
+
 def _snippet(text: str, terms: tuple[str, ...], width: int) -> str:
-    pos = _first_start(text.lower(), terms) if terms else -1
+    folded = tuple(t for t in {fold(t): None for t in terms}) if terms else ()
+    pos = _first_start(fold_chars(text), folded) if folded else -1
     if pos < 0:
         start = 0
     else:
-        start = max(0, pos - width // 3)
+        word = len(next((t for t in folded if fold_chars(text[pos : pos + len(t)]) == t), ""))
+        start = max(0, pos - (width - word) // 2)  # the matching word in the middle
         # do not start mid-word
-        while start > 0 and not text[start - 1].isspace() and pos - start < width // 2:
+        while start > 0 and not text[start - 1].isspace() and pos - start < width // 2 + width // 4:
             start -= 1
+        start = min(start, pos)
     end = min(len(text), start + width)
     out = " ".join(text[start:end].split())
     if start > 0:

@@ -5,7 +5,12 @@ tokens; a token holding a CJK character is a CJK term, the rest Latin/other
 terms), deduplication (case-folded, first occurrence kept), the caps
 (``MAX_TERMS`` terms, ``MAX_TERM_CHARS`` characters per term) and the FTS5
 strings built from them (each term quoted, so no query syntax is ever
-parsed). The SQLite store matches Latin terms against the ``porter`` FTS5
+parsed), and the one Python form of the keyword index's word normalisation
+(``fold``: NFKC, case-folded, diacritics removed, as the ``unicode61
+remove_diacritics 2`` tokenizer compares words; ``fold_chars`` keeps the length so
+offsets stay valid; ``term_pattern`` finds query terms in folded text): snippets,
+the explorer's query-word marks and the page images all mark words by it, so
+``cafe`` marks ``café``. The SQLite store matches Latin terms against the ``porter`` FTS5
 index and CJK terms against the ``trigram`` index; the Postgres store uses the
 same split. Imports nothing of the engine; no SQL execution.
 
@@ -26,6 +31,9 @@ __all__ = [
     "MAX_TERM_CHARS",
     "STOPWORDS",
     "content_terms",
+    "fold",
+    "fold_chars",
+    "term_pattern",
     "CJK_GLOB",
     "KeywordTerms",
     "keyword_terms",
@@ -136,3 +144,41 @@ def trigrams(term: str) -> list[str]:
 def quote(term: str) -> str:
     """One FTS5 string (inner quotes doubled): searched as text, never parsed as syntax."""
     return '"' + term.replace('"', '""') + '"'
+
+
+def fold(text: str) -> str:
+    """``text`` as the keyword index compares words: NFKC, case-folded, combining marks
+    (diacritics) removed (``"Café"`` -> ``"cafe"``, ``"ﬁnal"`` -> ``"final"``). May change
+    the length (``"ß"`` -> ``"ss"``); see ``fold_chars`` for offsets that stay valid."""
+    if text.isascii():
+        return text.lower()
+    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
+    return unicodedata.normalize("NFC", "".join(ch for ch in text if not unicodedata.combining(ch)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    f = fold(ch)
+    return f if len(f) == 1 else ch.lower()[:1] or ch
+
+
+def fold_chars(text: str) -> str:
+    """``fold`` character by character, same length as ``text`` (a character whose fold is
+    not one character is only lower-cased), so an offset into the result is an offset into
+    ``text``. ASCII text: ``text.lower()``."""
+    if text.isascii():
+        return text.lower()
+    return "".join(_fold_char(ch) for ch in text)
+
+
+@functools.lru_cache(maxsize=256)
+def term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A regex finding any of ``terms`` (folded with ``fold``) at a word start in folded text
+    (``fold_chars``), longest first: a term of 3 or more characters also as a word's beginning
+    (``page`` marks ``pages``, as the stemmed index matches them), a shorter one as a whole word
+    only (``a`` does not mark the start of ``attribute``). None for no non-empty term."""
+    folded = sorted({fold(t) for t in terms if t and fold(t)}, key=len, reverse=True)
+    if not folded:
+        return None
+    alts = "|".join(re.escape(t) if len(t) >= 3 else re.escape(t) + r"(?!\w)" for t in folded)
+    return re.compile(r"(?<!\w)(?:" + alts + ")")

@@ -22,6 +22,7 @@ from engine.index.runs import run_outcome
 from engine.search.searcher import SearchOutcome
 from engine.search.headings import HEADINGS_KEY, chunk_heading_path
 from engine.search.snippets import make_snippets, shown_terms
+from engine.tools.marks import HitMarks
 from engine.service import Engine
 from engine.tools.budget import (
     MAX_TOKENS_DEFAULT,
@@ -124,10 +125,25 @@ def _failure_fields(outcome: SearchOutcome) -> E.FailureFields:
     return out
 
 
-def _search_envelope(outcome: SearchOutcome, per_file: bool, first: int = 0, heads: Any = None) -> E.SearchResult:
+def _mark_hit(h: dict[str, Any], marks: HitMarks, chunk: Chunk) -> None:
+    """A hit's (or chunk's) ``lineStart``/``lineEnd`` (documents numbered by lines) and
+    ``fileState`` (``engine.tools.marks``)."""
+    cp, fp = chunk.collection_path, chunk.file_path
+    lines = marks.lines(cp, fp, chunk.start, chunk.end, chunk.page)
+    if lines is not None:
+        h["lineStart"], h["lineEnd"] = lines
+    state = marks.state(cp, fp)
+    if state is not None:
+        h["fileState"] = state
+
+
+def _search_envelope(
+    outcome: SearchOutcome, per_file: bool, first: int = 0, heads: Any = None, engine: Engine | None = None
+) -> E.SearchResult:
     """The envelope of a search: ``outcome.hits[first:]`` ranked from ``first`` on.
 
-    ``heads``: ``heads(chunk)`` -> its heading path (``engine.tools.hits``), None: none shown."""
+    ``heads``: ``heads(chunk)`` -> its heading path (``engine.tools.hits``), None: none shown.
+    ``engine``: each hit's line numbers and file state (``engine.tools.marks``), None: none."""
     out: E.SearchResult = {
         "searched": outcome.searched,
         "query": outcome.query,
@@ -140,6 +156,7 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool, first: int = 0, hea
     page = outcome.hits[first:]
     snippets = make_snippets([r.chunk.chunk_text for r in page], shown_terms(outcome.terms))
     hybrid, regions = outcome.mode == "hybrid", not per_file
+    marks = HitMarks(engine.store) if engine is not None else None
     for i, ranked in enumerate(page):
         rank = first + i
         chunk = ranked.chunk
@@ -160,6 +177,8 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool, first: int = 0, hea
         path = heads(chunk) if heads is not None else None
         if path:
             h["headingPath"] = path
+        if marks is not None:
+            _mark_hit(h, marks, chunk)
         hits.append(h)
     out["count"] = len(hits)
     out["hits"] = hits
@@ -301,6 +320,7 @@ def tool_get_chunk(
     )
     if path:
         out["headingPath"] = path
+    _mark_hit(out, HitMarks(engine.store), chunk)  # type: ignore[arg-type]
     _mark_stale(engine, out)
     doc = engine.store.get_document(collectionPath, filePath)
     return _fit_text(dict(out), "get_chunk", digest, maxTokens, cursor, document_stamp(doc), "start")  # type: ignore[return-value]
@@ -630,6 +650,8 @@ def tool_get_document(engine: Engine, documentPath: str) -> E.DocumentNode:
     }
     if d.reason:
         out["reason"] = d.reason
+    if d.metadata.get("aliases"):
+        out["aliases"] = list(d.metadata["aliases"])
     code = d.metadata.get("reasonCode")
     if code:
         out["reasonCode"] = code
@@ -739,6 +761,8 @@ def tool_list_documents(
         ocr = _ocr_pages(meta)
         if ocr is not None:
             row["ocrPages"] = ocr
+        if meta.get("aliases"):
+            row["aliases"] = list(meta["aliases"])
         rows.append(row)
     end = offset + len(page)
     out.update(

@@ -105,6 +105,9 @@ class SearchHit(TypedDict):  # search: one hit per file
     ocr: NotRequired[bool]  # some words came from OCR
     lastModified: NotRequired[float]  # the file's mtime, epoch seconds
     headingPath: NotRequired[list[str]]  # headings the chunk sits under, outermost first
+    lineStart: NotRequired[int]  # text, Markdown, HTML: 1-based first line of the chunk in the extracted text
+    lineEnd: NotRequired[int]  # its last line (inclusive)
+    fileState: NotRequired[str]  # current | changed | missing: the file now against what was indexed
     vectorScore: NotRequired[float]  # hybrid: cosine in the vector list
     vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
     keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
@@ -129,6 +132,9 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     headingPath: NotRequired[list[str]]  # headings the chunk sits under, outermost first
     context: NotRequired[ContextSpan]  # neighbours > 0: the merged chunks around this hit
     contextOf: NotRequired[int]  # neighbours > 0: rank of the hit whose context holds this one
+    lineStart: NotRequired[int]  # text, Markdown, HTML: 1-based first line of the chunk in the extracted text
+    lineEnd: NotRequired[int]  # its last line (inclusive)
+    fileState: NotRequired[str]  # current | changed | missing: the file now against what was indexed
     vectorScore: NotRequired[float]  # hybrid only; absent where the vector list lacked the chunk
     vectorRank: NotRequired[int]
     keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
@@ -179,6 +185,9 @@ class ChunkResult(TypedDict):  # get_chunk
     chunkId: NotRequired[str]
     overlapPrev: NotRequired[int]  # characters shared with the previous chunk
     overlapNext: NotRequired[int]  # characters shared with the next chunk
+    lineStart: NotRequired[int]  # text, Markdown, HTML: 1-based first line of the chunk in the extracted text
+    lineEnd: NotRequired[int]  # its last line (inclusive)
+    fileState: NotRequired[str]  # current | changed | missing: the file now against what was indexed
     message: NotRequired[str]  # found False: names the valid range
     error: NotRequired[str]
     # found False on a failed / encrypted / empty file: its status and recorded reason code
@@ -229,6 +238,7 @@ class DocumentNode(TypedDict):  # get_document: metadata + summary, never the te
     textLength: NotRequired[int]
     summary: NotRequired[str]
     metadata: NotRequired[dict[str, Any]]
+    aliases: NotRequired[list[str]]  # filePaths of symlinks in the same root to this file (one document)
     message: NotRequired[str]
     error: NotRequired[str]
     reasonCode: NotRequired[str]  # failed / empty: engine.errors.ExtractReason
@@ -246,6 +256,7 @@ class DocumentEntry(TypedDict):  # one row of list_documents
     reason: NotRequired[str]
     encoding: NotRequired[str]  # text files: the encoding the bytes were decoded with
     ocrPages: NotRequired[list[int]]  # 1-based pages whose text came from OCR
+    aliases: NotRequired[list[str]]  # filePaths of symlinks in the same root to this file (one document)
 
 
 class DocumentList(TypedDict):  # list_documents

@@ -123,7 +123,7 @@ def _page(
         heading=args["heading"],
     )
     heads = _Heads(engine)
-    out = mark_missing(engine, _search_envelope(outcome, per_file, first, heads))
+    out = mark_missing(engine, _search_envelope(outcome, per_file, first, heads, engine))
     if "hits" not in out:
         return out
     hits = out["hits"][:limit]

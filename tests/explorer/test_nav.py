@@ -18,9 +18,9 @@ SEARCH = ["q", "scope", "kind", "mode", "limit", "hit"]
 PAGES = {
     "status": ("Status", []),
     "rebuild": ("Rebuild", []),
-    "explore": ("Explore index", [*SEARCH, "min", "w", "cmp", "files", "doc"]),
-    "chunk": ("Chunk", ["c", "f", "i", *SEARCH, "full", "p"]),
-    "source": ("Source", ["c", "f", "i", *SEARCH, "p", "zoom", "view"]),
+    "explore": ("Explore index", [*SEARCH, "min", "w", "match", "cmp", "files", "doc"]),
+    "chunk": ("Chunk", ["c", "f", "i", *SEARCH, "full", "p", "lines"]),
+    "source": ("Source", ["c", "f", "i", *SEARCH, "p", "zoom", "view", "lines"]),
 }
 
 

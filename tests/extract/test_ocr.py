@@ -300,3 +300,19 @@ def test_sideways_scan_is_turned_upright_and_boxed_on_its_ink(tmp_path):
         assert a.contains(b, tol, tol) and b.w * b.h > 0.5 * a.w * a.h, (line, a, b)
         inside, covered, loose = _ink(scan_path, 1, b)
         assert inside > 0.03 and covered > 0.95 and loose < 2.5, (line, b, inside, covered, loose)
+
+
+def test_what_tesseract_prints_is_captured_not_shown(capfd):
+    """Tesseract writes to file descriptor 2 from C: the capture takes it off the terminal."""
+    import os
+
+    from engine.extract import ocr
+
+    with ocr._capture_stderr() as said:
+        os.write(2, b"Estimating resolution as 301\nEstimating resolution as 301\nWarning: low dpi\n")
+    ocr._said.lines = said
+    assert ocr.tesseract_output() == ["Estimating resolution as 301", "Warning: low dpi"]
+    assert ocr.tesseract_output() == []  # cleared
+    assert "Estimating" not in capfd.readouterr().err
+    os.write(2, b"after\n")
+    assert "after" in capfd.readouterr().err  # fd 2 is back

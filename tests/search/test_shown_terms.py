@@ -54,3 +54,15 @@ def test_the_explorer_marks_content_words_and_short_words_only_whole():
     assert html.count("<mark>") == 3, html
     html = mark_terms("a attribute at A", "a")  # a stop-word-only query still marks, whole words only
     assert html == "<mark>a</mark> attribute at <mark>A</mark>", html
+
+
+def test_a_snippet_is_centred_on_the_word_folded_as_the_keyword_index_folds_it():
+    from engine.search.snippets import term_spans
+
+    text = "x " * 300 + "Le Café est ouvert." + " y" * 300
+    snippet = make_snippet(text, ("cafe",))
+    assert "Café" in snippet
+    at = snippet.index("Café")
+    assert abs(at - (len(snippet) - at - len("Café"))) < 40  # about as much text on each side
+    assert term_spans("Un CAFÉ, des cafés, caf", ("cafe",)) == [(3, 7), (13, 17)]
+    assert term_spans("a attribute a", ("a",)) == [(0, 1), (12, 13)]  # a short term: whole words only
