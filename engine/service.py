@@ -22,9 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Engine"]
 
-#: ``engine.embed.local.LOCAL_MODEL`` (tests/project/test_perf.py checks they agree), named here so that
-#: ``run_index`` can defer the local provider without importing ``engine.embed``.
-_LOCAL_MODEL = "l2_supercat_256"
+#: ``engine.embed.LOCAL_MODELS`` and its default (tests/project/test_perf.py checks they agree),
+#: named here so that ``run_index`` can defer the local provider without importing ``engine.embed``.
+_LOCAL_MODELS = ("all-MiniLM-L6-v2", "l2_supercat_256")
+_DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 
 
 class Engine:
@@ -226,12 +227,12 @@ class Engine:
 
             # auto-detection probes the server: only do it when something needs embedding
             embedder = DeferredEmbedder(self.settings.embed_model, self.embedder)
-        elif embed and self.settings.embed_provider == "local" and self.settings.embed_model in ("", _LOCAL_MODEL):
+        elif embed and self.settings.embed_provider == "local" and self.settings.embed_model in ("", *_LOCAL_MODELS):
             from engine.index.embed_pass import DeferredEmbedder
 
             # the local model's name is known without engine.embed: a run with nothing
             # to embed imports no provider code at all
-            embedder = DeferredEmbedder(_LOCAL_MODEL, self.embedder)
+            embedder = DeferredEmbedder(self.settings.embed_model or _DEFAULT_LOCAL_MODEL, self.embedder)
         elif embed:
             try:
                 embedder = self.embedder()

@@ -226,6 +226,7 @@ def test_local_model_length_order_gives_the_same_vectors_as_unsorted(tmp_path):
 
     _write_corpus(tmp_path / "docs", n=6)
     s = Settings(
+        embed_model="l2_supercat_256",
         allowed_roots=ALLOWED_ROOTS,
         db=str(tmp_path / "db" / "index.db"),
         embed_provider="local",
