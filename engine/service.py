@@ -81,7 +81,7 @@ class Engine:
             # or a chunk read never imports it
             from engine.search.searcher import ContentChunkSearch
 
-            self._search = ContentChunkSearch(self.store, self._make_embedder)
+            self._search = ContentChunkSearch(self.store, self._make_embedder, self._make_bridge)
         return self._search
 
     def _make_embedder(self):
@@ -90,6 +90,13 @@ class Engine:
         from engine.embed import make_embedder
 
         return make_embedder(self.settings)
+
+    def _make_bridge(self, model: str):
+        """An in-process embedder of ``model`` (a local model whose stored vectors serve
+        until the configured model covers the collection), or None."""
+        from engine.embed import make_local_embedder
+
+        return make_local_embedder(self.settings, model)
 
     def embedder(self):
         """The configured Embedder or None (provider ``none``). Raises EmbedError."""
@@ -102,7 +109,7 @@ class Engine:
         from engine.errors import EmbedError
 
         try:
-            emb = self.embedder()
+            emb, _ = self.search.serving_embedder()
         except EmbedError:
             return "hybrid"
         return "hybrid" if emb is not None and self.search.has_vectors(emb.model) else "keyword"
