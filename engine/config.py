@@ -67,7 +67,7 @@ SETTINGS: tuple[Setting, ...] = (
         "EMBED_PROVIDER",
         "local",
         "name",
-        "local (in-process WordLlama), ollama, openai, auto (probe the wire format) or none",
+        "local (in-process model, see EMBED_MODEL), ollama, openai, auto (probe the wire format) or none",
         str,
     ),
     Setting(
@@ -81,16 +81,31 @@ SETTINGS: tuple[Setting, ...] = (
         "bearer key for the openai wire format; never logged or shown",
         str,
     ),
-    Setting("embed_model", "EMBED_MODEL", "", "name", "embedding model (local default l2_supercat_256)", str),
+    Setting(
+        "embed_model",
+        "EMBED_MODEL",
+        "",
+        "name",
+        "embedding model (local: all-MiniLM-L6-v2 by default, or l2_supercat_256, WordLlama, fast)",
+        str,
+    ),
     Setting(
         "embed_dim",
         "EMBED_DIM",
         0,
         "dimensions",
-        "expected vector dimension; 0 = the model's known dimension (local: 256)",
+        "expected vector dimension; 0 = the model's known dimension (local: 384, WordLlama 256)",
         int,
     ),
     Setting("embed_batch", "EMBED_BATCH", 32, "texts", "texts per embedding request", int),
+    Setting(
+        "embed_threads",
+        "EMBED_THREADS",
+        0,
+        "threads",
+        "threads of the local all-MiniLM-L6-v2 model; 0 = every core",
+        int,
+    ),
     Setting("embed_timeout_s", "EMBED_TIMEOUT", 30.0, "seconds", "timeout of one embedding HTTP request", float),
     Setting(
         "embed_retries",
@@ -274,6 +289,7 @@ class Settings:
     embed_model: str = ""
     embed_dim: int = 0
     embed_batch: int = 32
+    embed_threads: int = 0
     embed_timeout_s: float = 30.0
     embed_retries: int = 3
     embed_max_input_chars: int = 0
@@ -319,6 +335,8 @@ class Settings:
             raise SettingsError(f"embed_timeout_s (EMBED_TIMEOUT) must be > 0 seconds, got {self.embed_timeout_s}")
         if self.embed_retries < 0:
             raise SettingsError(f"embed_retries (EMBED_RETRIES) must be >= 0, got {self.embed_retries}")
+        if self.embed_threads < 0:
+            raise SettingsError(f"embed_threads (EMBED_THREADS) must be >= 0, got {self.embed_threads}")
         if self.embed_dim < 0:
             raise SettingsError(f"embed_dim (EMBED_DIM) must be >= 0, got {self.embed_dim}")
         if self.ocr not in ("auto", "off", "force"):

@@ -26,9 +26,10 @@ __all__ = ["Engine"]
 
 log = logging.getLogger(__name__)
 
-#: ``engine.embed.local.LOCAL_MODEL`` (tests/project/test_perf.py checks they agree), named here so that
-#: ``run_index`` can defer the local provider without importing ``engine.embed``.
-_LOCAL_MODEL = "l2_supercat_256"
+#: ``engine.embed.LOCAL_MODELS`` and its default (tests/project/test_perf.py checks they agree),
+#: named here so that ``run_index`` can defer the local provider without importing ``engine.embed``.
+_LOCAL_MODELS = ("all-MiniLM-L6-v2", "l2_supercat_256")
+_DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 
 
 class Engine:
@@ -84,7 +85,7 @@ class Engine:
             # or a chunk read never imports it
             from engine.search.searcher import ContentChunkSearch
 
-            self._search = ContentChunkSearch(self.store, self._make_embedder)
+            self._search = ContentChunkSearch(self.store, self._make_embedder, self._make_bridge)
         return self._search
 
     def _make_embedder(self):
@@ -93,6 +94,13 @@ class Engine:
         from engine.embed import make_embedder
 
         return make_embedder(self.settings)
+
+    def _make_bridge(self, model: str):
+        """An in-process embedder of ``model`` (a local model whose stored vectors serve
+        until the configured model covers the collection), or None."""
+        from engine.embed import make_local_embedder
+
+        return make_local_embedder(self.settings, model)
 
     def embedder(self):
         """The configured Embedder or None (provider ``none``). Raises EmbedError."""
@@ -105,7 +113,7 @@ class Engine:
         from engine.errors import EmbedError
 
         try:
-            emb = self.embedder()
+            emb, _ = self.search.serving_embedder()
         except EmbedError:
             return "hybrid"
         return "hybrid" if emb is not None and self.search.has_vectors(emb.model) else "keyword"
@@ -233,12 +241,12 @@ class Engine:
 
             # auto-detection probes the server: only do it when something needs embedding
             embedder = DeferredEmbedder(self.settings.embed_model, self.embedder)
-        elif embed and self.settings.embed_provider == "local" and self.settings.embed_model in ("", _LOCAL_MODEL):
+        elif embed and self.settings.embed_provider == "local" and self.settings.embed_model in ("", *_LOCAL_MODELS):
             from engine.index.embed_pass import DeferredEmbedder
 
             # the local model's name is known without engine.embed: a run with nothing
             # to embed imports no provider code at all
-            embedder = DeferredEmbedder(_LOCAL_MODEL, self.embedder)
+            embedder = DeferredEmbedder(self.settings.embed_model or _DEFAULT_LOCAL_MODEL, self.embedder)
         elif embed:
             try:
                 embedder = self.embedder()
@@ -267,7 +275,7 @@ class Engine:
         if s.embed_provider == "none":
             return ""
         if s.embed_provider == "local":
-            return s.embed_model or _LOCAL_MODEL
+            return s.embed_model or _DEFAULT_LOCAL_MODEL
         return s.embed_model
 
     def export_archive(self, path: str, collections: list[str] | None = None) -> dict[str, Any]:

@@ -10,6 +10,14 @@ several people can work on them at once:
   available), ``settings``.
 * ``tests/fixtures/fixtures_engine.py``: ``sample_index`` (a real index of assets/samples,
   collection ``Samples``, local model), ``sample_engine``.
+
+The local model of the suite is WordLlama (``FAST_LOCAL_MODEL``), set here
+explicitly: the default model (all-MiniLM-L6-v2) costs ~100x its CPU per
+chunk. ``clean_env`` puts ``EMBED_MODEL`` in every test's environment (and so
+in every subprocess it starts); ``Settings`` built directly name the model.
+A test that loads the default model must be marked ``minilm``
+(``minilm_guard`` fails any other); those embed a few texts or a small
+corpus once per session (``tests/embed/test_minilm.py``).
 """
 
 import os
@@ -24,6 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: tests/corpus in the repo). Tests that build ``Settings`` directly pass
 #: ``allowed_roots=ALLOWED_ROOTS`` (tests/fixtures/fixtures_store.py re-exports it).
 ALLOWED_ROOTS = os.pathsep.join([tempfile.gettempdir(), str(REPO)])
+#: The local model every test uses unless it tests the default model (marker ``minilm``).
+FAST_LOCAL_MODEL = "l2_supercat_256"
 
 pytest_plugins = [
     "tests.fixtures.fixtures_corpus",
@@ -40,6 +50,25 @@ def clean_env(monkeypatch):
         if key.startswith(("EMBED_", "CHUNKNAV_")):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("CHUNKNAV_ALLOWED_ROOTS", ALLOWED_ROOTS)  # explicit, never the developer's home
+    monkeypatch.setenv("EMBED_MODEL", FAST_LOCAL_MODEL)  # the fast local model (see the module docstring)
+    yield
+
+
+@pytest.fixture(autouse=True)
+def minilm_guard(request, monkeypatch):
+    """Only tests marked ``minilm`` may load all-MiniLM-L6-v2 in this process."""
+    if request.node.get_closest_marker("minilm") is not None:
+        yield
+        return
+    from engine.embed import minilm
+
+    def refuse(threads: int):
+        pytest.fail(  # a BaseException: the provider's own error handling cannot turn it into data
+            f"{request.node.nodeid} loads all-MiniLM-L6-v2 (~100x WordLlama's cost): name "
+            f"EMBED_MODEL={FAST_LOCAL_MODEL} in its settings, or mark it minilm"
+        )
+
+    monkeypatch.setattr(minilm, "_shared", refuse)
     yield
 
 

@@ -125,6 +125,8 @@ def human_status(st: dict) -> str:
             line += f", truncated {v['truncated']}"
         if v.get("failed"):
             line += f", without a vector {v['failed']}"
+        if v.get("serving"):
+            line += "  <- searches use these"
         out.append(line)
     for f in st.get("embedFailures", []):
         out.append(

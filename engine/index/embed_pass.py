@@ -24,6 +24,12 @@ pass, in order:
    model) stops the pass: ``embedError`` in the summary; the next run embeds
    what is missing.
 
+The text pass has committed every chunk before this pass starts, so keyword
+search finds them while it runs; vector search keeps using the model that
+covers the collection (``engine.search.searcher``) until this one does.
+Progress: an ``embed`` event after every model batch (see ``embed_pass``),
+with the rate and the time left measured over this pass alone.
+
 Imports ``engine.embed`` (the isolation helper and failures, on first use),
 ``engine.index.context`` and the store protocol; never a face (streamlit, mcp,
 argparse).
@@ -149,8 +155,11 @@ def embed_pass(
             the model's limit), ``embedFailed`` (chunks left without a vector,
             each recorded with its reason in the store), ``embedError``
             (``EmbedFailure.to_fields()`` of a failure that stopped the pass).
-        emit: progress callback; gets ``{"phase": "embed", "done", "total",
-            "file": "", "elapsedS"}`` with counts of chunks.
+        emit: progress callback; after every batch gets ``{"phase": "embed",
+            "done", "total", "file": "", "elapsedS", "chunksPerS", "leftS",
+            "model"}``: chunks handled (embedded, reused or failed) of the
+            chunks that lacked a vector, their rate over this pass so far and
+            the seconds left at that rate (None until the first batch ends).
         t0: ``time.perf_counter()`` at the start of the run (for ``elapsedS``).
         check: called before each batch (the indexer's cancel check); whatever
             it raises stops the pass with what was stored kept, and propagates.
@@ -188,22 +197,44 @@ def embed_pass(
     run(lambda: store.backfill_vector_texts(model, text_hash))
     batch = max(1, int(batch))
     done = 0
-    while group:
-        after = group[-1][0]
-        try:
-            done += _embed_group(store, embedder, model, group, batch, summary, check or (lambda: None), run)
-        except EmbedError as e:
-            _fail(summary, e.failure, done, total)
-            return
+    started = time.perf_counter()
+
+    def report(now_done: int) -> None:
+        now = time.perf_counter()
+        rate = now_done / (now - started) if now_done and now > started else None
+        left = max(total, now_done) - now_done
         emit(
             {
                 "phase": "embed",
-                "done": done,
-                "total": max(total, done),
+                "done": now_done,
+                "total": max(total, now_done),
                 "file": "",
-                "elapsedS": round(time.perf_counter() - t0, 3),
+                "elapsedS": round(now - t0, 3),
+                "chunksPerS": None if rate is None else round(rate, 2),
+                "leftS": None if rate is None else round(left / rate, 1),
+                "model": model,
             }
         )
+
+    while group:
+        after = group[-1][0]
+        base = done
+        try:
+            done += _embed_group(
+                store,
+                embedder,
+                model,
+                group,
+                batch,
+                summary,
+                check or (lambda: None),
+                run,
+                lambda k: report(base + k),
+            )
+        except EmbedError as e:
+            _fail(summary, e.failure, done, total)
+            return
+        report(done)
         group = store.chunks_missing_vectors(model, limit=GROUP_TEXTS, after=after)
 
 
@@ -225,8 +256,10 @@ def _embed_group(
     summary: dict,
     check: Callable[[], None],
     run: Callable[[Callable[[], Any]], Any],
+    on_batch: Callable[[int], None] = lambda _k: None,
 ) -> int:
-    """One group of missing chunks -> vectors stored; returns chunks handled. Raises EmbedError."""
+    """One group of missing chunks -> vectors stored; returns chunks handled. Raises EmbedError.
+    ``on_batch(k)``: called after each model batch with the group's chunks handled so far."""
     from engine.embed.base import dimension_changed
     from engine.embed.isolate import embed_isolating
 
@@ -252,6 +285,7 @@ def _embed_group(
             summary["reused"] += len(ids)
             summary["truncated"] += sum(1 for c in cuts if c is not None)
     todo = sorted((h for h in ids_of if h not in found), key=lambda h: len(text_of[h]))
+    handled = sum(len(ids_of[h]) for h in found)
     for i in range(0, len(todo), batch):
         check()
         part = todo[i : i + batch]
@@ -285,4 +319,7 @@ def _embed_group(
         if failures:
             run(lambda: store.record_embed_failures(model, failures))
             summary["embedFailed"] += len(failures)
+        handled += sum(len(ids_of[h]) for h in part)
+        if handled < len(group):  # the group's end is reported by the caller
+            on_batch(handled)
     return len(group)

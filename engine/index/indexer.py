@@ -108,7 +108,10 @@ class Indexer:
             on_progress: called with ``{"phase": "walk"|"hash"|"extract"|"embed"|"done",
                 "done", "total", "file", "elapsedS"}``: files found (walk, total 0),
                 files hashed (hash, also ``bytesHashed``/``bytesTotal``), files
-                (extract), chunks (embed).
+                (extract), chunks (embed, after every model batch, also
+                ``chunksPerS``, ``leftS`` and ``model``; see
+                ``engine.index.embed_pass.embed_pass``). Every chunk is committed,
+                and found by keyword search, before the first embed event.
             cancel: when set, the run stops at the next file boundary (or
                 embedding batch), keeps what it committed, and ends ``cancelled``.
                 Set while the last file is read or written (or the last batch runs), no boundary is left:

@@ -19,6 +19,15 @@ Collaborators: ``engine.search.hybrid.HybridRanker`` ranks and fuses hybrid sear
 the limit up to ``FUSION_DEPTH``, so more hits never reorder or rescore the first ones);
 the query grammar, its terms and the collectionPath normal form are
 ``engine.search.query``'s and snippets ``engine.search.snippets``'s (both re-exported here).
+
+Which model's vectors a search uses (``serving_embedder``): the configured
+model's once they cover the collection (every chunk has its vector, or a
+recorded reason why not). Until then, after a model change, the stored
+vectors of the previous model keep serving, when that model runs in process
+(``bridge_factory``: the local models), the one with the most live vectors;
+the answer's ``model`` names it and ``message`` says how far the configured
+model has come. The switch happens at the search after the embed pass
+commits its last vector: one commit, so no search sees a mix.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -178,15 +188,30 @@ class ContentChunkSearch:
             provider is ``none``; called lazily, at most once (thread-safe).
             It may raise ``EmbedError`` (e.g. a failed load), which is carried
             as data.
+        bridge_factory: model name -> an Embedder of that model, or None when
+            it cannot run here; lets stored vectors of another model serve
+            until the configured model covers the collection (None: never).
     """
 
-    def __init__(self, store: Store, embedder_factory: Callable[[], Any]):
+    #: Seconds an "incomplete" coverage answer is reused before the store is asked again.
+    COVERAGE_RECHECK_S = 2.0
+
+    def __init__(
+        self,
+        store: Store,
+        embedder_factory: Callable[[], Any],
+        bridge_factory: Callable[[str], Any] | None = None,
+    ):
         self.store = store
         self._factory = embedder_factory
+        self._bridge_factory = bridge_factory
         self._embedder: Any = None
         self._loaded = False
         self._lock = threading.Lock()
         self._hybrid = HybridRanker(store, self._vector_hits)
+        self._covered: set[str] = set()  # models seen covering the collection (they serve from then on)
+        self._coverage: tuple[float, str, Any, str | None] | None = None  # (checked at, model, serving, note)
+        self._bridges: dict[str, Any] = {}
 
     # -- provider ------------------------------------------------------------
     def embedder(self):
@@ -200,6 +225,66 @@ class ContentChunkSearch:
                 self._embedder = self._factory()
                 self._loaded = True
             return self._embedder
+
+    def serving_embedder(self) -> tuple[Any, str | None]:
+        """``(embedder, note)``: the embedder whose model's vectors searches use now.
+
+        The configured embedder once its model covers the collection (no chunk
+        without its vector, failures recorded aside) or when no other model
+        can serve; else a bridge to the stored model with the most live
+        vectors, with a note naming both models and the configured one's
+        progress. Remembered per process once covered; an incomplete answer
+        is asked again after ``COVERAGE_RECHECK_S``.
+
+        Raises:
+            EmbedError: the configured provider could not be set up.
+        """
+        embedder = self.embedder()
+        if embedder is None or self._bridge_factory is None:
+            return embedder, None
+        model = embedder.model
+        if model in self._covered:
+            return embedder, None
+        memo = self._coverage
+        if memo is not None and memo[1] == model and time.monotonic() - memo[0] < self.COVERAGE_RECHECK_S:
+            return memo[2], memo[3]
+        serving, note = self._choose(embedder)
+        if serving is embedder and note is None:
+            self._covered.add(model)
+        self._coverage = (time.monotonic(), model, serving, note)
+        return serving, note
+
+    def _choose(self, embedder: Any) -> tuple[Any, str | None]:
+        model = embedder.model
+        live, missing = self.store.vector_coverage(model)
+        if missing == 0:
+            return embedder, None
+        failed = int(self.store.embed_notes(limit=0).get(model, {}).get("failed", 0))
+        if missing <= failed:  # every chunk has its vector or a recorded reason
+            return embedder, None
+        counts = self.store.vector_counts()
+        others = sorted(
+            (
+                (int(c.get("vectors", 0)) - int(c.get("stale", 0)), m)
+                for m, c in counts.items()
+                if m != model and int(c.get("vectors", 0)) - int(c.get("stale", 0)) > live
+            ),
+            reverse=True,
+        )
+        for _, other in others:
+            bridge = self._bridges.get(other)
+            if bridge is None:
+                bridge = self._bridge_factory(other) if self._bridge_factory is not None else None
+                if bridge is None:
+                    continue
+                self._bridges[other] = bridge
+            total = live + missing
+            return bridge, (
+                f"vectors of {other!r} serve this search: the configured model {model!r} has "
+                f"{live} of {total} chunks embedded ({100 * live // max(total, 1)}%); searches "
+                f"switch to it when 'chunknav index' has embedded the rest"
+            )
+        return embedder, None
 
     # -- scope -----------------------------------------------------------------
     def _resolve(self, parsed: Scope, scope: str | Sequence[str] | None) -> tuple[list[str], str | None, bool]:
@@ -343,8 +428,9 @@ class ContentChunkSearch:
             if parsed.ignored
             else None
         )
+        bridge_note = None
         try:
-            embedder = self.embedder() if mode != "keyword" else None
+            embedder, bridge_note = self.serving_embedder() if mode != "keyword" else (None, None)
         except EmbedError as e:
             return SearchOutcome(
                 False, query, "hybrid" if mode == "auto" else mode, (), failure=e.failure, terms=terms, hint=ignored
@@ -363,6 +449,8 @@ class ContentChunkSearch:
                 )
             else:
                 mode = "hybrid"
+        if bridge_note is not None and message is None and mode != "keyword":
+            message = bridge_note
         if not parsed.text.strip():
             return SearchOutcome(
                 False, query, mode, message="no query text: give words to search for", terms=terms, hint=ignored

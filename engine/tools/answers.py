@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.tools import envelopes as E
-from engine.errors import PathEscapeError
+from engine.errors import EmbedError, PathEscapeError
 from engine.values import Bbox, Chunk, Document, Region
 from engine.paths import document_path, resolve_inside
 from engine.search.query import form_found, forms_found, normalise_collection_path, other_forms
@@ -808,6 +808,16 @@ def _failed_file(d: Document, status: str, reason: str) -> E.FailedFile:
     return {"collectionPath": d.collection_path, "filePath": d.file_path, "status": status, "reason": reason}
 
 
+def _serving_model(engine: Engine) -> str | None:
+    """The model whose vectors searches use now (``ContentChunkSearch.serving_embedder``),
+    None without a provider or when it cannot be set up."""
+    try:
+        emb, _ = engine.search.serving_embedder()
+    except EmbedError:
+        return None
+    return None if emb is None else str(emb.model)
+
+
 def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     """``index_status``: collections, documents, chunks, vectors per model,
     stale vectors, failed/empty files with reasons, the provider and its probe;
@@ -845,19 +855,21 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         colls.append(entry)
     notes: dict[str, dict[str, Any]] = store.embed_notes()  # embed pass: truncated / failed chunks per model
     vectors: list[E.ModelVectors] = []
+    serving = _serving_model(engine)
     for m, v in sorted(store.vector_counts().items()):
         n = notes.get(m, {})
-        vectors.append(
-            {
-                "model": m,
-                "dim": int(v.get("dim", 0)),
-                "vectors": int(v.get("vectors", 0)),
-                "stale": int(v.get("stale", 0)),
-                "missing": int(v.get("missing", 0)),
-                "truncated": int(n.get("truncated", 0)),
-                "failed": int(n.get("failed", 0)),
-            }
-        )
+        row: E.ModelVectors = {
+            "model": m,
+            "dim": int(v.get("dim", 0)),
+            "vectors": int(v.get("vectors", 0)),
+            "stale": int(v.get("stale", 0)),
+            "missing": int(v.get("missing", 0)),
+            "truncated": int(n.get("truncated", 0)),
+            "failed": int(n.get("failed", 0)),
+        }
+        if m == serving:
+            row["serving"] = True
+        vectors.append(row)
     embed_failures: list[E.EmbedFailedChunk] = [
         {
             "model": m,

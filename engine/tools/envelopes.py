@@ -291,6 +291,7 @@ class ModelVectors(TypedDict):
     missing: int  # chunks without a vector for this model
     truncated: NotRequired[int]  # chunks whose vector was made from their text cut to the model's limit
     failed: NotRequired[int]  # chunks the embed pass could not embed (see IndexStatus.embedFailures)
+    serving: NotRequired[bool]  # true: searches use this model's vectors now (the configured one once it covers)
 
 
 class FailedFile(TypedDict):

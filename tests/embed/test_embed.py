@@ -448,7 +448,10 @@ def test_known_input_limits():
 
 def test_make_embedder_settings(tmp_path):
     assert E.make_embedder(settings(tmp_path, EMBED_PROVIDER="none")) is None
-    local = E.make_embedder(settings(tmp_path))
+    default = E.make_embedder(settings(tmp_path))  # built, not loaded
+    assert isinstance(default, E.MiniLMEmbedder) and default.model == "all-MiniLM-L6-v2" and default.dim == 384
+    assert isinstance(default, E.Embedder)
+    local = E.make_embedder(settings(tmp_path, EMBED_MODEL="l2_supercat_256"))
     assert isinstance(local, E.LocalEmbedder) and local.model == "l2_supercat_256" and local.dim == 256
     assert isinstance(local, E.Embedder)
     for provider in ("ollama", "openai", "auto"):
@@ -457,7 +460,7 @@ def test_make_embedder_settings(tmp_path):
     with pytest.raises(SettingsError, match="EMBED_URL"):
         E.make_embedder(settings(tmp_path, EMBED_PROVIDER="ollama", EMBED_MODEL="m", EMBED_URL="127.0.0.1:11434"))
     with pytest.raises(SettingsError, match="EMBED_MODEL"):
-        E.make_embedder(settings(tmp_path, EMBED_MODEL="all-MiniLM-L6-v2"))
+        E.make_embedder(settings(tmp_path, EMBED_MODEL="all-mpnet-base-v2"))
     o = E.make_embedder(settings(tmp_path, EMBED_PROVIDER="ollama", EMBED_MODEL="m"))
     assert o.endpoint == "http://127.0.0.1:11434/api/embed"
 

@@ -527,7 +527,12 @@ def small_index(tmp_path, monkeypatch):
     root.mkdir()
     for name in ("minimal-document.pdf", "sample-french-1.txt"):
         shutil.copy(SAMPLES / name, root / name)
-    settings = Settings(db=str(tmp_path / "index.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()
+    settings = Settings(
+        embed_model="l2_supercat_256",
+        db=str(tmp_path / "index.db"),
+        allowed_roots=ALLOWED_ROOTS,
+        embed_provider="local",
+    ).validate()
     eng = Engine(settings)
     eng.add_collection("Small", str(root))
     eng.close()
@@ -674,7 +679,12 @@ def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
 
 def test_first_start_indexes_the_samples(tmp_path, monkeypatch):
     """An empty index: the app adds assets/samples as 'Samples' and indexes it with a progress bar."""
-    settings = Settings(db=str(tmp_path / "fresh.db"), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate()
+    settings = Settings(
+        embed_model="l2_supercat_256",
+        db=str(tmp_path / "fresh.db"),
+        allowed_roots=ALLOWED_ROOTS,
+        embed_provider="local",
+    ).validate()
     _env(monkeypatch, settings)
     at = AppTest.from_file(APP, default_timeout=90).run()
     assert not at.exception, at.exception

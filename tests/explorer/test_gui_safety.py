@@ -271,7 +271,7 @@ def test_panel_command_runs_from_another_directory(monkeypatch, sample_index, tm
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHUNKNAV_", "EMBED_"))}
-    env["EMBED_PROVIDER"] = "local"
+    env.update(EMBED_PROVIDER="local", EMBED_MODEL="l2_supercat_256")
     r = subprocess.run([_chunknav(), *argv[1:]], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == envelope

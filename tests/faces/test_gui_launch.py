@@ -55,7 +55,14 @@ def _chunknav() -> list[str]:
 
 def _start(db: str, port: int, log: Path, cwd: Path, **extra: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_", "STREAMLIT_"))}
-    env.update({"EMBED_PROVIDER": "local", "CHUNKNAV_ALLOWED_ROOTS": os.environ["CHUNKNAV_ALLOWED_ROOTS"]}, **extra)
+    env.update(
+        {
+            "EMBED_PROVIDER": "local",
+            "EMBED_MODEL": "l2_supercat_256",
+            "CHUNKNAV_ALLOWED_ROOTS": os.environ["CHUNKNAV_ALLOWED_ROOTS"],
+        },
+        **extra,
+    )
     proc = subprocess.Popen(
         [*_chunknav(), "--db", db, "gui", "--port", str(port), "--headless"],
         cwd=cwd,
@@ -100,6 +107,7 @@ def test_streamlit_server_port_env_is_not_overridden_by_the_config(sample_index,
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_", "STREAMLIT_"))}
     env.update(
         EMBED_PROVIDER="local",
+        EMBED_MODEL="l2_supercat_256",
         STREAMLIT_SERVER_PORT=str(port),
         CHUNKNAV_DB=sample_index.db,
         CHUNKNAV_ALLOWED_ROOTS=os.environ["CHUNKNAV_ALLOWED_ROOTS"],
@@ -125,7 +133,11 @@ def test_a_busy_port_is_refused_before_streamlit_starts(sample_index, tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_", "STREAMLIT_"))}
-        env.update(EMBED_PROVIDER="local", CHUNKNAV_ALLOWED_ROOTS=os.environ["CHUNKNAV_ALLOWED_ROOTS"])
+        env.update(
+            EMBED_PROVIDER="local",
+            EMBED_MODEL="l2_supercat_256",
+            CHUNKNAV_ALLOWED_ROOTS=os.environ["CHUNKNAV_ALLOWED_ROOTS"],
+        )
         r = subprocess.run(
             [*_chunknav(), "--db", sample_index.db, "gui", "--port", str(port), "--headless"],
             cwd=tmp_path,

@@ -445,7 +445,7 @@ def _clean_env() -> dict[str, str]:
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
-    env["PYTHONPATH"] = str(REPO)
+    env.update(PYTHONPATH=str(REPO), EMBED_MODEL="l2_supercat_256")
     return env
 
 

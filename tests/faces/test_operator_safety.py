@@ -182,7 +182,7 @@ def test_human_status_shows_what_needs_attention(tmp_path, two_dirs, capsys, clo
     # the same index with a provider that works: vectors missing for one model are named
     monkeypatch.setenv("EMBED_PROVIDER", "local")
     monkeypatch.delenv("EMBED_URL")
-    monkeypatch.delenv("EMBED_MODEL")
+    monkeypatch.setenv("EMBED_MODEL", "l2_supercat_256")  # the suite's fast local model
     run(capsys, "--db", db, "index")
     (a / "more.md").write_text("# More\n" + "more words here. " * 80, "utf-8")
     run(capsys, "--db", db, "index", "--no-embed")

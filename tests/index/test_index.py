@@ -275,7 +275,7 @@ def test_embedding_reuse_with_the_local_provider(env):
     from engine.embed import make_embedder
 
     store, settings, corpus = env
-    local = Settings(db=settings.db, embed_provider="local", ocr="off").validate()
+    local = Settings(embed_model="l2_supercat_256", db=settings.db, embed_provider="local", ocr="off").validate()
     embedder = make_embedder(local)
     first = Indexer(store, local, embedder).run()
     assert first["embedError"] is None

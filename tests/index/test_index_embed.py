@@ -226,6 +226,7 @@ def test_local_model_length_order_gives_the_same_vectors_as_unsorted(tmp_path):
 
     _write_corpus(tmp_path / "docs", n=6)
     s = Settings(
+        embed_model="l2_supercat_256",
         allowed_roots=ALLOWED_ROOTS,
         db=str(tmp_path / "db" / "index.db"),
         embed_provider="local",
@@ -350,13 +351,13 @@ def test_an_unchanged_index_run_does_not_load_wordllama(tmp_path):
         "import sys, json\n"
         "from engine.config import Settings\n"
         "from engine.tools.registry import Engine\n"
-        f"s = Settings(allowed_roots={ALLOWED_ROOTS!r}, db={str(tmp_path / 'index.db')!r}, embed_provider='local').validate()\n"
+        f"s = Settings(allowed_roots={ALLOWED_ROOTS!r}, db={str(tmp_path / 'index.db')!r}, embed_provider='local', embed_model='l2_supercat_256').validate()\n"
         "e = Engine(s)\n"
         f"e.add_collection('C', {str(tmp_path / 'docs')!r})\n"
         "r = e.run_index()\n"
         "import engine.embed.local as L\n"
         "print(json.dumps({'embedded': r['embedded'], 'loaded': L._MODEL is not None,"
-        " 'wordllama': 'wordllama' in sys.modules}))\n"
+        " 'wordllama': 'wordllama' in sys.modules, 'onnxruntime': 'onnxruntime' in sys.modules}))\n"
     )
     runs = [
         json.loads(
@@ -367,7 +368,7 @@ def test_an_unchanged_index_run_does_not_load_wordllama(tmp_path):
         for _ in range(2)
     ]
     assert runs[0]["embedded"] > 0 and runs[0]["loaded"]
-    assert runs[1] == {"embedded": 0, "loaded": False, "wordllama": False}
+    assert runs[1] == {"embedded": 0, "loaded": False, "wordllama": False, "onnxruntime": False}
 
 
 def test_check_hook_stops_the_pass_between_batches_keeping_what_was_stored(tmp_path, embed_stub):

@@ -7,7 +7,8 @@ venv (no system site-packages, no checkout on ``sys.path``), and use the
   Streamlit settings as ``explorer/_config``; no tests, no bench;
 * ``chunknav --version`` prints the package metadata's version;
 * ``collections add``, ``index``, ``search-chunks`` work on an index in the
-  working directory;
+  working directory, with the default local model (all-MiniLM-L6-v2, its
+  tokenizer inside the wheel);
 * ``chunknav gui`` started from another directory answers Streamlit's health
   endpoint, and the installed app runs (``AppTest`` on the installed
   ``explorer/app.py``, pages and samples found inside the package).
@@ -113,6 +114,9 @@ def test_wheel_contents(installed):
         if path.is_file():
             assert f"explorer/_assets/{path.relative_to(REPO / 'assets').as_posix()}" in names, path
     assert "explorer/_config/streamlit_config.toml" in names
+    for path in (REPO / "engine" / "embed" / "models").rglob("*"):  # the default model's tokenizer and licence
+        if path.is_file():
+            assert path.relative_to(REPO).as_posix() in names, path
     if list((REPO / "engine" / "extract").glob("_pdfwords*.so")):  # built here, so the wheel builds it too
         assert [n for n in names if n.startswith("engine/extract/_pdfwords") and n.endswith(".so")]
     assert not [n for n in names if n.startswith(("tests/", "bench/", "pages/", "assets/"))]

@@ -200,11 +200,12 @@ def test_a_chunk_read_imports_no_sqlite_utils_pandas_or_provider(tmp_path):
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True)
 
 
-def test_the_deferred_local_model_name_is_the_local_model():
+def test_the_deferred_local_model_names_are_the_local_models():
     from engine import service
-    from engine.embed import LOCAL_MODEL
+    from engine.embed import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 
-    assert service._LOCAL_MODEL == LOCAL_MODEL
+    assert service._LOCAL_MODELS == tuple(LOCAL_MODELS)
+    assert service._DEFAULT_LOCAL_MODEL == DEFAULT_LOCAL_MODEL
 
 
 @pytest.mark.slow
@@ -318,14 +319,22 @@ def test_an_index_run_leaves_the_matrix_files_so_the_first_search_rebuilds_nothi
     for p in sorted((Path(__file__).resolve().parents[1] / "corpus" / "text").glob("*.txt"))[:6]:
         shutil.copy(p, root / p.name)
     db = tmp_path / "index.db"
-    eng = Engine(Settings(db=str(db), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate())
+    eng = Engine(
+        Settings(
+            embed_model="l2_supercat_256", db=str(db), allowed_roots=ALLOWED_ROOTS, embed_provider="local"
+        ).validate()
+    )
     eng.add_collection("Docs", str(root))
     summary = eng.run_index(["Docs"])
     assert summary["embedded"] > 0
     eng.close()
     assert _cache_files(db, LOCAL_MODEL) == _matrix_from_sql(db, LOCAL_MODEL)  # written by the run
     stamp = {k: Path(f"{db}.{LOCAL_MODEL}.{k}").stat().st_mtime_ns for k in ("f32", "json", "occ.npz")}
-    eng = Engine(Settings(db=str(db), allowed_roots=ALLOWED_ROOTS, embed_provider="local").validate())
+    eng = Engine(
+        Settings(
+            embed_model="l2_supercat_256", db=str(db), allowed_roots=ALLOWED_ROOTS, embed_provider="local"
+        ).validate()
+    )
     env = call_tool(eng, "search_chunks", {"query": "the", "scope": "*", "mode": "vector"})
     assert env["count"] > 0
     eng.close()

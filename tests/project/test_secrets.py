@@ -203,6 +203,7 @@ def leaky(tmp_path, embed_stub, monkeypatch):
 def _cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("EMBED_", "CHUNKNAV_"))}
     full.update(env, CHUNKNAV_ALLOWED_ROOTS=os.environ["CHUNKNAV_ALLOWED_ROOTS"])
+    full.setdefault("EMBED_MODEL", "l2_supercat_256")
     return subprocess.run(
         [sys.executable, "-m", "engine", "-v", *argv], env=full, cwd=REPO, capture_output=True, text=True, timeout=120
     )

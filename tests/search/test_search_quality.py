@@ -38,7 +38,11 @@ FLOORS = {"vector": 0.80, "keyword": 0.95, "hybrid": 0.95}  # measured 0.852, 1.
 def corpus_engine(tmp_path_factory, request):
     corpus = Path(__file__).resolve().parents[1] / "corpus"
     db = tmp_path_factory.mktemp("quality") / "index.db"
-    engine = Engine(Settings(db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS).validate())
+    engine = Engine(
+        Settings(
+            embed_model="l2_supercat_256", db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS
+        ).validate()
+    )
     engine.add_collection("Corpus", str(corpus))
     summary = engine.run_index()
     assert summary["indexed"] >= 30 and not summary.get("embedError"), summary

@@ -112,6 +112,7 @@ def _write(root: Path) -> dict[str, Path]:
 
 def _settings(db: str, provider: str, dsn: str = "", batch: int = 32) -> Settings:
     return Settings(
+        embed_model="l2_supercat_256",
         db=db,
         dsn=dsn,
         embed_provider=provider,

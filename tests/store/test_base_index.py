@@ -67,7 +67,9 @@ def test_the_store_reads_every_row_of_the_kept_format(base_db):
 
 
 def test_the_tools_search_the_kept_format_without_an_index_run(base_db):
-    settings = Settings(db=base_db, embed_provider="local", allowed_roots=ALLOWED_ROOTS).validate()
+    settings = Settings(
+        embed_model="l2_supercat_256", db=base_db, embed_provider="local", allowed_roots=ALLOWED_ROOTS
+    ).validate()
     engine = Engine(settings)
     try:
         for mode in ("keyword", "vector", "hybrid"):

@@ -58,6 +58,7 @@ def corpus_index(tmp_path_factory):
         if p.is_file() and p.suffix in (".txt", ".md"):
             shutil.copy(p, root / p.name)
     settings = Settings(
+        embed_model="l2_supercat_256",
         db=str(base / "index.db"),
         embed_provider="local",
         chunk_size=400,
@@ -417,7 +418,15 @@ def test_hybrid_over_int8_scans_ranks_as_over_exact_float32(corpus_index, monkey
 
     monkeypatch.setattr(hybrid, "ScanShare", spy)
     engines = {
-        s: Engine(Settings(db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS, vector_scan=s).validate())
+        s: Engine(
+            Settings(
+                embed_model="l2_supercat_256",
+                db=str(db),
+                embed_provider="local",
+                allowed_roots=ALLOWED_ROOTS,
+                vector_scan=s,
+            ).validate()
+        )
         for s in ("exact", "int8")
     }
 
@@ -460,7 +469,13 @@ def test_hybrid_takes_the_keyword_list_before_the_helper_leaves_and_sees_its_fai
     monkeypatch.setattr(int8_scan, "_SHARE_BYTES", 1)
     monkeypatch.setattr(hybrid, "_HYBRID_CHOICE", FixedChoice(2))
     eng = Engine(
-        Settings(db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS, vector_scan="int8").validate()
+        Settings(
+            embed_model="l2_supercat_256",
+            db=str(db),
+            embed_provider="local",
+            allowed_roots=ALLOWED_ROOTS,
+            vector_scan="int8",
+        ).validate()
     )
     try:
         eng.search.search(QUERIES[0], "*", 10, "hybrid")  # records the matrix size: later searches share
