@@ -173,7 +173,6 @@ class HybridRanker:
         """
         depth = max(limit, FUSION_DEPTH)
         if self._by_row_ids():
-
             read: dict[Any, Chunk] = {}
 
             def rank_refs(d: int) -> list[tuple[Fused[Any], str, tuple[str, str]]]:

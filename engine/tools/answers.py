@@ -139,6 +139,9 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
         }
         if hybrid:
             _breakdown(h, ranked)
+        if ranked.match is not None:
+            h["match"] = ranked.match
+            h["wordCoverage"] = round(float(ranked.coverage or 0.0), 3)
         h.update(_provenance(chunk, regions, False))
         hits.append(h)
     out["count"] = len(hits)
@@ -151,6 +154,8 @@ def _search_envelope(outcome: SearchOutcome, per_file: bool) -> E.SearchResult:
         out["vectorWeight"] = outcome.vector_weight
     if outcome.min_score is not None:
         out["minScore"] = outcome.min_score
+    if outcome.confident is not None:
+        out["confident"] = outcome.confident
     if outcome.hint:
         out["hint"] = outcome.hint
     if outcome.message:

@@ -91,6 +91,8 @@ class SearchHit(TypedDict):  # search: one hit per file
     vectorRank: NotRequired[int]  # hybrid: 0-based rank in the vector list
     keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
     keywordRank: NotRequired[int]  # hybrid: 0-based rank in the keyword list
+    match: NotRequired[float]  # 0..1: max(wordCoverage, calibrated cosine) (docs/tools.md)
+    wordCoverage: NotRequired[float]  # 0..1: share of the query's content words the chunk holds
 
 
 class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
@@ -110,6 +112,8 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     vectorRank: NotRequired[int]
     keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
     keywordRank: NotRequired[int]
+    match: NotRequired[float]  # 0..1: max(wordCoverage, calibrated cosine) (docs/tools.md)
+    wordCoverage: NotRequired[float]  # 0..1: share of the query's content words the chunk holds
 
 
 class SearchResult(TypedDict):  # search, search_chunks
@@ -123,6 +127,7 @@ class SearchResult(TypedDict):  # search, search_chunks
     model: NotRequired[str]
     vectorWeight: NotRequired[float]  # hybrid: the fusion weight used
     minScore: NotRequired[float]  # the threshold applied
+    confident: NotRequired[bool]  # searched: a hit's match reaches the floor; false: message says so
     hint: NotRequired[str]
     error: NotRequired[str]  # an ErrorCode
     message: NotRequired[str]
