@@ -53,6 +53,7 @@ PAGES: tuple[Page, ...] = (
     ),
     Page("chunk", "chunk.py", "Chunk", ":material/article:", (*CHUNK, *SEARCH, "full", "p")),
     Page("source", "source.py", "Source", ":material/picture_as_pdf:", (*CHUNK, *SEARCH, "p", "zoom", "view")),
+    Page("evaluate", "evaluate.py", "Evaluate", ":material/fact_check:"),
 )
 
 _BY_NAME = {p.name: p for p in PAGES}

@@ -21,6 +21,7 @@ PAGES = {
     "explore": ("Explore index", [*SEARCH, "min", "w", "cmp", "files", "doc"]),
     "chunk": ("Chunk", ["c", "f", "i", *SEARCH, "full", "p"]),
     "source": ("Source", ["c", "f", "i", *SEARCH, "p", "zoom", "view"]),
+    "evaluate": ("Evaluate", []),
 }
 
 
