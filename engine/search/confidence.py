@@ -30,6 +30,7 @@ MATCH_FLOOR = 0.7
 #: Per embedding model: (cosine that means "unrelated", cosine that means "this answers it").
 COSINE_RANGE: dict[str, tuple[float, float]] = {
     "l2_supercat_256": (0.34, 0.60),
+    "all-MiniLM-L6-v2": (0.36, 0.60),
 }
 #: The range of a model not in ``COSINE_RANGE``.
 COSINE_RANGE_DEFAULT = (0.30, 0.60)

@@ -24,16 +24,20 @@ holding both rare words of ``Erdgasleitung Vreden`` ranks above a chunk holding
 neither that only the vector list returned, while a question that shares no word
 with any chunk (a paraphrase) is ranked by the fused score alone.
 
+A tie in the fused score between a chunk holding every query word and a chunk only
+the vector list returned (both first in their list: 1/61 each) thus goes to the chunk
+holding the words. Ties inside a tier do not prefer the keyword list: with
+all-MiniLM-L6-v2 that preference cost three paraphrased questions of the evaluation
+set their top-5 answer (docs/decisions/exact-words-win.md).
+
 Tie rules: an item listed twice in one list keeps its best (first) rank there;
-of items with equal fused scores in one tier, one the keyword list returned ranks
-before one only the vector list returned (a tie never falls to a vector-only hit);
-then they are ordered by a stable key of the item (a chunk's
+items with equal fused scores in one tier are ordered by a stable key of the item (a chunk's
 collection path, file path and chunk index: ``tie`` of ``fuse``, or
 ``in_tie_order`` once the keys of fused row ids are read), so the order never
 depends on how the index was built; without a key they keep the order in which
 they were first met, walking the vector list and then the keyword list.
 ``tie_span`` says how far past a cut the items tied with the last one kept reach.
-``rank_key`` is the order before the tie key: tier, fused score, keyword first.
+``rank_key`` is the order before the tie key: tier, then fused score.
 """
 
 from __future__ import annotations
@@ -91,11 +95,11 @@ class Fused(Generic[T]):
     coverage: float | None = None
 
 
-def rank_key(f: Fused[Any]) -> tuple[int, float, int]:
+def rank_key(f: Fused[Any]) -> tuple[int, float]:
     """The order of fused items before their tie key, ascending: the exact-word tier first,
-    then the higher fused score, then an item the keyword list returned before one it did not."""
+    then the higher fused score."""
     exact = f.coverage is not None and f.coverage >= EXACT_COVERAGE
-    return (0 if exact else 1, -f.score, 0 if f.keyword_rank is not None else 1)
+    return (0 if exact else 1, -f.score)
 
 
 def _same(item: Hashable) -> Hashable:

@@ -1,4 +1,4 @@
-"""Exact words win, honestly scored: the fusion's exact-word tier and tie rule, content
+"""Exact words win, honestly scored: the fusion's exact-word tier and its ties, content
 words, and each hit's ``match``.
 
 Pure parts (``engine.search.fusion``, ``engine.search.words``,
@@ -13,11 +13,16 @@ from engine.search.fusion import EXACT_COVERAGE, fuse, in_tie_order, rank_key, t
 from engine.search.words import content_words, coverage, light_stem
 
 
-def test_a_tie_never_falls_to_a_vector_only_hit():
-    """Both at rank 0 of one list: 1/61 each. The keyword hit wins, whatever the keys."""
-    fused = fuse([("a-vector-only", 0.9)], [("z-keyword", 7.0)], tie=lambda item: item)
+def test_a_tie_goes_to_the_chunk_holding_every_word():
+    """Both first in their list: 1/61 each. The chunk holding the words wins, whatever the keys;
+    without a tier between them the chunk key decides, as it always did."""
+    held = {"z-keyword": 1.0, "a-vector-only": 0.0}
+    fused = fuse([("a-vector-only", 0.9)], [("z-keyword", 7.0)], tie=lambda item: item, coverage=held.get)
     assert [f.item for f in fused] == ["z-keyword", "a-vector-only"]
     assert fused[0].score == fused[1].score
+    partial = {"z-keyword": 0.5, "a-vector-only": 0.0}
+    fused = fuse([("a-vector-only", 0.9)], [("z-keyword", 7.0)], tie=lambda item: item, coverage=partial.get)
+    assert [f.item for f in fused] == ["a-vector-only", "z-keyword"]
 
 
 def test_a_chunk_holding_every_word_ranks_above_one_holding_none():
@@ -35,12 +40,12 @@ def test_a_chunk_holding_every_word_ranks_above_one_holding_none():
 def test_with_coverage_ranks_a_fusion_again_and_tie_span_follows_the_key():
     fused = fuse([("a", 0.9), ("b", 0.8)], [("c", 1.0), ("d", 0.5)])
     again = with_coverage(fused, {"d": EXACT_COVERAGE}.get)
-    assert [f.item for f in again] == ["d", "c", "a", "b"]
+    assert [f.item for f in again] == ["d", "a", "c", "b"]  # equal keys keep their order
     assert tie_span(again, 1) == 1 and rank_key(again[0])[0] == 0
     tied = fuse([("x", 0.9)], [("y", 1.0)]) + fuse([("w", 0.9)], [])
     ordered = in_tie_order(tied, lambda item: item)
-    assert [f.item for f in ordered] == ["y", "w", "x"]  # keyword first, then the key
-    assert tie_span(ordered, 2) == 3  # w and x tie (both vector-only at 1/61)
+    assert [f.item for f in ordered] == ["w", "x", "y"]  # all at 1/61: the key
+    assert tie_span(ordered, 2) == 3
 
 
 @pytest.mark.parametrize(
