@@ -8,6 +8,7 @@ face (streamlit, mcp, argparse).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -30,6 +31,11 @@ log = logging.getLogger(__name__)
 #: named here so that ``run_index`` can defer the local provider without importing ``engine.embed``.
 _LOCAL_MODELS = ("all-MiniLM-L6-v2", "l2_supercat_256")
 _DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+
+def _same(value: Any) -> Any:
+    """``value`` (an embedder factory that returns an embedder already built)."""
+    return value
 
 
 class Engine:
@@ -510,6 +516,100 @@ class Engine:
                 if e.failure.server_dim is not None:
                     out["dim"] = int(e.failure.server_dim)  # what the provider answers now
         return out
+
+    def index_dir(self) -> str:
+        """The folder beside the index where its own files go (evaluation runs): the SQLite
+        file's folder, or ``./.chunknav`` for Postgres and ``:memory:``."""
+        if self.settings.dsn or self.settings.db == ":memory:":
+            return os.path.abspath(".chunknav")
+        return os.path.dirname(os.path.abspath(self.settings.db))
+
+    def evaluate(
+        self,
+        questions: str,
+        *,
+        models: list[str] | tuple[str, ...] = (),
+        modes: list[str] | tuple[str, ...] | None = None,
+        save_to: str | None = None,
+        save: bool = True,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Run the labelled questions of a file against this index (``engine.search.evaluate``).
+
+        Args:
+            questions: path of a questions file (JSON Lines).
+            models: further embedding models to rank with in vector and hybrid mode, beside
+                the configured one; a model without vectors in this index, or that cannot be
+                built, gets a result row with ``error`` and ``message`` instead of metrics.
+            modes: subset of ``keyword``, ``vector``, ``hybrid`` (default all three).
+            save_to: where to save the run (default ``<index_dir>/evals/eval-<UTC time>.json``).
+            save: False: do not save.
+            on_progress: called with ``(searches done, searches in all)``.
+
+        Returns:
+            The run (``engine.search.evaluate.run_eval``), plus ``savedTo`` when saved.
+
+        Raises:
+            OSError: the questions file cannot be read, or the run cannot be saved.
+        """
+        import dataclasses
+
+        from engine import __version__
+        from engine.search.evaluate import EVAL_MODES, default_run_path, load_questions, run_eval, save_run
+        from engine.search.searcher import ContentChunkSearch
+        from engine.secrets import public_dsn
+
+        qs, problems = load_questions(questions)
+        wanted = tuple(modes or EVAL_MODES)
+        extra: list[tuple[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        for name in dict.fromkeys(models):
+            row = {"model": name}
+            if not self.store.has_vectors(name):
+                row.update(error="no-vectors", message=f"this index holds no vectors for model {name!r}")
+            else:
+                try:
+                    other = dataclasses.replace(self.settings, embed_model=name)
+                    emb = self._embedder_for(other)
+                except (ChunknavError, ValueError) as e:
+                    row.update(error="model-unavailable", message=str(e))
+                else:
+                    extra.append((name, ContentChunkSearch(self.store, functools.partial(_same, emb))))
+                    continue
+            skipped.extend({"mode": m, **row} for m in wanted if m != "keyword")
+        s = self.settings
+        run = run_eval(
+            self.search,
+            qs,
+            extra=extra,
+            modes=wanted,
+            settings={
+                "provider": s.embed_provider,
+                "model": s.embed_model or None,
+                "store": "postgres" if s.dsn else "sqlite",
+                "index": public_dsn(s.dsn) if s.dsn else os.path.abspath(s.db) if s.db != ":memory:" else s.db,
+                "chunkSize": s.chunk_size,
+                "chunkOverlap": s.chunk_overlap,
+                "version": __version__,
+            },
+            source=os.path.abspath(questions),
+            problems=problems,
+            on_progress=on_progress,
+        )
+        run["results"].extend(skipped)
+        if save:
+            run["savedTo"] = str(save_run(run, save_to or default_run_path(self.index_dir())))
+        return run
+
+    @staticmethod
+    def _embedder_for(settings: Settings):
+        """An embedder built from ``settings`` (an extra model of an evaluation).
+
+        Raises:
+            SettingsError / EmbedError: it cannot be built."""
+        from engine.embed import make_embedder
+
+        return make_embedder(settings)
 
     def close(self) -> None:
         """Close the store."""

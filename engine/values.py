@@ -478,6 +478,10 @@ class RankedChunk:
             (hybrid only; None when that list did not return the chunk).
         keyword_score / keyword_rank: -bm25 and 0-based rank in the keyword list
             (hybrid only; None likewise).
+        coverage: share (0..1) of the query's content words the chunk holds
+            (``engine.search.words.coverage``); None when not measured.
+        match: how well the chunk matches the query, 0..1
+            (``engine.search.confidence.match``); None when not measured.
     """
 
     chunk: Chunk
@@ -486,3 +490,5 @@ class RankedChunk:
     vector_rank: int | None = None
     keyword_score: float | None = None
     keyword_rank: int | None = None
+    coverage: float | None = None
+    match: float | None = None

@@ -59,6 +59,7 @@ PAGES: tuple[Page, ...] = (
         ":material/picture_as_pdf:",
         (*CHUNK, *SEARCH, "p", "zoom", "view", "lines"),
     ),
+    Page("evaluate", "evaluate.py", "Evaluate", ":material/fact_check:"),
 )
 
 _BY_NAME = {p.name: p for p in PAGES}

@@ -165,6 +165,12 @@ def search_outcome(envelope: dict[str, Any]) -> bool:
     if not envelope.get("searched"):
         st.info(f"**Not searched.** {envelope.get('hint') or envelope.get('message') or ''}", icon=":material/info:")
         return False
+    if envelope.get("confident") is False and envelope.get("count", 0) > 0:
+        st.warning(
+            "**No confident match.** None of these hits holds all the query's words or is close in "
+            "meaning: they are the nearest there are, not an answer.",
+            icon=":material/help:",
+        )
     if envelope.get("message"):
         st.caption(envelope["message"])
     if envelope.get("count", 0) == 0:
@@ -343,10 +349,8 @@ def hit_row(hit: dict[str, Any], query: str, key: str, selected: bool = False, d
     with st.container(border=True):
         left, mid, right = st.columns([1.1, 7, 2.2], vertical_alignment="center")
         left.markdown(f"**#{hit['rank']}**" + (" ◀" if selected else ""))
-        if hit.get("match") is not None:
-            left.caption(f"match {float(hit['match']):.2f}")
-        else:
-            left.caption(f"score {hit['score']:.4f}")
+        score = f"score {hit['score']:.4f}"
+        left.caption(f"match {float(hit['match']):.2f} · {score}" if hit.get("match") is not None else score)
         badge = ""
         if hit.get("page") is not None:
             label = hit.get("pageLabel")

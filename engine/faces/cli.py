@@ -64,7 +64,7 @@ CLI_ALIASES = {
     "plan_index": ["plan-index"],
 }
 #: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
-OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors", "export", "import")
+OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors", "export", "import", "eval")
 
 
 def _canonical(command: str) -> str:
@@ -204,6 +204,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
     if wanted("settings"):
         sub.add_parser("settings", help="list every setting with its unit, default and help")
+    if wanted("eval"):
+        _add_eval(sub)
     if wanted("vectors"):
         vec = sub.add_parser("vectors", help="manage stored vectors")
         vsub = vec.add_subparsers(dest="vaction", required=True)
@@ -213,6 +215,82 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             "staleVectors); they are kept otherwise, so a restored file costs no embedding",
         )
     return p
+
+
+def _add_eval(sub: Any) -> None:
+    ev = sub.add_parser(
+        "eval",
+        help="measure retrieval on labelled questions: recall@1/5/10 and MRR per mode and model "
+        "(saved under the index folder); --compare RUN_A RUN_B compares two saved runs",
+    )
+    ev.add_argument("questions", nargs="?", help="questions file, JSON Lines (docs/evaluation.md)")
+    ev.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="also rank with this embedding model in vector and hybrid mode, when the index "
+        "holds its vectors (repeatable)",
+    )
+    ev.add_argument(
+        "--mode", action="append", choices=["keyword", "vector", "hybrid"], help="only this mode (repeatable)"
+    )
+    ev.add_argument("--save", metavar="PATH", help="save the run here (default: <index folder>/evals/)")
+    ev.add_argument("--no-save", action="store_true", help="do not save the run")
+    ev.add_argument(
+        "--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two saved runs question by question"
+    )
+    ev.add_argument("--json", action="store_true", help="print the run (or the comparison) as JSON")
+
+
+def _eval(args: argparse.Namespace, engine: Engine) -> int:
+    """``chunknav eval QUESTIONS``: run, print (table or JSON), exit 1 when a mode could not run."""
+    from engine.faces.cli_views import human_eval
+
+    done = [0]
+
+    def progress(n: int, total: int) -> None:
+        if sys.stderr.isatty() and (n == total or n - done[0] >= 25):
+            done[0] = n
+            sys.stderr.write(f"\r{n}/{total} searches" + ("\n" if n == total else ""))
+
+    try:
+        run = engine.evaluate(
+            args.questions,
+            models=args.model,
+            modes=args.mode,
+            save_to=args.save,
+            save=not args.no_save,
+            on_progress=progress,
+        )
+    except OSError as e:
+        _err(f"cannot read or save: {e}")
+        return 2
+    if not run["questions"]["count"]:
+        _err(f"no question could be read from {args.questions}: " + "; ".join(run["questions"]["problems"][:5]))
+        return 2
+    if args.json:
+        _print(run)
+    else:
+        print(redact(human_eval(run)))
+    return 1 if any("error" in r for r in run["results"]) else 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """``chunknav eval --compare RUN_A RUN_B``: no index needed."""
+    from engine.faces.cli_views import human_compare
+    from engine.search.evaluate import compare_runs, load_run
+
+    try:
+        a, b = (load_run(p) for p in args.compare)
+    except (OSError, ValueError) as e:
+        _err(e)
+        return 2
+    cmp = compare_runs(a, b)
+    if args.json:
+        _print(cmp)
+    else:
+        print(human_compare(cmp))
+    return 0
 
 
 def _add_collections(sub: Any) -> None:
@@ -433,6 +511,12 @@ def _main(argv: list[str] | None) -> int:
         return run_gui(settings, port=args.port, address=args.address, headless=args.headless)
     if args.command == "migrate":
         return _migrate(args.src, args.dst)
+    if args.command == "eval":
+        if args.compare:
+            return _compare(args)
+        if not args.questions:
+            _err("eval: give a questions file, or --compare RUN_A RUN_B")
+            return 2
 
     missing = _missing_index(settings, args)
     if missing:
@@ -477,7 +561,7 @@ def _missing_index(settings, args: argparse.Namespace) -> str | None:
     ``collections add`` and ``index`` create the index; Postgres is never "missing"."""
     reads = (
         args.command not in OWN_COMMANDS
-        or args.command in ("vectors", "export")
+        or args.command in ("vectors", "export", "eval")
         or (args.command == "collections" and args.action == "list")
     )
     if not reads or settings.dsn or settings.db == ":memory:" or os.path.exists(settings.db):
@@ -500,6 +584,9 @@ def _answer_without_index(args: argparse.Namespace, settings, path: str) -> int:
     from engine.tools.registry import CLI_NAMES, REGISTRY, ToolArgumentError, call_tool
 
     msg = no_index_message(path)
+    if args.command == "eval":
+        _err(f"{msg}; nothing to evaluate")
+        return 2
     if args.command == "vectors":
         _print({"purged": {}, "total": 0, "message": msg})
         return 0
@@ -574,6 +661,8 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         return 0
     if args.command in ("export", "import"):
         return _archive(args, engine)
+    if args.command == "eval":
+        return _eval(args, engine)
     if args.command == "vectors":  # purge-stale
         from engine.store.purge import purge_stale_vectors
 

@@ -1,10 +1,11 @@
-"""The human views of ``chunknav index`` and ``chunknav status`` (the CLI face's text output).
+"""The human views of ``chunknav index``, ``status`` and ``eval`` (the CLI face's text output).
 
 Owns: ``human_index`` (an index run's summary for people), ``human_plan`` (a
 dry run's ``IndexPlan``), ``human_coverage`` (the ``coverage`` envelope as a
 table), ``human_status``
 (the ``index_status`` envelope for people), ``last_run_line`` and
-``attention`` (the lines an operator must not miss). Plain functions of the
+``attention`` (the lines an operator must not miss), ``human_eval`` (an
+evaluation run's table) and ``human_compare`` (two runs compared). Plain functions of the
 envelopes: no argparse, no store, no I/O; ``engine.faces.cli`` prints them.
 """
 
@@ -22,6 +23,8 @@ __all__ = [
     "attention",
     "fault_line",
     "STORE_FAULTS",
+    "human_eval",
+    "human_compare",
 ]
 
 #: The codes of a store that failed under a run (``engine.errors.StoreFaultError``): such a run
@@ -301,4 +304,61 @@ def human_coverage(cov: dict) -> str:
         lines.extend("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table)
     for r in cov.get("rootErrors") or []:
         lines.append(f"root {r['collectionPath']} <- {r['root']}: {r['code']}: {r['reason']}")
+    return "\n".join(lines)
+
+
+def _f(x: float | None) -> str:
+    return "  -  " if x is None else f"{x:.3f}"
+
+
+def human_eval(run: dict) -> str:
+    """An evaluation run (``engine.search.evaluate.run_eval``) as a table for people: one row
+    per mode and model over all questions, then one per kind (``paraphrase``...), then the
+    rows that could not run and the lines of the questions file that were not read."""
+    q = run.get("questions") or {}
+    lines = [
+        f"{q.get('count', 0)} questions from {q.get('source') or '?'} in {run.get('seconds', 0):.1f} s",
+        f"{'mode':<8} {'model':<24} {'set':<12} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}",
+    ]
+    failed = []
+    for r in run.get("results", []):
+        if "error" in r:
+            failed.append(f"  {r['mode']} {r.get('model') or ''}: {r['error']}: {r.get('message', '')}")
+            continue
+        model = r.get("model") or "-"
+        for name, m in [("all", r), *sorted((r.get("byKind") or {}).items())]:
+            lines.append(
+                f"{r['mode']:<8} {model[:24]:<24} {name[:12]:<12} {m['n']:>4} {_f(m['recall1']):>6} "
+                f"{_f(m['recall5']):>6} {_f(m['recall10']):>6} {_f(m['mrr']):>6}"
+            )
+    if failed:
+        lines.append("not run:")
+        lines.extend(failed)
+    for what, items in (("not read", q.get("problems")), ("phrase not in its file", q.get("unanswerable"))):
+        if items:
+            lines.append(f"{what}: {len(items)}")
+            lines.extend(f"  {p}" for p in items[:20])
+    if run.get("savedTo"):
+        lines.append(f"saved to {run['savedTo']}")
+    return "\n".join(lines)
+
+
+def human_compare(cmp: dict) -> str:
+    """Two saved runs compared (``engine.search.evaluate.compare_runs``): per mode and model the
+    metrics of A and B and the questions whose answer moved up or down."""
+    lines = [] if cmp.get("same") else ["note: the two runs used different question sets"]
+    lines.append(f"{'mode|model':<32} {'metric':<8} {'A':>6} {'B':>6} {'B-A':>7}")
+    for row in cmp.get("rows", []):
+        for m in ("recall1", "recall5", "recall10", "mrr"):
+            d = row["delta"][m]
+            lines.append(
+                f"{row['key'][:32]:<32} {m:<8} {_f(row['a'][m]):>6} {_f(row['b'][m]):>6} "
+                + ("     - " if d is None else f"{d:+7.3f}")
+            )
+        lines.append(f"  better in B ({len(row['better'])}): {', '.join(row['better']) or '-'}")
+        lines.append(f"  worse in B ({len(row['worse'])}): {', '.join(row['worse']) or '-'}")
+        lines.append(f"  unchanged: {row['unchanged']}")
+    for side in ("onlyA", "onlyB"):
+        if cmp.get(side):
+            lines.append(f"only in {side[-1]}: {', '.join(cmp[side])}")
     return "\n".join(lines)

@@ -15,13 +15,29 @@ unweighted RRF sum). Each list contributes at least its top ``FUSION_DEPTH`` ite
 The constants were chosen on the evaluation set (``tests/data/eval_questions.json``,
 ``docs/retrieval.md``).
 
+Exact words win: each item may carry its ``coverage``, the share of the query's
+content words its text holds (``engine.search.words.coverage``, measured by
+``engine.search.hybrid`` on the fused candidates). An item holding every one of
+them (coverage ``EXACT_COVERAGE``) ranks above every item that does not, whatever
+their fused scores; inside each of the two tiers the fused score orders. So a chunk
+holding both rare words of ``Erdgasleitung Vreden`` ranks above a chunk holding
+neither that only the vector list returned, while a question that shares no word
+with any chunk (a paraphrase) is ranked by the fused score alone.
+
+A tie in the fused score between a chunk holding every query word and a chunk only
+the vector list returned (both first in their list: 1/61 each) thus goes to the chunk
+holding the words. Ties inside a tier do not prefer the keyword list: with
+all-MiniLM-L6-v2 that preference cost three paraphrased questions of the evaluation
+set their top-5 answer (docs/decisions/exact-words-win.md).
+
 Tie rules: an item listed twice in one list keeps its best (first) rank there;
-items with equal fused scores are ordered by a stable key of the item (a chunk's
+items with equal fused scores in one tier are ordered by a stable key of the item (a chunk's
 collection path, file path and chunk index: ``tie`` of ``fuse``, or
 ``in_tie_order`` once the keys of fused row ids are read), so the order never
 depends on how the index was built; without a key they keep the order in which
 they were first met, walking the vector list and then the keyword list.
 ``tie_span`` says how far past a cut the items tied with the last one kept reach.
+``rank_key`` is the order before the tie key: tier, then fused score.
 """
 
 from __future__ import annotations
@@ -30,7 +46,18 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["RRF_K", "FUSION_DEPTH", "VECTOR_WEIGHT_DEFAULT", "Fused", "fuse", "in_tie_order", "tie_span"]
+__all__ = [
+    "RRF_K",
+    "FUSION_DEPTH",
+    "VECTOR_WEIGHT_DEFAULT",
+    "EXACT_COVERAGE",
+    "Fused",
+    "fuse",
+    "with_coverage",
+    "rank_key",
+    "in_tie_order",
+    "tie_span",
+]
 
 #: Reciprocal-rank-fusion constant k (score = sum of 1/(k + rank + 1)).
 RRF_K = 60
@@ -38,6 +65,9 @@ RRF_K = 60
 FUSION_DEPTH = 20
 #: Weight of the vector list in hybrid fusion when ``vectorWeight`` is not given.
 VECTOR_WEIGHT_DEFAULT = 0.5
+#: Coverage (share of the query's content words a chunk holds) that puts an item in the
+#: exact-word tier, above every item below it (docs/decisions/exact-words-win.md).
+EXACT_COVERAGE = 1.0
 
 T = TypeVar("T")
 
@@ -52,6 +82,8 @@ class Fused(Generic[T]):
         vector_score / vector_rank: its score and 0-based rank in the vector list,
             None when that list did not return it.
         keyword_score / keyword_rank: likewise for the keyword list.
+        coverage: the share (0..1) of the query's content words the item's text holds,
+            None when not measured (the item then stays out of the exact-word tier).
     """
 
     item: T
@@ -60,6 +92,14 @@ class Fused(Generic[T]):
     vector_rank: int | None = None
     keyword_score: float | None = None
     keyword_rank: int | None = None
+    coverage: float | None = None
+
+
+def rank_key(f: Fused[Any]) -> tuple[int, float]:
+    """The order of fused items before their tie key, ascending: the exact-word tier first,
+    then the higher fused score."""
+    exact = f.coverage is not None and f.coverage >= EXACT_COVERAGE
+    return (0 if exact else 1, -f.score)
 
 
 def _same(item: Hashable) -> Hashable:
@@ -74,6 +114,7 @@ def fuse(
     key: Callable[[T], Hashable] = _same,
     k: int = RRF_K,
     tie: Callable[[T], Any] | None = None,
+    coverage: Callable[[T], float | None] | None = None,
 ) -> list[Fused[T]]:
     """Weighted reciprocal-rank fusion of two ranked lists, best first.
 
@@ -85,10 +126,12 @@ def fuse(
         k: the RRF constant.
         tie: the order of items with equal fused scores (a sortable key of the item);
             None: the order first met.
+        coverage: the share (0..1) of the query's content words an item holds (the
+            exact-word tier); None: not measured (no tier).
 
     Returns:
-        One ``Fused`` per distinct key, best first, with the tie rules of the
-        module docstring. The item kept for a key is the first one met.
+        One ``Fused`` per distinct key, best first (``rank_key``), with the tie rules of
+        the module docstring. The item kept for a key is the first one met.
     """
     order: dict[Hashable, int] = {}
     items: list[T] = []
@@ -106,7 +149,7 @@ def fuse(
             found[at][side] = (float(score), rank)
             scores[at] += 2.0 * weight / (k + rank + 1)
     out: list[Fused[T]] = []
-    for at in sorted(range(len(items)), key=lambda i: (-scores[i], i)):
+    for at in range(len(items)):
         v, kw = found[at]
         out.append(
             Fused(
@@ -116,23 +159,36 @@ def fuse(
                 None if v is None else v[1],
                 None if kw is None else kw[0],
                 None if kw is None else kw[1],
+                None if coverage is None else coverage(items[at]),
             )
         )
+    out.sort(key=rank_key)  # stable: equal keys stay in the order first met
     return out if tie is None else in_tie_order(out, tie)
 
 
+def with_coverage(fused: Iterable[Fused[T]], coverage: Callable[[T], float | None]) -> list[Fused[T]]:
+    """``fused`` with each item's ``coverage`` measured, ranked again (``rank_key``; equal keys
+    keep their order): the exact-word tier for a fusion whose items' texts were read after it ran."""
+    out = [
+        Fused(f.item, f.score, f.vector_score, f.vector_rank, f.keyword_score, f.keyword_rank, coverage(f.item))
+        for f in fused
+    ]
+    out.sort(key=rank_key)
+    return out
+
+
 def in_tie_order(fused: Iterable[Fused[T]], tie: Callable[[T], Any]) -> list[Fused[T]]:
-    """``fused`` best first, equal fused scores in ``tie(item)`` order (ascending)."""
-    return sorted(fused, key=lambda f: (-f.score, tie(f.item)))
+    """``fused`` best first (``rank_key``), equal keys in ``tie(item)`` order (ascending)."""
+    return sorted(fused, key=lambda f: (rank_key(f), tie(f.item)))
 
 
 def tie_span(fused: Sequence[Fused[Any]], n: int) -> int:
     """The length of the shortest head of ``fused`` (best first) that holds its first ``n``
-    items and every item whose fused score equals the ``n``-th's: what must be put in tie
+    items and every item whose ``rank_key`` equals the ``n``-th's: what must be put in tie
     order before the first ``n`` are cut."""
     if n <= 0:
         return 0
     end = min(n, len(fused))
-    while end < len(fused) and fused[end].score == fused[end - 1].score:
+    while end < len(fused) and rank_key(fused[end]) == rank_key(fused[end - 1]):
         end += 1
     return end

@@ -7,8 +7,9 @@ score the vector scan's blocks, ``engine.store.scan_share``; which one is timed 
 ``_HYBRID_CHOICE``), fuses them with ``engine.search.fusion.fuse`` (the formula lives
 there alone), and over a store that ranks by row id (``search_vector_refs`` /
 ``search_keyword_refs`` / ``chunks_at``, plus ``chunk_files`` for one hit per file)
-reads only the fused rows it returns. Also ``fuse_chunks`` (the fusion of two lists of
-chunks) and ``_hybrid_pool``.
+reads the fused rows once, for their texts: the exact-word tier of the fusion needs each
+candidate's coverage of the query's content words (``engine.search.words``). Also
+``fuse_chunks`` (the fusion of two lists of chunks) and ``_hybrid_pool``.
 
 Tuning points (tests and benches set them on this module): ``_HYBRID_CHOICE``, and
 ``LARGE_SCAN_ROWS`` / ``ScanShare`` as imported here. Imports ``engine.store.threads``
@@ -24,8 +25,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT, Fused, fuse, in_tie_order, tie_span
+from engine.search.fusion import (
+    FUSION_DEPTH,
+    RRF_K,
+    VECTOR_WEIGHT_DEFAULT,
+    Fused,
+    fuse,
+    in_tie_order,
+    with_coverage,
+)
 from engine.search.per_file import one_per_file
+from engine.search.words import content_words, coverage
 from engine.store.scan_share import ScanShare
 from engine.store.threads import LARGE_SCAN_ROWS, ThreadChoice
 from engine.values import Chunk, RankedChunk
@@ -55,7 +65,12 @@ def _chunk_key(chunk: Chunk) -> tuple[str, str, int]:
 
 
 def _ranked(f: Fused[Any], chunk: Chunk) -> RankedChunk:
-    return RankedChunk(chunk, f.score, f.vector_score, f.vector_rank, f.keyword_score, f.keyword_rank)
+    return RankedChunk(chunk, f.score, f.vector_score, f.vector_rank, f.keyword_score, f.keyword_rank, f.coverage)
+
+
+def _coverage_of(words: frozenset[str]) -> Callable[[Chunk], float | None]:
+    """A chunk's coverage of ``words`` (None for a query without content words: no tier)."""
+    return lambda chunk: coverage(words, chunk.chunk_text) if words else None
 
 
 def fuse_chunks(
@@ -63,6 +78,7 @@ def fuse_chunks(
     keyword: Sequence[tuple[Chunk, float]],
     vector_weight: float = VECTOR_WEIGHT_DEFAULT,
     k: int = RRF_K,
+    query: str = "",
 ) -> list[RankedChunk]:
     """``engine.search.fusion.fuse`` of two lists of chunks, best first.
 
@@ -71,13 +87,19 @@ def fuse_chunks(
         keyword: ``(chunk, -bm25)`` best first.
         vector_weight: w in 0..1 (see ``engine.search.fusion``).
         k: the RRF constant.
+        query: the query text: each chunk's coverage of its content words decides the
+            exact-word tier ("": no tier).
 
     Returns:
         One ``RankedChunk`` per distinct chunk key (collection, file, index) with its
-        fused score and both lists' scores and 0-based ranks; equal fused scores in
-        chunk key order (the fusion's tie rules).
+        fused score, coverage and both lists' scores and 0-based ranks; in the fusion's
+        order and tie rules (equal keys in chunk key order).
     """
-    return [_ranked(f, f.item) for f in fuse(vector, keyword, vector_weight, _chunk_key, k, tie=_chunk_key)]
+    words = frozenset(content_words(query))
+    return [
+        _ranked(f, f.item)
+        for f in fuse(vector, keyword, vector_weight, _chunk_key, k, tie=_chunk_key, coverage=_coverage_of(words))
+    ]
 
 
 class HybridRanker:
@@ -106,9 +128,9 @@ class HybridRanker:
     ) -> list[RankedChunk]:
         """The best ``want`` fused chunks of the top ``depth`` of each list.
 
-        Over a store's row ids only the ``want`` fused rows are read (and the rows tied
-        with the last of them, whose keys decide which are kept); the hits, order and
-        breakdown are those of fusing the two lists of chunks (a chunk is one row).
+        Over a store's row ids the fused rows are read once (their texts decide the
+        exact-word tier); the hits, order and breakdown are those of fusing the two lists
+        of chunks (a chunk is one row).
 
         Raises:
             EmbedError: the provider refused, or the model's dimension changed.
@@ -116,11 +138,13 @@ class HybridRanker:
         if self._by_row_ids():
             try:
                 fused, seen = self._fused_refs(text, collections, depth, embedder, weight)
-                return self._read(fused[: tie_span(fused, want)], seen)[:want]
+                rows = self._rows(fused, seen)
+                ordered = self._in_order(fused, rows, text)
+                return [_ranked(f, rows[f.item]) for f in ordered[:want]]
             except _RowsChanged:
                 pass
         vec, kw = self.lists(text, collections, depth, embedder)
-        return fuse_chunks(vec, kw, weight)[:want]
+        return fuse_chunks(vec, kw, weight, query=text)[:want]
 
     def per_file(
         self,
@@ -148,27 +172,25 @@ class HybridRanker:
             EmbedError: the provider refused, or the model's dimension changed.
         """
         depth = max(limit, FUSION_DEPTH)
-        files_of = self.store.chunk_files
         if self._by_row_ids():
+            read: dict[Any, Chunk] = {}
 
             def rank_refs(d: int) -> list[tuple[Fused[Any], str, tuple[str, str]]]:
-                """``(fused row, its chunk id, its file)`` of the fusion at depth ``d``, equal
-                fused scores in chunk key order."""
+                """``(fused row, its chunk id, its file)`` of the fusion at depth ``d``, in the
+                fusion's order (the rows read once: texts for the exact-word tier, keys for ties)."""
                 fused, seen = self._fused_refs(text, collections, d, embedder, weight)
-                where = files_of([f.item for f in fused])  # rowid -> (collectionPath, filePath, chunkId)
-                for f in fused:
-                    row = where.get(f.item)
-                    if row is None or seen.get(f.item) not in (None, row[2]):
-                        raise _RowsChanged
-                index = self._tied_indexes(fused, where)
-                fused = in_tie_order(fused, lambda rowid: (*where[rowid][:2], index.get(rowid, -1)))
-                return [(f, where[f.item][2], where[f.item][:2]) for f in fused]
+                rows = self._rows(fused, seen)
+                read.update(rows)
+                return [
+                    (f, rows[f.item].chunk_id, (rows[f.item].collection_path, rows[f.item].file_path))
+                    for f in self._in_order(fused, rows, text)
+                ]
 
             try:
                 kept = one_per_file(
                     rank_refs, depth, depth, lambda e: e[2], lambda e: e[0].score, min_score, files_in_scope
                 )[:limit]
-                return self._read([f for f, _chunk_id, _file in kept], {f.item: c for f, c, _file in kept})
+                return [_ranked(f, read[f.item]) for f, _chunk_id, _file in kept]
             except _RowsChanged:
                 pass
         return one_per_file(
@@ -191,27 +213,11 @@ class HybridRanker:
         seen = {rowid: chunk_id for rowid, chunk_id, _score in vec}
         return fuse([(rowid, score) for rowid, _chunk_id, score in vec], kw, weight), seen
 
-    def _tied_indexes(self, fused: list[Fused[Any]], where: dict[Any, tuple[str, str, str]]) -> dict[Any, int]:
-        """Row id -> chunk index of the fused rows whose fused score equals that of another row
-        of the same file (``where``: row id -> (collectionPath, filePath, chunkId)), read in one
-        call; {} when there are none (the file alone then orders equal scores)."""
-        groups: dict[tuple[float, str, str], list[Any]] = {}
-        for f in fused:
-            groups.setdefault((f.score, *where[f.item][:2]), []).append(f.item)
-        tied = [rowid for rows in groups.values() if len(rows) > 1 for rowid in rows]
-        if not tied:
-            return {}
-        chunks = self.store.chunks_at(tied)
-        if len(chunks) != len(tied):
-            raise _RowsChanged
-        return {rowid: chunk.chunk_index for rowid, chunk in chunks.items()}
-
-    def _read(self, fused: list[Fused[Any]], seen: dict[Any, str]) -> list[RankedChunk]:
-        """The chunks of fused row ids, read in one call, as ``RankedChunk``, equal fused
-        scores in chunk key order.
+    def _rows(self, fused: list[Fused[Any]], seen: dict[Any, str]) -> dict[Any, Chunk]:
+        """The chunks of fused row ids, read in one call.
 
         Args:
-            fused: fused row ids, best first.
+            fused: fused row ids.
             seen: row id -> the chunk id expected there (a row not in it may hold any).
 
         Raises:
@@ -222,7 +228,15 @@ class HybridRanker:
             chunk = rows.get(f.item)
             if chunk is None or seen.get(f.item) not in (None, chunk.chunk_id):
                 raise _RowsChanged
-        return [_ranked(f, rows[f.item]) for f in in_tie_order(fused, lambda rowid: _chunk_key(rows[rowid]))]
+        return dict(rows)
+
+    @staticmethod
+    def _in_order(fused: list[Fused[Any]], rows: dict[Any, Chunk], text: str) -> list[Fused[Any]]:
+        """Fused row ids in the fusion's order: each row's coverage of the query's content
+        words measured on its text (``fusion.with_coverage``), equal keys in chunk key order."""
+        cover = _coverage_of(frozenset(content_words(text)))
+        fused = with_coverage(fused, lambda rowid: cover(rows[rowid]))
+        return in_tie_order(fused, lambda rowid: _chunk_key(rows[rowid]))
 
     def lists(
         self, text: str, collections: list[str] | None, depth: int, embedder: Any, refs: bool = False

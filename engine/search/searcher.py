@@ -32,6 +32,7 @@ commits its last vector: one commit, so no search sees a mix.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from engine.errors import EmbedError
+from engine.search.confidence import MATCH_FLOOR, NO_CONFIDENT_MATCH, match
 from engine.search.fusion import FUSION_DEPTH, RRF_K, VECTOR_WEIGHT_DEFAULT
 from engine.search.hybrid import HybridRanker
 from engine.search.hybrid import fuse_chunks as fuse
@@ -61,6 +63,7 @@ from engine.search.query import (
 )
 from engine.store.base import Store
 from engine.search.snippets import _first_start, make_snippet, make_snippets, shown_terms  # noqa: F401  (re-exported)
+from engine.search.words import content_words, coverage
 
 if TYPE_CHECKING:
     from engine.embed.base import EmbedFailure
@@ -118,6 +121,8 @@ class SearchOutcome:
         depth: hybrid: the depth of each list that was fused (a later page passes it back).
         modified: the modification-time window applied, or None.
         headings: the ``heading:`` phrases applied.
+        confident: searched: whether a hit reaches ``MATCH_FLOOR``
+            (``engine.search.confidence``); None when nothing was searched.
     """
 
     searched: bool
@@ -137,6 +142,8 @@ class SearchOutcome:
     depth: int | None = None
     modified: TimeRange | None = None
     headings: tuple[str, ...] = ()
+
+    confident: bool | None = None
 
 
 class HitFilter:
@@ -494,6 +501,10 @@ class ContentChunkSearch:
                 f"no vectors stored for model {model!r} yet: run 'chunknav index' to embed "
                 "the chunks (keyword mode works meanwhile)"
             )
+        hits = _with_match(hits, parsed.text, mode, model)
+        confident = any((h.match or 0.0) >= MATCH_FLOOR for h in hits)
+        if not confident:
+            message = "; ".join(m for m in (message, NO_CONFIDENT_MATCH.format(floor=MATCH_FLOOR)) if m)
         return SearchOutcome(
             True,
             query,
@@ -510,6 +521,7 @@ class ContentChunkSearch:
             depth=fused_depth if mode == "hybrid" and not per_file else None,
             modified=window,
             headings=wanted,
+            confident=confident,
         )
 
     def _ranked(
@@ -653,3 +665,16 @@ class ContentChunkSearch:
         if chunk_index < 0 or chunk_index >= total:
             return None, total
         return self.store.get_chunk(collection_path, file_path, chunk_index), total
+
+
+def _with_match(hits: list[RankedChunk], text: str, mode: str, model: str | None) -> list[RankedChunk]:
+    """``hits`` with each one's ``coverage`` of the query's content words (measured here when
+    the ranking did not) and its ``match`` (``engine.search.confidence.match``: the cosine is
+    the vector mode's score, or a hybrid hit's vector-list score)."""
+    words = frozenset(content_words(text))
+    out = []
+    for h in hits:
+        cov = h.coverage if h.coverage is not None else coverage(words, h.chunk.chunk_text) if words else 0.0
+        cosine = h.score if mode == "vector" else h.vector_score if mode == "hybrid" else None
+        out.append(dataclasses.replace(h, coverage=cov, match=match(cov, cosine, model)))
+    return out

@@ -173,6 +173,9 @@ def _search_envelope(
         }
         if hybrid:
             _breakdown(h, ranked)
+        if ranked.match is not None:
+            h["match"] = ranked.match
+            h["wordCoverage"] = round(float(ranked.coverage or 0.0), 3)
         h.update(_provenance(chunk, regions, False))
         path = heads(chunk) if heads is not None else None
         if path:
@@ -190,6 +193,8 @@ def _search_envelope(
         out["vectorWeight"] = outcome.vector_weight
     if outcome.min_score is not None:
         out["minScore"] = outcome.min_score
+    if outcome.confident is not None:
+        out["confident"] = outcome.confident
     if outcome.hint:
         out["hint"] = outcome.hint
     if outcome.message:

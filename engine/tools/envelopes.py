@@ -113,6 +113,8 @@ class SearchHit(TypedDict):  # search: one hit per file
     keywordScore: NotRequired[float]  # hybrid: -bm25 in the keyword list
     keywordRank: NotRequired[int]  # hybrid: 0-based rank in the keyword list
     missing: NotRequired[bool]  # the file is gone; the document was kept (keep_missing)
+    match: NotRequired[float]  # 0..1: max(wordCoverage, calibrated cosine) (docs/tools.md)
+    wordCoverage: NotRequired[float]  # 0..1: share of the query's content words the chunk holds
 
 
 class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
@@ -139,6 +141,8 @@ class ChunkHit(TypedDict):  # search_chunks: one hit per chunk, not deduped
     vectorRank: NotRequired[int]
     keywordScore: NotRequired[float]  # hybrid only; absent where the keyword list lacked the chunk
     keywordRank: NotRequired[int]
+    match: NotRequired[float]  # 0..1: max(wordCoverage, calibrated cosine) (docs/tools.md)
+    wordCoverage: NotRequired[float]  # 0..1: share of the query's content words the chunk holds
 
 
 class SearchResult(TypedDict):  # search, search_chunks
@@ -152,6 +156,7 @@ class SearchResult(TypedDict):  # search, search_chunks
     model: NotRequired[str]
     vectorWeight: NotRequired[float]  # hybrid: the fusion weight used
     minScore: NotRequired[float]  # the threshold applied
+    confident: NotRequired[bool]  # searched: a hit's match reaches the floor; false: message says so
     hint: NotRequired[str]
     error: NotRequired[str]  # an ErrorCode
     message: NotRequired[str]

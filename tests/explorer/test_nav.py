@@ -21,6 +21,7 @@ PAGES = {
     "explore": ("Explore index", [*SEARCH, "min", "w", "match", "cmp", "files", "doc"]),
     "chunk": ("Chunk", ["c", "f", "i", *SEARCH, "full", "p", "lines"]),
     "source": ("Source", ["c", "f", "i", *SEARCH, "p", "zoom", "view", "lines"]),
+    "evaluate": ("Evaluate", []),
 }
 
 

@@ -139,7 +139,11 @@ def test_every_tool_name_is_a_cli_command():
 
 
 def _named_code(text: str) -> tuple[set[str], set[str]]:
-    paths = set(re.findall(r"(?<![\w/.])((?:engine|explorer|pages|tests|bench)/[\w/.-]*\w\.(?:py|c|json|md))", text))
+    paths = set(
+        re.findall(
+            r"(?<![\w/.])((?:engine|explorer|pages|tests|bench)/[\w/.-]*\w\.(?:py|c|jsonl|json|md|txt))(?!\w)", text
+        )
+    )
     return paths, set(re.findall(r"`(engine(?:\.\w+)+)", text))
 
 

@@ -21,9 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine.store.threads import FixedChoice
-from engine.config import Settings
 from engine.tools.registry import Engine, call_tool
-from tests.conftest import ALLOWED_ROOTS
 from tests.fixtures.eval_text import load_questions, metrics, rank_of_answer
 
 pytestmark = pytest.mark.slow
@@ -35,17 +33,8 @@ FLOORS = {"vector": 0.80, "keyword": 0.95, "hybrid": 0.95}  # measured 0.852, 1.
 
 
 @pytest.fixture(scope="module")
-def corpus_engine(tmp_path_factory, request):
-    corpus = Path(__file__).resolve().parents[1] / "corpus"
-    db = tmp_path_factory.mktemp("quality") / "index.db"
-    engine = Engine(
-        Settings(
-            embed_model="l2_supercat_256", db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS
-        ).validate()
-    )
-    engine.add_collection("Corpus", str(corpus))
-    summary = engine.run_index()
-    assert summary["indexed"] >= 30 and not summary.get("embedError"), summary
+def corpus_engine(corpus_index):
+    engine = Engine(corpus_index)  # tests/corpus, embedded once per session
     yield engine
     engine.close()
 
@@ -197,7 +186,7 @@ def test_hybrid_with_a_shared_scan_ranks_exactly_as_one_list_after_the_other(cor
                 r.keyword_score,
                 r.keyword_rank,
             )
-            for r in fuse(vec, kw)[:10]
+            for r in fuse(vec, kw, query=q)[:10]
         ]
         assert _breakdown(shared) == _breakdown(one) == by_hand, q
         assert shared.hits and one.score_kind == shared.score_kind == "rrf"
