@@ -32,7 +32,9 @@ unrotated points in, ``Bbox`` of the displayed page out (rotation matrix
 applied, relative to the displayed ``page.rect``, clamped to 0..1), computed
 for all words of a document at once with numpy: no Python object per word.
 
-Plain text / Markdown: decoded (``engine.extract.text.decode``: BOM, strict
+Plain text / Markdown (and a file without a suffix whose bytes are text:
+``engine.extract.text.sniff_text``; bytes that are not text raise code
+``binary-content``): decoded (``engine.extract.text.decode``: BOM, strict
 UTF-8, UTF-8 with a few stray bytes replaced, else a detected encoding with
 its confidence, noted), line ends made ``"\\n"``, NFKC-normalised; words are
 the whitespace-separated spans, page/bbox None. ``.docx``: everything in
@@ -107,6 +109,7 @@ READERS: dict[str, str] = {
     ".pdf": "pdf",
     ".txt": "text",
     ".md": "text",
+    "": "text",  # no suffix (LICENSE, README): the walk reads it only when its bytes are text
     ".docx": "docx",
     ".html": "html",
     ".htm": "html",
@@ -164,11 +167,12 @@ def extract(
 
     Raises:
         UnsupportedFileError: suffix not in ``SUPPORTED_SUFFIXES``
-            (reason ``"unsupported file type: .xyz"``).
+            (reason ``"unsupported file type: .xyz"``); no suffix reads as text.
         EncryptedError: PDF needs a password: reason ``"encrypted: password
             required"`` (none given) or ``"encrypted: wrong password"``.
         ExtractError: missing, unreadable, zero-byte, corrupt or mislabelled
-            file; ``reason`` carries the library's message (``"corrupt: ..."``).
+            file; ``reason`` carries the library's message (``"corrupt: ..."``);
+            code ``binary-content`` for a text suffix (or none) on bytes that are not text.
     """
     path = Path(path)
     suffix = path.suffix.lower()
