@@ -41,6 +41,13 @@ def _found(eng, query):
     return {h["filePath"] for h in env["hits"]}
 
 
+def _text(eng, file_path):
+    """The stored text of chunk 0 of ``file_path`` in collection C (``get_chunk``)."""
+    env = call_tool(eng, "get_chunk", {"collectionPath": "C", "filePath": file_path, "chunkIndex": 0})
+    assert env["found"], env
+    return env["text"]
+
+
 def test_files_without_a_suffix_are_text_when_their_bytes_are(index):
     licence = "Permission is hereby granted, free of charge, to any person obtaining a copy.\n" * 3
     eng, summary = index(
@@ -67,3 +74,51 @@ def test_binary_bytes_named_txt_are_recorded_not_read_as_latin1(index):
     failed = {f["filePath"]: f["code"] for f in summary["failed"]}
     assert failed == {"data.txt": "binary-content"}, summary["failed"]
     assert _found(eng, "zebras") == {"notes.txt"}
+
+
+def test_soft_hyphens_are_not_in_the_way_in_txt_md_and_html(index):
+    word = "Ge\u00adsamt\u00adkon\u00adzept"
+    eng, summary = index(
+        {
+            "plan.txt": f"Das {word} der Stadt.".encode(),
+            "plan.md": f"# Plan\n\nEin {word} für alle.".encode(),
+            "plan.html": b"<html><body><p>Unser Ge&shy;samt&shy;kon&shy;zept steht.</p></body></html>",
+        }
+    )
+    assert summary["indexed"] == 3, summary
+    assert _found(eng, "Gesamtkonzept") == {"plan.txt", "plan.md", "plan.html"}
+    assert _found(eng, "gesamtkonzept der") == {"plan.txt"}
+    assert all(word in _text(eng, f) for f in ("plan.txt", "plan.md", "plan.html"))  # as printed
+
+
+def test_arabic_and_hebrew_marks_fold_as_latin_accents_do(index):
+    eng, summary = index(
+        {
+            "ar.txt": "قَالَ إِنَّهُ كَتَبَ الرِّسَالَةَ أَمْسِ".encode(),
+            "tatweel.txt": "عنوان: كـتـب جديدة".encode(),
+            "he.txt": "אָמַר לָהֶם שָׁלוֹם וּבְרָכָה".encode(),
+            "fr.txt": "un café noir".encode(),
+        }
+    )
+    assert summary["indexed"] == 4, summary
+    assert _found(eng, "كتب") == {"ar.txt", "tatweel.txt"}
+    assert _found(eng, "كَتَبَ") == {"ar.txt", "tatweel.txt"}  # a pointed query finds the bare text too
+    assert _found(eng, "שלום") == {"he.txt"}
+    assert _found(eng, "cafe") == {"fr.txt"}
+    assert "שָׁלוֹם" in _text(eng, "he.txt") and "كـتـب" in _text(eng, "tatweel.txt")
+
+
+def test_a_word_split_at_a_pdf_line_end_is_found_and_real_hyphens_stay(index, tmp_path):
+    import pymupdf
+
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    lines = ["The committee acknowl-", "edged the yield of n-", "tridecanal in the second run,", "as measured."]
+    page.insert_text((72, 100), "\n".join(lines), fontsize=11)
+    data = pdf.tobytes()
+    eng, summary = index({"paper.pdf": data})
+    assert summary["indexed"] == 1, summary
+    assert _found(eng, "acknowledged") == {"paper.pdf"}
+    assert _found(eng, "n-tridecanal") == {"paper.pdf"}
+    assert _found(eng, "ntridecanal") == set()
+    assert "acknowl-\nedged" in _text(eng, "paper.pdf") and "n-\ntridecanal" in _text(eng, "paper.pdf")
