@@ -102,3 +102,33 @@ def test_the_line_end_rule_joins_split_words_and_keeps_real_hyphens():
         "Cooperation means cooperation. Anglo-\nSaxon. Softhyphen. Long-\nterm plans, long term."
     )
     assert keyword_text("plain ascii, nothing to fold")("plain ascii") is None
+
+
+TEXTS = {
+    "he.txt": "אָמַר לָהֶם שָׁלוֹם",
+    "ar.txt": "قَالَ إِنَّهُ كَتَبَ الرِّسَالَةَ",
+    "tatweel.txt": "عنوان: كـتـب جديدة",
+    "de.txt": f"Das {WORD} der Stadt",
+    "en.txt": "The committee acknowl-\nedged the yield of n-\ntridecanal",
+}
+
+
+def test_both_stores_match_the_same_words(store):
+    """SQLite and Postgres index the same keyword text and fold the query the same way."""
+    from engine.values import Chunk, Collection, Document
+
+    store.add_collection(Collection("C", "/srv/c", None))
+    for name, text in TEXTS.items():
+        chunk = Chunk("C", name, 0, f"id-{name}", f"h-{name}", 0, len(text), text)
+        store.replace_document(Document("C", name, f"h-{name}", "k", "txt", "indexed", chunk_count=1), text, [chunk])
+
+    def found(query: str) -> set[str]:
+        return {h.chunk.file_path for h in store.search_keyword(query, ["C"], 10)}
+
+    assert found("שלום") == {"he.txt"}
+    assert found("كتب") == {"ar.txt", "tatweel.txt"}
+    assert found("كَتَبَ") == {"ar.txt", "tatweel.txt"}
+    assert found("Gesamtkonzept") == {"de.txt"}
+    assert found("acknowledged") == {"en.txt"}
+    assert found("tridecanal") == {"en.txt"} and found("ntridecanal") == set()
+    assert store.get_chunk("C", "he.txt", 0).chunk_text == TEXTS["he.txt"]  # stored as printed
