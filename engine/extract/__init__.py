@@ -17,7 +17,10 @@ are not made here (``engine/render.py``).
 Text layout of a PDF (the word offsets index into it):
 
     * words on one line are joined by ``" "`` (WORD_SEPARATOR);
-    * lines of one block by ``"\\n"`` (LINE_SEPARATOR);
+    * lines of one block by ``"\\n"`` (LINE_SEPARATOR), except down a vertical CJK
+      column (a glyph per line, each below the last: ``engine.extract.pdf._column_steps``),
+      whose glyphs follow each other with no separator, so ``交流電燈`` set down a
+      column reads as one phrase;
     * blocks of one page by ``"\\n\\n"`` (BLOCK_SEPARATOR);
     * pages by one form feed ``"\\f"`` (PAGE_SEPARATOR), one between every pair
       of consecutive pages, also around pages without words. So for a PDF with

@@ -2,6 +2,7 @@
 real SQLite index, searched by keyword through the engine (``call_tool``)."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,31 @@ def test_a_word_split_at_a_pdf_line_end_is_found_and_real_hyphens_stay(index, tm
     assert _found(eng, "n-tridecanal") == {"paper.pdf"}
     assert _found(eng, "ntridecanal") == set()
     assert "acknowl-\nedged" in _text(eng, "paper.pdf") and "n-\ntridecanal" in _text(eng, "paper.pdf")
+
+
+def test_vertical_japanese_reads_down_each_column(index):
+    import pymupdf
+
+    from engine.extract import extract
+
+    pdf = pymupdf.open()
+    page = pdf.new_page(width=400, height=500)
+    x = 340.0
+    for column in ("交流電燈の研究について", "明治時代の技術者たち"):  # right to left, top to bottom
+        y = 60.0
+        for glyph in column:
+            page.insert_text((x, y), glyph, fontname="japan", fontsize=16)
+            y += 18
+        x -= 30
+    data = pdf.tobytes()
+    eng, summary = index({"tate.pdf": data})
+    assert summary["indexed"] == 1, summary
+    assert _found(eng, "交流電燈") == {"tate.pdf"}
+    assert _found(eng, "技術者") == {"tate.pdf"}
+    text = _text(eng, "tate.pdf")
+    assert "交流電燈の研究について" in text and "明治時代の技術者たち" in text
+    x = extract(Path(eng.settings.db).parent / "root" / "tate.pdf")
+    for w in x.words:  # every glyph keeps its own box, in reading order
+        assert w.end - w.start == 1 and w.page == 1 and w.bbox is not None
+    first, second = x.words[0], x.words[1]
+    assert x.text[first.start : second.end] == "交流" and second.bbox.y > first.bbox.y
