@@ -691,9 +691,11 @@ def _column_steps(codes: Any, lengths: Any, corners: Any) -> Any:
 
     A vertically set page (top to bottom, columns right to left) comes out of PyMuPDF
     as one line per glyph or short run; two consecutive words are one column when
-    both are only CJK characters (``_VERTICAL_RANGES``), their boxes overlap
+    both are only CJK characters (``_VERTICAL_RANGES``), both boxes are upright (at
+    least 0.9 x as tall as wide: a horizontal line of text is not), they overlap
     horizontally by at least half the narrower one, and the second starts below the
-    first's top (unrotated page points). Such a step gets no separator, so a phrase
+    first's top and less than half a glyph below its foot (unrotated page points).
+    Wrapped horizontal lines keep their line ends. Such a step gets no separator, so a phrase
     set down a column (``交流電燈``) is contiguous in the text; each glyph keeps its
     own box, so highlights stay exact. The step from a column's foot to the next
     column's head moves up the page and keeps its line end.
@@ -706,10 +708,20 @@ def _column_steps(codes: Any, lengths: Any, corners: Any) -> Any:
         cjk |= (codes >= lo) & (codes <= hi)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     all_cjk = np.add.reduceat(cjk.astype(np.int64), starts) == lengths
-    x0, y0, x1, _y1 = corners.T
+    x0, y0, x1, y1 = corners.T
+    upright = (y1 - y0) >= 0.9 * (x1 - x0)  # a glyph or a run set downwards, not a horizontal line
     overlap = np.minimum(x1[1:], x1[:-1]) - np.maximum(x0[1:], x0[:-1])
     narrower = np.minimum(x1[1:] - x0[1:], x1[:-1] - x0[:-1])
-    return all_cjk[1:] & all_cjk[:-1] & (overlap >= 0.5 * narrower) & (y0[1:] > y0[:-1])
+    near = y0[1:] - y1[:-1] < 0.5 * (y1[:-1] - y0[:-1])  # the next glyph down, not a paragraph below
+    return (
+        all_cjk[1:]
+        & all_cjk[:-1]
+        & upright[1:]
+        & upright[:-1]
+        & (overlap >= 0.5 * narrower)
+        & (y0[1:] > y0[:-1])
+        & near
+    )
 
 
 def _clean_word(nfkc: str) -> str:
