@@ -24,7 +24,8 @@ __all__ = ["Setting", "SETTINGS", "Settings", "load_settings", "EXTRACTOR_VERSIO
 #: Bumped whenever extraction output changes; part of the hash gate (a file indexed under
 #: another version is read again). "3": regions with line rectangles (``Region.rects``),
 #: detected text encodings, complete .docx, HTML/EPUB/..., OCR, whitespace-only files empty.
-EXTRACTOR_VERSION = "3"
+#: "4": vertical CJK columns read as lines, binary bytes under a text suffix fail ``binary-content``.
+EXTRACTOR_VERSION = "4"
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,7 @@ ExtractReason = Literal[
     "corrupt",  # the library cannot parse the file
     "unreadable",  # the file cannot be read (permissions, vanished)
     "unsupported",  # no extractor for the suffix
+    "binary-content",  # a text suffix on bytes that are not text
     "extractor-error",  # a library bug on this file
     "extract-failed",  # any other failure
     "no-pages",  # a PDF without pages
@@ -119,7 +120,8 @@ ReasonCode = Literal[
     "symlink-outside-root",  # a symlink resolving outside the collection root
     "symlink-loop",  # a symlink that never resolves (ELOOP)
     "hidden",  # a name starting with "." (file or folder)
-    "unsupported-type",  # no extractor for the suffix
+    "unsupported-type",  # no extractor for the suffix (or no suffix and bytes that are not text)
+    "binary-content",  # a text suffix (.txt, .md) on bytes that are not text: not read as text
     "too-large",  # over max_file_bytes / max_docx_part_bytes / max_pages (named)
     "bad-file-name",  # a name that cannot be stored (escaped form collides)
     "changed-during-read",  # size/mtime/hash moved while the file was extracted
@@ -143,6 +145,7 @@ ExtractCode = Literal[
     "wrong-password",  # encrypted, the configured password does not open it
     "unreadable",  # the file cannot be read (permissions, vanished, not a regular file)
     "unsupported",  # no extractor for the suffix
+    "binary-content",  # a text suffix on bytes that are not text (NULs, control characters)
     "too-large",  # over a size limit
     "extractor-error",  # a library bug on this file, or its worker process died
 ]
@@ -154,6 +157,7 @@ RUN_CODE: dict[ExtractCode, ReasonCode] = {
     "wrong-password": "encrypted",
     "unreadable": "unreadable",
     "unsupported": "unsupported-type",
+    "binary-content": "binary-content",
     "too-large": "too-large",
     "extractor-error": "extractor-error",
 }

@@ -17,7 +17,10 @@ are not made here (``engine/render.py``).
 Text layout of a PDF (the word offsets index into it):
 
     * words on one line are joined by ``" "`` (WORD_SEPARATOR);
-    * lines of one block by ``"\\n"`` (LINE_SEPARATOR);
+    * lines of one block by ``"\\n"`` (LINE_SEPARATOR), except down a vertical CJK
+      column (a glyph per line, each below the last: ``engine.extract.pdf._column_steps``),
+      whose glyphs follow each other with no separator, so ``交流電燈`` set down a
+      column reads as one phrase;
     * blocks of one page by ``"\\n\\n"`` (BLOCK_SEPARATOR);
     * pages by one form feed ``"\\f"`` (PAGE_SEPARATOR), one between every pair
       of consecutive pages, also around pages without words. So for a PDF with
@@ -32,7 +35,9 @@ unrotated points in, ``Bbox`` of the displayed page out (rotation matrix
 applied, relative to the displayed ``page.rect``, clamped to 0..1), computed
 for all words of a document at once with numpy: no Python object per word.
 
-Plain text / Markdown: decoded (``engine.extract.text.decode``: BOM, strict
+Plain text / Markdown (and a file without a suffix whose bytes are text:
+``engine.extract.text.sniff_text``; bytes that are not text raise code
+``binary-content``): decoded (``engine.extract.text.decode``: BOM, strict
 UTF-8, UTF-8 with a few stray bytes replaced, else a detected encoding with
 its confidence, noted), line ends made ``"\\n"``, NFKC-normalised; words are
 the whitespace-separated spans, page/bbox None. ``.docx``: everything in
@@ -107,6 +112,7 @@ READERS: dict[str, str] = {
     ".pdf": "pdf",
     ".txt": "text",
     ".md": "text",
+    "": "text",  # no suffix (LICENSE, README): the walk reads it only when its bytes are text
     ".docx": "docx",
     ".html": "html",
     ".htm": "html",
@@ -164,11 +170,12 @@ def extract(
 
     Raises:
         UnsupportedFileError: suffix not in ``SUPPORTED_SUFFIXES``
-            (reason ``"unsupported file type: .xyz"``).
+            (reason ``"unsupported file type: .xyz"``); no suffix reads as text.
         EncryptedError: PDF needs a password: reason ``"encrypted: password
             required"`` (none given) or ``"encrypted: wrong password"``.
         ExtractError: missing, unreadable, zero-byte, corrupt or mislabelled
-            file; ``reason`` carries the library's message (``"corrupt: ..."``).
+            file; ``reason`` carries the library's message (``"corrupt: ..."``);
+            code ``binary-content`` for a text suffix (or none) on bytes that are not text.
     """
     path = Path(path)
     suffix = path.suffix.lower()

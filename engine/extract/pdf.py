@@ -650,6 +650,8 @@ def _place_words(
     page_gap[0] = pages[0] - 1
     np.subtract(pages[1:], pages[:-1], out=page_gap[1:])
     code[0] = 0
+    if len(odd):  # vertical CJK: a glyph per line, read down the column as one line
+        code[1:][new_line & (block[1:] == block[:-1]) & _column_steps(codes, lengths, corners)] = 0
     crossing = np.flatnonzero(page_gap)
     code[crossing] = 0
     sep_len = np.array([len(x) for x in _SEPARATOR_TEXTS], dtype=np.int64)[code]
@@ -672,11 +674,11 @@ def _place_words(
         )
     else:
         out = np.full(total, ord(WORD_SEPARATOR), np.uint32)
-        # inside a word: +1 at its start, -1 at its end (a separator of >= 1 character
-        # lies between any two words), summed along the text
+        # inside a word: +1 at its start, -1 at its end (0 where one word ends as the
+        # next starts: a vertical CJK column), summed along the text
         mark = np.zeros(total + 1, np.int8)
         mark[starts] = 1
-        mark[ends] = -1
+        mark[ends] -= 1
         out[np.cumsum(mark[:total], dtype=np.int8).view(bool)] = codes
         newline = ord(LINE_SEPARATOR)
         out[starts[code >= 2] - 1] = newline
@@ -713,6 +715,56 @@ def _place_words(
     np.subtract(np.clip(np.maximum(v0, v1, out=v0), 0.0, 1.0, out=v0), lo_v, out=h)
     page_words = [int(k) for k in per_page]
     return WordArray(starts, ends, pages, boxes), text, page_words
+
+
+#: Code points of vertically set scripts: CJK punctuation, kana, CJK ideographs (+ extension A,
+#: compatibility), Hangul syllables, full-width forms (``_column_steps``).
+_VERTICAL_RANGES = (
+    (0x3000, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+    (0xFF00, 0xFFEF),
+)
+
+
+def _column_steps(codes: Any, lengths: Any, corners: Any) -> Any:
+    """bool, shape (n - 1,): True where word i + 1 continues a vertical CJK column from word i.
+
+    A vertically set page (top to bottom, columns right to left) comes out of PyMuPDF
+    as one line per glyph or short run; two consecutive words are one column when
+    both are only CJK characters (``_VERTICAL_RANGES``), both boxes are upright (at
+    least 0.9 x as tall as wide: a horizontal line of text is not), they overlap
+    horizontally by at least half the narrower one, and the second starts below the
+    first's top and less than half a glyph below its foot (unrotated page points).
+    Wrapped horizontal lines keep their line ends. Such a step gets no separator, so a phrase
+    set down a column (``交流電燈``) is contiguous in the text; each glyph keeps its
+    own box, so highlights stay exact. The step from a column's foot to the next
+    column's head moves up the page and keeps its line end.
+    """
+    n = len(lengths)
+    if n < 2:
+        return np.zeros(max(n - 1, 0), bool)
+    cjk = np.zeros(len(codes), bool)
+    for lo, hi in _VERTICAL_RANGES:
+        cjk |= (codes >= lo) & (codes <= hi)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    all_cjk = np.add.reduceat(cjk.astype(np.int64), starts) == lengths
+    x0, y0, x1, y1 = corners.T
+    upright = (y1 - y0) >= 0.9 * (x1 - x0)  # a glyph or a run set downwards, not a horizontal line
+    overlap = np.minimum(x1[1:], x1[:-1]) - np.maximum(x0[1:], x0[:-1])
+    narrower = np.minimum(x1[1:] - x0[1:], x1[:-1] - x0[:-1])
+    near = y0[1:] - y1[:-1] < 0.5 * (y1[:-1] - y0[:-1])  # the next glyph down, not a paragraph below
+    return (
+        all_cjk[1:]
+        & all_cjk[:-1]
+        & upright[1:]
+        & upright[:-1]
+        & (overlap >= 0.5 * narrower)
+        & (y0[1:] > y0[:-1])
+        & near
+    )
 
 
 def _clean_word(nfkc: str) -> str:

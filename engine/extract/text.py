@@ -1,8 +1,9 @@
 """Plain text and Markdown -> ``ExtractedText`` (no pages, no boxes).
 
 Owns: decoding bytes to text (``decode``: BOM, strict UTF-8, UTF-8 with a
-few stray bytes, then charset-normalizer detection), line-end normalisation
-and NFKC. Imports ``engine.values``, ``engine.errors`` and
+few stray bytes, then charset-normalizer detection), the judgement of bytes as
+text or binary (``binary_reason``; ``sniff_text`` on a bounded prefix for files
+without a suffix), line-end normalisation and NFKC. Imports ``engine.values``, ``engine.errors`` and
 ``engine.extract.common``; ``charset_normalizer`` lazily (only when a file is
 not UTF-8).
 """
@@ -25,7 +26,7 @@ from engine.values import ExtractedText
 if TYPE_CHECKING:
     from engine.extract.ocr import OcrSettings
 
-__all__ = ["read", "Decoded", "decode", "extract_plain", "LOW_CONFIDENCE"]
+__all__ = ["read", "Decoded", "decode", "extract_plain", "LOW_CONFIDENCE", "SNIFF_BYTES", "binary_reason", "sniff_text"]
 
 #: Detector confidence (0..1) below which a decoding is noted as low-confidence.
 LOW_CONFIDENCE = 0.9
@@ -219,11 +220,46 @@ def _decoded(text: str, encoding: str, confidence: float, language: str) -> Deco
 #: Suffixes (without the dot) read as Markdown: their headings are recorded (``metadata["headings"]``).
 MARKDOWN_TYPES = ("md", "markdown")
 
+#: Bytes read from the start of a file without a suffix to judge whether it is text.
+SNIFF_BYTES = 8192
+
+
+def binary_reason(data: bytes, d: Decoded) -> str | None:
+    """Why ``data`` (decoded as ``d``) is not text, or None when it is.
+
+    Not text: NUL bytes outside a UTF-16/32 decoding (BOM or NUL pattern), or C0 control
+    characters other than tab, line ends and form feed in more than max(8, 5 %) of
+    the decoded characters.
+    """
+    if b"\x00" in data and d.method not in ("bom", "utf-16-guess"):
+        return f"{data.count(0)} NUL bytes"
+    control = len(_CONTROL.findall(d.text))
+    if d.text and control > max(8, len(d.text) // 20):
+        return f"{control / len(d.text):.0%} control characters"
+    return None
+
+
+def sniff_text(path: str | Path) -> bool:
+    """True when a file without a suffix is read as text: its first ``SNIFF_BYTES`` bytes
+    decode (``decode``: BOM, UTF-8, or an encoding the detector names, never the latin-1
+    fallback) with no ``binary_reason``. An empty file is not text (nothing to judge); a
+    file that cannot be opened is (the read that follows reports why)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(SNIFF_BYTES)
+    except OSError:
+        return True
+    if not data:
+        return False
+    d = decode(data)
+    return d.method != "fallback" and binary_reason(data, d) is None
+
 
 def read(path: Path, password: str | None, ocr: OcrSettings | None, max_pages: int) -> ExtractedText:
     """The reader's entry in ``engine.extract.READERS``: ``extract`` calls it with every
-    option; plain text takes no password, OCR or page limit; ``file_type`` is the suffix. ``engine.extract.extract`` documents the result and what it raises."""
-    return extract_plain(path, path.suffix.lower()[1:])
+    option; plain text takes no password, OCR or page limit; ``file_type`` is the suffix
+    (``txt`` for a file without one). ``engine.extract.extract`` documents the result and what it raises."""
+    return extract_plain(path, path.suffix.lower()[1:] or "txt")
 
 
 def extract_plain(path: Path, file_type: str) -> ExtractedText:
@@ -237,26 +273,24 @@ def extract_plain(path: Path, file_type: str) -> ExtractedText:
     ``only-whitespace`` / ``empty-file``.
 
     Raises:
-        ExtractError: ``"cannot read: ..."`` when the file cannot be read.
-
-    A file more than 5 % of whose decoded characters are C0 controls other
-    than tab, line ends and form feed (a binary file named ``.txt``) is still
-    read, with the note ``"looks binary: 37% control characters (...)"``.
+        ExtractError: ``"cannot read: ..."`` (code ``unreadable``) when the file cannot be
+            read; code ``binary-content`` when its bytes are not text (``binary_reason``:
+            NUL bytes, or control characters in more than 5 % of it; a binary file named
+            ``.txt``), so no bytes are passed off as Latin-1 text.
     """
     try:
         data = path.read_bytes()
     except OSError as e:
         raise ExtractError("unreadable", f"cannot read: {e}") from None
     d = decode(data)
+    why = binary_reason(data, d)
+    if why is not None:
+        raise ExtractError("binary-content", f"binary-content: the bytes are not text ({why})")
     text = d.text
-    control = len(_CONTROL.findall(text))
-    binary_note: tuple[str, ...] = ()
-    if text and control > max(8, len(text) // 20):
-        binary_note = (f"looks binary: {control / len(text):.0%} control characters (decoded as {d.encoding})",)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = unicodedata.normalize("NFKC", text)
-    notes = d.notes + binary_note
+    notes = d.notes
     if not text.strip():
         notes += ("only whitespace" if data else "empty file (0 bytes)",)
         text = ""

@@ -108,14 +108,32 @@ def hashes_in_order(items: list[tuple[str, int]], threads: int = HASH_THREADS) -
                 f.cancel()
 
 
-def _to_hash(entry: Entry, suffixes: tuple[str, ...], max_file_bytes: int) -> bool:
+def _to_hash(entry: Entry, suffixes: tuple[str, ...], max_file_bytes: int, binary: set[str]) -> bool:
     """True when ``WalkPass._classify`` hashes ``entry``: a regular file the walk reported
-    without a reason code, of a supported suffix, not over ``max_file_bytes`` (0: no limit)."""
+    without a reason code, of a supported suffix, not over ``max_file_bytes`` (0: no limit),
+    and not a file without a suffix whose bytes are not text (``binary``: their filePaths)."""
     return (
         entry.code is None
         and os.path.splitext(entry.file_path)[1].lower() in suffixes
         and not (max_file_bytes and entry.size_bytes > max_file_bytes)
+        and entry.file_path not in binary
     )
+
+
+def _not_text(entries: list[Entry], max_file_bytes: int) -> set[str]:
+    """filePaths of the regular files without a suffix whose first bytes are not text
+    (``engine.extract.text.sniff_text``: one bounded read each); judged once, so the
+    hashing and the classification agree."""
+    from engine.extract.text import sniff_text
+
+    return {
+        e.file_path
+        for e in entries
+        if e.code is None
+        and not os.path.splitext(e.file_path)[1]
+        and not (max_file_bytes and e.size_bytes > max_file_bytes)
+        and not sniff_text(e.os_path)
+    }
 
 
 def walk(root: str | Path) -> list[str]:
@@ -185,14 +203,16 @@ class WalkPass:
             mfb = self._limits.max_file_bytes
             stored = {d.file_path: d for d in ctx.store.documents(coll.collection_path)}
             scan.known = self._stat_gated(entries, stored) if ctx.settings.stat_gate else {}
+            binary = _not_text(entries, mfb)
             picked = [
                 (e.os_path, e.size_bytes)
                 for e in entries
-                if _to_hash(e, SUPPORTED_SUFFIXES, mfb) and e.file_path not in scan.known
+                if _to_hash(e, SUPPORTED_SUFFIXES, mfb, binary) and e.file_path not in scan.known
             ]
             hashes = hashes_in_order(picked)
             try:  # each digest travels with its path: _classify checks it hashes the entry it is at
-                last = self._classify(coll, entries, zip((p for p, _ in picked), hashes), scan, found, len(files), last)
+                pairs = zip((p for p, _ in picked), hashes)
+                last = self._classify(coll, entries, pairs, scan, found, len(files), last, binary)
             finally:
                 hashes.close()  # a cancelled scan: no more files are read ahead
             self._settle(coll, scan, stored)
@@ -220,12 +240,14 @@ class WalkPass:
         found: int,
         before: int,
         last: float,
+        binary: set[str],
     ) -> float:
         """Each walk entry of ``coll`` -> skipped (with its reason) or hashed into ``scan.files``;
         ``hashes`` yields ``(os_path, digest or read error)`` of each entry ``_to_hash`` picks, in
         order (a path that is not the entry's raises RuntimeError: the two selections drifted).
         ``before``: files hashed in earlier collections; ``last``: the last hash progress event
-        (``perf_counter``), returned updated."""
+        (``perf_counter``), returned updated; ``binary``: the files without a suffix whose
+        bytes are not text (skipped ``unsupported-type``)."""
         from engine.extract import SUPPORTED_SUFFIXES
 
         ctx = self._ctx
@@ -241,8 +263,8 @@ class WalkPass:
                 ctx.add("skipped", record(cp, entry.file_path, entry.code, entry.message))
                 continue
             suffix = os.path.splitext(entry.file_path)[1].lower()
-            if suffix not in SUPPORTED_SUFFIXES:
-                why = f"unsupported file type: {suffix or '(no suffix)'}"
+            if suffix not in SUPPORTED_SUFFIXES or entry.file_path in binary:
+                why = f"unsupported file type: {suffix}" if suffix else "no suffix, and the bytes are not text"
                 ctx.add("skipped", record(cp, entry.file_path, "unsupported-type", why))
                 scan.seen.add(entry.file_path)
                 continue

@@ -177,11 +177,11 @@ class Scope:
 def parse_query(query: str) -> Scope:
     """Split ``key:value`` tokens off a query.
 
-    ``namespace:<path>`` adds a target collection (repeatable; trailing ``/``
-    accepted); ``scope:exact|subtree|ancestorsandself`` sets the qualifier
+    ``namespace:<path>`` adds a target collection (repeatable; leading and trailing ``/``
+    accepted: ``namespace:/ACME/content`` is the collection ``ACME/content``); ``scope:exact|subtree|ancestorsandself`` sets the qualifier
     (the last one wins). Any other ``key:value`` token (a key of letters,
     digits, ``_``, ``-`` starting with a letter; a value not starting with
-    ``/``, so ``https://...`` stays text) and an unknown ``scope:`` value are
+    ``/``, so ``https://...`` stays text; ``namespace:`` alone takes one) and an unknown ``scope:`` value are
     collected in ``ignored``: the caller names them in a hint; they are not
     searched as words. The words kept (``Scope.text``) are put in NFKC
     (``engine.search.query.normal_query``); namespace paths stay as written. A path
@@ -208,7 +208,7 @@ def parse_query(query: str) -> Scope:
         query = _QUOTED_NAMESPACE.sub(" ", query)
     for part in query.split():
         m = _KEY_VALUE.fullmatch(part) if ":" in part else None  # a key:value token holds a ':'
-        if m is None or m.group(2).startswith("/"):
+        if m is None or (m.group(2).startswith("/") and m.group(1).lower() != "namespace"):
             kept.append(part)
             continue
         key, value = m.group(1).lower(), m.group(2)

@@ -1,6 +1,10 @@
-"""Keyword query text for the stores: plain words -> deduplicated, capped terms, split by script.
+"""Keyword text for the stores: what the keyword indexes hold, and query terms to match it.
 
-Owns: how a ``search_keyword`` query is cut into terms (whitespace-separated
+Owns: the keyword text of a chunk (``keyword_text``: the text as printed, with soft
+hyphens, Arabic/Hebrew/Syriac marks, tatweel and Greek accents folded away
+(``fold_marks``) and words split by a hyphen at a line end joined when the
+document says so), the same folding of query terms, and how a
+``search_keyword`` query is cut into terms (whitespace-separated
 tokens; a token holding a CJK character is a CJK term, the rest Latin/other
 terms), deduplication (case-folded, first occurrence kept), the caps
 (``MAX_TERMS`` terms, ``MAX_TERM_CHARS`` characters per term) and the FTS5
@@ -14,6 +18,14 @@ the explorer's query-word marks and the page images all mark words by it, so
 index and CJK terms against the ``trigram`` index; the Postgres store uses the
 same split. Imports nothing of the engine; no SQL execution.
 
+Why a keyword text beside the printed text: a reader types ``Gesamtkonzept``,
+``كتب``, ``שלום`` and ``acknowledged`` where the page prints
+``Ge\u00adsamt\u00adkon\u00adzept``, ``كَتَبَ``, ``שָׁלוֹם`` and ``acknowl-`` / ``edged``.
+The stored and displayed text (offsets, boxes, snippets) stays as printed; only
+the keyword indexes and the query terms see the folded form, so both stores
+(SQLite FTS5, Postgres tsvector) match the same words. ``KEYWORD_TEXT_VERSION``
+names these rules; a store records it beside the keyword text it wrote.
+
 Why the caps: FTS5 cost grows with the number of phrases in a query; a
 40 KB query of repeated words pinned a core for minutes before. Deduplicated
 and capped at ``MAX_TERMS``, any query costs at most that many phrases.
@@ -25,6 +37,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Callable
 
 __all__ = [
     "MAX_TERMS",
@@ -40,7 +53,113 @@ __all__ = [
     "is_cjk",
     "quote",
     "trigrams",
+    "KEYWORD_TEXT_VERSION",
+    "fold_marks",
+    "keyword_text",
 ]
+
+#: Version of the keyword-text rules (``fold_marks``, ``keyword_text``); a store records
+#: the version its keyword text was written with.
+KEYWORD_TEXT_VERSION = 1
+
+#: Characters the keyword text and query terms drop: soft hyphen, Arabic tatweel, Hebrew
+#: points and cantillation, Arabic harakat and Quranic marks, Syriac vowels.
+_MARKS = re.compile(
+    "[\u00ad\u0640\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\ufb1e"
+    "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
+    "\u08d3-\u08e1\u08e3-\u08ff\u0730-\u074a]"
+)
+#: Greek letters that carry an accent or breathing (folded to the bare letter).
+_GREEK_MARKED = re.compile("[\u0386\u0388-\u038a\u038c\u038e-\u0390\u03aa-\u03b0\u03ca-\u03ce\u1f00-\u1ffc]")
+#: A word split by a hyphen (or soft hyphen) at a line end: letters, hyphen, line end, letters.
+_SPLIT = re.compile("(?<![^\\W\\d_])([^\\W\\d_]+)([-\u2010\u00ad])[ \t]*\n[ \t]*([^\\W\\d_]+)")
+#: A hyphenated word inside a line (``self-evident``).
+_HYPHENATED = re.compile("(?<![^\\W\\d_])([^\\W\\d_]+)[-\u2010]([^\\W\\d_]+)")
+_WORDS = re.compile("[^\\W\\d_]+")
+
+
+def _greek_bare(m: re.Match[str]) -> str:
+    return unicodedata.normalize(
+        "NFC", "".join(c for c in unicodedata.normalize("NFD", m.group()) if not unicodedata.combining(c))
+    )
+
+
+def fold_marks(text: str) -> str:
+    """``text`` without the marks a reader does not type: soft hyphens (U+00AD), Arabic
+    tatweel (U+0640) and harakat, Hebrew niqqud and cantillation, Syriac vowels
+    (``_MARKS``), and Greek accents and breathings (``"Αθήνα"`` -> ``"Αθηνα"``). Latin
+    diacritics are left to the stores (SQLite's ``remove_diacritics``); Cyrillic ``й``
+    and ``ё`` stay letters. ASCII text comes back as it is, except for nothing (no mark is
+    ASCII): the same string."""
+    if text.isascii():
+        return text
+    text = _MARKS.sub("", text)
+    return _GREEK_MARKED.sub(_greek_bare, text)
+
+
+def _unchanged(chunk_text: str) -> str | None:
+    return None
+
+
+def keyword_text(document_text: str) -> Callable[[str], str | None]:
+    """The keyword-text rule of one document: chunk text -> its keyword text, or None when
+    that is the chunk text itself (nothing to fold: the stores index the chunk text).
+
+    The keyword text is ``fold_marks`` of the chunk text after joining each word split by a
+    hyphen (``-``, U+2010, or a soft hyphen) at a line end, ``acknowl-`` / ``edged`` ->
+    ``acknowledged``, when:
+
+    * the hyphen is a soft hyphen (always a break), or
+    * the joined word occurs elsewhere in the document, or
+    * neither the hyphenated form occurs elsewhere in a line, nor is one part a single
+      letter, nor does the second part start with a capital, and either part is not a
+      word on its own elsewhere in the document (``acknowl`` never stands alone).
+
+    Otherwise the hyphen is real and stays (``n-`` / ``tridecanal`` keeps
+    ``n-tridecanal``, matched as the words ``n`` and ``tridecanal``).
+
+    Args:
+        document_text: the document's whole extracted text (the chunks' windows of it).
+
+    Returns:
+        A function of one chunk's text; a document with no line-end hyphen and no foldable
+        mark gets one that always returns None (no cost per chunk).
+    """
+    split = "\n" in document_text and _SPLIT.search(document_text) is not None
+    marks = not document_text.isascii() and (
+        _MARKS.search(document_text) is not None or _GREEK_MARKED.search(document_text) is not None
+    )
+    if not split and not marks:
+        return _unchanged
+    join: Callable[[re.Match[str]], str] | None = None
+    if split:
+        words = set(_WORDS.findall(_SPLIT.sub(" ", document_text).casefold()))
+        hyphenated = {f"{a}-{b}" for a, b in _HYPHENATED.findall(document_text.casefold())}
+
+        def join(m: re.Match[str]) -> str:
+            left, hyphen, right = m.group(1), m.group(2), m.group(3)
+            a, b = left.casefold(), right.casefold()
+            if (
+                hyphen == "\u00ad"
+                or a + b in words
+                or (
+                    f"{a}-{b}" not in hyphenated
+                    and len(left) > 1
+                    and not right[0].isupper()
+                    and (a not in words or b not in words)
+                )
+            ):
+                return left + right
+            return m.group()
+
+    def fold(chunk_text: str) -> str | None:
+        out = _SPLIT.sub(join, chunk_text) if join is not None and "\n" in chunk_text else chunk_text
+        if marks:
+            out = fold_marks(out)
+        return None if out == chunk_text else out
+
+    return fold
+
 
 #: Most distinct terms a keyword query keeps (later ones are dropped).
 MAX_TERMS = 64
@@ -97,12 +216,13 @@ def keyword_terms(text: str, max_terms: int = MAX_TERMS) -> KeywordTerms:
 
     The text is first put in NFKC, the form every stored text has (``engine.search.query``
     does the same for the engine's queries; ASCII is left as it is): "x²" is the term
-    "x2", "ｶﾀｶﾅ" the CJK term "カタカナ". Control characters (NUL included) end a token;
+    "x2", "ｶﾀｶﾅ" the CJK term "カタカナ"; then ``fold_marks``, as the keyword text
+    (``keyword_text``): "كَتَبَ" is the term "كتب", "Ge\u00adsamt" the term "gesamt". Control characters (NUL included) end a token;
     tokens without a letter or digit are dropped; each term is cut to ``MAX_TERM_CHARS``;
     at most ``max_terms`` terms are kept in all (first occurrences win).
     """
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+        text = fold_marks(unicodedata.normalize("NFKC", text))
     text = "".join(" " if ch < " " else ch for ch in text)
     seen: dict[str, None] = {}
     latin: list[str] = []

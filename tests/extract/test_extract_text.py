@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
+from engine.errors import ExtractError
 from engine.extract import extract
 from engine.extract.text import decode
 from engine.tools.registry import Engine, call_tool
@@ -108,9 +109,13 @@ def test_utf16_without_bom_and_binary_named_txt(tmp_path):
     import os
 
     blob = tmp_path / "blob.txt"
-    blob.write_bytes(os.urandom(4096))
-    x = extract(blob)  # read (the indexer keeps what it finds) but never passed off as clean text
-    assert any(n.startswith("looks binary: ") for n in x.notes)
+    blob.write_bytes(os.urandom(4096) + b"\x00")
+    with pytest.raises(ExtractError) as e:  # never passed off as Latin-1 text
+        extract(blob)
+    assert e.value.code == "binary-content" and e.value.run_code == "binary-content"
+    blob.write_bytes(b"\x01\x02\x03\x04 control \x05\x06\x07\x08\x0e\x0f\x10\x11" * 20)
+    with pytest.raises(ExtractError, match="control characters"):
+        extract(blob)
 
 
 def test_stored_text_is_nfkc_with_lf_line_ends_and_nothing_else(tmp_path):

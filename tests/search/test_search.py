@@ -76,6 +76,13 @@ def test_namespace_token_wins_over_scope_and_subtree_widens(engine):
     assert len({(h["collectionPath"], h["filePath"]) for h in env["hits"]}) == env["count"] == 4
 
 
+def test_namespace_with_a_leading_slash_is_the_collection(engine):
+    env = call_tool(engine, "search_chunks", {"query": "namespace:/ACME/Reports/ anvil", "mode": "keyword"})
+    assert env["searched"] and env["collections"] == ["ACME/Reports"]
+    assert {h["filePath"] for h in env["hits"]} == {"q1.md", "q2.md"}
+    assert "hint" not in env or "namespace" not in env["hint"]
+
+
 def test_no_scope_gives_a_hint_not_a_guess(engine):
     env = call_tool(engine, "search", {"query": "anvil"})
     assert env["searched"] is False and env["hits"] == [] and "scope" in env["hint"]

@@ -26,6 +26,7 @@ from bench.search_latency_pg import (
     load_store,
     queries_near,
 )
+from engine.store.postgres.schema import stale_keyword_columns
 from engine.values import Bbox, Chunk, Collection, Document, Region
 from tests.fixtures.pg import fresh_database, pg_dsn, pg_skip_reason
 
@@ -460,3 +461,41 @@ def test_migrate_from_sqlite_copies_chunks_and_vectors_without_embedding(pg_url,
     finally:
         src.close()
         dst.close()
+
+
+def test_keyword_columns_made_from_chunk_text_are_made_from_the_keyword_text(pg_url):
+    """A partition whose tsv columns were generated from chunk_text alone gets them from the
+    keyword text, and its stored rows' keyword text is filled on the first provision."""
+    store = PostgresStore(pg_url)
+    try:
+        text = "אָמַר לָהֶם שָׁלוֹם"
+        c = Chunk("ACME", "he.txt", 0, "c0", "h0", 0, len(text), text)
+        store.replace_document(Document("ACME", "he.txt", "h0", "k", "txt", "indexed", chunk_count=1), text, [c])
+    finally:
+        store.close()
+    schema = postgres.schema_for("ACME")
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the columns as chunk_text alone made them
+        s = sql.Identifier(schema)
+        conn.execute(sql.SQL("ALTER TABLE {}.content_chunks DROP COLUMN tsv, DROP COLUMN tsv_en").format(s))
+        for name, config in (("tsv", "simple"), ("tsv_en", "english")):
+            conn.execute(
+                sql.SQL(
+                    "ALTER TABLE {}.content_chunks ADD COLUMN {} tsvector "
+                    "GENERATED ALWAYS AS (to_tsvector({}, chunk_text)) STORED"
+                ).format(s, sql.Identifier(name), sql.Literal(config))
+            )
+        conn.execute(sql.SQL("UPDATE {}.content_chunks SET search_text = NULL").format(s))
+    old = PostgresStore(pg_url)
+    try:
+        with old._pool.connection() as conn:  # reads as before: the word with its points only
+            assert stale_keyword_columns(conn, schema)
+    finally:
+        old.close()
+    store = PostgresStore(pg_url)
+    try:
+        assert [h.chunk.file_path for h in store.search_keyword("שלום", ["ACME"], 5)] == ["he.txt"]
+        assert store.get_chunk("ACME", "he.txt", 0).chunk_text == text
+        with store._pool.connection() as conn:
+            assert not stale_keyword_columns(conn, schema)
+    finally:
+        store.close()

@@ -1,6 +1,7 @@
 """Postgres keyword search: full-text hits over the partitions' chunk text.
 
-Owns: the tsquery passes (English stemmed, then ``simple``; all terms, then
+Owns: ``refresh_keyword_text`` (the keyword text of stored rows, filled once when a
+partition's keyword columns are made from it), the tsquery passes (English stemmed, then ``simple``; all terms, then
 any term), CJK substring matching and the merge of per-partition hits. A
 helper of ``engine.store.postgres.store.PostgresStore.search_keyword``. Imports
 psycopg (the ``[postgres]`` extra) and the store's row helpers; never a face.
@@ -13,10 +14,55 @@ from typing import Any, Callable, Iterable
 from psycopg import sql
 
 from engine.values import KeywordHit
-from engine.store.fts import keyword_terms
+from engine.store.fts import keyword_terms, keyword_text
 from engine.store.postgres.rows import CHUNK_SELECT, key_order, row_to_chunk
 
-__all__ = ["search_keyword"]
+__all__ = ["search_keyword", "refresh_keyword_text"]
+
+
+def refresh_keyword_text(conn: Any, schema: str) -> int:
+    """Fill ``search_text`` of every stored chunk of ``schema`` by the current rules
+    (``engine.store.fts.keyword_text`` over its document's stored text); the generated
+    ``tsv`` / ``tsv_en`` columns follow. Inside the caller's transaction.
+
+    Returns:
+        The number of chunk rows whose keyword text changed.
+    """
+    s = sql.Identifier(schema)
+    changed = 0
+    docs = conn.execute(
+        sql.SQL("SELECT collection_path, file_path, text FROM {}.documents WHERE chunk_count > 0").format(s)
+    ).fetchall()
+    for d in docs:
+        key = (d["collection_path"], d["file_path"])
+        rows = conn.execute(
+            sql.SQL(
+                "SELECT chunk_index, chunk_text, search_text FROM {}.content_chunks "
+                "WHERE collection_path = %s AND file_path = %s ORDER BY chunk_index"
+            ).format(s),
+            key,
+        ).fetchall()
+        text = d["text"] if d["text"] is not None else "\n".join(r["chunk_text"] for r in rows)
+        fold = keyword_text(text)
+        updates = [
+            (new, *key, r["chunk_index"]) for r in rows if (new := _pg(fold(r["chunk_text"]))) != r["search_text"]
+        ]
+        if updates:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    sql.SQL(
+                        "UPDATE {}.content_chunks SET search_text = %s "
+                        "WHERE collection_path = %s AND file_path = %s AND chunk_index = %s"
+                    ).format(s),
+                    updates,
+                )
+            changed += len(updates)
+    return changed
+
+
+def _pg(value: str | None) -> str | None:
+    """Postgres text holds no NUL (``engine.store.postgres.rows.pg_text``)."""
+    return None if value is None else value.replace("\x00", "\ufffd")
 
 
 def search_keyword(

@@ -25,7 +25,9 @@ from engine.store.postgres.schema import (
     provision_shared,
     schema_exists,
     schema_for,
+    stale_keyword_columns,
 )
+from engine.store.postgres.keyword import refresh_keyword_text
 
 __all__ = ["Partitions"]
 
@@ -53,6 +55,8 @@ class Partitions:
         Creates the schema, its tables, columns and indexes that are missing
         (``ADD COLUMN IF NOT EXISTS``, ``CREATE INDEX IF NOT EXISTS``); a schema
         already up to date is only read. Registers the partition in ``chunknav.partitions``.
+        A partition whose keyword columns were made from the chunk text alone gets them
+        from the keyword text, its stored rows' ``search_text`` filled in the same transaction.
 
         Args:
             partition: the first segment of a collection path, e.g. ``ACME``.
@@ -61,7 +65,10 @@ class Partitions:
             The schema name (``schema_for(partition)``).
         """
         with self._pool.connection() as conn, conn.transaction():
+            stale = stale_keyword_columns(conn, schema_for(partition))
             schema = provision_partition(conn, partition)
+            if stale:  # rows stored before the keyword text: fill it (the keyword columns follow)
+                refresh_keyword_text(conn, schema)
         with self._lock:
             self._provisioned.add(schema)
         return schema

@@ -66,12 +66,13 @@ DOCUMENT_UPSERT = (
     "chunk_count = EXCLUDED.chunk_count, text_length = EXCLUDED.text_length, "
     "summary = EXCLUDED.summary, metadata = EXCLUDED.metadata, text = EXCLUDED.text"
 )
-#: Insert one ``content_chunks`` row: the 14 parameters of ``chunk_params``, ``{}`` = schema.
+#: Insert one ``content_chunks`` row: the 14 parameters of ``chunk_params`` and the keyword
+#: text (``engine.store.fts.keyword_text``, None: the chunk text), ``{}`` = schema.
 CHUNK_INSERT = (
     "INSERT INTO {}.content_chunks (collection_path, file_path, chunk_index, chunk_id, "
     "content_hash, start_char, end_char, chunk_text, page, page_label, bbox, regions, "
-    "metadata, last_modified) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, "
-    "%s::jsonb, %s::jsonb, %s)"
+    "metadata, last_modified, search_text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, "
+    "%s::jsonb, %s::jsonb, %s, %s)"
 )
 
 

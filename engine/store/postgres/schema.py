@@ -57,6 +57,8 @@ __all__ = [
     "CHUNK_COLUMNS",
     "SHARED_TABLES",
     "PARTITION_TABLES",
+    "KEYWORD_COLUMNS",
+    "stale_keyword_columns",
     "partition_of",
     "schema_for",
     "hnsw_index_name",
@@ -115,11 +117,15 @@ CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("bbox", "jsonb"),
     ("regions", "jsonb NOT NULL DEFAULT '[]'::jsonb"),
     ("last_modified", "double precision NOT NULL DEFAULT 0"),
+    # The keyword text where it differs from chunk_text (engine.store.fts.keyword_text), else NULL.
+    ("search_text", "text"),
     # 'simple': no stemming, no stop words, like SQLite FTS5's unicode61.
-    ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('simple', chunk_text)) STORED"),
+    ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('simple', coalesce(search_text, chunk_text))) STORED"),
     # 'english': Snowball stemming and stop words, the equivalent of SQLite's porter index.
-    ("tsv_en", "tsvector GENERATED ALWAYS AS (to_tsvector('english', chunk_text)) STORED"),
+    ("tsv_en", "tsvector GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, chunk_text))) STORED"),
 )
+#: The generated keyword columns of ``content_chunks``: computed from the keyword text.
+KEYWORD_COLUMNS = ("tsv", "tsv_en")
 
 #: One table: (name, key columns and constraints, columns, indexes); see ``apply_ddl``.
 TableSpec = tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
@@ -342,6 +348,19 @@ def provision_shared(conn: DictConnection) -> bool:
     return changed
 
 
+def stale_keyword_columns(conn: DictConnection, schema: str) -> bool:
+    """True when ``schema``'s ``content_chunks`` has a ``KEYWORD_COLUMNS`` column generated
+    from the chunk text alone (not from the keyword text ``search_text``); a read."""
+    rows = conn.execute(
+        "SELECT pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attribute a "
+        "JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+        "WHERE a.attrelid = to_regclass(quote_ident(%s) || '.content_chunks') "
+        "AND a.attname = ANY(%s) AND NOT a.attisdropped",
+        (schema, list(KEYWORD_COLUMNS)),
+    ).fetchall()
+    return any("search_text" not in r["expr"] for r in rows)
+
+
 def provision_partition(conn: DictConnection, partition: str) -> str:
     """Create or upgrade one partition's schema and register it, inside the caller's transaction.
 
@@ -349,7 +368,11 @@ def provision_partition(conn: DictConnection, partition: str) -> str:
     index it lacks (``ADD COLUMN IF NOT EXISTS``, ``CREATE
     INDEX IF NOT EXISTS``); a schema already up to date is only read.
     Registers the partition in ``chunknav.partitions`` (``provisioned_at``,
-    Unix seconds, is updated only when DDL ran).
+    Unix seconds, is updated only when DDL ran). Keyword columns generated from
+    the chunk text alone (``stale_keyword_columns``) are dropped and made again
+    from the keyword text (one rewrite of the table and its GIN indexes); the
+    caller then fills ``search_text`` of the stored rows
+    (``engine.store.postgres.keyword.refresh_keyword_text``).
 
     Args:
         conn: a connection inside a transaction, shared schema provisioned.
@@ -359,6 +382,14 @@ def provision_partition(conn: DictConnection, partition: str) -> str:
         The schema name (``schema_for(partition)``).
     """
     schema = schema_for(partition)
+    if stale_keyword_columns(conn, schema):  # generated from chunk_text: made again from the keyword text
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK_KEY,))
+        for name in KEYWORD_COLUMNS:
+            conn.execute(
+                sql.SQL("ALTER TABLE {}.content_chunks DROP COLUMN IF EXISTS {}").format(
+                    sql.Identifier(schema), sql.Identifier(name)
+                )
+            )
     changed = apply_ddl(conn, schema, PARTITION_TABLES)
     conn.execute(
         sql.SQL(

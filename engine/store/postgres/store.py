@@ -56,6 +56,7 @@ except ImportError as e:  # the [postgres] extra is not installed
 
 from engine.errors import IndexBusyError, StoreFaultError
 from engine.store.base import StoreBase
+from engine.store.fts import keyword_text
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
 from engine.store.postgres.rows import (
@@ -66,6 +67,7 @@ from engine.store.postgres.rows import (
     chunk_params,
     document_params,
     pg_jsonb,
+    pg_text,
     row_to_chunk,
     row_to_document,
 )
@@ -331,8 +333,10 @@ class PostgresStore(StoreBase):
                 sql.SQL("DELETE FROM {}.content_chunks WHERE collection_path = %s AND file_path = %s").format(s), key
             )
             if chunks:
+                fold = keyword_text(text)  # chunk text -> its keyword text, None: the same
+                params = [(*chunk_params(c), pg_text(fold(c.chunk_text))) for c in chunks]
                 with conn.cursor() as cur:
-                    cur.executemany(sql.SQL(CHUNK_INSERT).format(s), [chunk_params(c) for c in chunks])
+                    cur.executemany(sql.SQL(CHUNK_INSERT).format(s), params)
 
     def set_document_metadata(self, collection_path: str, file_path: str, metadata: dict[str, Any]) -> bool:
         """Replace one document's ``metadata`` only: its text, chunks and vectors stay as they

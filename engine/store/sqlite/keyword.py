@@ -1,7 +1,9 @@
 """The SQLite store's keyword indexes: FTS5 schema upkeep and BM25 search.
 
 Owns: the two FTS5 indexes over ``chunks.chunk_text`` (``chunks_fts`` with the
-``porter`` stemmer over ``unicode61``; ``chunks_tri`` with the ``trigram``
+``porter`` stemmer over ``unicode61``, fed each chunk's keyword text:
+``coalesce(search_text, chunk_text)``, ``search_text`` set only where
+``engine.store.fts.keyword_text`` folds something, and its delete/update triggers; ``chunks_tri`` with the ``trigram``
 tokenizer over the chunks holding CJK characters, kept in step by
 conditional triggers), their creation, and ``search_keyword`` (all terms, then any term; the any-term pass cut to the
 query's rarest terms, and answered from per-term BM25 lists when they are kept:
@@ -18,17 +20,21 @@ import sqlite3
 from typing import Any, Callable, ContextManager, Iterable
 
 from engine.values import KeywordHit
-from engine.store.fts import CJK_GLOB
+from engine.store.fts import CJK_GLOB, KEYWORD_TEXT_VERSION, keyword_text
 from engine.store.sqlite.rows import CHUNK_COLUMNS, chunk_of, fts_queries
 from engine.store.sqlite.term_scores import any_term_refs, document_counts, keyword_state
 
 __all__ = [
     "KeywordIndex",
     "FTS_TOKENIZE",
+    "KEYWORD_TEXT_SQL",
+    "FTS_TRIGGERS",
     "KEYWORD_ANY_TERMS",
     "KEYWORD_COMMON_SHARE",
     "ensure_fts",
     "fts_is_current",
+    "keyword_text_is_current",
+    "refresh_keyword_text",
     "search_keyword",
     "keyword_refs",
     "chunk_rows",
@@ -51,6 +57,20 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: The keyword index objects of a store's file (``ensure_fts`` makes the missing ones).
 _FTS_OBJECTS = ("chunks_fts", "chunks_tri", "chunks_tri_ad", "chunks_tri_aud", "chunks_tri_aui")
 
+#: What ``chunks_fts`` indexes of a ``chunks`` row (``{r}``: ``old``, ``new`` or a table alias):
+#: its keyword text when one was stored (``engine.store.fts.keyword_text``), else its text.
+KEYWORD_TEXT_SQL = "coalesce({r}.search_text, {r}.chunk_text)"
+_OLD = KEYWORD_TEXT_SQL.format(r="old")
+#: The triggers keeping ``chunks_fts`` in step with deletes and updates of ``chunks``: name -> SQL.
+#: External content: a 'delete' must name the text that was indexed, hence the keyword text.
+FTS_TRIGGERS = {
+    "chunks_ad": "CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN "
+    f"INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) VALUES('delete', old.rowid, {_OLD}); END",
+    "chunks_au": "CREATE TRIGGER chunks_au AFTER UPDATE ON chunks BEGIN "
+    f"INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) VALUES('delete', old.rowid, {_OLD}); "
+    f"INSERT INTO chunks_fts (rowid, chunk_text) VALUES (new.rowid, {KEYWORD_TEXT_SQL.format(r='new')}); END",
+}
+
 
 def fts_is_current(conn: sqlite3.Connection) -> bool:
     """True when every keyword index object exists (a read, no lock)."""
@@ -59,25 +79,59 @@ def fts_is_current(conn: sqlite3.Connection) -> bool:
     return int(found) == len(_FTS_OBJECTS)
 
 
+def keyword_text_is_current(conn: sqlite3.Connection) -> bool:
+    """True when ``chunks`` has its ``search_text`` column, the ``chunks_fts`` triggers
+    index it (``FTS_TRIGGERS``) and ``meta`` records the keyword text of every row as
+    written under ``KEYWORD_TEXT_VERSION`` (a read, no lock)."""
+    version = conn.execute("SELECT value FROM meta WHERE key = 'keyword_text'").fetchone()
+    if version is None or str(version[0]) != str(KEYWORD_TEXT_VERSION):
+        return False
+    if not conn.execute("SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'search_text'").fetchone():
+        return False
+    triggers = dict(
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('chunks_ad', 'chunks_au')"
+        )
+    )
+    return all(triggers.get(name) == ddl for name, ddl in FTS_TRIGGERS.items())
+
+
 def ensure_fts(conn: sqlite3.Connection) -> None:
     """Create the keyword indexes that are missing, filled from ``chunks``.
 
-    ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (``FTS_TOKENIZE``);
-    ``chunks_tri`` is a ``trigram`` FTS5 index over the chunks holding a CJK
-    character, kept in step by conditional triggers. Idempotent; run inside the
-    caller's write transaction.
+    ``chunks_fts`` uses the ``porter`` stemmer over ``unicode61`` (``FTS_TOKENIZE``)
+    and indexes each row's keyword text (``KEYWORD_TEXT_SQL``); a file without the
+    ``search_text`` column gains it (NULL in every row: the text indexed so far is the
+    chunk text, so the index stays exact), and its ``chunks_ad`` / ``chunks_au``
+    triggers are replaced by ``FTS_TRIGGERS``. ``chunks_tri`` is a ``trigram`` FTS5
+    index over the chunks holding a CJK character, kept in step by conditional
+    triggers. When ``meta`` records no or another ``KEYWORD_TEXT_VERSION``, the
+    keyword text of every stored chunk is brought up to it (``refresh_keyword_text``).
+    Idempotent; run inside the caller's write transaction.
     """
+    if not conn.execute("SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'search_text'").fetchone():
+        conn.execute("ALTER TABLE chunks ADD COLUMN search_text TEXT")
+    for name, ddl in FTS_TRIGGERS.items():
+        row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).fetchone()
+        if row is None or row[0] != ddl:
+            conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+            conn.execute(ddl)
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() is None:
         conn.execute(
             f"CREATE VIRTUAL TABLE chunks_fts USING FTS5 (chunk_text, tokenize='{FTS_TOKENIZE}', content=\"chunks\")"
         )
-        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
+        conn.execute(
+            f"INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, {KEYWORD_TEXT_SQL.format(r='chunks')} FROM chunks"
+        )
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_tri'").fetchone() is None:
         conn.execute("CREATE VIRTUAL TABLE chunks_tri USING FTS5 (chunk_text, tokenize='trigram', content=\"chunks\")")
         conn.execute(
             "INSERT INTO chunks_tri (rowid, chunk_text) SELECT rowid, chunk_text FROM chunks WHERE chunk_text GLOB ?",
             (CJK_GLOB,),
         )
+    version = conn.execute("SELECT value FROM meta WHERE key = 'keyword_text'").fetchone()
+    if version is None or str(version[0]) != str(KEYWORD_TEXT_VERSION):
+        refresh_keyword_text(conn)
     # Only CJK chunks are in chunks_tri: a 'delete' of a row never added would corrupt it.
     cjk_old = f"old.chunk_text GLOB '{CJK_GLOB}'"
     cjk_new = f"new.chunk_text GLOB '{CJK_GLOB}'"
@@ -95,6 +149,43 @@ def ensure_fts(conn: sqlite3.Connection) -> None:
         f"CREATE TRIGGER IF NOT EXISTS chunks_tri_aui AFTER UPDATE ON chunks WHEN {cjk_new} BEGIN "
         "INSERT INTO chunks_tri (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END"
     )
+
+
+def refresh_keyword_text(conn: sqlite3.Connection) -> int:
+    """Bring every stored chunk's ``search_text`` to the current rules
+    (``engine.store.fts.keyword_text`` over its document's stored text) and record
+    ``KEYWORD_TEXT_VERSION`` in ``meta``; no re-extraction, no re-embedding.
+
+    Each changed row is one ``UPDATE`` of ``search_text``: the ``chunks_au`` trigger
+    takes the old keyword text out of ``chunks_fts`` and puts the new one in. A
+    document with nothing to fold costs one scan of its text. Run inside the caller's
+    write transaction (``ensure_fts``, at the first open with write access).
+
+    Returns:
+        The number of chunk rows whose keyword text changed (``chunks_gen`` is bumped
+        when it is > 0, so cached document frequencies are read again).
+    """
+    changed = 0
+    docs = conn.execute("SELECT collection_path, file_path, text FROM documents WHERE chunk_count > 0")
+    for cp, fp, text in docs:
+        rows = conn.execute(
+            "SELECT rowid, chunk_text, search_text FROM chunks WHERE collection_path = ? AND file_path = ?", (cp, fp)
+        ).fetchall()
+        fold = keyword_text(text if text is not None else "\n".join(r[1] for r in rows))
+        updates = [(new, rid) for rid, chunk_text, old in rows if (new := fold(chunk_text)) != old]
+        if updates:
+            conn.executemany("UPDATE chunks SET search_text = ? WHERE rowid = ?", updates)
+            changed += len(updates)
+    if changed:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('chunks_gen', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('keyword_text', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (str(KEYWORD_TEXT_VERSION),),
+    )
+    return changed
 
 
 #: An index run that wrote chunks merges ``chunks_fts`` into one segment when it has more

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 
 from engine.errors import StoreUnavailableError
 from engine.passwords import LEGACY_PASSWORD_SQL
-from engine.store.sqlite.keyword import FTS_TOKENIZE, ensure_fts, fts_is_current
+from engine.store.sqlite.keyword import FTS_TOKENIZE, FTS_TRIGGERS, ensure_fts, fts_is_current, keyword_text_is_current
 
 __all__ = ["check_schema", "create_schema", "init_lock", "orphan_collections"]
 
@@ -106,6 +106,7 @@ def create_schema(conn: sqlite3.Connection, read: Transaction, write: Transactio
             "regions": str,
             "metadata": str,
             "last_modified": float,
+            "search_text": str,
         },
         pk=("collection_path", "file_path", "chunk_index"),
         if_not_exists=True,
@@ -119,24 +120,16 @@ def create_schema(conn: sqlite3.Connection, read: Transaction, write: Transactio
     )
     vectors.create_index(["model"], index_name="vectors_model", if_not_exists=True)
     db.table("runs").create({"id": int, "saved_at": float, "summary": str}, pk="id", if_not_exists=True)
-    # FTS5 over chunk_text, external content. Deletes and updates reach it
-    # through triggers; inserts are added by one INSERT ... SELECT per file
+    # FTS5 over each chunk's keyword text (search_text, else chunk_text), external
+    # content. Deletes and updates reach it through triggers (FTS_TRIGGERS); inserts are added by one INSERT ... SELECT per file
     # in replace_document: one statement tokenises a whole file without the
     # GIL (a per-row trigger needs the GIL between rows), so the indexer's
     # writer thread overlaps with extraction.
     chunks.enable_fts(["chunk_text"], fts_version="FTS5", create_triggers=False, tokenize=FTS_TOKENIZE, replace=True)
     with write() as w:
-        w.execute(
-            "CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN "
-            "INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) "
-            "VALUES('delete', old.rowid, old.chunk_text); END"
-        )
-        w.execute(
-            "CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN "
-            "INSERT INTO chunks_fts (chunks_fts, rowid, chunk_text) "
-            "VALUES('delete', old.rowid, old.chunk_text); "
-            "INSERT INTO chunks_fts (rowid, chunk_text) VALUES (new.rowid, new.chunk_text); END"
-        )
+        for name, ddl in FTS_TRIGGERS.items():
+            w.execute(f"DROP TRIGGER IF EXISTS {name}")
+            w.execute(ddl)
         w.execute("CREATE TABLE IF NOT EXISTS meta ([key] TEXT PRIMARY KEY, [value] TEXT)")
         import uuid  # a new file's db_id only (uuid imports platform: ~1.5 ms at every open)
 
@@ -167,13 +160,14 @@ def check_schema(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _ensure_keyword_indexes(read: Transaction, write: Transaction) -> None:
-    """Create the keyword indexes that are missing (``engine.store.sqlite.keyword.ensure_fts``).
+    """Create the keyword indexes that are missing and bring the keyword text up to the
+    current rules (``engine.store.sqlite.keyword.ensure_fts``).
 
     Read first: a file that has them takes no write lock, so opening the store
     never waits for (or blocks) another process's writer.
     """
     with read() as conn:
-        if fts_is_current(conn):
+        if fts_is_current(conn) and keyword_text_is_current(conn):
             return
     with write() as conn:
         ensure_fts(conn)

@@ -15,8 +15,9 @@ Schema (``PRAGMA page_size=16384`` is set before the first table, then WAL)::
               page_count, chunk_count, text_length, summary, metadata JSON, text)
     chunks(collection_path, file_path, chunk_index PK triple; chunk_id (indexed),
            content_hash, start, end, chunk_text, page, page_label, bbox JSON,
-           regions JSON, metadata JSON, last_modified)
-    chunks_fts   FTS5 (porter over unicode61) over chunks.chunk_text (external content;
+           regions JSON, metadata JSON, last_modified, search_text: the keyword text
+           where engine.store.fts.keyword_text folds the chunk text, else NULL)
+    chunks_fts   FTS5 (porter over unicode61) over coalesce(search_text, chunk_text) (external content;
                  rows added in bulk by replace_document, removed by the delete/update triggers)
     chunks_tri   FTS5 (trigram) over the chunks holding CJK characters (same upkeep,
                  conditional triggers; see engine.store.sqlite.keyword)
@@ -63,10 +64,10 @@ from engine.errors import IndexBusyError, StoreBusyError, StoreFaultError
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
 from engine.store.base import ChunkRef, StoreBase, as_vector_rows
-from engine.store.fts import CJK_GLOB, is_cjk
+from engine.store.fts import CJK_GLOB, is_cjk, keyword_text
 from engine.store.purge import purge_stale
 from engine.store.sqlite.connections import Connections, free_bytes, store_fault
-from engine.store.sqlite.keyword import KeywordIndex, chunk_rows
+from engine.store.sqlite.keyword import KEYWORD_TEXT_SQL, KeywordIndex, chunk_rows
 from engine.store.sqlite.notes import EmbedNotes
 from engine.store.sqlite.rows import (
     CHUNK_COLUMNS,
@@ -79,6 +80,9 @@ from engine.store.sqlite.rows import (
 from engine.store.sqlite.schema import check_schema, create_schema, init_lock, orphan_collections
 from engine.store.sqlite.search import VectorSearch
 from engine.store.sqlite.vectors import Matrix, Occurrences, VectorCache
+
+#: Where ``chunk_text`` sits in a row of ``CHUNK_COLUMNS`` parameters.
+_TEXT = [c.strip() for c in CHUNK_COLUMNS.split(",")].index("chunk_text")
 
 __all__ = ["SqliteStore"]
 
@@ -261,6 +265,7 @@ class SqliteStore(StoreBase):
                 yield chunk_params(c)
 
         d = document
+        fold = keyword_text(text)  # chunk text -> its keyword text, None: the same
         with self._write() as conn:
             conn.execute("DELETE FROM chunks WHERE collection_path = ? AND file_path = ?", key)
             conn.execute(
@@ -287,10 +292,12 @@ class SqliteStore(StoreBase):
             )
             if chunks:
                 conn.executemany(
-                    f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows()
+                    f"INSERT INTO chunks({CHUNK_COLUMNS}, search_text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    ((*p, fold(p[_TEXT])) for p in rows()),
                 )
                 conn.execute(
-                    "INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, chunk_text "
+                    f"INSERT INTO chunks_fts (rowid, chunk_text) SELECT rowid, {KEYWORD_TEXT_SQL.format(r='chunks')} "
                     "FROM chunks WHERE collection_path = ? AND file_path = ?",
                     key,
                 )
