@@ -26,6 +26,7 @@ from engine.extract.common import (
     PAGE_FORMATS,
     PAGE_SEPARATOR,
     WORD_SEPARATOR,
+    checkpoint,
     gc_paused,
 )
 from engine.extract.mupdf_log import collect, damage_note, mupdf, opening, said
@@ -344,6 +345,7 @@ def _read_pdf(
         ocr_note: str | None = None
         ocr_checked = False
         for pno in range(first, stop):
+            checkpoint()  # a cancelled run stops here, between pages
             number = pno + 1
             try:
                 page = doc[pno]

@@ -574,8 +574,9 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
 
 @contextlib.contextmanager
 def _cancel_on_signals():
-    """An Event set by the first Ctrl-C (SIGINT) or SIGTERM: the run stops at
-    the next file boundary. A second Ctrl-C interrupts at once."""
+    """An Event set by the first Ctrl-C (SIGINT) or SIGTERM: the run stops within
+    seconds, abandoning the files being read (what it committed stays). A second
+    Ctrl-C interrupts at once."""
     cancel = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield cancel
@@ -586,8 +587,8 @@ def _cancel_on_signals():
             raise KeyboardInterrupt
         cancel.set()
         sys.stderr.write(
-            f"\nchunknav: {signal.Signals(signum).name}: stopping at the next file boundary "
-            "(Ctrl-C again to abort now)\n"
+            f"\nchunknav: {signal.Signals(signum).name}: stopping: the files being read are abandoned, "
+            "what is committed stays (Ctrl-C again to abort now)\n"
         )
 
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -35,11 +35,12 @@ from engine.config import Settings
 from engine.errors import RunCancelled, StoreBusyError
 from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
-from engine.index.context import Progress, RunContext
+from engine.index.context import RunContext
+from engine.index.progress import RunProgress
 from engine.index.embed_pass import EmbedPass
 from engine.index.files import HashedFile, Prepared
 from engine.index.gate import file_hash
-from engine.index.runs import new_summary
+from engine.index.runs import new_summary, running_here
 from engine.index.text_pass import SUMMARY_CHARS, TextPass
 from engine.index.walk_pass import WalkPass, walk
 from engine.paths import document_path, resolve_inside
@@ -107,12 +108,15 @@ class Indexer:
             on_progress: called with ``{"phase": "walk"|"hash"|"extract"|"embed"|"done",
                 "done", "total", "file", "elapsedS"}``: files found (walk, total 0),
                 files hashed (hash, also ``bytesHashed``/``bytesTotal``), files
-                (extract), chunks (embed).
-            cancel: when set, the run stops at the next file boundary (or
-                embedding batch), keeps what it committed, and ends ``cancelled``.
-                Set while the last file is read or written (or the last batch runs), no boundary is left:
-                the run ends ``finished`` with ``cancelRequested: true`` and a
-                ``message`` saying so.
+                (extract, also ``bytesDone``/``bytesTotal``), chunks (embed); each
+                with what ``engine.index.progress`` adds (``phases``, ``fraction``,
+                ``inFlight``, ``etaS``).
+            cancel: when set, the run stops within seconds: the files being read
+                are abandoned (a read here stops at its next page, the workers
+                are killed), what was committed stays, and the run ends
+                ``cancelled``. Set once nothing is left to abandon (the last
+                commit or embedding batch), the run ends ``finished`` with
+                ``cancelRequested: true`` and a ``message`` saying so.
 
         Returns:
             The summary dict (``engine.index.runs``), saved with ``store.save_run``
@@ -124,31 +128,39 @@ class Indexer:
             ValueError: a named collection does not exist.
         """
         started = time.time()
-        emit: Progress = on_progress or (lambda _e: None)
-        ctx = RunContext(self.store, self.settings, emit=emit, cancel=cancel)
+        cancel = cancel if cancel is not None else threading.Event()
+
+        def sink(snapshot: dict) -> None:
+            if on_progress is not None:
+                on_progress(snapshot)
+            ctx.save_progress(snapshot)
+
+        progress = RunProgress(sink)
+        ctx = RunContext(self.store, self.settings, emit=progress.update, cancel=cancel, progress=progress)
+        emit = progress.update
         with self.store.index_lock():
             targets = self._targets(collections)
             summary = ctx.summary = new_summary(force, [c.collection_path for c in targets], _iso(started))
             try:
                 ctx.retrying(lambda: self.store.save_run(summary))
-                summary["orphansRemoved"] = repair_orphans(self.store)
-                walker = WalkPass(ctx, self.limits)
-                files = walker.scan(targets)
-                TextPass(ctx, self.limits, self._ocr).run(files, force, walker.current)
-                self._tidy_keywords(ctx)
-                if self.embedder is not None:
-                    EmbedPass(ctx, self.embedder).run()
+                with running_here(summary["runId"], cancel):
+                    self._passes(ctx, targets, force)
                 summary["status"] = "finished"
-                if cancel is not None and cancel.is_set():  # asked during the last file: nothing was left
+                if ctx.cancelled():  # asked during the last commit: nothing was left to abandon
                     summary["cancelRequested"] = True
                     summary["message"] = (
                         "a stop was requested while the last file was being read or "
-                        "written (or the last embedding batch ran): no file boundary was "
-                        "left to stop at, so the run finished and is recorded finished"
+                        "written (or the last embedding batch ran): nothing was left to "
+                        "abandon, so the run finished and is recorded finished"
                     )
             except RunCancelled:
                 summary["status"] = "cancelled"
-                log.warning("index run cancelled at a file boundary; committed work is kept")
+                summary["cancelRequested"] = True
+                summary["message"] = (
+                    "cancelled: the files being read were abandoned; everything counted here is "
+                    "committed; run again to finish"
+                )
+                log.info("index run cancelled; committed work is kept")
             except StoreBusyError as e:
                 summary["status"] = "stopped"
                 summary["error"] = {"error": "store-busy", "message": str(e)}
@@ -170,6 +182,16 @@ class Indexer:
                 }
             )
         return summary
+
+    def _passes(self, ctx: RunContext, targets: list[Collection], force: bool) -> None:
+        """Walk, text and embed passes of one run (``RunCancelled`` ends them)."""
+        ctx.summary["orphansRemoved"] = repair_orphans(self.store)
+        walker = WalkPass(ctx, self.limits)
+        files = walker.scan(targets)
+        TextPass(ctx, self.limits, self._ocr).run(files, force, walker.current)
+        self._tidy_keywords(ctx)
+        if self.embedder is not None:
+            EmbedPass(ctx, self.embedder).run()
 
     # -- the per-file seam, outside a run --------------------------------------------
     def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:

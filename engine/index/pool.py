@@ -47,6 +47,13 @@ pool's ``Recovery`` (``engine.index.recovery``); the pool restarts and queues.
 A file that broke a pool is never read in this process (it would kill the
 indexer); if no new pool can start, such files fail and the others are read here.
 
+A run that is cancelled does not wait for its workers: a wait on a worker
+calls ``check`` (the run's ``RunContext.tick``) every ``WAIT_TICK_S``, and
+what it raises (``RunCancelled``) ends the wait; ``abandon`` then kills the
+workers (the files they were reading are dropped, their temp files removed).
+``running`` names the files being read in the workers and since when (the
+run's ``inFlight`` progress).
+
 Workers die with this process however it ends (``kill -9`` included), so none
 is left holding its memory (``_die_with_parent``): on Linux the kernel kills
 them when it ends (a parent-death signal), elsewhere each watches its parent.
@@ -73,7 +80,7 @@ from collections import deque
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from engine.errors import ExtractError
 from engine.index.recovery import Recovery, how_they_died
@@ -101,6 +108,9 @@ MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: its extracted text with per-character provenance, waiting in this process, is about
 #: ten times its bytes (16 text files of 1.1 MB ahead held ~190 MB), a PDF's far less.
 TEXT_AHEAD_WEIGHT = 8
+
+#: Seconds between two calls of ``check`` while waiting on a worker.
+WAIT_TICK_S = 0.1
 
 #: Seconds between a worker's checks that its parent lives, where no parent-death signal is armed.
 PARENT_CHECK_S = 0.5
@@ -359,6 +369,9 @@ class ExtractPool:
         #: Files extracted by a worker / in this process (for tests and the bench).
         self.in_workers = 0
         self.here = 0
+        #: Called every ``WAIT_TICK_S`` while waiting on a worker (the run's cancel check); None: wait.
+        self.check: Callable[[], None] | None = None
+        self._started: dict[_Key, float] = {}  # first seen running in a worker (time.monotonic)
 
     @property
     def restarts(self) -> int:
@@ -564,7 +577,7 @@ class ExtractPool:
             self.here += 1
             return _extract_here(path, password, self.ocr, self.max_pages)
         try:
-            answers = [fut.result() for fut in futures]
+            answers = self._results(futures)
         except BrokenProcessPool:  # a worker died: this file fails only if it killed it
             self._crashed()
             return self.extract(path, password, content_hash)  # at most twice: a suspect, then failed
@@ -584,8 +597,30 @@ class ExtractPool:
         self.here += 1
         return _extract_here(path, password, self.ocr, self.max_pages)  # "bug": raise the real exception here
 
+    def _results(self, futures: list[Future]) -> list[Any]:
+        """The answers of ``futures``, calling ``check`` every ``WAIT_TICK_S`` while any runs
+        (whatever ``check`` raises ends the wait; the tasks are left to ``abandon``)."""
+        while self.check is not None:
+            _done, pending = wait(futures, timeout=WAIT_TICK_S)
+            if not pending:
+                break
+            self.check()
+        return [fut.result() for fut in futures]
+
+    def running(self) -> list[tuple[str, float]]:
+        """``(path, since)`` of each file a worker is reading now (``since``: ``time.monotonic()``
+        when it was first seen running)."""
+        now = time.monotonic()
+        out = []
+        for key, futures in self._inflight.items():
+            if all(f.done() for f in futures) or not any(f.running() or f.done() for f in futures):
+                continue
+            out.append((key[0], self._started.setdefault(key, now)))
+        return out
+
     def _forget(self, key: _Key) -> None:
         """Drop what the pool kept about ``key`` (asked now)."""
+        self._started.pop(key, None)
         self._sizes.pop(key, None)
         self._hashes.pop(key, None)
         self._early.discard(key)
@@ -667,16 +702,32 @@ class ExtractPool:
         while self._executor is not None and key in self._queued:
             running = [f for k in self._running() for f in self._inflight[k]]
             if running:
-                wait(running, return_when=FIRST_EXCEPTION)
+                wait(running, timeout=WAIT_TICK_S if self.check else None, return_when=FIRST_EXCEPTION)
                 if any(_broke(f) for f in running):
                     self._crashed()
+                elif self.check is not None:
+                    self.check()
                 continue
             self._queue.remove(key)
             self._queued.discard(key)
             self._submit(key)
 
+    def abandon(self) -> None:
+        """End the workers now, killing them in the middle of their files (a cancelled run),
+        then ``close``."""
+        executor = self._executor
+        procs = list((getattr(executor, "_processes", None) or {}).values()) if executor is not None else []
+        for proc in procs:
+            with contextlib.suppress(Exception):
+                proc.kill()
+        for proc in procs:
+            with contextlib.suppress(Exception):
+                proc.join(5.0)
+        self.close()
+
     def close(self) -> None:
         """End the workers (outcomes not asked for are dropped)."""
+        self._started.clear()
         executor, self._executor = self._executor, None
         self._inflight.clear()
         self._queue.clear()

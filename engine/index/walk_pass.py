@@ -149,6 +149,7 @@ class WalkPass:
         self._ctx = ctx
         self._limits = limits
         self.current: set[tuple[str, str]] = set()
+        self._bytes_total = 0  # bytes to hash in the collections walked so far (hash progress)
 
     # -- walk and hash -------------------------------------------------------------
     def scan(self, targets: list[Collection]) -> list[HashedFile]:
@@ -178,6 +179,7 @@ class WalkPass:
             found += len(entries)
             mfb = self._limits.max_file_bytes
             picked = [(e.os_path, e.size_bytes) for e in entries if _to_hash(e, SUPPORTED_SUFFIXES, mfb)]
+            self._bytes_total += sum(size for _, size in picked)
             hashes = hashes_in_order(picked)
             try:  # each digest travels with its path: _classify checks it hashes the entry it is at
                 last = self._classify(coll, entries, zip((p for p, _ in picked), hashes), scan, found, len(files), last)
@@ -261,6 +263,7 @@ class WalkPass:
                         "total": found,
                         "file": f"{cp}/{entry.file_path}",
                         "bytesHashed": summary["bytesHashed"],
+                        "bytesTotal": self._bytes_total,
                         "elapsedS": round(now - ctx.t0, 3),
                     }
                 )
@@ -333,6 +336,8 @@ class WalkPass:
                 ):
                     # the hash gate's answer from this row: the text pass reads no row again
                     self.current.add((cp, f.file_path))
+                    if doc.status == "failed":  # unchanged and still failing: counted, not forgotten
+                        ctx.kept_failed(doc)
                 continue
             why = (
                 None

@@ -710,7 +710,7 @@ def test_ctrl_c_during_a_big_file_is_cancelled_when_files_remain_and_said_when_n
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert "Traceback" not in err, err
-    assert "stopping at the next file boundary" in err
+    assert "stopping: the files being read are abandoned" in err
     summary = json.loads(out)
     st = json.loads(_cli(db, "status", "--json").stdout)
     assert summary["indexed"] >= 1  # the interrupted file itself is finished and kept
