@@ -61,6 +61,7 @@ CLI_ALIASES = {
     "read_document": ["read-document"],
     "index_status": ["index-status"],
     "list_documents": ["list-documents"],
+    "cancel_index": ["cancel-index"],
 }
 #: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
 OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors")
@@ -292,27 +293,39 @@ def _err(message: Any) -> None:
 
 
 def _progress_printer():
-    if not sys.stderr.isatty():
-        return None
+    """The CLI's progress of a run (``engine.faces.cli_views.progress_line``): one line
+    redrawn in place on a terminal; on anything else plain lines, once the run is
+    ``_PLAIN_AFTER_S`` old, at each phase and every ``_PLAIN_EVERY_S``."""
+    from engine.faces.cli_views import progress_line
+
+    tty = sys.stderr.isatty()
+    state = {"at": 0.0, "phase": ""}
 
     def show(ev: dict) -> None:
-        total = max(1, ev.get("total") or 1)
-        done = ev.get("done", 0)
-        width = 30
-        filled = int(width * done / total)
-        count = f"{done}/{ev.get('total', 0)}" if ev.get("total") else f"{done} found"
-        if ev.get("bytesHashed"):
-            count += f" {ev['bytesHashed'] / 1e6:.0f} MB hashed"
-        line = (
-            f"\r{ev.get('phase', ''):<7} [{'#' * filled}{'.' * (width - filled)}] "
-            f"{count} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}"
-        )
-        sys.stderr.write(line)
-        if ev.get("phase") == "done":
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        phase = str(ev.get("phase") or "")
+        if tty:
+            import shutil
+
+            width = shutil.get_terminal_size((100, 20)).columns - 1
+            line = progress_line(ev, bar_width=20)[:width]
+            sys.stderr.write("\r" + line.ljust(width) + ("\n" if phase == "done" else ""))
+            sys.stderr.flush()
+            return
+        now = time.monotonic()
+        if phase == "done" or float(ev.get("elapsedS") or 0) < _PLAIN_AFTER_S:
+            return
+        if phase != state["phase"] or now - state["at"] >= _PLAIN_EVERY_S:
+            state.update(at=now, phase=phase)
+            sys.stderr.write(f"chunknav: {progress_line(ev)}\n")
+            sys.stderr.flush()
 
     return show
+
+
+#: A run younger than this prints no plain progress line (a quick run stays quiet).
+_PLAIN_AFTER_S = 2.0
+#: Seconds between two plain progress lines of one phase.
+_PLAIN_EVERY_S = 2.0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,7 +47,9 @@ pool's ``Recovery`` (``engine.index.recovery``); the pool restarts and queues.
 A file that broke a pool is never read in this process (it would kill the
 indexer); if no new pool can start, such files fail and the others are read here.
 
-A run that is cancelled does not wait for its workers: a wait on a worker
+A paged file read in this process while OCR is on goes to one child process
+instead (``engine.index.child``: a page's OCR takes seconds and cannot stop
+between pages; the child can be killed). A run that is cancelled does not wait for its workers: a wait on a worker
 calls ``check`` (the run's ``RunContext.tick``) every ``WAIT_TICK_S``, and
 what it raises (``RunCancelled``) ends the wait; ``abandon`` then kills the
 workers (the files they were reading are dropped, their temp files removed).
@@ -372,6 +374,8 @@ class ExtractPool:
         #: Called every ``WAIT_TICK_S`` while waiting on a worker (the run's cancel check); None: wait.
         self.check: Callable[[], None] | None = None
         self._started: dict[_Key, float] = {}  # first seen running in a worker (time.monotonic)
+        self._child: Any = None  # engine.index.child.ExtractChild, started on first use
+        self._child_reading: tuple[str, float] | None = None
 
     @property
     def restarts(self) -> int:
@@ -574,18 +578,21 @@ class ExtractPool:
             if key in self._queued:  # asked before its turn: do it here, never twice
                 self._queued.discard(key)
                 self._queue.remove(key)
-            self.here += 1
-            return _extract_here(path, password, self.ocr, self.max_pages)
-        try:
-            answers = self._results(futures)
-        except BrokenProcessPool:  # a worker died: this file fails only if it killed it
-            self._crashed()
-            return self.extract(path, password, content_hash)  # at most twice: a suspect, then failed
-        self._inflight.pop(key)
-        self._ahead_bytes -= self._ahead_weight(key)
-        self._forget(key)
-        self._top_up()
-        kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
+            if not self._for_child(key):
+                self.here += 1
+                return _extract_here(path, password, self.ocr, self.max_pages)
+            kind, value = self._in_child(key, content_hash)
+        else:
+            try:
+                answers = self._results(futures)
+            except BrokenProcessPool:  # a worker died: this file fails only if it killed it
+                self._crashed()
+                return self.extract(path, password, content_hash)  # at most twice: a suspect, then failed
+            self._inflight.pop(key)
+            self._ahead_bytes -= self._ahead_weight(key)
+            self._forget(key)
+            self._top_up()
+            kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
         if kind == "ok" and getattr(value, "content_hash", content_hash) != content_hash:
             kind = "bug"  # rows built for other bytes (never asked so by the indexer): read again here
         if kind == "ok":
@@ -596,6 +603,37 @@ class ExtractPool:
             raise value
         self.here += 1
         return _extract_here(path, password, self.ocr, self.max_pages)  # "bug": raise the real exception here
+
+    def _for_child(self, key: _Key) -> bool:
+        """True when ``key``, read in this process, goes to the extract child instead: a run
+        that can be cancelled (``check``), OCR on, a paged file (a page's OCR cannot stop)."""
+        from engine.extract.common import PAGE_FORMATS
+
+        suffix = os.path.splitext(key[0])[1].lower()
+        return (
+            self.check is not None
+            and self.ocr is not None
+            and getattr(self.ocr, "mode", "off") != "off"
+            and (suffix == ".pdf" or suffix in PAGE_FORMATS)
+        )
+
+    def _in_child(self, key: _Key, content_hash: str | None) -> tuple[str, Any]:
+        """``key`` read by the extract child (``engine.index.child``), as a worker answers;
+        its time is named in ``running``; a cancel (``check`` raising) kills the child."""
+        from engine.index.child import ExtractChild
+
+        if self._child is None:
+            self._child = ExtractChild()
+            self._child.call(_die_with_parent, (os.getpid(),), None)
+        rows = (content_hash, *self.chunking) if content_hash and self.chunking else None
+        self._child_reading = (key[0], time.monotonic())
+        try:
+            answer: tuple[str, Any] = self._child.call(
+                _extract_in_worker, (*key, self.ocr, self.max_pages, rows), self.check
+            )
+            return answer
+        finally:
+            self._child_reading = None
 
     def _results(self, futures: list[Future]) -> list[Any]:
         """The answers of ``futures``, calling ``check`` every ``WAIT_TICK_S`` while any runs
@@ -616,6 +654,8 @@ class ExtractPool:
             if all(f.done() for f in futures) or not any(f.running() or f.done() for f in futures):
                 continue
             out.append((key[0], self._started.setdefault(key, now)))
+        if self._child_reading is not None:
+            out.append(self._child_reading)
         return out
 
     def _forget(self, key: _Key) -> None:
@@ -726,7 +766,10 @@ class ExtractPool:
         self.close()
 
     def close(self) -> None:
-        """End the workers (outcomes not asked for are dropped)."""
+        """End the workers and the extract child (outcomes not asked for are dropped)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.close()
         self._started.clear()
         executor, self._executor = self._executor, None
         self._inflight.clear()

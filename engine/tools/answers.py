@@ -18,7 +18,7 @@ from engine.errors import PathEscapeError
 from engine.values import Bbox, Chunk, Document, Region
 from engine.paths import document_path, resolve_inside
 from engine.search.query import form_found, forms_found, normalise_collection_path, other_forms
-from engine.index.runs import run_outcome
+from engine.index.runs import request_cancel, run_outcome
 from engine.search.searcher import SearchOutcome
 from engine.search.snippets import make_snippets, shown_terms
 from engine.service import Engine
@@ -602,6 +602,22 @@ def tool_list_documents(
             "nextOffset": end if end < len(docs) else None,
         }
     )
+    return out
+
+
+def tool_cancel_index(engine: Engine) -> E.CancelIndexResult:
+    """``cancel_index``: ask the active index run of this index to stop, whichever process
+    runs it (``engine.index.runs.request_cancel``): it abandons the files it is reading
+    within seconds, keeps what it committed and is recorded ``cancelled``."""
+    answer = request_cancel(engine.store)
+    out: E.CancelIndexResult = {
+        "requested": bool(answer["requested"]),
+        "status": str(answer["status"]),
+        "message": str(answer["message"]),
+    }
+    if answer.get("runId"):
+        out["runId"] = str(answer["runId"])
+        out["startedAt"] = str(answer.get("startedAt") or "")
     return out
 
 

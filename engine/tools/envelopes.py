@@ -34,6 +34,7 @@ __all__ = [
     "FailureFields",
     "EmbedFailedChunk",
     "Provenance",
+    "CancelIndexResult",
 ]
 
 
@@ -292,3 +293,12 @@ class IndexStatus(TypedDict):  # index_status
     message: NotRequired[str]
     embedFailures: NotRequired[list[EmbedFailedChunk]]  # chunks without a vector, with the reason
     readOnly: NotRequired[bool]  # true: the index was opened read-only (reads work, an index run is refused)
+
+
+class CancelIndexResult(TypedDict):  # cancel_index
+    requested: bool  # true: a running index run was asked to stop
+    status: str  # that run's status (running), the last run's (finished, cancelled, interrupted, ...), or none
+    message: str
+    runId: NotRequired[str]  # the run found (running or last)
+    startedAt: NotRequired[str]
+    error: NotRequired[str]  # index-unavailable: the request could not be written

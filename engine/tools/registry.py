@@ -47,6 +47,7 @@ from engine.tools.answers import (  # noqa: E402,F401  (re-exported: the registr
     LIST_LIMIT_DEFAULT,
     READ_LIMIT_DEFAULT,
     SCORE_DECIMALS,
+    tool_cancel_index,
     tool_get_chunk,
     tool_get_document,
     tool_index_status,
@@ -251,6 +252,15 @@ REGISTRY: dict[str, Tool] = {
             tool_index_status,
             E.IndexStatus,
         ),
+        Tool(
+            "cancel_index",
+            "Stop the index run that is active on this index, whichever process runs it: it abandons "
+            "the files it is reading within seconds, keeps what it committed, and is recorded cancelled. "
+            "Answers requested false (with the last run's status) when no run is active.",
+            _schema({}, []),
+            tool_cancel_index,
+            E.CancelIndexResult,
+        ),
     )
 }
 
@@ -382,6 +392,8 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str) -> dict[str
         return {"found": False, "documentPath": a["documentPath"], **fail}
     if name == "list_documents":
         return {"found": False, "collectionPath": a["collectionPath"], "offset": a.get("offset", 0), **fail}
+    if name == "cancel_index":
+        return {"requested": False, "status": "unknown", **fail}
     return {
         "collections": [],
         "documents": 0,
@@ -426,6 +438,7 @@ CLI_NAMES = {
     "get_document": "node",
     "list_documents": "documents",
     "index_status": "status",
+    "cancel_index": "cancel",
 }
 CLI_POSITIONAL = {
     "search": ["query"],
@@ -435,6 +448,7 @@ CLI_POSITIONAL = {
     "get_document": ["documentPath"],
     "list_documents": ["collectionPath"],
     "index_status": [],
+    "cancel_index": [],
 }
 
 
