@@ -143,6 +143,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         ix.add_argument("--collection", action="append", help="only this collection (repeatable)")
         ix.add_argument("--no-embed", action="store_true", help="store text and chunks only")
         ix.add_argument("--json", action="store_true", help="print the JSON summary")
+        ix.add_argument(
+            "-v",
+            "--verbose",
+            dest="list_all",
+            action="store_true",
+            help="list every failed, empty, skipped and stale file (default: a few examples per reason)",
+        )
     if command is None or command not in OWN_COMMANDS:
         _add_tools(sub, wanted)
     if wanted("mcp"):
@@ -565,7 +572,7 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         if args.json:
             _print(summary)
         else:
-            print(redact(_human_index(summary)))
+            print(redact(_human_index(summary, verbose=bool(args.list_all or args.verbose))))
         log.info("index took %.2f s", time.perf_counter() - t0)
         return exit_code(summary)
     # a tool subcommand

@@ -537,12 +537,13 @@ class ExtractPool:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def would_wait(self, path: str | os.PathLike[str], password: str | None = None) -> bool:
-        """True when ``extract(path, password)`` would block on a worker now (the
-        indexer commits what it holds meanwhile, so its writes overlap the reading)."""
+        """True when ``extract(path, password)`` would block on a worker or the extract
+        child now (the indexer commits what it holds meanwhile, so its writes overlap the
+        reading and a long read holds nothing back)."""
         key = (str(path), password)
         futures = self._inflight.get(key)
         if futures is None:  # read again alone after a crash: waits for the running tasks
-            return key in self._recovery.suspects and key in self._queued
+            return (key in self._recovery.suspects and key in self._queued) or self._for_child(key)
         return not all(f.done() for f in futures)
 
     def extract(

@@ -57,6 +57,7 @@ class RunProgress:
 
     def __init__(self, sink: Callable[[dict[str, Any]], None] | None = None):
         self._sink = sink
+        self._t0 = time.perf_counter()
         self.in_flight: InFlight = _none
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_started: dict[str, float] = {}
@@ -90,6 +91,7 @@ class RunProgress:
         out = dict(self._last)
         phase = str(out.get("phase") or "")
         now = time.monotonic()
+        out["elapsedS"] = round(time.perf_counter() - self._t0, 3)  # live, on a refresh too
         out["phases"] = {k: dict(v) for k, v in self._phases.items()}
         fraction = _fraction(self._phases.get(phase))
         out["fraction"] = fraction
