@@ -31,7 +31,6 @@ if _REPO not in sys.path:  # `streamlit run explorer/app.py` puts explorer/ firs
 
 import streamlit as st  # noqa: E402
 
-from engine.index.runs import roots_not_listed, unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
 from explorer import access, links, nav, run_views, state  # noqa: E402
 
@@ -93,10 +92,8 @@ def _sidebar_job() -> None:
         _sidebar_job_live()
     elif snap["status"] == "done" and snap.get("summary"):
         s = snap["summary"]
-        st.caption(
-            f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
-            f"{len(s.get('failed') or [])} failed{roots_not_listed(s)}, {s.get('seconds', 0)} s"
-        )
+        icon = ":material/cancel:" if s.get("status") in ("cancelled", "stopped") else ":material/task_alt:"
+        st.caption(f"{icon} Last run here {run_views.run_line(s)}")
 
 
 with st.sidebar:

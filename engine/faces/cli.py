@@ -300,10 +300,10 @@ def _err(message: Any) -> None:
 
 
 def _progress_printer():
-    """The CLI's progress of a run (``engine.faces.cli_views.progress_line``): one line
+    """The CLI's progress of a run (``engine.index.progress.progress_line``): one line
     redrawn in place on a terminal; on anything else plain lines, once the run is
     ``_PLAIN_AFTER_S`` old, at each phase and every ``_PLAIN_EVERY_S``."""
-    from engine.faces.cli_views import progress_line
+    from engine.index.progress import progress_line
 
     tty = sys.stderr.isatty()
     state = {"at": 0.0, "phase": ""}

@@ -2,65 +2,18 @@
 
 Owns: ``human_index`` (an index run's summary for people), ``human_status``
 (the ``index_status`` envelope for people), ``last_run_line``,
-``attention`` (the lines an operator must not miss) and ``progress_line``
-(a run's progress snapshot, ``engine.index.progress``, as one line). Plain functions of the
+``attention`` (the lines an operator must not miss); a run's progress line
+is ``engine.index.progress.progress_line``. Plain functions of the
 envelopes: no argparse, no store, no I/O; ``engine.faces.cli`` prints them.
 """
 
 from __future__ import annotations
 
 from engine.errors import WHO_FIXES
+from engine.index.progress import progress_line
 from engine.index.runs import roots_not_listed, unchanged_of
 
-__all__ = ["human_index", "human_status", "last_run_line", "attention", "progress_line"]
-
-
-def _mb(n: float) -> str:
-    return f"{n / 1e6:.1f} MB" if n < 1e9 else f"{n / 1e9:.2f} GB"
-
-
-def _duration(s: float) -> str:
-    s = int(round(s))
-    return (
-        f"{s} s" if s < 90 else f"{s // 60} min {s % 60:02d} s" if s < 5400 else f"{s // 3600} h {s // 60 % 60:02d} min"
-    )
-
-
-def progress_line(p: dict, bar_width: int = 0) -> str:
-    """A progress snapshot (``engine.index.progress``) as one line: the phase, a bar of
-    ``bar_width`` characters (0: none) weighted by bytes or chunks, its counts, the time
-    taken and left, and the files being read with how long each has taken."""
-    phase = str(p.get("phase") or "")
-    row = (p.get("phases") or {}).get(phase) or {}
-    fraction = p.get("fraction")
-    parts = [f"{phase:<7}"]
-    if bar_width:
-        filled = int(bar_width * (fraction or 0))
-        parts.append(f"[{'#' * filled}{'.' * (bar_width - filled)}]")
-    if fraction is not None:
-        parts.append(f"{fraction * 100:3.0f}%")
-    if phase == "walk":
-        parts.append(f"{p.get('done', 0)} found")
-    elif phase == "hash":
-        parts.append(
-            f"{row.get('files', p.get('done', 0))}/{p.get('total', 0)} files, {_mb(row.get('done', 0))} hashed"
-        )
-    elif phase == "extract":
-        parts.append(f"{p.get('done', 0)}/{p.get('total', 0)} files")
-        if row.get("bytesTotal"):
-            parts.append(f"{_mb(row.get('bytesDone', 0))} of {_mb(row['bytesTotal'])}")
-    elif phase == "embed":
-        parts.append(f"{p.get('done', 0)}/{p.get('total', 0)} chunks")
-    parts.append(f"{_duration(float(p.get('elapsedS') or 0))}")
-    if p.get("etaS") is not None:
-        parts.append(f"about {_duration(float(p['etaS']))} left")
-    line = " ".join(parts)
-    flight = p.get("inFlight") or []
-    if flight:
-        line += "; reading " + ", ".join(f"{f['file']} ({f['seconds']:.0f} s)" for f in flight[:3])
-        if len(flight) > 3:
-            line += f" and {len(flight) - 3} more"
-    return line
+__all__ = ["human_index", "human_status", "last_run_line", "attention"]
 
 
 #: Files named per reason code in ``human_index`` (``verbose``: every one).

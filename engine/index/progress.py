@@ -4,7 +4,8 @@ Owns: ``RunProgress``, which every pass of a run reports to (through
 ``RunContext.emit``) and which every face reads: the explorer's Rebuild page
 and sidebar (``explorer.jobs.IndexJob`` keeps its last snapshot), the CLI's
 progress bar or plain lines, and ``chunknav status`` of another process (the
-snapshot is saved in the running run record as ``progress``). Imports
+snapshot is saved in the running run record as ``progress``), and
+``progress_line``, the one line every face draws from a snapshot. Imports
 nothing from the engine; no face, no store.
 
 A snapshot (each event handed on) keeps the keys of a pass's own event
@@ -31,7 +32,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-__all__ = ["RunProgress", "ETA_AFTER_S", "ETA_AFTER_FRACTION", "PHASES"]
+__all__ = ["RunProgress", "progress_line", "ETA_AFTER_S", "ETA_AFTER_FRACTION", "PHASES"]
 
 #: The phases of a run, in order.
 PHASES = ("walk", "hash", "extract", "embed")
@@ -127,3 +128,51 @@ def _fraction(row: dict[str, Any] | None) -> float | None:
     if row.get("total"):
         return min(1.0, row["done"] / row["total"])
     return None
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB" if n < 1e9 else f"{n / 1e9:.2f} GB"
+
+
+def _duration(s: float) -> str:
+    s = int(round(s))
+    return (
+        f"{s} s" if s < 90 else f"{s // 60} min {s % 60:02d} s" if s < 5400 else f"{s // 3600} h {s // 60 % 60:02d} min"
+    )
+
+
+def progress_line(p: dict, bar_width: int = 0) -> str:
+    """A progress snapshot (``engine.index.progress``) as one line: the phase, a bar of
+    ``bar_width`` characters (0: none) weighted by bytes or chunks, its counts, the time
+    taken and left, and the files being read with how long each has taken."""
+    phase = str(p.get("phase") or "")
+    row = (p.get("phases") or {}).get(phase) or {}
+    fraction = p.get("fraction")
+    parts = [f"{phase:<7}"]
+    if bar_width:
+        filled = int(bar_width * (fraction or 0))
+        parts.append(f"[{'#' * filled}{'.' * (bar_width - filled)}]")
+    if fraction is not None:
+        parts.append(f"{fraction * 100:3.0f}%")
+    if phase == "walk":
+        parts.append(f"{p.get('done', 0)} found")
+    elif phase == "hash":
+        parts.append(
+            f"{row.get('files', p.get('done', 0))}/{p.get('total', 0)} files, {_mb(row.get('done', 0))} hashed"
+        )
+    elif phase == "extract":
+        parts.append(f"{p.get('done', 0)}/{p.get('total', 0)} files")
+        if row.get("bytesTotal"):
+            parts.append(f"{_mb(row.get('bytesDone', 0))} of {_mb(row['bytesTotal'])}")
+    elif phase == "embed":
+        parts.append(f"{p.get('done', 0)}/{p.get('total', 0)} chunks")
+    parts.append(f"{_duration(float(p.get('elapsedS') or 0))}")
+    if p.get("etaS") is not None:
+        parts.append(f"about {_duration(float(p['etaS']))} left")
+    line = " ".join(parts)
+    flight = p.get("inFlight") or []
+    if flight:
+        line += "; reading " + ", ".join(f"{f['file']} ({f['seconds']:.0f} s)" for f in flight[:3])
+        if len(flight) > 3:
+            line += f" and {len(flight) - 3} more"
+    return line

@@ -644,21 +644,26 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     per: dict[str, dict[str, int]] = {}
     failures: list[E.FailedFile] = []
     noted: list[E.NotedFile] = []
+    zero = {"documents": 0, "chunks": 0, "failed": 0, "indexed": 0, "empty": 0, "stale": 0}
     for d in docs:
-        p = per.setdefault(d.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
+        p = per.setdefault(d.collection_path, dict(zero))
         p["documents"] += 1
         p["chunks"] += d.chunk_count
         if d.status != "indexed":
             p["failed"] += d.status == "failed"
+            p["empty"] += d.status == "empty"
             failures.append(_failed_file(d, d.status, d.reason or ""))
-        elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            continue
+        p["indexed"] += 1
+        if (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            p["stale"] += 1
             stale = d.metadata["stale"]
             failures.append(_failed_file(d, "stale", f"{stale.get('code')}: {stale.get('reason', '')}"))
         elif d.metadata.get("notes"):
             noted.append(_noted_file(d))
     colls: list[E.CollectionStatus] = []
     for c in store.collections():
-        counts = per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
+        counts = per.get(c.collection_path, zero)
         entry: E.CollectionStatus = {
             "collectionPath": c.collection_path,
             "root": c.root,
@@ -668,6 +673,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         }
         if c.password_ref:
             entry["passwordRef"] = c.password_ref  # a reference, never the password
+        entry["indexed"], entry["empty"], entry["stale"] = counts["indexed"], counts["empty"], counts["stale"]
         colls.append(entry)
     notes: dict[str, dict[str, Any]] = store.embed_notes()  # embed pass: truncated / failed chunks per model
     vectors: list[E.ModelVectors] = []

@@ -234,6 +234,9 @@ class CollectionStatus(TypedDict):
     chunks: int
     failed: int
     passwordRef: NotRequired[str]  # env:NAME or file:/path the PDF password is read from; never the password
+    indexed: NotRequired[int]  # documents with text, searchable (stale ones included)
+    empty: NotRequired[int]  # documents without text (reason recorded)
+    stale: NotRequired[int]  # indexed documents kept while their file cannot be read (or changed)
 
 
 class ModelVectors(TypedDict):

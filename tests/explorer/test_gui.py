@@ -109,6 +109,8 @@ def test_status_shows_counts_provider_probe_and_collections(app, sample_engine):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["documents"] == str(direct["documents"]) and metrics["chunks"] == str(direct["chunks"])
     assert metrics["chunks lacking vectors"] == "0" and metrics["stale vectors"] == "0"
+    assert not at.success and any("Probe not run" in c.value for c in at.caption)  # no probe per render
+    at.button(key="status_probe").click().run()
     assert any("Probe ok" in s.value for s in at.success)
     assert "l2_supercat_256" in _texts(at.markdown)
     call, env = _panel(at, "index_status")
@@ -403,6 +405,7 @@ def test_provider_refusal_shows_its_own_callout(monkeypatch, sample_index, embed
     assert shown["searched"] is False and shown["error"] == code and "count" not in shown
     # the Status page shows the same classified failure for the probe
     at.switch_page(PAGE["status"]).run()
+    at.button(key="status_probe").click().run()
     assert any(code in c.value for c in getattr(at, kind)), _texts(getattr(at, kind))
 
 
@@ -579,7 +582,7 @@ def test_second_start_while_running_starts_nothing(small_index):
         eng.close()
 
 
-def test_cancel_button_stops_the_run_at_a_file_boundary(small_index):
+def test_cancel_button_stops_the_run_and_keeps_what_it_committed(small_index):
     """Cancel on the Rebuild page: the run ends cancelled, its counts shown, what it committed kept."""
     _settings, root = small_index
     for i in range(400):
@@ -599,9 +602,49 @@ def test_cancel_button_stops_the_run_at_a_file_boundary(small_index):
     heads = [m.value for m in at.markdown if m.value.startswith("**Run ")]
     assert heads and "Run cancelled" in heads[0], heads
     assert "Run **cancelled**" in _texts(at.caption)
-    assert any("committed is kept" in w.value for w in at.warning)
+    assert any("abandoned" in w.value and "committed" in w.value for w in at.warning)
     at.button(key="reindex").click().run()  # the next run carries on and finishes
     _wait_for_run(at)
+
+
+def test_cancel_button_stops_a_run_inside_an_ocr_job_within_seconds(small_index, monkeypatch):
+    """Cancel while a scan is OCR'd (seconds a page): the page names the file in flight, the run
+    ends cancelled within 3 s, the sidebar says so with its counts, the index stays intact."""
+    import pymupdf
+
+    from tests.index.test_cancel import LIMIT_S, _scan_pdf
+
+    settings, root = small_index
+    _scan_pdf(root / "scan.pdf")
+    monkeypatch.setenv("CHUNKNAV_OCR", "force")
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["rebuild"]).run()
+    at.button(key="rebuild").click().run()
+    deadline = time.time() + 120
+    while time.time() < deadline:  # the page names the scan in flight
+        at.run()
+        if any("Reading now" in c.value and "scan.pdf" in c.value for c in at.caption):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(_texts(at.caption))
+    asked = time.monotonic()
+    at.button(key="cancel").click().run()
+    from explorer import state
+
+    assert state.job().wait(LIMIT_S + 5)
+    took = time.monotonic() - asked
+    assert took < LIMIT_S, took
+    at.run()
+    heads = [m.value for m in at.markdown if m.value.startswith("**Run ")]
+    assert heads and "Run cancelled" in heads[0], heads
+    assert any("Last run here cancelled" in c.value for c in at.sidebar.caption), _texts(at.sidebar.caption)
+    eng = Engine(settings)
+    try:
+        assert eng.store.get_document("Small", "scan.pdf") is None and eng.store.last_run()["status"] == "cancelled"
+    finally:
+        eng.close()
+    assert pymupdf  # the scan was a real PDF
 
 
 def test_failed_files_listed_after_a_run(small_index):
