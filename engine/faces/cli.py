@@ -306,7 +306,7 @@ def _progress_printer():
     from engine.index.progress import progress_line
 
     tty = sys.stderr.isatty()
-    state = {"at": 0.0, "phase": ""}
+    state: dict[str, Any] = {"at": 0.0, "phase": ""}
 
     def show(ev: dict) -> None:
         phase = str(ev.get("phase") or "")
@@ -321,7 +321,7 @@ def _progress_printer():
         now = time.monotonic()
         if phase == "done" or float(ev.get("elapsedS") or 0) < _PLAIN_AFTER_S:
             return
-        if phase != state["phase"] or now - state["at"] >= _PLAIN_EVERY_S:
+        if phase != state["phase"] or now - float(state["at"]) >= _PLAIN_EVERY_S:
             state.update(at=now, phase=phase)
             sys.stderr.write(f"chunknav: {progress_line(ev)}\n")
             sys.stderr.flush()

@@ -627,7 +627,7 @@ class PostgresStore(StoreBase):
                 sql.SQL("SELECT id, summary FROM {}.runs ORDER BY id DESC LIMIT 1 FOR UPDATE").format(shared)
             ).fetchone()
             merged = merge_run(row["summary"], summary) if row else None
-            if merged is not None:
+            if merged is not None and row is not None:
                 conn.execute(
                     sql.SQL("UPDATE {}.runs SET saved_at = %s, summary = %s::jsonb WHERE id = %s").format(shared),
                     (time.time(), pg_jsonb(merged), row["id"]),
