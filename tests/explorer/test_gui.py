@@ -656,7 +656,8 @@ def test_failed_files_listed_after_a_run(small_index):
     _wait_for_run(at)
     assert any("Files not indexed (1)" in m.value for m in at.markdown)
     at.switch_page(PAGE["status"]).run()
-    assert any("Files not indexed (1)" in m.value for m in at.subheader)
+    assert any("Documents failed or without text (1)" in m.value for m in at.subheader)
+    assert not any("not indexed" in m.value for m in at.subheader)  # one name per class, no contradiction
 
 
 def test_add_and_remove_a_collection(small_index, tmp_path):
@@ -703,7 +704,7 @@ def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
     assert not at.exception, at.exception
     errors = [e.value for e in at.error if "cannot be listed" in e.value]
     assert len(errors) == 1 and "`Small`" in errors[0] and str(root) in errors[0] and "root-missing" in errors[0]
-    assert any("Files not indexed (2)" in m.value for m in at.subheader)
+    assert any("Indexed, kept while their file cannot be read (2)" in m.value for m in at.subheader)
     shown = "\n".join(t.value for t in at.markdown)
     assert "minimal\\-document\\.pdf" in shown and "root\\-missing" in shown  # Markdown-escaped cells
     # a run from the Rebuild page says the same, and so does the sidebar
