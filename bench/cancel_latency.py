@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/cancel_latency.py [--cancels 10] [--workers 0] [--seed 1]
 
-The corpus: 40 small text files, a 300-page PDF, a 4-page scan read with OCR
-forced (seconds a page) and 20 more text files; a real SQLite index, the
+The corpus: 40 small text files, a 300-page PDF, a 4-page scan (page images
+without a text layer, OCR'd: seconds a page) and 20 more text files; a real SQLite index, the
 engine's own cancel event set from another thread (what the explorer's
 button and the CLI's signal handler set). Each of ``--cancels`` runs is
 cancelled at a random moment in the first ``0.9 x`` the full run's time, and
@@ -48,12 +48,26 @@ def _pdf(path: Path, pages: int) -> None:
     doc.save(path)
 
 
+def _scan(path: Path, pages: int) -> None:
+    """A PDF of page images without a text layer: OCR'd with ``ocr=auto`` (seconds a page)."""
+    import pymupdf
+
+    src = Path(str(path) + ".src.pdf")
+    _pdf(src, pages)
+    text, scan = pymupdf.open(src), pymupdf.open()
+    for page in text:
+        pix = page.get_pixmap(dpi=150)
+        scan.new_page(width=page.rect.width, height=page.rect.height).insert_image(page.rect, pixmap=pix)
+    scan.save(path)
+    src.unlink()
+
+
 def corpus(root: Path) -> None:
     root.mkdir(parents=True)
     for i in range(40):
         (root / f"a{i:02d}.txt").write_text(f"small file {i} words " * 400, "utf-8")
     _pdf(root / "m-book.pdf", 300)
-    _pdf(root / "n-scan.pdf", 4)
+    _scan(root / "n-scan.pdf", 4)
     for i in range(20):
         (root / f"z{i:02d}.txt").write_text(f"small file after {i} " * 400, "utf-8")
 
@@ -61,7 +75,7 @@ def corpus(root: Path) -> None:
 def one_run(root: Path, workers: int, cancel_after: float | None) -> tuple[float, float | None, str]:
     """(run seconds, seconds from cancel to return or None, status) of one fresh index."""
     with tempfile.TemporaryDirectory() as d:
-        settings = Settings(db=os.path.join(d, "i.db"), ocr="force", embed_provider="none", extract_workers=workers)
+        settings = Settings(db=os.path.join(d, "i.db"), ocr="auto", embed_provider="none", extract_workers=workers)
         store = SqliteStore(settings.db)
         store.add_collection(Collection("C", str(root)))
         cancel = threading.Event()
