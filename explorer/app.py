@@ -9,7 +9,9 @@ state in ``st.query_params``.
 On a brand-new index (no collection and no index run recorded in it, and no
 collection seen by this process) the bundled sample corpus (``assets/samples``)
 is added as collection ``Samples`` and indexed in the background, with a
-progress bar in the sidebar (not in read-only mode). Once only: an index whose
+progress bar in the sidebar (not in read-only mode). The sidebar shows the
+run going on (of this process, or of another one from its run record) or the
+last run's status and counts. Once only: an index whose
 collections were removed keeps its run records, so they stay removed.
 
 Before any page runs (``explorer/access.py``): a non-loopback bind or client
@@ -94,6 +96,16 @@ def _sidebar_job() -> None:
         s = snap["summary"]
         icon = ":material/cancel:" if s.get("status") in ("cancelled", "stopped") else ":material/task_alt:"
         st.caption(f"{icon} Last run here {run_views.run_line(s)}")
+    else:  # a run of another process (the CLI), or the last one recorded: from its record
+        from engine.index.runs import run_outcome
+
+        run = run_outcome(state.engine().store.last_run())
+        if run is not None and run["status"] == "running" and run.get("progress"):
+            st.caption(":material/sync: An index run of another process is going on:")
+            run_views.job_progress({**run["progress"], "force": run.get("force")})
+        elif run is not None:
+            bad = run["status"] in ("cancelled", "stopped", "interrupted")
+            st.caption(f"{':material/cancel:' if bad else ':material/task_alt:'} Last run {run_views.run_line(run)}")
 
 
 with st.sidebar:

@@ -902,3 +902,16 @@ def test_source_says_when_the_last_run_could_not_read_the_file(monkeypatch, tmp_
     finally:
         restore_permissions(tmp_path)
         st.cache_resource.clear()
+
+
+def test_sidebar_names_a_run_of_another_process_cancelled_with_its_counts(small_index):
+    """A run the CLI cancelled (its record) is shown in the sidebar as cancelled, with its counts."""
+    from engine.index.runs import new_summary
+
+    settings, _root = small_index
+    eng = Engine(settings)
+    run = new_summary(False, ["Small"], "2026-01-01T00:00:00+00:00")
+    eng.store.save_run({**run, "status": "cancelled", "indexed": 1, "seconds": 2.5})
+    eng.close()
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    assert any("Last run cancelled: 1 indexed" in c.value for c in at.sidebar.caption), _texts(at.sidebar.caption)
