@@ -117,9 +117,10 @@ def human_status(st: dict) -> str:
     roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
     for c in st["collections"]:
         r = roots.get(c["collectionPath"])
+        classes = "".join(f", {c[k]} {k}" for k in ("empty", "stale") if c.get(k))
         out.append(
             f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
-            f"{c['failed']:>3} failed  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else "")
+            f"{c['failed']:>3} failed{classes}  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else "")
         )
     for v in st["vectors"]:
         line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
