@@ -368,9 +368,10 @@ class ExtractPool:
         self._order: dict[_Key, int] = {}  # the order the files will be asked (prefetch)
         self._recovery = Recovery()  # who is blamed when a worker dies (_crashed)
         self._seq = 0
-        #: Files extracted by a worker / in this process (for tests and the bench).
+        #: Files extracted by a worker / in this process / by the extract child (tests, bench).
         self.in_workers = 0
         self.here = 0
+        self.in_child = 0
         #: Called every ``WAIT_TICK_S`` while waiting on a worker (the run's cancel check); None: wait.
         self.check: Callable[[], None] | None = None
         self._started: dict[_Key, float] = {}  # first seen running in a worker (time.monotonic)
@@ -583,6 +584,13 @@ class ExtractPool:
                 self.here += 1
                 return _extract_here(path, password, self.ocr, self.max_pages)
             kind, value = self._in_child(key, content_hash)
+            if kind in ("ok", "error"):
+                self.in_child += 1
+                if kind == "error":
+                    raise value
+                if getattr(value, "content_hash", content_hash) == content_hash:
+                    return value
+                kind = "bug"  # rows built for other bytes: read again here
         else:
             try:
                 answers = self._results(futures)
