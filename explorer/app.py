@@ -9,7 +9,9 @@ state in ``st.query_params``.
 On a brand-new index (no collection and no index run recorded in it, and no
 collection seen by this process) the bundled sample corpus (``assets/samples``)
 is added as collection ``Samples`` and indexed in the background, with a
-progress bar in the sidebar (not in read-only mode). Once only: an index whose
+progress bar in the sidebar (not in read-only mode). The sidebar shows the
+run going on (of this process, or of another one from its run record) or the
+last run's status and counts. Once only: an index whose
 collections were removed keeps its run records, so they stay removed.
 
 Before any page runs (``explorer/access.py``): a non-loopback bind or client
@@ -31,7 +33,6 @@ if _REPO not in sys.path:  # `streamlit run explorer/app.py` puts explorer/ firs
 
 import streamlit as st  # noqa: E402
 
-from engine.index.runs import roots_not_listed, unchanged_of  # noqa: E402
 from engine.secrets import install_log_redaction  # noqa: E402
 from explorer import access, links, nav, run_views, state, widgets  # noqa: E402
 
@@ -95,10 +96,18 @@ def _sidebar_job() -> None:
         _sidebar_job_live()
     elif snap["status"] == "done" and snap.get("summary"):
         s = snap["summary"]
-        st.caption(
-            f"Last run here: {s.get('indexed', 0)} indexed, {unchanged_of(s)} unchanged, "
-            f"{len(s.get('failed') or [])} failed{roots_not_listed(s)}, {s.get('seconds', 0)} s"
-        )
+        icon = ":material/cancel:" if s.get("status") in ("cancelled", "stopped") else ":material/task_alt:"
+        st.caption(f"{icon} Last run here {run_views.run_line(s)}")
+    else:  # a run of another process (the CLI), or the last one recorded: from its record
+        from engine.index.runs import run_outcome
+
+        run = run_outcome(state.engine().store.last_run())
+        if run is not None and run["status"] == "running" and run.get("progress"):
+            st.caption(":material/sync: An index run of another process is going on:")
+            run_views.job_progress({**run["progress"], "force": run.get("force")})
+        elif run is not None:
+            bad = run["status"] in ("cancelled", "stopped", "interrupted")
+            st.caption(f"{':material/cancel:' if bad else ':material/task_alt:'} Last run {run_views.run_line(run)}")
 
 
 with st.sidebar:

@@ -5,8 +5,9 @@ Owns: ``IndexJob``, the one in-process index run of an Engine (kept in
 page from another thread, so the thread only writes a progress snapshot here
 and the pages poll it (``st.fragment(run_every=...)``). A second start while
 a run is active is refused (``start`` returns False); a run held by another
-process (the CLI) ends as ``index-busy``. ``cancel`` asks the run to stop at
-the next file boundary (it ends ``done`` with a ``cancelled`` summary).
+process (the CLI) ends as ``index-busy``. ``cancel`` asks the run to stop: it
+abandons the files being read within seconds (it ends ``done`` with a
+``cancelled`` summary).
 Imports no Streamlit.
 """
 
@@ -41,7 +42,8 @@ class IndexJob:
         ``force``, ``phase`` (walk | hash | extract | embed), ``done``/``total``
         (files found while walking, total 0; files hashed, with
         ``bytesHashed``; files while extracting; chunks while embedding),
-        ``file``, ``cancelRequested``, ``startedAt`` (epoch s),
+        ``file``, and from ``engine.index.progress`` ``phases``, ``fraction``,
+        ``inFlight`` and ``etaS``; ``cancelRequested``, ``startedAt`` (epoch s),
         ``elapsedS``, and at the end ``summary`` or ``error``/``message``."""
         with self._lock:
             out = dict(self._state)
@@ -78,8 +80,8 @@ class IndexJob:
         return True
 
     def cancel(self) -> bool:
-        """Ask the active run to stop at the next file boundary (what it
-        committed stays; its summary says ``cancelled``).
+        """Ask the active run to stop within seconds, abandoning the files being read (what
+        it committed stays; its summary says ``cancelled``).
 
         Returns:
             True when a run was active and is now asked to stop.
@@ -100,8 +102,10 @@ class IndexJob:
         return True
 
     def _progress(self, event: dict[str, Any]) -> None:
+        """Keep the run's progress snapshot (``engine.index.progress``: the one progress the
+        Rebuild page, the sidebar and ``chunknav status`` show)."""
         with self._lock:
-            for k in ("phase", "done", "total", "file", "bytesHashed"):
+            for k in ("phase", "done", "total", "file", "bytesHashed", "phases", "fraction", "inFlight", "etaS"):
                 if k in event:
                     self._state[k] = event[k]
 

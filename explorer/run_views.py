@@ -17,26 +17,39 @@ from engine.index.runs import unchanged_of
 from explorer.table import table
 from explorer.widgets import failure_callout
 
-__all__ = ["job_progress", "run_summary", "root_errors", "provider_view", "status_view"]
+__all__ = ["job_progress", "run_line", "run_summary", "root_errors", "provider_view", "status_view"]
 
 
 # -- index runs --------------------------------------------------------------------
 def job_progress(snap: dict[str, Any]) -> None:
-    """Live progress of a running index job: files done/total, current file, elapsed."""
-    total = int(snap.get("total") or 0)
-    done = int(snap.get("done") or 0)
+    """Live progress of a running index job (``engine.index.progress``): the phase and its
+    counts, a bar weighted by bytes (chunks while embedding), time taken and left, and the
+    files being read with how long each has taken."""
+    from engine.index.progress import progress_line
+
     phase = snap.get("phase") or "start"
-    unit = {"embed": "chunks embedded", "walk": "files found", "hash": "files hashed"}.get(phase, "files")
-    frac = min(1.0, done / total) if total else 0.0
+    fraction = snap.get("fraction")
     what = "Rebuild (forced)" if snap.get("force") else "Re-index (hash-gated)"
-    count = f"{done}/{total}" if total else f"{done}"
-    if snap.get("bytesHashed") and phase == "hash":
-        count += f" ({snap['bytesHashed'] / 1e6:.1f} MB hashed)"
     if snap.get("cancelRequested"):
-        what += " · cancelling at the next file boundary"
-    st.progress(frac, text=f"{what}: {phase} · {count} {unit} · {snap.get('elapsedS', 0):.1f} s")
-    if snap.get("file"):
-        st.caption(f"Current file: `{snap['file']}`")
+        what += " · cancelling: the files being read are abandoned"
+    line = progress_line({**snap, "inFlight": []}) if phase != "start" else "starting"
+    st.progress(float(fraction or 0.0), text=f"{what}: {line}")
+    flight = snap.get("inFlight") or []
+    if flight:
+        st.caption("Reading now: " + ", ".join(f"`{f['file']}` ({f['seconds']:.0f} s)" for f in flight[:4]))
+
+
+def run_line(summary: dict[str, Any]) -> str:
+    """One line for a run: its status (``cancelled`` and ``stopped`` said as such) and counts."""
+    from engine.index.runs import roots_not_listed
+
+    kept = len(summary.get("failedKept") or [])
+    return (
+        f"{summary.get('status', 'finished')}: {summary.get('indexed', 0)} indexed, {unchanged_of(summary)} unchanged, "
+        f"{len(summary.get('failed') or [])} failed"
+        + (f" (+{kept} kept from earlier runs)" if kept else "")
+        + f"{roots_not_listed(summary)}, {summary.get('seconds', 0)} s"
+    )
 
 
 def run_summary(summary: dict[str, Any], heading: str = "Summary", roots: bool = True) -> None:
@@ -116,6 +129,25 @@ def root_errors(summary: dict[str, Any] | None) -> None:
 
 
 # -- status --------------------------------------------------------------------------
+def _collection_rows(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per collection: its documents by class, and the files the last run skipped
+    in it, by reason code (``"3 unsupported-type, 1 too-large"``)."""
+    skipped: dict[str, dict[str, int]] = {}
+    for f in (status.get("lastRun") or {}).get("skippedFiles") or []:
+        codes = skipped.setdefault(f["collectionPath"], {})
+        codes[f.get("code") or "no-code"] = codes.get(f.get("code") or "no-code", 0) + 1
+    rows = []
+    for c in status["collections"]:
+        codes = skipped.get(c["collectionPath"], {})
+        rows.append(
+            {
+                **c,
+                "skipped": ", ".join(f"{n} {code}" for code, n in sorted(codes.items(), key=lambda kv: -kv[1])) or "0",
+            }
+        )
+    return rows
+
+
 def provider_view(provider: dict[str, Any]) -> None:
     """The embedding provider with model, dimension, endpoint and the probe's result."""
     line = (
@@ -126,14 +158,18 @@ def provider_view(provider: dict[str, Any]) -> None:
         line += f" · endpoint `{provider['endpoint']}`"
     st.markdown(line)
     probe = provider.get("probe")
+    age = provider.get("probeAgeS")
     if probe is None:
-        st.caption("Probe not run.")
-    elif probe.get("ok"):
+        st.caption("Probe not run: it embeds a test string on demand (the button above), not on every view.")
+        return
+    if probe.get("ok"):
         st.success(
             f"Probe ok: embedded a test string in {probe.get('seconds', 0):.3f} s.", icon=":material/check_circle:"
         )
     else:
         failure_callout(probe)
+    if age is not None:
+        st.caption(f"Probe result from {age} s ago; probe again for a fresh answer.")
 
 
 def status_view(status: dict[str, Any]) -> None:
@@ -157,7 +193,11 @@ def status_view(status: dict[str, Any]) -> None:
     st.subheader("Collections")
     root_errors(status.get("lastRun"))
     if status["collections"]:
-        table(status["collections"], columns=["collectionPath", "root", "documents", "chunks", "failed"])
+        table(
+            _collection_rows(status),
+            columns=["collectionPath", "documents", "chunks", "indexed", "failed", "empty", "stale", "skipped", "root"],
+            labels={"stale": "stale, kept", "skipped": "skipped at the last run"},
+        )
     else:
         st.info("No collection yet: add one on the Rebuild page.")
     st.subheader("Vectors per model")
@@ -168,11 +208,17 @@ def status_view(status: dict[str, Any]) -> None:
     if status.get("embedFailures"):
         st.markdown(f"**Chunks the embedding pass could not embed ({len(status['embedFailures'])})**")
         table(status["embedFailures"], columns=["model", "collectionPath", "filePath", "chunkIndex", "error", "reason"])
-    st.subheader(f"Files not indexed ({len(status['failures'])})")
-    if status["failures"]:
-        table(status["failures"], columns=["status", "collectionPath", "filePath", "reason"])
+    bad = [f for f in status["failures"] if f["status"] != "stale"]
+    kept = [f for f in status["failures"] if f["status"] == "stale"]
+    st.subheader(f"Documents failed or without text ({len(bad)})")
+    if bad:
+        table(bad, columns=["status", "collectionPath", "filePath", "reason"])
     else:
-        st.caption("None: every file was indexed.")
+        st.caption("None failed or came out empty. Files the last run skipped are counted per collection above.")
+    if kept:
+        st.subheader(f"Indexed, kept while their file cannot be read ({len(kept)})")
+        st.caption("Still searchable: the text and chunks from the last read are kept and marked stale.")
+        table(kept, columns=["collectionPath", "filePath", "reason"])
     noted = status.get("notes") or []
     if noted:
         st.subheader(f"Indexed with notes ({len(noted)})")

@@ -5,8 +5,8 @@ existing collection path and every removal ask for confirmation, naming what
 is dropped; both are refused while a run is active). Hidden in read-only mode.
 
 The run is ``Engine.run_index`` in a background thread (``explorer/jobs.py``);
-a click while a run is active starts nothing. Cancel stops the run at the
-next file boundary; what it committed stays.
+a click while a run is active starts nothing. Cancel stops the run within
+seconds, abandoning the files being read; what it committed stays.
 """
 
 import streamlit as st
@@ -45,10 +45,10 @@ if c.button(
     icon=":material/stop_circle:",
     key="cancel",
     disabled=not job.running(),
-    help="stop the active run at the next file boundary; what it committed stays",
+    help="stop the active run within seconds: the files being read are abandoned, what it committed stays",
 ):
     if job.cancel():
-        st.toast("Cancelling: the run stops at the next file boundary.")
+        st.toast("Cancelling: the files being read are abandoned; what is committed stays.")
 preview = st.toggle(
     "Preview",
     key="preview",

@@ -1,8 +1,12 @@
 """Status: what is indexed, what failed and why, and whether the provider answers.
 
-Tools: ``index_status`` (with the provider probe), and ``coverage`` per
-collection and file type on request.
+Tools: ``index_status``, and ``coverage`` per collection and file type on
+request. The provider probe (an embedding call) runs on demand, not on every
+render: its last answer is kept in the session and shown with its age.
 """
+
+import time
+
 
 import streamlit as st
 
@@ -10,15 +14,20 @@ from explorer import run_views, widgets
 from explorer.table import table
 
 st.title("Status")
-probe = st.toggle(
+probe = st.button(
     "Probe the embedding provider",
-    value=True,
+    icon=":material/network_check:",
     key="status_probe",
     help="embeds a fixed string to check the provider answers with the expected dimension",
 )
 status = widgets.run_tool("index_status", {"probe": probe}, panel=False)
 
 if status is not None:
+    if probe and "probe" in status["provider"]:
+        st.session_state["status_probe_result"] = (status["provider"]["probe"], time.time())
+    elif "status_probe_result" in st.session_state:  # the last probe, with its age
+        result, at = st.session_state["status_probe_result"]
+        status["provider"] = {**status["provider"], "probe": result, "probeAgeS": round(time.time() - at)}
     run_views.status_view(status)
     widgets.tool_call_panel("index_status", {"probe": probe}, status)
 

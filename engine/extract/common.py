@@ -4,15 +4,20 @@ Owns: ``PAGE_SEPARATOR``, ``BLOCK_SEPARATOR``, ``LINE_SEPARATOR``,
 ``WORD_SEPARATOR`` (the layout rules in ``engine.extract``'s docstring),
 ``PAGE_FORMATS`` (the paged formats besides PDF), ``words_of``
 (whitespace-separated spans without page or box, for formats that carry no
-geometry) and ``gc_paused``. Imports ``engine.values`` only.
+geometry), ``gc_paused``, and the stop point of a long read (``checkpoint``,
+``interruptible``: a reader calls ``checkpoint`` between pages; the indexer,
+reading in its own process, passes a check that raises once the run is
+cancelled). Imports ``engine.values`` only.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,6 +35,8 @@ __all__ = [
     "gc_paused",
     "place_headings",
     "markdown_headings",
+    "checkpoint",
+    "interruptible",
 ]
 
 PAGE_SEPARATOR = "\f"
@@ -150,3 +157,27 @@ def markdown_headings(text: str) -> list[list[Any]]:
         if outside(m.start()) and not m.group(1).lstrip().startswith(("#", "-", "*", "|", ">"))
     ]
     return sorted(r for r in rows if r[2])
+
+
+_checks = threading.local()  # this thread's check while a read is interruptible
+
+
+@contextmanager
+def interruptible(check: Callable[[], None]) -> Iterator[None]:
+    """Within the block, ``checkpoint`` in this thread calls ``check`` (which raises to
+    abandon the read: the indexer's cancel). Only in this process: a worker forked
+    meanwhile never calls it."""
+    before = getattr(_checks, "check", None)
+    _checks.check = (os.getpid(), check)
+    try:
+        yield
+    finally:
+        _checks.check = before
+
+
+def checkpoint() -> None:
+    """Where a long read may stop: between pages. Calls the check of ``interruptible``
+    (nothing outside it); whatever it raises ends the read."""
+    held = getattr(_checks, "check", None)
+    if held is not None and held[0] == os.getpid():
+        held[1]()

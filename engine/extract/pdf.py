@@ -27,6 +27,7 @@ from engine.extract.common import (
     PAGE_FORMATS,
     PAGE_SEPARATOR,
     WORD_SEPARATOR,
+    checkpoint,
     gc_paused,
     place_headings,
 )
@@ -380,6 +381,7 @@ def _read_pdf(
         ocr_note: str | None = None
         ocr_checked = False
         for pno in range(first, stop):
+            checkpoint()  # a cancelled run stops here, between pages
             number = pno + 1
             try:
                 page = doc[pno]

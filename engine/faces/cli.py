@@ -62,6 +62,7 @@ CLI_ALIASES = {
     "index_status": ["index-status"],
     "list_documents": ["list-documents"],
     "plan_index": ["plan-index"],
+    "cancel_index": ["cancel-index"],
 }
 #: The subcommands that are not registry tools (every other subcommand is one, or an alias of one).
 OWN_COMMANDS = ("collections", "index", "mcp", "gui", "migrate", "settings", "vectors", "export", "import", "eval")
@@ -154,6 +155,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             action="store_true",
             default=None,
             help="keep documents whose file is gone, marked missing (setting keep_missing, CHUNKNAV_KEEP_MISSING)",
+        )
+        ix.add_argument(
+            "-v",
+            "--verbose",
+            dest="list_all",
+            action="store_true",
+            help="list every failed, empty, skipped and stale file (default: a few examples per reason)",
         )
     if command is None or command not in OWN_COMMANDS:
         _add_tools(sub, wanted)
@@ -412,27 +420,39 @@ def _err(message: Any) -> None:
 
 
 def _progress_printer():
-    if not sys.stderr.isatty():
-        return None
+    """The CLI's progress of a run (``engine.index.progress.progress_line``): one line
+    redrawn in place on a terminal; on anything else plain lines, once the run is
+    ``_PLAIN_AFTER_S`` old, at each phase and every ``_PLAIN_EVERY_S``."""
+    from engine.index.progress import progress_line
+
+    tty = sys.stderr.isatty()
+    state: dict[str, Any] = {"at": 0.0, "phase": ""}
 
     def show(ev: dict) -> None:
-        total = max(1, ev.get("total") or 1)
-        done = ev.get("done", 0)
-        width = 30
-        filled = int(width * done / total)
-        count = f"{done}/{ev.get('total', 0)}" if ev.get("total") else f"{done} found"
-        if ev.get("bytesHashed"):
-            count += f" {ev['bytesHashed'] / 1e6:.0f} MB hashed"
-        line = (
-            f"\r{ev.get('phase', ''):<7} [{'#' * filled}{'.' * (width - filled)}] "
-            f"{count} {ev.get('elapsedS', 0):.1f}s {str(ev.get('file', ''))[-40:]:<40}"
-        )
-        sys.stderr.write(line)
-        if ev.get("phase") == "done":
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        phase = str(ev.get("phase") or "")
+        if tty:
+            import shutil
+
+            width = shutil.get_terminal_size((100, 20)).columns - 1
+            line = progress_line(ev, bar_width=20)[:width]
+            sys.stderr.write("\r" + line.ljust(width) + ("\n" if phase == "done" else ""))
+            sys.stderr.flush()
+            return
+        now = time.monotonic()
+        if phase == "done" or float(ev.get("elapsedS") or 0) < _PLAIN_AFTER_S:
+            return
+        if phase != state["phase"] or now - float(state["at"]) >= _PLAIN_EVERY_S:
+            state.update(at=now, phase=phase)
+            sys.stderr.write(f"chunknav: {progress_line(ev)}\n")
+            sys.stderr.flush()
 
     return show
+
+
+#: A run younger than this prints no plain progress line (a quick run stays quiet).
+_PLAIN_AFTER_S = 2.0
+#: Seconds between two plain progress lines of one phase.
+_PLAIN_EVERY_S = 2.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -706,7 +726,7 @@ def _run(args: argparse.Namespace, engine: Engine) -> int:
         elif summary.get("status") == "stopped" and (summary.get("error") or {}).get("error") in STORE_FAULTS:
             _err(fault_line(summary["error"]))  # disk full, database lost, lock held too long: one line
         else:
-            print(redact(_human_index(summary)))
+            print(redact(_human_index(summary, verbose=bool(args.list_all or args.verbose))))
         log.info("index took %.2f s", time.perf_counter() - t0)
         return exit_code(summary)
     # a tool subcommand
@@ -761,8 +781,9 @@ def _archive(args: argparse.Namespace, engine: Engine) -> int:
 
 @contextlib.contextmanager
 def _cancel_on_signals():
-    """An Event set by the first Ctrl-C (SIGINT) or SIGTERM: the run stops at
-    the next file boundary. A second Ctrl-C interrupts at once."""
+    """An Event set by the first Ctrl-C (SIGINT) or SIGTERM: the run stops within
+    seconds, abandoning the files being read (what it committed stays). A second
+    Ctrl-C interrupts at once."""
     cancel = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield cancel
@@ -773,8 +794,8 @@ def _cancel_on_signals():
             raise KeyboardInterrupt
         cancel.set()
         sys.stderr.write(
-            f"\nchunknav: {signal.Signals(signum).name}: stopping at the next file boundary "
-            "(Ctrl-C again to abort now)\n"
+            f"\nchunknav: {signal.Signals(signum).name}: stopping: the files being read are abandoned, "
+            "what is committed stays (Ctrl-C again to abort now)\n"
         )
 
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}

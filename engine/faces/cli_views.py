@@ -5,13 +5,15 @@ dry run's ``IndexPlan``), ``human_coverage`` (the ``coverage`` envelope as a
 table), ``human_status``
 (the ``index_status`` envelope for people), ``last_run_line`` and
 ``attention`` (the lines an operator must not miss), ``human_eval`` (an
-evaluation run's table) and ``human_compare`` (two runs compared). Plain functions of the
+evaluation run's table) and ``human_compare`` (two runs compared); a run's progress
+line is ``engine.index.progress.progress_line``. Plain functions of the
 envelopes: no argparse, no store, no I/O; ``engine.faces.cli`` prints them.
 """
 
 from __future__ import annotations
 
 from engine.errors import WHO_FIXES
+from engine.index.progress import progress_line
 from engine.index.runs import roots_not_listed, unchanged_of
 
 __all__ = [
@@ -41,15 +43,23 @@ def fault_line(error: dict) -> str:
     )
 
 
-def human_index(s: dict) -> str:
-    """An index run's summary (``engine.index.runs``) as lines for people: the counts, each failed,
-    empty, skipped and stale file with its reason, and what stopped the run or its embedding."""
+#: Files named per reason code in ``human_index`` (``verbose``: every one).
+EXAMPLES_PER_REASON = 3
+
+
+def human_index(s: dict, verbose: bool = False) -> str:
+    """An index run's summary (``engine.index.runs``) as lines for people: the counts, then
+    per class (failed, kept failed from earlier runs, empty, skipped, stale) one line per
+    reason code with its count and ``EXAMPLES_PER_REASON`` files (``verbose``: every file),
+    and what stopped the run or its embedding."""
     counts = s.get("counts") or {}
+    kept = s.get("failedKept") or []
     lines = [
         f"{'Rebuild' if s.get('force') else 'Index'} {s.get('status', 'finished')} in {s.get('seconds', 0):.2f} s: "
         f"{s.get('filesSeen', 0)} entries seen, {s.get('indexed', 0)} indexed, "
-        f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed, "
-        f"{counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
+        f"{unchanged_of(s)} unchanged, {len(s.get('failed', []))} failed"
+        + (f" ({len(kept)} more failed, kept from earlier runs)" if kept else "")
+        + f", {counts.get('skipped', len(s.get('skippedFiles', [])))} skipped, "
         f"{len(s.get('empty', []))} empty, {counts.get('stale', 0)} kept stale, {s.get('removed', 0)} removed"
         + roots_not_listed(s)
         + (f", {counts['renamed']} renamed" if counts.get("renamed") else "")
@@ -65,14 +75,15 @@ def human_index(s: dict) -> str:
 
     for r in s.get("rootErrors") or []:
         lines.append(f"  root    {r['collectionPath']} <- {r['root']}: {why(r)}")
-    for f in s.get("failed", []):
-        lines.append(f"  failed  {f['collectionPath']}/{f['filePath']}: {why(f)}")
-    for f in s.get("empty", []):
-        lines.append(f"  empty   {f['collectionPath']}/{f['filePath']}: {f['reason']}")
-    for f in s.get("skippedFiles", s.get("unsupported", [])):
-        lines.append(f"  skipped {f['collectionPath']}/{f['filePath']}: {why(f)}")
-    for f in s.get("stale", []):
-        lines.append(f"  stale   {f['collectionPath']}/{f['filePath']}: {why(f)} (chunks kept)")
+    classes = (
+        ("failed", s.get("failed", []), ""),
+        ("failed", kept, " (kept from earlier runs: unchanged, still failing)"),
+        ("empty", s.get("empty", []), ""),
+        ("skipped", s.get("skippedFiles", s.get("unsupported", [])), ""),
+        ("stale", s.get("stale", []), " (chunks kept)"),
+    )
+    for label, files, note in classes:
+        lines += _by_reason(label, files, note, verbose, why)
     for f in s.get("renamed") or []:
         lines.append(f"  renamed {f['collectionPath']}/{f['from']} -> {f['to']} (chunks and vectors kept)")
     for f in s.get("missing") or []:
@@ -81,7 +92,9 @@ def human_index(s: dict) -> str:
         lines.append(f"run stopped: {s['error'].get('error')}: {s['error'].get('message')}")
         lines.append(f"  who can fix it: {WHO_FIXES.get(s['error'].get('error', ''), 'the operator')}")
     if s.get("status") == "cancelled":
-        lines.append("run cancelled at a file boundary: everything above is committed; run again to finish")
+        lines.append(
+            "run cancelled: the files being read were abandoned; everything above is committed; run again to finish"
+        )
     elif s.get("cancelRequested"):
         lines.append(f"note: {s.get('message')}")
     err = s.get("embedError")
@@ -91,7 +104,27 @@ def human_index(s: dict) -> str:
             + (f" (stored {err['storedDim']}-d, server {err['serverDim']}-d)" if "storedDim" in err else "")
         )
         lines.append(f"  who can fix it: {err.get('whoFixes') or WHO_FIXES.get(err.get('error', ''), 'the operator')}")
+    if not verbose and any(len(files) > EXAMPLES_PER_REASON for _l, files, _n in classes):
+        lines.append("every file: chunknav index -v (or --json)")
     return "\n".join(lines)
+
+
+def _by_reason(label: str, files: list[dict], note: str, verbose: bool, why) -> list[str]:
+    """Lines of one class of files: every file (``verbose``), else per reason code its count
+    and the first ``EXAMPLES_PER_REASON`` files."""
+    if verbose:
+        return [f"  {label:<7} {f['collectionPath']}/{f['filePath']}: {why(f)}{note}" for f in files]
+    groups: dict[str, list[dict]] = {}
+    for f in files:
+        groups.setdefault(f.get("code") or "no-code", []).append(f)
+    out = []
+    for code, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(f"{f['collectionPath']}/{f['filePath']}" for f in group[:EXAMPLES_PER_REASON])
+        more = f" and {len(group) - EXAMPLES_PER_REASON} more" if len(group) > EXAMPLES_PER_REASON else ""
+        out.append(f"  {label:<7} {len(group):>5} {code}{note}: {shown}{more}")
+        if len(group) == 1 and group[0].get("reason"):
+            out[-1] += f" ({why(group[0])})"
+    return out
 
 
 def human_status(st: dict) -> str:
@@ -118,9 +151,10 @@ def human_status(st: dict) -> str:
     roots = {r["collectionPath"]: r for r in (st.get("lastRun") or {}).get("rootErrors") or []}
     for c in st["collections"]:
         r = roots.get(c["collectionPath"])
+        classes = "".join(f", {c[k]} {k}" for k in ("empty", "stale") if c.get(k))
         out.append(
             f"  {c['collectionPath']:<24} {c['documents']:>5} docs {c['chunks']:>7} chunks "
-            f"{c['failed']:>3} failed  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else "")
+            f"{c['failed']:>3} failed{classes}  <- {c['root']}" + (f"  ({r['code']} at the last run)" if r else "")
         )
     for v in st["vectors"]:
         line = f"  vectors {v['model']} (dim {v['dim']}): {v['vectors']}, missing {v['missing']}, stale {v['stale']}"
@@ -170,11 +204,14 @@ def last_run_line(run: dict) -> str:
     else:
         outcome = "finished with failures" if c["failed"] or run.get("rootErrors") else "finished"
     when = f"at {run['finishedAt']}" if run.get("finishedAt") else f"started {run.get('startedAt', '?')}"
+    if status == "running":
+        outcome = "running (counts so far)"
     return (
         f"last run: {outcome} {when}{' (rebuild)' if run.get('force') else ''}: "
         + ", ".join(
             f"{c.get(k, 0)} {k}" for k in ("indexed", "unchanged", "empty", "failed", "skipped", "stale", "removed")
         )
+        + (f" ({len(run['failedKept'])} more failed, kept from earlier runs)" if run.get("failedKept") else "")
         + f", {run.get('embedded', 0)} vectors embedded"
         + roots_not_listed(run)
     )
@@ -189,6 +226,8 @@ def attention(st: dict) -> list[str]:
         out.append("last run: none yet (chunknav index)")
     else:
         out.append(last_run_line(run))
+        if run.get("status") == "running" and run.get("progress"):
+            out.append(f"  now: {progress_line(run['progress'])}")
         if run.get("message"):
             out.append(f"  {run['message']}")
         if run.get("error"):  # what stopped it (disk full, database lost, lock held too long)
@@ -202,11 +241,12 @@ def attention(st: dict) -> list[str]:
                 f"  who can fix it: {err.get('whoFixes') or WHO_FIXES.get(err.get('error', ''), 'the operator')}; "
                 f"keyword search works meanwhile, the next run embeds what is missing"
             )
+    running = (run or {}).get("status") == "running"
     for v in st["vectors"]:
         if v.get("missing"):
             out.append(
                 f"attention: model {v['model']} has {v['missing']} chunks without vectors "
-                f"(run chunknav index to embed them)"
+                + ("(the index run going on now embeds them)" if running else "(run chunknav index to embed them)")
             )
     # truncated chunks: wherever the embedding pass reports them (per model, in the status, in the run)
     in_run = (run or {}).get("truncated") or 0
@@ -222,7 +262,10 @@ def attention(st: dict) -> list[str]:
         out.append(f"attention: {len(stale)} stale files (changed or unreadable since indexing)")
     model = st["provider"].get("model")
     if st["chunks"] and model and not any(v["model"] == model for v in st["vectors"]):
-        out.append(f"attention: the configured model {model} has no vectors yet ({st['chunks']} chunks lack them)")
+        out.append(
+            f"attention: the configured model {model} has no vectors yet ({st['chunks']} chunks lack them"
+            + ("; the index run going on now embeds them)" if running else ")")
+        )
     return out
 
 

@@ -5,8 +5,15 @@ Owns: ``RunContext``, handed by ``engine.index.indexer.Indexer`` to each pass
 ``engine.index.embed_pass.EmbedPass``): the cancel check at a file boundary,
 store writes retried while the writer lock is busy, the count of each file
 outcome in the summary, progress events, and the stale mark a stored
-document carries while its file cannot be read. Imports ``engine.errors``,
-``engine.values`` and ``engine.config`` only; no face, no extractor.
+document carries while its file cannot be read. Cancel comes from the run's
+own event (a face in this process) or from a request written into the
+running run record by another process (``engine.index.runs.request_cancel``:
+the ``cancel_index`` tool), read at most every ``POLL_S``; ``tick`` is the
+check a long wait or a long read calls (a worker's file, a PDF's pages), and
+it also saves the run's progress into its record every ``SAVE_PROGRESS_S``
+(what ``chunknav status`` of another process shows). Imports
+``engine.errors``, ``engine.values``, ``engine.config`` and
+``engine.index.progress`` only; no face, no extractor.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from engine.config import Settings
 from engine.errors import RunCancelled, StoreBusyError
+from engine.index.progress import RunProgress
 from engine.values import Document
 
 if TYPE_CHECKING:
@@ -32,6 +40,15 @@ log = logging.getLogger(__name__)
 Progress = Callable[[dict[str, Any]], None]
 
 _T = TypeVar("_T")
+
+#: Seconds between two reads of the run record for a cancel request from another process.
+POLL_S = 0.5
+#: Seconds between two saves of the run's progress into its record.
+SAVE_PROGRESS_S = 2.0
+#: Seconds between two progress snapshots handed on while a long file is read.
+TICK_S = 0.5
+#: Entries of each file list kept in a progress save (the final save keeps all).
+_LISTED_IN_PROGRESS = 20
 
 
 def _no_progress(_event: dict[str, Any]) -> None:
@@ -53,6 +70,9 @@ class RunContext:
             a run, and nothing is written (no mark, no removal, no move, no run record).
         keep_missing: documents whose file is gone are kept, marked ``missing``,
             instead of removed.
+        cancel: when set, the run stops at the next file boundary (or, with
+            ``tick``, inside a long read).
+        progress: the run's one progress (``engine.index.progress``), or None.
     """
 
     store: Store
@@ -63,15 +83,68 @@ class RunContext:
     cancel: threading.Event | None = None
     dry_run: bool = False
     keep_missing: bool = False
+    progress: RunProgress | None = None
+    _polled: float = 0.0
+    _saved: float = 0.0
+    _ticked: float = 0.0
 
     def elapsed_s(self) -> float:
         """Seconds since ``t0``, rounded to ms (the ``elapsedS`` of progress events)."""
         return round(time.perf_counter() - self.t0, 3)
 
     def check_cancel(self) -> None:
-        """Raise ``RunCancelled`` when a cancel was requested (called at file boundaries)."""
+        """Raise ``RunCancelled`` when a cancel was requested (called at file boundaries):
+        the run's event, or a request in its run record (read at most every ``POLL_S``)."""
         if self.cancel is not None and self.cancel.is_set():
             raise RunCancelled("cancel requested")
+        now = time.monotonic()
+        if now - self._polled >= POLL_S and self.summary.get("status") == "running":
+            self._polled = now
+            if self._requested_elsewhere():
+                self.summary["cancelRequested"] = True
+                if self.cancel is None:
+                    self.cancel = threading.Event()
+                self.cancel.set()
+                raise RunCancelled("cancel requested by another process")
+
+    def cancelled(self) -> bool:
+        """True once a cancel was requested (without raising, without reading the store)."""
+        return self.cancel is not None and self.cancel.is_set()
+
+    def tick(self) -> None:
+        """The check of a long wait or read: ``check_cancel``, then fresh progress
+        (``inFlight`` seconds) at most every ``TICK_S`` and a progress save."""
+        self.check_cancel()
+        now = time.monotonic()
+        if self.progress is not None and now - self._ticked >= TICK_S:
+            self._ticked = now
+            self.progress.tick()
+
+    def _requested_elsewhere(self) -> bool:
+        """True when this run's record carries ``cancelRequested`` (written by another process)."""
+        try:
+            run = self.store.last_run()
+        except Exception:  # the store is busy or broken: the next poll asks again
+            log.debug("cancel poll failed", exc_info=True)
+            return False
+        return bool(run and run.get("runId") == self.summary.get("runId") and run.get("cancelRequested"))
+
+    def save_progress(self, snapshot: dict[str, Any], force: bool = False) -> None:
+        """Save the running record with ``progress`` (at most every ``SAVE_PROGRESS_S``; its
+        file lists cut to their first entries). A busy or broken store skips one save."""
+        now = time.monotonic()
+        if self.summary.get("status") != "running" or (not force and now - self._saved < SAVE_PROGRESS_S):
+            return
+        self._saved = now
+        record = {
+            k: (v[:_LISTED_IN_PROGRESS] if isinstance(v, list) and k != "collections" else v)
+            for k, v in self.summary.items()
+        }
+        record["progress"] = {k: v for k, v in snapshot.items() if k != "status"}
+        try:
+            self.store.save_run(record)
+        except Exception:  # progress is a courtesy: the run goes on
+            log.debug("progress not saved", exc_info=True)
 
     def lock_wait_s(self) -> float:
         """Seconds a busy writer lock is retried (``settings.lock_wait_s``)."""
@@ -118,6 +191,19 @@ class RunContext:
             summary[key].append(entry)
             if kind == "skipped" and entry.get("code") == "unsupported-type":
                 summary["unsupported"].append(entry)
+
+    def kept_failed(self, doc: Document) -> None:
+        """List a failed document an earlier run left, unchanged since (``failedKept``:
+        the file still fails; the run's exit code stays non-zero for it)."""
+        meta = doc.metadata or {}
+        self.summary.setdefault("failedKept", []).append(
+            {
+                "collectionPath": doc.collection_path,
+                "filePath": doc.file_path,
+                "code": meta.get("code") or meta.get("reasonCode"),
+                "reason": doc.reason or "",
+            }
+        )
 
     def unskip(self, collection_path: str, file_path: str) -> None:
         """Take back the ``skipped`` count of one file (it is counted ``stale`` instead)."""

@@ -35,11 +35,12 @@ from engine.config import Settings
 from engine.errors import DiskFullError, RunCancelled, StoreBusyError, StoreFaultError
 from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
-from engine.index.context import Progress, RunContext
+from engine.index.context import RunContext
+from engine.index.progress import RunProgress
 from engine.index.embed_pass import EmbedPass
 from engine.index.files import HashedFile, Prepared
 from engine.index.gate import file_hash
-from engine.index.runs import kept_phrase, new_summary, space_needed
+from engine.index.runs import kept_phrase, new_summary, running_here, space_needed
 from engine.index.text_pass import SUMMARY_CHARS, TextPass
 from engine.index.walk_pass import WalkPass, walk
 from engine.paths import document_path, resolve_inside
@@ -108,15 +109,18 @@ class Indexer:
             on_progress: called with ``{"phase": "walk"|"hash"|"extract"|"embed"|"done",
                 "done", "total", "file", "elapsedS"}``: files found (walk, total 0),
                 files hashed (hash, also ``bytesHashed``/``bytesTotal``), files
-                (extract), chunks (embed, after every model batch, also
-                ``chunksPerS``, ``leftS`` and ``model``; see
-                ``engine.index.embed_pass.embed_pass``). Every chunk is committed,
-                and found by keyword search, before the first embed event.
-            cancel: when set, the run stops at the next file boundary (or
-                embedding batch), keeps what it committed, and ends ``cancelled``.
-                Set while the last file is read or written (or the last batch runs), no boundary is left:
-                the run ends ``finished`` with ``cancelRequested: true`` and a
-                ``message`` saying so.
+                (extract, also ``bytesDone``/``bytesTotal``), chunks (embed, after every
+                model batch, also ``chunksPerS``, ``leftS`` and ``model``; see
+                ``engine.index.embed_pass.embed_pass``); each with what
+                ``engine.index.progress`` adds (``phases``, ``fraction``, ``inFlight``,
+                ``etaS``). Every chunk is committed, and found by keyword search, before
+                the first embed event.
+            cancel: when set, the run stops within seconds: the files being read
+                are abandoned (a read here stops at its next page, the workers
+                are killed), what was committed stays, and the run ends
+                ``cancelled``. Set once nothing is left to abandon (the last
+                commit or embedding batch), the run ends ``finished`` with
+                ``cancelRequested: true`` and a ``message`` saying so.
             keep_missing: keep documents whose file is gone, marked ``missing``
                 (None: ``settings.keep_missing``).
 
@@ -130,33 +134,42 @@ class Indexer:
             ValueError: a named collection does not exist.
         """
         started = time.time()
-        emit: Progress = on_progress or (lambda _e: None)
         keep = self.settings.keep_missing if keep_missing is None else keep_missing
-        ctx = RunContext(self.store, self.settings, emit=emit, cancel=cancel, keep_missing=keep)
+        cancel = cancel if cancel is not None else threading.Event()
+
+        def sink(snapshot: dict) -> None:
+            if on_progress is not None:
+                on_progress(snapshot)
+            ctx.save_progress(snapshot)
+
+        progress = RunProgress(sink)
+        ctx = RunContext(
+            self.store, self.settings, emit=progress.update, cancel=cancel, progress=progress, keep_missing=keep
+        )
+        emit = progress.update
         with self.store.index_lock():
             targets = self._targets(collections)
             summary = ctx.summary = new_summary(force, [c.collection_path for c in targets], _iso(started))
             try:
                 ctx.retrying(lambda: self.store.save_run(summary))
-                summary["orphansRemoved"] = repair_orphans(self.store)
-                walker = WalkPass(ctx, self.limits)
-                files = walker.scan(targets)
-                self._check_space(files, walker.current, force)
-                TextPass(ctx, self.limits, self._ocr).run(files, force, walker.current)
-                self._tidy_keywords(ctx)
-                if self.embedder is not None:
-                    EmbedPass(ctx, self.embedder).run()
+                with running_here(summary["runId"], cancel):
+                    self._passes(ctx, targets, force)
                 summary["status"] = "finished"
-                if cancel is not None and cancel.is_set():  # asked during the last file: nothing was left
+                if ctx.cancelled():  # asked during the last commit: nothing was left to abandon
                     summary["cancelRequested"] = True
                     summary["message"] = (
                         "a stop was requested while the last file was being read or "
-                        "written (or the last embedding batch ran): no file boundary was "
-                        "left to stop at, so the run finished and is recorded finished"
+                        "written (or the last embedding batch ran): nothing was left to "
+                        "abandon, so the run finished and is recorded finished"
                     )
             except RunCancelled:
                 summary["status"] = "cancelled"
-                log.warning("index run cancelled at a file boundary; committed work is kept")
+                summary["cancelRequested"] = True
+                summary["message"] = (
+                    "cancelled: the files being read were abandoned; everything counted here is "
+                    "committed; run again to finish"
+                )
+                log.info("index run cancelled; committed work is kept")
             except StoreFaultError as e:  # disk full, database lost, lock held too long: one classified line
                 summary["status"] = "stopped"
                 summary["error"] = {"error": e.code, "message": f"{e}; {kept_phrase(summary)}"}
@@ -208,6 +221,17 @@ class Indexer:
         TextPass(ctx, self.limits, self._ocr).plan(files, force, walker.current)
         summary["seconds"] = ctx.elapsed_s()
         return summary
+
+    def _passes(self, ctx: RunContext, targets: list[Collection], force: bool) -> None:
+        """Walk, text and embed passes of one run (``RunCancelled`` ends them)."""
+        ctx.summary["orphansRemoved"] = repair_orphans(self.store)
+        walker = WalkPass(ctx, self.limits)
+        files = walker.scan(targets)
+        self._check_space(files, walker.current, force)
+        TextPass(ctx, self.limits, self._ocr).run(files, force, walker.current)
+        self._tidy_keywords(ctx)
+        if self.embedder is not None:
+            EmbedPass(ctx, self.embedder).run()
 
     # -- the per-file seam, outside a run --------------------------------------------
     def prepare(self, f: HashedFile, cache: dict | None = None, remaining: dict | None = None) -> Prepared:

@@ -47,6 +47,15 @@ pool's ``Recovery`` (``engine.index.recovery``); the pool restarts and queues.
 A file that broke a pool is never read in this process (it would kill the
 indexer); if no new pool can start, such files fail and the others are read here.
 
+A paged file read in this process while OCR is on goes to one child process
+instead (``engine.index.child``: a page's OCR takes seconds and cannot stop
+between pages; the child can be killed). A run that is cancelled does not wait for its workers: a wait on a worker
+calls ``check`` (the run's ``RunContext.tick``) every ``WAIT_TICK_S``, and
+what it raises (``RunCancelled``) ends the wait; ``abandon`` then kills the
+workers (the files they were reading are dropped, their temp files removed).
+``running`` names the files being read in the workers and since when (the
+run's ``inFlight`` progress).
+
 Workers die with this process however it ends (``kill -9`` included), so none
 is left holding its memory (``_die_with_parent``): on Linux the kernel kills
 them when it ends (a parent-death signal), elsewhere each watches its parent.
@@ -73,7 +82,7 @@ from collections import deque
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from engine.errors import ExtractError
 from engine.index.recovery import Recovery, how_they_died
@@ -101,6 +110,9 @@ MAX_AHEAD_BYTES = 64 * 1024 * 1024
 #: its extracted text with per-character provenance, waiting in this process, is about
 #: ten times its bytes (16 text files of 1.1 MB ahead held ~190 MB), a PDF's far less.
 TEXT_AHEAD_WEIGHT = 8
+
+#: Seconds between two calls of ``check`` while waiting on a worker.
+WAIT_TICK_S = 0.1
 
 #: Seconds between a worker's checks that its parent lives, where no parent-death signal is armed.
 PARENT_CHECK_S = 0.5
@@ -356,9 +368,15 @@ class ExtractPool:
         self._order: dict[_Key, int] = {}  # the order the files will be asked (prefetch)
         self._recovery = Recovery()  # who is blamed when a worker dies (_crashed)
         self._seq = 0
-        #: Files extracted by a worker / in this process (for tests and the bench).
+        #: Files extracted by a worker / in this process / by the extract child (tests, bench).
         self.in_workers = 0
         self.here = 0
+        self.in_child = 0
+        #: Called every ``WAIT_TICK_S`` while waiting on a worker (the run's cancel check); None: wait.
+        self.check: Callable[[], None] | None = None
+        self._started: dict[_Key, float] = {}  # first seen running in a worker (time.monotonic)
+        self._child: Any = None  # engine.index.child.ExtractChild, started on first use
+        self._child_reading: tuple[str, float] | None = None
 
     @property
     def restarts(self) -> int:
@@ -520,12 +538,13 @@ class ExtractPool:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def would_wait(self, path: str | os.PathLike[str], password: str | None = None) -> bool:
-        """True when ``extract(path, password)`` would block on a worker now (the
-        indexer commits what it holds meanwhile, so its writes overlap the reading)."""
+        """True when ``extract(path, password)`` would block on a worker or the extract
+        child now (the indexer commits what it holds meanwhile, so its writes overlap the
+        reading and a long read holds nothing back)."""
         key = (str(path), password)
         futures = self._inflight.get(key)
         if futures is None:  # read again alone after a crash: waits for the running tasks
-            return key in self._recovery.suspects and key in self._queued
+            return (key in self._recovery.suspects and key in self._queued) or self._for_child(key)
         return not all(f.done() for f in futures)
 
     def extract(
@@ -561,18 +580,28 @@ class ExtractPool:
             if key in self._queued:  # asked before its turn: do it here, never twice
                 self._queued.discard(key)
                 self._queue.remove(key)
-            self.here += 1
-            return _extract_here(path, password, self.ocr, self.max_pages)
-        try:
-            answers = [fut.result() for fut in futures]
-        except BrokenProcessPool:  # a worker died: this file fails only if it killed it
-            self._crashed()
-            return self.extract(path, password, content_hash)  # at most twice: a suspect, then failed
-        self._inflight.pop(key)
-        self._ahead_bytes -= self._ahead_weight(key)
-        self._forget(key)
-        self._top_up()
-        kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
+            if not self._for_child(key):
+                self.here += 1
+                return _extract_here(path, password, self.ocr, self.max_pages)
+            kind, value = self._in_child(key, content_hash)
+            if kind in ("ok", "error"):
+                self.in_child += 1
+                if kind == "error":
+                    raise value
+                if getattr(value, "content_hash", content_hash) == content_hash:
+                    return value
+                kind = "bug"  # rows built for other bytes: read again here
+        else:
+            try:
+                answers = self._results(futures)
+            except BrokenProcessPool:  # a worker died: this file fails only if it killed it
+                self._crashed()
+                return self.extract(path, password, content_hash)  # at most twice: a suspect, then failed
+            self._inflight.pop(key)
+            self._ahead_bytes -= self._ahead_weight(key)
+            self._forget(key)
+            self._top_up()
+            kind, value = answers[0] if len(answers) == 1 else self._joined(answers)
         if kind == "ok" and getattr(value, "content_hash", content_hash) != content_hash:
             kind = "bug"  # rows built for other bytes (never asked so by the indexer): read again here
         if kind == "ok":
@@ -584,8 +613,63 @@ class ExtractPool:
         self.here += 1
         return _extract_here(path, password, self.ocr, self.max_pages)  # "bug": raise the real exception here
 
+    def _for_child(self, key: _Key) -> bool:
+        """True when ``key``, read in this process, goes to the extract child instead: a run
+        that can be cancelled (``check``), OCR on, a paged file (a page's OCR cannot stop)."""
+        from engine.extract.common import PAGE_FORMATS
+
+        suffix = os.path.splitext(key[0])[1].lower()
+        return (
+            self.check is not None
+            and self.ocr is not None
+            and getattr(self.ocr, "mode", "off") != "off"
+            and (suffix == ".pdf" or suffix in PAGE_FORMATS)
+        )
+
+    def _in_child(self, key: _Key, content_hash: str | None) -> tuple[str, Any]:
+        """``key`` read by the extract child (``engine.index.child``), as a worker answers;
+        its time is named in ``running``; a cancel (``check`` raising) kills the child."""
+        from engine.index.child import ExtractChild
+
+        if self._child is None:
+            self._child = ExtractChild()
+            self._child.call(_die_with_parent, (os.getpid(),), None)
+        rows = (content_hash, *self.chunking) if content_hash and self.chunking else None
+        self._child_reading = (key[0], time.monotonic())
+        try:
+            answer: tuple[str, Any] = self._child.call(
+                _extract_in_worker, (*key, self.ocr, self.max_pages, rows), self.check
+            )
+            return answer
+        finally:
+            self._child_reading = None
+
+    def _results(self, futures: list[Future]) -> list[Any]:
+        """The answers of ``futures``, calling ``check`` every ``WAIT_TICK_S`` while any runs
+        (whatever ``check`` raises ends the wait; the tasks are left to ``abandon``)."""
+        while self.check is not None:
+            _done, pending = wait(futures, timeout=WAIT_TICK_S)
+            if not pending:
+                break
+            self.check()
+        return [fut.result() for fut in futures]
+
+    def running(self) -> list[tuple[str, float]]:
+        """``(path, since)`` of each file a worker is reading now (``since``: ``time.monotonic()``
+        when it was first seen running)."""
+        now = time.monotonic()
+        out = []
+        for key, futures in self._inflight.items():
+            if all(f.done() for f in futures) or not any(f.running() or f.done() for f in futures):
+                continue
+            out.append((key[0], self._started.setdefault(key, now)))
+        if self._child_reading is not None:
+            out.append(self._child_reading)
+        return out
+
     def _forget(self, key: _Key) -> None:
         """Drop what the pool kept about ``key`` (asked now)."""
+        self._started.pop(key, None)
         self._sizes.pop(key, None)
         self._hashes.pop(key, None)
         self._early.discard(key)
@@ -667,16 +751,35 @@ class ExtractPool:
         while self._executor is not None and key in self._queued:
             running = [f for k in self._running() for f in self._inflight[k]]
             if running:
-                wait(running, return_when=FIRST_EXCEPTION)
+                wait(running, timeout=WAIT_TICK_S if self.check else None, return_when=FIRST_EXCEPTION)
                 if any(_broke(f) for f in running):
                     self._crashed()
+                elif self.check is not None:
+                    self.check()
                 continue
             self._queue.remove(key)
             self._queued.discard(key)
             self._submit(key)
 
+    def abandon(self) -> None:
+        """End the workers now, killing them in the middle of their files (a cancelled run),
+        then ``close``."""
+        executor = self._executor
+        procs = list((getattr(executor, "_processes", None) or {}).values()) if executor is not None else []
+        for proc in procs:
+            with contextlib.suppress(Exception):
+                proc.kill()
+        for proc in procs:
+            with contextlib.suppress(Exception):
+                proc.join(5.0)
+        self.close()
+
     def close(self) -> None:
-        """End the workers (outcomes not asked for are dropped)."""
+        """End the workers and the extract child (outcomes not asked for are dropped)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.close()
+        self._started.clear()
         executor, self._executor = self._executor, None
         self._inflight.clear()
         self._queue.clear()

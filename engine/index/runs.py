@@ -4,8 +4,11 @@ Owns: ``new_summary`` (the summary dict every run starts from, saved with
 ``Store.save_run`` at the start as ``status: "running"`` and again at the
 end), ``record`` (one skipped/failed/stale file entry), ``run_outcome``
 (the last run as ``index_status`` shows it: a ``running`` record whose
-process is gone is ``interrupted``) and ``exit_code``. Imports nothing from
-the engine but ``engine.errors``; no face.
+process is gone is ``interrupted``), ``exit_code``, and cancel from any
+face (``request_cancel``: the event of a run of this process, registered by
+``running_here``, and for a run of any process a ``cancelRequested`` written
+into its record, which the run reads at most every half second:
+``engine.index.context``). Imports nothing from the engine; no face.
 
 Summary keys (camelCase, JSON-able)::
 
@@ -17,12 +20,16 @@ Summary keys (camelCase, JSON-able)::
     missing [...] (documents kept, marked ``missing``: their file is gone and
     ``keep_missing`` is on), renamed [{collectionPath, from, to}] (documents
     moved to the new path of their bytes: chunks and vectors kept),
+    failedKept [...] (documents an earlier run recorded failed, unchanged since:
+        counted unchanged, still failing, and keeping the exit code non-zero),
     unsupported [...] (the skippedFiles with code unsupported-type),
     rootErrors [...] (collection roots that could not be listed),
     removed, statGated (files whose hash came from their stored row: size,
     mtime and ctime as indexed), chunksWritten, embedded, reused, embedError, error,
     seconds, startedAt, finishedAt, summarySaved (false only: the end record
-    could not be saved, said in ``error.message`` too)
+    could not be saved, said in ``error.message`` too),
+    progress {...} (while running: the last snapshot of ``engine.index.progress``),
+    cancelRequested (a cancel was asked: by a face of this process or through the record)
 
 There is no top-level ``skipped``: files skipped with a reason are
 ``counts.skipped`` / ``skippedFiles``. A stored record without ``unchanged``
@@ -51,7 +58,10 @@ also ``skipped``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -66,6 +76,8 @@ __all__ = [
     "DISK_PER_TEXT_BYTE",
     "DISK_PER_OTHER_BYTE",
     "RUN_STATUSES",
+    "running_here",
+    "request_cancel",
 ]
 
 #: Peak bytes of index (database, write-ahead log, vector cache) per byte of a plain-text file
@@ -114,6 +126,7 @@ def new_summary(force: bool, collections: list[str], started_at: str) -> dict[st
         "failed": [],
         "skippedFiles": [],
         "stale": [],
+        "failedKept": [],
         "unsupported": [],
         "rootErrors": [],
         "removedFiles": [],
@@ -208,8 +221,71 @@ def run_outcome(run: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def exit_code(summary: dict[str, Any]) -> int:
-    """CLI exit code of a run: 1 when a file failed, a collection root could not be listed, the
-    run did not finish, or embedding failed; else 0."""
-    if summary.get("failed") or summary.get("rootErrors") or summary.get("embedError") or summary.get("error"):
+    """CLI exit code of a run: 1 when a file failed (this run, or an earlier one whose failed
+    documents are still in the index: ``failedKept``), a collection root could not be listed,
+    the run did not finish, or embedding failed; else 0."""
+    if (
+        summary.get("failed")
+        or summary.get("failedKept")
+        or summary.get("rootErrors")
+        or summary.get("embedError")
+        or summary.get("error")
+    ):
         return 1
     return 0 if summary.get("status", "finished") == "finished" else 1
+
+
+_HERE: dict[str, threading.Event] = {}  # runId -> cancel event of the runs of this process
+_HERE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def running_here(run_id: str, cancel: threading.Event) -> Iterator[None]:
+    """Within the block, ``request_cancel`` of this process sets ``cancel`` for run ``run_id``."""
+    with _HERE_LOCK:
+        _HERE[run_id] = cancel
+    try:
+        yield
+    finally:
+        with _HERE_LOCK:
+            _HERE.pop(run_id, None)
+
+
+def request_cancel(store: Any) -> dict[str, Any]:
+    """Ask the active index run of ``store`` to stop, whichever process runs it.
+
+    A run of this process is told at once (its event); a run of any process also finds
+    ``cancelRequested`` in its record (``Store.save_run`` keeps it) within half a second.
+    Either way the run abandons the files it is reading, keeps what it committed, and
+    ends ``cancelled``.
+
+    Returns:
+        ``{"requested", "status", "message"}`` and, when a run was found, its ``runId``
+        and ``startedAt``: ``requested`` is True when a running run was asked to stop;
+        ``status`` is that run's status (``running``), or the last run's (``finished``,
+        ``cancelled``, ``interrupted``, ...), or ``none`` without any run.
+    """
+    run = run_outcome(store.last_run())
+    if run is None:
+        return {"requested": False, "status": "none", "message": "no index run has been recorded: nothing to cancel"}
+    found = {"runId": run.get("runId", ""), "startedAt": run.get("startedAt", "")}
+    if run["status"] != "running":
+        return {
+            "requested": False,
+            "status": run["status"],
+            **found,
+            "message": f"no index run is active (the last one is {run['status']}): nothing to cancel",
+        }
+    with _HERE_LOCK:
+        event = _HERE.get(str(run.get("runId")))
+    if event is not None:
+        event.set()
+    if not run.get("cancelRequested"):
+        store.save_run({**run, "cancelRequested": True})
+    return {
+        "requested": True,
+        "status": "running",
+        **found,
+        "message": "the run was asked to stop: it abandons the files it is reading within seconds, "
+        "keeps what it committed and is recorded cancelled",
+    }

@@ -6,7 +6,12 @@ content *and* extractor (``engine.index.pool`` reads ahead in worker
 processes), re-checks the hash after extraction (``changed-during-read``),
 chunks (``engine.chunk``), and writes outcomes in groups of about
 ``BATCH_SECONDS`` of work (``prepare`` / ``commit``, the per-file seam);
-``SUMMARY_CHARS``. Reason codes come from the ``ExtractError`` raised
+``SUMMARY_CHARS``. A cancelled run abandons the files being read: a read
+in this process stops at its next page (``engine.extract.common.checkpoint``
+calls the run's ``tick``), the workers are killed (``ExtractPool.abandon``),
+and the outcomes already prepared are committed. Progress counts files and
+bytes (``bytesDone``/``bytesTotal``: the bar's weight) and names the files
+in flight (``engine.index.progress``). Reason codes come from the ``ExtractError`` raised
 (``code``, ``run_code``), never from its message. Imports ``engine.extract``
 (on first use), ``engine.chunk``, ``engine.index.files``,
 ``engine.index.gate``, ``engine.index.context``, ``engine.index.runs`` and
@@ -24,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.chunk import chunk_text
-from engine.errors import EncryptedError, ExtractError, StoreFaultError, UnsupportedFileError
-from engine.extract.common import gc_paused
+from engine.errors import EncryptedError, ExtractError, RunCancelled, StoreFaultError, UnsupportedFileError
+from engine.extract.common import gc_paused, interruptible
 from engine.extract.limits import Limits
 from engine.extract.ocr import OcrSettings
 from engine.index.context import RunContext
@@ -77,6 +82,8 @@ class TextPass:
         self._key = settings_key(ctx.settings)
         self._passwords: dict[str, str | None] = {}  # collectionPath -> resolved password
         self._pool: ExtractPool | None = None
+        self._labels: dict[str, str] = {}  # os path -> "collection/file" (progress)
+        self._reading: tuple[str, float] | None = None  # the file read in this process now, since
 
     # -- the gate ----------------------------------------------------------------------
     def _is_current(self, f: HashedFile, current: set[tuple[str, str]]) -> bool:
@@ -90,7 +97,12 @@ class TextPass:
             return False
         # An encrypted file is retried once its collection's password changes.
         if doc.status == "failed" and doc.metadata.get("encrypted"):
-            return bool(doc.metadata.get("passwordKey") == _password_key(self._password(f), f.content_hash))
+            same = bool(doc.metadata.get("passwordKey") == _password_key(self._password(f), f.content_hash))
+            if same:
+                self._ctx.kept_failed(doc)
+            return same
+        if doc.status == "failed":
+            self._ctx.kept_failed(doc)
         if (doc.metadata or {}).get("stale"):
             self._ctx.clear_stale(doc)  # readable again and unchanged
         return True
@@ -139,10 +151,17 @@ class TextPass:
         cache: dict[_Key, ExtractedText | ReadyText | ExtractError] = {}
         total = len(files)
         done = summary["unchanged"]
+        bytes_total = sum(f.size_bytes for f in todo)
+        bytes_done = 0
         group: list[Prepared] = []
         chars = 0  # characters of text in the group
         started = time.perf_counter()
+        self._labels = {str(Path(f.path)): f"{f.collection.collection_path}/{f.file_path}" for f in todo}
         pool = self._pool = self._extract_pool(todo)  # worker processes extract ahead; this process stores
+        pool.check = ctx.tick  # a wait on a worker stops for a cancel
+        if ctx.progress is not None:
+            ctx.progress.in_flight = self._in_flight
+        ended = False
         try:
             for f in todo:
                 ctx.check_cancel()
@@ -153,12 +172,15 @@ class TextPass:
                     started = time.perf_counter()
                 group.append(self.prepare(f, cache, remaining))
                 done += 1
+                bytes_done += f.size_bytes
                 ctx.emit(
                     {
                         "phase": "extract",
                         "done": done,
                         "total": total,
                         "file": f"{f.collection.collection_path}/{f.file_path}",
+                        "bytesDone": bytes_done,
+                        "bytesTotal": bytes_total,
                         "elapsedS": ctx.elapsed_s(),
                     }
                 )
@@ -171,12 +193,18 @@ class TextPass:
                     self.commit(group)
                     group = []
                     started = time.perf_counter()
+            ended = True
         except StoreFaultError:  # the store failed: no second write to hide the first cause
             group = []
             raise
         finally:
-            pool.close()
+            if ended:
+                pool.close()
+            else:  # cancelled (or failed): the files in the workers are dropped, not waited for
+                pool.abandon()
             self._pool = None
+            if ctx.progress is not None:
+                ctx.progress.in_flight = lambda: []
             if group:
                 self.commit(group)
 
@@ -210,6 +238,18 @@ class TextPass:
                 else "encrypted: tried again with the collection's password"
             )
             summary["changed"].append(record(cp, f.file_path, None, why))
+
+    def _in_flight(self) -> list[tuple[str, float]]:
+        """The files being read now (in the workers and in this process) and since when."""
+        out: dict[str, float] = {}
+        pool = self._pool
+        for path, since in pool.running() if pool is not None else []:
+            label = self._labels.get(path, path)
+            out[label] = min(since, out.get(label, since))
+        if self._reading is not None:
+            label, since = self._reading
+            out[label] = min(since, out.get(label, since))
+        return list(out.items())
 
     def _extract_pool(self, todo: list[HashedFile]) -> ExtractPool:
         """An ``ExtractPool`` told to extract ahead the first file of each duplicate key
@@ -297,6 +337,19 @@ class TextPass:
         )
 
     def _extract(self, f: HashedFile) -> ExtractedText | ReadyText | ExtractError:
+        """``_read`` of ``f``, named in flight meanwhile; a read in this process stops at a
+        page once the run is cancelled (``RunCancelled`` goes up)."""
+        ctx = self._ctx
+        self._reading = (f"{f.collection.collection_path}/{f.file_path}", time.monotonic())
+        try:
+            if ctx.progress is not None:
+                ctx.progress.tick()  # the file is named in flight from its start
+            with interruptible(ctx.tick):
+                return self._read(f)
+        finally:
+            self._reading = None
+
+    def _read(self, f: HashedFile) -> ExtractedText | ReadyText | ExtractError:
         from engine.extract import extract
         from engine.extract.limits import check_limits
 
@@ -310,6 +363,8 @@ class TextPass:
             return extract(Path(f.path), self._password(f), self._ocr, max_pages=max_pages)
         except ExtractError as e:
             return e
+        except RunCancelled:
+            raise
         except OSError as e:
             return ExtractError("unreadable", f"cannot read: {e.strerror or e}")
         except Exception as e:  # a library bug on one file must not stop the run

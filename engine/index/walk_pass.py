@@ -170,6 +170,7 @@ class WalkPass:
         self._ctx = ctx
         self._limits = limits
         self.current: set[tuple[str, str]] = set()
+        self._bytes_total = 0  # bytes to hash in the collections walked so far (hash progress)
 
     # -- walk and hash -------------------------------------------------------------
     def scan(self, targets: list[Collection]) -> list[HashedFile]:
@@ -209,6 +210,7 @@ class WalkPass:
                 for e in entries
                 if _to_hash(e, SUPPORTED_SUFFIXES, mfb, binary) and e.file_path not in scan.known
             ]
+            self._bytes_total += sum(size for _, size in picked)
             hashes = hashes_in_order(picked)
             try:  # each digest travels with its path: _classify checks it hashes the entry it is at
                 pairs = zip((p for p, _ in picked), hashes)
@@ -323,6 +325,7 @@ class WalkPass:
                         "total": found,
                         "file": f"{cp}/{entry.file_path}",
                         "bytesHashed": summary.get("bytesHashed", 0),
+                        "bytesTotal": self._bytes_total,
                         "elapsedS": round(now - ctx.t0, 3),
                     }
                 )
@@ -426,6 +429,8 @@ class WalkPass:
                     self.current.add((cp, f.file_path))
                     if fp not in scan.known and ctx.settings.stat_gate:  # read: its stat moved
                         restat[fp] = {**meta, STAT_KEY: stat_mark(f.size_bytes, f.mtime_ns, f.ctime_ns)}
+                    if doc.status == "failed":  # unchanged and still failing: counted, not forgotten
+                        ctx.kept_failed(doc)
                 continue
             why = (
                 None

@@ -224,7 +224,9 @@ class Store(Protocol):
         block rolls back the block's writes. A backend may make this a no-op."""
 
     def save_run(self, summary: dict[str, Any]) -> None:
-        """Remember the last index run's summary (JSON-able)."""
+        """Remember an index run's summary (JSON-able): a summary with the ``runId`` of the
+        last saved one replaces it (a run saves at its start, its progress, its end), keeping
+        its ``cancelRequested`` (``merge_run``); otherwise it is added. The last 20 are kept."""
 
     def last_run(self) -> dict[str, Any] | None:
         """The last saved run summary, or None."""
@@ -360,3 +362,17 @@ def as_vector_rows(chunk_ids: list[str], vectors) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[0] != len(chunk_ids):
         raise ValueError(f"vectors must have shape ({len(chunk_ids)}, dim), got {arr.shape}")
     return arr
+
+
+def merge_run(last: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The record that replaces ``last`` when ``summary`` is a later save of the same run
+        (same ``runId``), else None (``summary`` is a new row). A cancel request written into
+        the record by another process (``cancelRequested``) stays whatever the run saves next,
+    and a ``running`` save never replaces the record of a run that has ended."""
+    if not last or not summary.get("runId") or last.get("runId") != summary.get("runId"):
+        return None
+    if last.get("status", "finished") != "running" and summary.get("status") == "running":
+        return last  # the run has ended: a late request (or copy) does not reopen it
+    if last.get("cancelRequested") and not summary.get("cancelRequested"):
+        return {**summary, "cancelRequested": True}
+    return summary

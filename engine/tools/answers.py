@@ -18,7 +18,7 @@ from engine.errors import EmbedError, PathEscapeError
 from engine.values import Bbox, Chunk, Document, Region
 from engine.paths import document_path, resolve_inside
 from engine.search.query import form_found, forms_found, normalise_collection_path, other_forms
-from engine.index.runs import run_outcome
+from engine.index.runs import request_cancel, run_outcome
 from engine.search.searcher import SearchOutcome
 from engine.search.headings import HEADINGS_KEY, chunk_heading_path
 from engine.search.snippets import make_snippets, shown_terms
@@ -799,6 +799,22 @@ def tool_list_documents(
     return build(fit_count(build, len(rows), budget))
 
 
+def tool_cancel_index(engine: Engine) -> E.CancelIndexResult:
+    """``cancel_index``: ask the active index run of this index to stop, whichever process
+    runs it (``engine.index.runs.request_cancel``): it abandons the files it is reading
+    within seconds, keeps what it committed and is recorded ``cancelled``."""
+    answer = request_cancel(engine.store)
+    out: E.CancelIndexResult = {
+        "requested": bool(answer["requested"]),
+        "status": str(answer["status"]),
+        "message": str(answer["message"]),
+    }
+    if answer.get("runId"):
+        out["runId"] = str(answer["runId"])
+        out["startedAt"] = str(answer.get("startedAt") or "")
+    return out
+
+
 def _provider_status(p: dict[str, Any]) -> E.ProviderStatus:
     """``Engine.provider_status`` as its envelope (the same keys, in the same order)."""
     out: E.ProviderStatus = {"provider": p["provider"], "model": p["model"], "dim": p["dim"]}
@@ -833,21 +849,26 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
     per: dict[str, dict[str, int]] = {}
     failures: list[E.FailedFile] = []
     noted: list[E.NotedFile] = []
+    zero = {"documents": 0, "chunks": 0, "failed": 0, "indexed": 0, "empty": 0, "stale": 0}
     for d in docs:
-        p = per.setdefault(d.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
+        p = per.setdefault(d.collection_path, dict(zero))
         p["documents"] += 1
         p["chunks"] += d.chunk_count
         if d.status != "indexed":
             p["failed"] += d.status == "failed"
+            p["empty"] += d.status == "empty"
             failures.append(_failed_file(d, d.status, d.reason or ""))
-        elif (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            continue
+        p["indexed"] += 1
+        if (d.metadata or {}).get("stale"):  # kept: its file could not be read this time
+            p["stale"] += 1
             stale = d.metadata["stale"]
             failures.append(_failed_file(d, "stale", f"{stale.get('code')}: {stale.get('reason', '')}"))
         elif d.metadata.get("notes"):
             noted.append(_noted_file(d))
     colls: list[E.CollectionStatus] = []
     for c in store.collections():
-        counts = per.get(c.collection_path, {"documents": 0, "chunks": 0, "failed": 0})
+        counts = per.get(c.collection_path, zero)
         entry: E.CollectionStatus = {
             "collectionPath": c.collection_path,
             "root": c.root,
@@ -857,6 +878,7 @@ def tool_index_status(engine: Engine, probe: bool = True) -> E.IndexStatus:
         }
         if c.password_ref:
             entry["passwordRef"] = c.password_ref  # a reference, never the password
+        entry["indexed"], entry["empty"], entry["stale"] = counts["indexed"], counts["empty"], counts["stale"]
         colls.append(entry)
     notes: dict[str, dict[str, Any]] = store.embed_notes()  # embed pass: truncated / failed chunks per model
     vectors: list[E.ModelVectors] = []

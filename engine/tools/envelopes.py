@@ -40,6 +40,7 @@ __all__ = [
     "CoverageRow",
     "Coverage",
     "ContextSpan",
+    "CancelIndexResult",
 ]
 
 
@@ -286,6 +287,9 @@ class CollectionStatus(TypedDict):
     chunks: int
     failed: int
     passwordRef: NotRequired[str]  # env:NAME or file:/path the PDF password is read from; never the password
+    indexed: NotRequired[int]  # documents with text, searchable (stale ones included)
+    empty: NotRequired[int]  # documents without text (reason recorded)
+    stale: NotRequired[int]  # indexed documents kept while their file cannot be read (or changed)
 
 
 class ModelVectors(TypedDict):
@@ -405,3 +409,12 @@ class Coverage(TypedDict):  # coverage
     rootErrors: list[dict[str, Any]]
     error: NotRequired[str]  # not-found (unknown collection), index-unavailable
     message: NotRequired[str]
+
+
+class CancelIndexResult(TypedDict):  # cancel_index
+    requested: bool  # true: a running index run was asked to stop
+    status: str  # that run's status (running), the last run's (finished, cancelled, interrupted, ...), or none
+    message: str
+    runId: NotRequired[str]  # the run found (running or last)
+    startedAt: NotRequired[str]
+    error: NotRequired[str]  # index-unavailable: the request could not be written

@@ -48,6 +48,7 @@ from engine.tools.answers import (  # noqa: E402,F401  (re-exported: the registr
     LIST_LIMIT_DEFAULT,
     READ_LIMIT_DEFAULT,
     SCORE_DECIMALS,
+    tool_cancel_index,
     tool_get_chunk,
     tool_get_document,
     tool_index_status,
@@ -364,6 +365,15 @@ REGISTRY: dict[str, Tool] = {
             tool_coverage,
             E.Coverage,
         ),
+        Tool(
+            "cancel_index",
+            "Stop the index run that is active on this index, whichever process runs it: it abandons "
+            "the files it is reading within seconds, keeps what it committed, and is recorded cancelled. "
+            "Answers requested false (with the last run's status) when no run is active.",
+            _schema({}, []),
+            tool_cancel_index,
+            E.CancelIndexResult,
+        ),
     )
 }
 
@@ -531,6 +541,8 @@ def _unavailable(name: str, arguments: dict[str, Any], message: str, code: str =
             "rootErrors": [],
             **fail,
         }
+    if name == "cancel_index":
+        return {"requested": False, "status": "unknown", **fail}
     return {
         "collections": [],
         "documents": 0,
@@ -571,6 +583,7 @@ CLI_NAMES = {
     "index_status": "status",
     "plan_index": "plan",
     "coverage": "coverage",
+    "cancel_index": "cancel",
 }
 CLI_POSITIONAL = {
     "search": ["query"],
@@ -582,6 +595,7 @@ CLI_POSITIONAL = {
     "index_status": [],
     "plan_index": [],
     "coverage": [],
+    "cancel_index": [],
 }
 
 

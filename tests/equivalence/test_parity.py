@@ -79,6 +79,8 @@ def _cases(engine: Engine) -> dict[str, tuple[str, dict]]:
         "coverage-missing": ("coverage", {"collections": "No/Such"}),
         # probe=False: the probe's timing differs per call
         "index_status": ("index_status", {"probe": False}),
+        # no run is active on the sample index: the last run's status, nothing requested
+        "cancel_index": ("cancel_index", {}),
         # weights, thresholds, the breakdown, the scope grammar, trailing slashes
         "search_chunks-breakdown": (
             "search_chunks",
@@ -130,6 +132,7 @@ CASE_IDS = [
     "get_document",
     "get_document-missing",
     "index_status",
+    "cancel_index",
     "get_chunk.md",
     "read_document.md",
     "get_chunk.docx",

@@ -109,6 +109,8 @@ def test_status_shows_counts_provider_probe_and_collections(app, sample_engine):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["documents"] == str(direct["documents"]) and metrics["chunks"] == str(direct["chunks"])
     assert metrics["chunks lacking vectors"] == "0" and metrics["stale vectors"] == "0"
+    assert not at.success and any("Probe not run" in c.value for c in at.caption)  # no probe per render
+    at.button(key="status_probe").click().run()
     assert any("Probe ok" in s.value for s in at.success)
     assert "l2_supercat_256" in _texts(at.markdown)
     call, env = _panel(at, "index_status")
@@ -403,6 +405,7 @@ def test_provider_refusal_shows_its_own_callout(monkeypatch, sample_index, embed
     assert shown["searched"] is False and shown["error"] == code and "count" not in shown
     # the Status page shows the same classified failure for the probe
     at.switch_page(PAGE["status"]).run()
+    at.button(key="status_probe").click().run()
     assert any(code in c.value for c in getattr(at, kind)), _texts(getattr(at, kind))
 
 
@@ -584,7 +587,7 @@ def test_second_start_while_running_starts_nothing(small_index):
         eng.close()
 
 
-def test_cancel_button_stops_the_run_at_a_file_boundary(small_index):
+def test_cancel_button_stops_the_run_and_keeps_what_it_committed(small_index):
     """Cancel on the Rebuild page: the run ends cancelled, its counts shown, what it committed kept."""
     _settings, root = small_index
     for i in range(400):
@@ -604,9 +607,49 @@ def test_cancel_button_stops_the_run_at_a_file_boundary(small_index):
     heads = [m.value for m in at.markdown if m.value.startswith("**Run ")]
     assert heads and "Run cancelled" in heads[0], heads
     assert "Run **cancelled**" in _texts(at.caption)
-    assert any("committed is kept" in w.value for w in at.warning)
+    assert any("abandoned" in w.value and "committed" in w.value for w in at.warning)
     at.button(key="reindex").click().run()  # the next run carries on and finishes
     _wait_for_run(at)
+
+
+def test_cancel_button_stops_a_run_inside_an_ocr_job_within_seconds(small_index, monkeypatch):
+    """Cancel while a scan is OCR'd (seconds a page): the page names the file in flight, the run
+    ends cancelled within 3 s, the sidebar says so with its counts, the index stays intact."""
+    import pymupdf
+
+    from tests.index.test_cancel import LIMIT_S, _scan_pdf
+
+    settings, root = small_index
+    _scan_pdf(root / "scan.pdf")
+    monkeypatch.setenv("CHUNKNAV_OCR", "force")
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.switch_page(PAGE["rebuild"]).run()
+    at.button(key="rebuild").click().run()
+    deadline = time.time() + 120
+    while time.time() < deadline:  # the page names the scan in flight
+        at.run()
+        if any("Reading now" in c.value and "scan.pdf" in c.value for c in at.caption):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(_texts(at.caption))
+    asked = time.monotonic()
+    at.button(key="cancel").click().run()
+    from explorer import state
+
+    assert state.job().wait(LIMIT_S + 5)
+    took = time.monotonic() - asked
+    assert took < LIMIT_S, took
+    at.run()
+    heads = [m.value for m in at.markdown if m.value.startswith("**Run ")]
+    assert heads and "Run cancelled" in heads[0], heads
+    assert any("Last run here cancelled" in c.value for c in at.sidebar.caption), _texts(at.sidebar.caption)
+    eng = Engine(settings)
+    try:
+        assert eng.store.get_document("Small", "scan.pdf") is None and eng.store.last_run()["status"] == "cancelled"
+    finally:
+        eng.close()
+    assert pymupdf  # the scan was a real PDF
 
 
 def test_failed_files_listed_after_a_run(small_index):
@@ -618,7 +661,8 @@ def test_failed_files_listed_after_a_run(small_index):
     _wait_for_run(at)
     assert any("Files not indexed (1)" in m.value for m in at.markdown)
     at.switch_page(PAGE["status"]).run()
-    assert any("Files not indexed (1)" in m.value for m in at.subheader)
+    assert any("Documents failed or without text (1)" in m.value for m in at.subheader)
+    assert not any("not indexed" in m.value for m in at.subheader)  # one name per class, no contradiction
 
 
 def test_add_and_remove_a_collection(small_index, tmp_path):
@@ -665,7 +709,7 @@ def test_a_root_that_vanished_is_named_on_status_and_rebuild(small_index):
     assert not at.exception, at.exception
     errors = [e.value for e in at.error if "cannot be listed" in e.value]
     assert len(errors) == 1 and "`Small`" in errors[0] and str(root) in errors[0] and "root-missing" in errors[0]
-    assert any("Files not indexed (2)" in m.value for m in at.subheader)
+    assert any("Indexed, kept while their file cannot be read (2)" in m.value for m in at.subheader)
     shown = "\n".join(t.value for t in at.markdown)
     assert "minimal\\-document\\.pdf" in shown and "root\\-missing" in shown  # Markdown-escaped cells
     # a run from the Rebuild page says the same, and so does the sidebar
@@ -887,3 +931,16 @@ def test_status_coverage_is_the_coverage_tool(app, sample_engine):
     call, env = _panel(at, "coverage")
     assert env == call_tool(sample_engine, "coverage", {})
     assert env["rows"][0]["fileType"] == "*" and env["rows"][0]["indexed"] > 0
+
+
+def test_sidebar_names_a_run_of_another_process_cancelled_with_its_counts(small_index):
+    """A run the CLI cancelled (its record) is shown in the sidebar as cancelled, with its counts."""
+    from engine.index.runs import new_summary
+
+    settings, _root = small_index
+    eng = Engine(settings)
+    run = new_summary(False, ["Small"], "2026-01-01T00:00:00+00:00")
+    eng.store.save_run({**run, "status": "cancelled", "indexed": 1, "seconds": 2.5})
+    eng.close()
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    assert any("Last run cancelled: 1 indexed" in c.value for c in at.sidebar.caption), _texts(at.sidebar.caption)

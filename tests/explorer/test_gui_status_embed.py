@@ -59,6 +59,7 @@ def status_page(monkeypatch, tmp_path, embed_stub):
         at = AppTest.from_file(APP, default_timeout=90)
         at.run()
         at.switch_page("../pages/status.py").run()
+        at.button(key="status_probe").click().run()  # the probe runs on demand
         assert not at.exception, at.exception
         return at
 

@@ -61,11 +61,16 @@ def test_index_human_then_json_then_force(tmp_path, corpus, capsys, monkeypatch)
     code, out, _ = run(capsys, "--db", db, "index")
     assert code == 1  # a file failed (README: exit 1)
     assert "4 entries seen, 2 indexed" in out and "1 failed" in out and "1 skipped" in out
-    assert "failed  C/broken.pdf: corrupt: " in out
+    assert "failed      1 corrupt: C/broken.pdf (corrupt: " in out  # by reason code, with examples
+    assert "skipped     1 unsupported-type: C/notes.xyz" in out
+    code, out, _ = run(capsys, "--db", db, "index", "-v")  # every file, one line each
+    assert "failed  C/broken.pdf: corrupt: " in out and "(kept from earlier runs" in out
     assert "skipped C/notes.xyz: unsupported-type: unsupported file type: .xyz" in out
     code, out, _ = run(capsys, "--db", db, "index", "--json")
     summary = json.loads(out)
-    assert code == 0 and summary["indexed"] == 0 and summary["unchanged"] == 3 and summary["force"] is False
+    assert summary["indexed"] == 0 and summary["unchanged"] == 3 and summary["force"] is False
+    # the failed file is unchanged and still fails: counted, and the exit stays non-zero
+    assert code == 1 and [f["filePath"] for f in summary["failedKept"]] == ["broken.pdf"]
     assert "skipped" not in summary  # one name per meaning: counts.skipped are the real skips
     code, out, _ = run(capsys, "--db", db, "index", "--force", "--json")
     assert json.loads(out)["indexed"] == 2

@@ -93,7 +93,7 @@ def test_first_run_then_unchanged_run_skips_every_file(env):
     assert first["chunksWritten"] > 0 and first["unchanged"] == 0
     assert "skipped" not in first  # one name per meaning
     assert events[-1]["phase"] == "done"
-    extract_events = [e for e in events if e["phase"] == "extract"]
+    extract_events = [e for e in events if e["phase"] == "extract" and not e.get("refresh")]
     assert [e["done"] for e in extract_events] == list(range(1, len(files) + 1))
     assert all(e["total"] == len(files) and e["file"].startswith("C/") for e in extract_events)
     assert store.last_run() == first

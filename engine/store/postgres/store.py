@@ -55,7 +55,7 @@ except ImportError as e:  # the [postgres] extra is not installed
     ) from e
 
 from engine.errors import IndexBusyError, StoreFaultError
-from engine.store.base import StoreBase
+from engine.store.base import StoreBase, merge_run
 from engine.store.fts import keyword_text
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
@@ -644,9 +644,20 @@ class PostgresStore(StoreBase):
             conn.close()
 
     def save_run(self, summary: dict[str, Any]) -> None:
-        """Remember the last index run's summary (JSON-able dict); the last 20 are kept."""
+        """Remember an index run's summary (JSON-able dict): a later save of the last run
+        (same ``runId``) replaces its row (``engine.store.base.merge_run``); the last 20 are kept."""
         with self._tx() as conn:
             shared = sql.Identifier(SHARED_SCHEMA)
+            row = conn.execute(
+                sql.SQL("SELECT id, summary FROM {}.runs ORDER BY id DESC LIMIT 1 FOR UPDATE").format(shared)
+            ).fetchone()
+            merged = merge_run(row["summary"], summary) if row else None
+            if merged is not None and row is not None:
+                conn.execute(
+                    sql.SQL("UPDATE {}.runs SET saved_at = %s, summary = %s::jsonb WHERE id = %s").format(shared),
+                    (time.time(), pg_jsonb(merged), row["id"]),
+                )
+                return
             conn.execute(
                 sql.SQL("INSERT INTO {}.runs (saved_at, summary) VALUES (%s, %s::jsonb)").format(shared),
                 (time.time(), pg_jsonb(summary)),

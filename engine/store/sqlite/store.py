@@ -63,7 +63,7 @@ from engine.lazy import np  # numpy on first use (engine.lazy)
 from engine.errors import IndexBusyError, StoreBusyError, StoreFaultError
 from engine.values import Chunk, Collection, Document, KeywordHit, VectorHit
 from engine.passwords import is_password_ref
-from engine.store.base import ChunkRef, StoreBase, as_vector_rows
+from engine.store.base import ChunkRef, StoreBase, as_vector_rows, merge_run
 from engine.store.fts import CJK_GLOB, is_cjk, keyword_text
 from engine.store.purge import purge_stale
 from engine.store.sqlite.connections import Connections, free_bytes, store_fault
@@ -713,7 +713,8 @@ class SqliteStore(StoreBase):
         return None if self.memory else free_bytes(self.path)
 
     def save_run(self, summary: dict[str, Any]) -> None:
-        """Remember the last index run's summary (JSON-able).
+        """Remember an index run's summary (JSON-able): a later save of the last run
+        (same ``runId``) replaces its row (``engine.store.base.merge_run``).
 
         The end of a run also readies the vector cache of each model this
         store added vectors to: pending matrix rows are appended and the
@@ -721,9 +722,17 @@ class SqliteStore(StoreBase):
         after the run (in any process) reads them instead of rebuilding.
         """
         with self._write() as conn:
-            conn.execute("INSERT INTO runs(saved_at, summary) VALUES (?, ?)", (time.time(), json.dumps(summary)))
-            conn.execute("DELETE FROM runs WHERE id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT 20)")
-        self.warm_vectors()
+            row = conn.execute("SELECT id, summary FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            merged = merge_run(json.loads(row[1]), summary) if row else None
+            if merged is not None:
+                conn.execute(
+                    "UPDATE runs SET saved_at = ?, summary = ? WHERE id = ?", (time.time(), json.dumps(merged), row[0])
+                )
+            else:
+                conn.execute("INSERT INTO runs(saved_at, summary) VALUES (?, ?)", (time.time(), json.dumps(summary)))
+                conn.execute("DELETE FROM runs WHERE id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT 20)")
+        if summary.get("status") != "running":  # a run's start and progress saves warm nothing
+            self.warm_vectors()
 
     def warm_vectors(self) -> None:
         """Append pending matrix rows and persist the occurrence table of every
