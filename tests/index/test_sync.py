@@ -222,7 +222,7 @@ def test_a_rename_keeps_chunks_and_vectors(tmp_path):
     _tree(root)
     from engine.service import Engine
 
-    settings = Settings(db=str(tmp_path / "i.db"), allowed_roots=ALLOWED_ROOTS)  # the local model
+    settings = Settings(db=str(tmp_path / "i.db"), embed_model="l2_supercat_256", allowed_roots=ALLOWED_ROOTS)
     eng = Engine(settings)
     try:
         eng.add_collection("R", str(root))

@@ -49,7 +49,7 @@ def exported(tmp_path):
     search answers it gives, and its archive."""
     root = tmp_path / "docs"
     _corpus(root)
-    settings = Settings(db=str(tmp_path / "src.db"), allowed_roots=ALLOWED_ROOTS)
+    settings = Settings(db=str(tmp_path / "src.db"), embed_model="l2_supercat_256", allowed_roots=ALLOWED_ROOTS)
     eng = Engine(settings)
     try:
         eng.add_collection("Docs", str(root))
@@ -66,7 +66,7 @@ def exported(tmp_path):
 
 
 def _engine(**kw) -> Engine:
-    return Engine(Settings(allowed_roots=ALLOWED_ROOTS, **kw))
+    return Engine(Settings(embed_model="l2_supercat_256", allowed_roots=ALLOWED_ROOTS, **kw))
 
 
 def test_export_then_import_into_sqlite_gives_the_same_hits_and_no_embedding(exported, tmp_path, monkeypatch):
