@@ -41,6 +41,7 @@ __all__ = [
     "show",
     "HITS_PER_SCREEN",
     "READ_ONLY_LIMIT",
+    "EXPLORER_MAX_TOKENS",
     "allowed_limit",
     "by_match",
     "search_key",
@@ -53,6 +54,9 @@ __all__ = [
 HITS_PER_SCREEN = 50
 #: Most hits a read-only (shared) explorer asks for, whatever a link says.
 READ_ONLY_LIMIT = 200
+#: The ``maxTokens`` of the explorer's searches: a person reads whole hits (snippets and
+#: regions) and pages with "Show more"; the agents' default budget would cut them.
+EXPLORER_MAX_TOKENS = 1_000_000
 
 
 def allowed_limit(asked: int, read_only: bool) -> int:

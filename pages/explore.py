@@ -138,6 +138,7 @@ if query:
         "scope": retrieval.scope_argument(retrieval.scope_param(every, picked)),
         "limit": limit_now,
         "mode": state.qp_get("mode", "auto"),
+        "maxTokens": retrieval.EXPLORER_MAX_TOKENS,
     }
     if args["scope"] is None:
         del args["scope"]

@@ -120,6 +120,19 @@ def test_status_shows_counts_provider_probe_and_collections(app, sample_engine):
 
 
 # -- explore ------------------------------------------------------------------------------
+def test_explore_shows_whole_hits_past_the_agents_budget(app, sample_engine):
+    """A long list is read whole (snippets, regions, every hit asked for): the explorer's
+    search is not cut to the agents' default maxTokens."""
+    at = app("explore", q="the", scope=SAMPLE_COLLECTION, limit=60, mode="keyword")
+    call, shown = _panel(at, "search_chunks")
+    assert call["arguments"]["maxTokens"] >= 100_000
+    assert not shown.get("truncated") and shown["count"] == 60
+    budgeted = call_tool(
+        sample_engine, "search_chunks", {k: v for k, v in call["arguments"].items() if k != "maxTokens"}
+    )
+    assert budgeted.get("truncated"), "the sample answer fits the default budget: the test cannot tell"
+
+
 def test_search_returns_hits_and_panel_is_the_engine_call(app, sample_engine):
     at = _search(app("explore"), QUERY)
     assert at.query_params["q"] == QUERY and at.query_params["scope"] == SAMPLE_COLLECTION
