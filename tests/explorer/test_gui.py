@@ -392,10 +392,19 @@ ARMS = [
 
 
 @pytest.mark.parametrize("status,code,kind", ARMS)
-def test_provider_refusal_shows_its_own_callout(monkeypatch, sample_index, embed_stub, status, code, kind):
+def test_provider_refusal_shows_its_own_callout(monkeypatch, tmp_path, embed_stub, status, code, kind):
+    # the samples indexed without vectors: no stored model's vectors to serve the search
+    # meanwhile, so the query goes to the configured (refusing) provider
+    keyword_only = Settings(
+        db=str(tmp_path / "index.db"), embed_provider="none", allowed_roots=ALLOWED_ROOTS
+    ).validate()
+    eng = Engine(keyword_only)
+    eng.add_collection(SAMPLE_COLLECTION, str(SAMPLES))
+    assert eng.run_index()["indexed"] > 0
+    eng.close()
     _env(
         monkeypatch,
-        sample_index,
+        keyword_only,
         EMBED_PROVIDER="ollama",
         EMBED_URL=embed_stub.url,
         EMBED_MODEL="stub-embed",

@@ -36,7 +36,11 @@ def index(tmp_path, monkeypatch):
     for name, text in DOCS.items():
         (root / name).write_text(text, "utf-8")
     db = tmp_path / "ix" / "index.db"
-    engine = Engine(Settings(db=str(db), embed_provider="local", allowed_roots=ALLOWED_ROOTS).validate())
+    engine = Engine(
+        Settings(
+            db=str(db), embed_provider="local", embed_model="l2_supercat_256", allowed_roots=ALLOWED_ROOTS
+        ).validate()
+    )
     engine.add_collection("C", str(root))
     assert engine.run_index()["embedded"] == 2
     engine.close()

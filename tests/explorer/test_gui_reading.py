@@ -97,7 +97,9 @@ def test_the_chunk_view_shows_a_page_break(many):
 
 
 def test_pdf_hits_say_where_in_words_and_keep_the_numbers_one_click_away(app, sample_engine):  # noqa: F811
-    env = call_tool(sample_engine, "search_chunks", {"query": "Lorem ipsum", "scope": SAMPLE_COLLECTION})
+    env = call_tool(
+        sample_engine, "search_chunks", {"query": "Lorem ipsum", "scope": SAMPLE_COLLECTION, "maxTokens": 100_000}
+    )
     hit = next(h for h in env["hits"] if h.get("bbox"))
     at = app("explore", q="Lorem ipsum", scope=SAMPLE_COLLECTION)
     words = where.position_words(hit["page"], hit["bbox"])

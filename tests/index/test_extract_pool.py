@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
+from engine.index.gate import STAT_KEY
 from engine.index.pool import ExtractPool, worker_count
 from engine.store.sqlite.store import SqliteStore
 
@@ -122,12 +123,23 @@ def _chunks(db: Path) -> list[tuple]:
     s = SqliteStore(str(db))
     with s._read() as conn:
         rows = conn.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks ORDER BY rowid").fetchall()
-        docs = conn.execute(
-            f"SELECT {DOC_COLUMNS.replace('indexed_at, ', '')}, text FROM documents ORDER BY file_path"
-        ).fetchall()
+        columns = DOC_COLUMNS.replace("indexed_at, ", "")
+        docs = conn.execute(f"SELECT {columns}, text FROM documents ORDER BY file_path").fetchall()
         fts = conn.execute("SELECT rowid, chunk_text FROM chunks_fts ORDER BY rowid").fetchall()
     s.close()
+    at = [c.strip() for c in columns.split(",")].index("metadata")
+    # the file's stat on this disk (its ctime differs between two copies) is not the document's content
+    docs = [(*d[:at], _without_stat(d[at]), *d[at + 1 :]) for d in docs]
     return rows + docs + fts
+
+
+def _without_stat(metadata: str | None) -> str | None:
+    """The metadata JSON without ``STAT_KEY`` (size, mtime and ctime of the file read)."""
+    if not metadata:
+        return metadata
+    meta = json.loads(metadata)
+    meta.pop(STAT_KEY, None)
+    return json.dumps(meta, sort_keys=True)
 
 
 _INDEX_CHILD = r"""
