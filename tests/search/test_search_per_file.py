@@ -113,7 +113,7 @@ def test_with_20_files_in_the_top_20_a_files_score_is_its_chunks_in_search_chunk
     """When the fused top-20 lists reach 20 files, ``search`` ranks by the fusion
     ``search_chunks`` uses at limit 20: each file's hit is its first chunk there, same score."""
     for query in ("river stone", "table census harbor", "lantern", "copper meadow river"):
-        args = {"query": query, "scope": "Many", "mode": "hybrid", "limit": 20}
+        args = {"query": query, "scope": "Many", "mode": "hybrid", "limit": 20, "maxTokens": 1_000_000}
         chunks = call_tool(many_files, "search_chunks", args)["hits"]
         files = call_tool(many_files, "search", args)["hits"]
         assert len(files) == 20

@@ -66,7 +66,7 @@ def exported(tmp_path):
 
 
 def _engine(**kw) -> Engine:
-    return Engine(Settings(embed_model="l2_supercat_256", allowed_roots=ALLOWED_ROOTS, **kw))
+    return Engine(Settings(allowed_roots=ALLOWED_ROOTS, **{"embed_model": "l2_supercat_256", **kw}))
 
 
 def test_export_then_import_into_sqlite_gives_the_same_hits_and_no_embedding(exported, tmp_path, monkeypatch):

@@ -80,7 +80,8 @@ def test_validation_accepts_exactly_what_jsonschema_accepts(name):
         else:
             accepted += 1
             assert not list(validator.iter_errors(args)), args
-    assert refused > 250
+    # a tool without arguments (cancel_index) can only refuse unknown ones: 1 draw in 20
+    assert refused > (200 if not tool.schema["properties"] else 250), refused
     if name != "index_status":  # its one argument takes a boolean only
         assert accepted > 5, accepted
 
