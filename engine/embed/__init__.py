@@ -94,7 +94,6 @@ from engine.embed.local import (
     LOCAL_MAX_INPUT_CHARS,
     LOCAL_MODEL,
     LocalEmbedder,
-    _length_batches,  # noqa: F401  (re-exported for tests and bench)
     _shared_model,  # noqa: F401  (re-exported for tests and bench)
     load_wordllama,
 )

@@ -30,6 +30,7 @@ from engine.errors import EmbedError, ErrorCode
 from engine.secrets import redact as _redact
 
 __all__ = [
+    "length_batches",
     "EmbedFailure",
     "classify",
     "redact",
@@ -460,3 +461,21 @@ class BaseEmbedder:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, dim={self.dim}, endpoint={self.endpoint!r})"
+
+
+def length_batches(lengths: list[int], batch: int, budget: int) -> list[list[int]]:
+    """Indices sorted by length, cut into batches of <= ``batch`` texts whose
+    (count x longest) stays <= ``budget`` (a single text always fits): each batch is
+    padded to its own longest text, so sorting keeps the padding small. Lengths are
+    in whatever unit the model pads in (characters, tokens)."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        if cur and (len(cur) >= batch or (len(cur) + 1) * lengths[i] > budget):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out

@@ -143,22 +143,6 @@ def _shared_model() -> Any:
     return _MODEL
 
 
-def _length_batches(lengths: list[int], batch: int, budget_chars: int) -> list[list[int]]:
-    """Indices sorted by length, cut into batches of <= ``batch`` texts whose
-    (count x longest) stays <= ``budget_chars`` (a single text always fits)."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    out: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        if cur and (len(cur) >= batch or (len(cur) + 1) * lengths[i] > budget_chars):
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
-    return out
-
-
 class LocalEmbedder(BaseEmbedder):
     """WordLlama l2_supercat, 256 dimensions, in process, no network.
 
@@ -187,8 +171,8 @@ class LocalEmbedder(BaseEmbedder):
             dim: expected dimension (``EMBED_DIM``); 0 means 256. Another value
                 fails at the probe (``embedding-request-rejected``).
             max_input_chars: refuse longer texts (characters); 0 = 32,000.
-            budget_chars: kept for callers of ``_length_batches``; the unpadded
-                pooling needs no budget (memory is one text's tokens at a time).
+            budget_chars: accepted and unused: the unpadded pooling needs no
+                budget (memory is one text's tokens at a time).
             query_memo: query vectors kept by ``embed_query`` (0: none kept).
         """
         super().__init__(expected_dim=dim, max_input_chars=max_input_chars or LOCAL_MAX_INPUT_CHARS)

@@ -42,7 +42,7 @@ from typing import Any
 
 from engine.lazy import np  # numpy on first use (engine.lazy)
 
-from engine.embed.base import BaseEmbedder
+from engine.embed.base import BaseEmbedder, length_batches
 
 __all__ = [
     "MiniLMEmbedder",
@@ -177,19 +177,8 @@ def _shared(threads: int) -> tuple[Any, Any]:
 
 
 def token_batches(lengths: list[int], batch: int, budget_tokens: int = MINILM_BATCH_TOKENS) -> list[list[int]]:
-    """Indices sorted by token count, cut into batches of <= ``batch`` texts whose
-    (count x longest) stays <= ``budget_tokens`` (a single text always fits)."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    out: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        if cur and (len(cur) >= batch or (len(cur) + 1) * lengths[i] > budget_tokens):
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
-    return out
+    """``engine.embed.base.length_batches`` of token counts, within ``budget_tokens``."""
+    return length_batches(lengths, batch, budget_tokens)
 
 
 def encode(session: Any, tokenizer: Any, texts: list[str], batch: int) -> np.ndarray:

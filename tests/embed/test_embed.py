@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from engine import embed as E
+from engine.embed.base import length_batches
 from engine.config import load_settings
 from engine.tools.envelopes import FailureFields
 from engine.errors import EmbedError, SettingsError
@@ -582,7 +583,7 @@ def test_local_model_shared_across_threads(no_network):
 
 def test_length_batches_respect_count_and_budget():
     lengths = [10, 5000, 20, 30, 4000, 40]
-    batches = E._length_batches(lengths, batch=3, budget_chars=8000)
+    batches = length_batches(lengths, batch=3, budget=8000)
     assert sorted(i for b in batches for i in b) == list(range(6))
     for b in batches:
         assert len(b) <= 3 and (len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 8000)

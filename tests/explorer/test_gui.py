@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 from engine.config import Settings
 from engine.errors import WHO_FIXES
 from engine.tools.registry import Engine, call_tool
+from tests.fixtures.waits import wait_until
 from tests.conftest import ALLOWED_ROOTS
 from tests.fixtures.fixtures_engine import SAMPLE_COLLECTION, SAMPLES
 from tests.fixtures.stub import Reply, ollama_error
@@ -647,14 +648,12 @@ def test_cancel_button_stops_a_run_inside_an_ocr_job_within_seconds(small_index,
     at = AppTest.from_file(APP, default_timeout=90).run()
     at.switch_page(PAGE["rebuild"]).run()
     at.button(key="rebuild").click().run()
-    deadline = time.time() + 120
-    while time.time() < deadline:  # the page names the scan in flight
+
+    def reading_scan() -> bool:  # the page names the scan in flight
         at.run()
-        if any("Reading now" in c.value and "scan.pdf" in c.value for c in at.caption):
-            break
-        time.sleep(0.2)
-    else:
-        raise AssertionError(_texts(at.caption))
+        return any("Reading now" in c.value and "scan.pdf" in c.value for c in at.caption)
+
+    wait_until(reading_scan, 120, "the Rebuild page naming scan.pdf in flight")
     asked = time.monotonic()
     at.button(key="cancel").click().run()
     from explorer import state

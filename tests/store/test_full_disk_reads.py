@@ -17,12 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from engine.faces.cli import main
 from engine.store.sqlite.store import SqliteStore
-from engine.values import Chunk, Collection, Document
+from tests.fixtures.fixtures_store import one_chunk_files
 from tests.fixtures.small_disk import fill, listing, small_disk
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,15 +105,7 @@ def test_a_full_disk_index_is_searched_and_read_and_nothing_is_written(full_disk
 def test_a_store_opened_before_the_disk_filled_searches_without_writing_its_cache(tmp_path, caplog):
     with small_disk(tmp_path / "disk", "32m") as disk:
         db = str(disk / "v.db")
-        rng = np.random.default_rng(7)
-        vecs = rng.standard_normal((40, 16)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        ids = [f"{i:064x}" for i in range(40)]
-        s = SqliteStore(db)
-        s.add_collection(Collection("C", str(tmp_path), None))
-        for i, cid in enumerate(ids):
-            doc = Document("C", f"f{i}.md", "h", "k", "md", "indexed", chunk_count=1)
-            s.replace_document(doc, "words", [Chunk("C", f"f{i}.md", 0, cid, "h", 0, 5, "words")])
+        s, ids, vecs = one_chunk_files(db, str(tmp_path))
         s.add_vectors("m", ids, vecs)
         s.close()
         writer = SqliteStore(db)  # writable, its -wal/-shm made while there was room

@@ -27,7 +27,8 @@ from engine.errors import StoreUnavailableError
 from engine.faces.cli import main
 from engine.store.sqlite import connections
 from engine.store.sqlite.store import SqliteStore
-from engine.values import Chunk, Collection, Document
+from engine.values import Collection
+from tests.fixtures.fixtures_store import one_chunk_files
 
 REPO = Path(__file__).resolve().parents[2]
 #: The capabilities that let root write where file modes say no (``setpriv`` drops them).
@@ -242,15 +243,7 @@ def _vector_store(tmp_path: Path) -> tuple[str, np.ndarray, dict[str, bytes]]:
     """A store of 40 one-chunk files with vectors of model ``m``, closed; with the bytes of
     its matrix files as they were when they covered the first 25 vectors."""
     db = str(tmp_path / "v.db")
-    rng = np.random.default_rng(7)
-    vecs = rng.standard_normal((40, 16)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    ids = [f"{i:064x}" for i in range(40)]
-    s = SqliteStore(db)
-    s.add_collection(Collection("C", str(tmp_path), None))
-    for i, cid in enumerate(ids):
-        doc = Document("C", f"f{i}.md", "h", "k", "md", "indexed", chunk_count=1)
-        s.replace_document(doc, "words", [Chunk("C", f"f{i}.md", 0, cid, "h", 0, 5, "words")])
+    s, ids, vecs = one_chunk_files(db, str(tmp_path))
     s.add_vectors("m", ids[:25], vecs[:25])
     s.save_run({})  # readies the matrix files: they cover the first 25 rows
     early = {p.name: p.read_bytes() for p in tmp_path.iterdir() if ".m." in p.name and not p.name.endswith(".lock")}
