@@ -772,6 +772,14 @@ class ExtractPool:
         for proc in procs:
             with contextlib.suppress(Exception):
                 proc.join(5.0)
+        if procs and executor is not None:
+            # A worker killed while writing its result leaves half a message in the result
+            # pipe, and the executor's manager thread waits for the rest forever (so would
+            # shutdown and the interpreter's exit). With every worker dead, closing this
+            # process's end of the pipe turns that wait into end-of-file: the pool breaks, and
+            # shutdown returns.
+            with contextlib.suppress(Exception):
+                executor._result_queue._writer.close()  # type: ignore[attr-defined]
         self.close()
 
     def close(self) -> None:
