@@ -10,7 +10,7 @@ unrotated frame and are mapped with ``page.rotation_matrix``); and
 
 The query's words (``mark_terms``) are drawn apart from the chunk: a violet fill and
 underline on every word of the page that holds one of them in the keyword index's
-form (``engine.store.fts.fold_chars`` / ``term_pattern``: ``cafe`` marks ``café``).
+form (``engine.store.fts.mark_view`` / ``term_pattern``: ``cafe`` marks ``café``).
 
 Line rectangles (``regions[].rects``) are drawn filled with an outline, the
 region's union ``bbox`` as a faint outline around them; a ``clip`` (a ``Bbox``
@@ -328,16 +328,23 @@ def clip_around(
     return Bbox(axis(union.x, union.w, f.x, f.x + f.w, fw, mx), axis(union.y, union.h, f.y, f.y + f.h, fh, my), fw, fh)
 
 
+#: Hyphens that end a line inside a split word (hyphen-minus, U+2010, soft hyphen).
+_LINE_END_HYPHENS = frozenset("-\u2010\u00ad")
+
+
 def query_word_boxes(page, terms: Sequence[str]) -> list[Bbox]:
     """The words of one PyMuPDF page holding one of the query ``terms``, as display-frame boxes.
 
     A page word (``get_text("words")``: whitespace-separated, punctuation attached) is
     marked when a term starts one of its word runs in the keyword index's form
-    (``engine.store.fts.term_pattern`` over ``fold_chars``: case and diacritics folded, a
-    term of 3+ characters also as a word's beginning). Boxes come in the unrotated frame and
-    are mapped with ``page.rotation_matrix``, then divided by the displayed ``page.rect``.
+    (``engine.store.fts.term_pattern`` over ``mark_view``: case, diacritics and the marks
+    the keyword text drops folded, a term of 3+ characters also as a word's beginning). A
+    word ending a line with a hyphen and the next line's first word are both marked when a
+    term runs across the break (``acknowl-`` / ``edged`` for ``acknowledged``). Boxes come
+    in the unrotated frame and are mapped with ``page.rotation_matrix``, then divided by the
+    displayed ``page.rect``.
     """
-    from engine.store.fts import fold_chars, term_pattern
+    from engine.store.fts import mark_view, term_pattern
 
     pattern = term_pattern(tuple(terms)) if terms else None
     if pattern is None:
@@ -346,12 +353,21 @@ def query_word_boxes(page, terms: Sequence[str]) -> list[Bbox]:
 
     rect, mat = page.rect, page.rotation_matrix
     pw, ph = rect.width or 1.0, rect.height or 1.0
-    out: list[Bbox] = []
-    for w in page.get_text("words", sort=False):
+    words = page.get_text("words", sort=False)
+    marked: set[int] = set()
+    for i, w in enumerate(words):
         word = unicodedata.normalize("NFKC", w[4])
-        if not pattern.search(fold_chars(word)):
-            continue
-        r = pymupdf.Rect(w[:4]) * mat
+        if pattern.search(mark_view(word)[0]):
+            marked.add(i)
+        if word[-1:] in _LINE_END_HYPHENS and i + 1 < len(words) and words[i + 1][5:7] != w[5:7]:
+            # a word split at a line end: marked when a term crosses the break
+            left = mark_view(word[:-1])[0]
+            joined = left + mark_view(unicodedata.normalize("NFKC", words[i + 1][4]))[0]
+            if any(m.start() < len(left) < m.end() for m in pattern.finditer(joined)):
+                marked.update((i, i + 1))
+    out: list[Bbox] = []
+    for i in sorted(marked):
+        r = pymupdf.Rect(words[i][:4]) * mat
         out.append(
             Bbox(
                 max(0.0, (r.x0 - rect.x0) / pw),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from engine.store.fts import content_terms, fold, fold_chars, term_pattern
+from engine.store.fts import content_terms, dropped, fold, mark_view, term_pattern
 
 __all__ = ["make_snippet", "make_snippets", "shown_terms", "term_spans"]
 
@@ -46,8 +46,9 @@ def make_snippet(text: str, terms: tuple[str, ...], width: int = 240) -> str:
 
     Whitespace is folded to single spaces; an ellipsis marks cut ends. With no
     term found, the start of the text. The first term found is the earliest
-    position of the folded text (``engine.store.fts.fold_chars``: case and diacritics
-    folded, offsets kept) where a folded term starts at a word start (``_first_start``).
+    position of the folded text (``engine.store.fts.mark_view``: case, diacritics and the
+    marks the keyword text drops folded, line-end hyphen breaks joined, offsets mapped
+    back) where a folded term starts at a word start (``_first_start``).
     """
     return _snippet(text, terms, width)
 
@@ -68,21 +69,51 @@ def make_snippets(texts: Sequence[str], terms: tuple[str, ...], width: int = 240
 def term_spans(text: str, terms: tuple[str, ...]) -> list[tuple[int, int]]:
     """Where the query ``terms`` are in ``text``: ``(start, end)`` character offsets into
     ``text``, in order, not overlapping. A term is found at a word start in the keyword
-    index's form of both (``engine.store.fts.term_pattern``: a term of 3 or more characters
-    also as a word's beginning, a shorter one as a whole word); [] for no terms."""
+    index's form of both (``engine.store.fts.term_pattern`` over ``mark_view``: a term of 3
+    or more characters also as a word's beginning, a shorter one as a whole word; a word
+    split at a line end is one span across the break); [] for no terms."""
     pattern = term_pattern(tuple(terms)) if terms else None
     if pattern is None:
         return []
-    return [m.span() for m in pattern.finditer(fold_chars(text))]
+    view, where = mark_view(text)
+    if where is None:
+        return [m.span() for m in pattern.finditer(view)]
+    spans = _mapped(text, pattern, view, where)
+    if "\n" in text:  # a real hyphen at a line end: its parts are words of their own too
+        spans += _mapped(text, pattern, *mark_view(text, join=False))
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if not out or start >= out[-1][1]:
+            out.append((start, end))
+    return out
+
+
+def _mapped(text: str, pattern, view: str, where: list[int] | None) -> list[tuple[int, int]]:
+    """The matches of ``pattern`` in ``view`` as offsets of ``text``, each end taken past the
+    marks that follow the word's last letter (``كَتَبَ`` whole, not ``كَتَب``)."""
+    if where is None:
+        return [m.span() for m in pattern.finditer(view)]
+    out = []
+    for m in pattern.finditer(view):
+        if m.end() > m.start():
+            end = where[m.end() - 1] + 1
+            while end < len(text) and dropped(text[end]):
+                end += 1
+            out.append((where[m.start()], end))
+    return out
 
 
 def _snippet(text: str, terms: tuple[str, ...], width: int) -> str:
     folded = tuple(t for t in {fold(t): None for t in terms}) if terms else ()
-    pos = _first_start(fold_chars(text), folded) if folded else -1
-    if pos < 0:
+    view, where = mark_view(text) if folded else ("", None)
+    at = _first_start(view, folded) if folded else -1
+    if at < 0:
         start = 0
     else:
-        word = len(next((t for t in folded if fold_chars(text[pos : pos + len(t)]) == t), ""))
+        t = next((t for t in folded if view.startswith(t, at)), "")
+        pos = at if where is None else where[at]
+        end = at + len(t) if where is None else (where[at + len(t) - 1] + 1 if t else pos)
+        word = end - pos
         start = max(0, pos - (width - word) // 2)  # the matching word in the middle
         # do not start mid-word
         while start > 0 and not text[start - 1].isspace() and pos - start < width // 2 + width // 4:

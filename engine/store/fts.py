@@ -12,9 +12,11 @@ strings built from them (each term quoted, so no query syntax is ever
 parsed), and the one Python form of the keyword index's word normalisation
 (``fold``: NFKC, case-folded, diacritics removed, as the ``unicode61
 remove_diacritics 2`` tokenizer compares words; ``fold_chars`` keeps the length so
-offsets stay valid; ``term_pattern`` finds query terms in folded text): snippets,
-the explorer's query-word marks and the page images all mark words by it, so
-``cafe`` marks ``café``. The SQLite store matches Latin terms against the ``porter`` FTS5
+offsets stay valid; ``mark_view`` also drops the marks and line-end hyphen breaks the
+keyword text drops, with a map back to the printed offsets; ``term_pattern`` finds query
+terms in folded text): snippets, the explorer's query-word marks and the page images all
+mark words by it, so ``cafe`` marks ``café``, ``كتب`` marks ``كَتَبَ`` and
+``acknowledged`` marks ``acknowl-`` / ``edged``. The SQLite store matches Latin terms against the ``porter`` FTS5
 index and CJK terms against the ``trigram`` index; the Postgres store uses the
 same split. Imports nothing of the engine; no SQL execution.
 
@@ -46,6 +48,8 @@ __all__ = [
     "content_terms",
     "fold",
     "fold_chars",
+    "dropped",
+    "mark_view",
     "term_pattern",
     "CJK_GLOB",
     "KeywordTerms",
@@ -289,6 +293,57 @@ def fold_chars(text: str) -> str:
     if text.isascii():
         return text.lower()
     return "".join(_fold_char(ch) for ch in text)
+
+
+#: A hyphen (or soft hyphen) that ends a line between two letters, with the line break.
+_BREAK = re.compile("(?<=[^\\W\\d_])[-\u2010\u00ad][ \t]*\n[ \t]*(?=[^\\W\\d_])")
+
+
+#: A hyphen before a line end: the cheap test before looking for breaks between letters.
+_HYPHEN_EOL = re.compile("[-\u2010\u00ad][ \t]*\n")
+
+
+@functools.lru_cache(maxsize=4096)
+def dropped(ch: str) -> bool:
+    """Whether ``mark_view`` leaves the character ``ch`` out (a mark the keyword text drops,
+    or another combining mark)."""
+    return _MARKS.match(ch) is not None or unicodedata.combining(ch) != 0
+
+
+def mark_view(text: str, join: bool = True) -> tuple[str, list[int] | None]:
+    """``text`` as query words are looked for in it to mark them, and where each of its
+    characters comes from.
+
+    The view is ``fold_chars(text)`` without the characters the keyword text drops
+    (``fold_marks``: soft hyphens, Arabic harakat and tatweel, Hebrew points, Syriac vowels),
+    other combining marks, and (with ``join``) hyphen-plus-line-break between two letters (a
+    word split at a line end is whole in the view). Matching a term in the view is matching
+    it as the keyword index does; the map turns a view offset back into an offset of
+    ``text``.
+
+    Returns:
+        ``(view, where)``: ``where[i]`` is the offset in ``text`` of the view's character
+        ``i``; ``where`` is None when every offset of the view is the same offset of
+        ``text`` (``fold_chars(text)``: nothing dropped, no line-end hyphen joined).
+    """
+    breaks = [m.span() for m in _BREAK.finditer(text)] if join and _HYPHEN_EOL.search(text) else []
+    if not breaks and (text.isascii() or not any(dropped(ch) for ch in set(text))):
+        return fold_chars(text), None
+    chars: list[str] = []
+    where: list[int] = []
+    b = 0
+    i, n = 0, len(text)
+    while i < n:
+        if b < len(breaks) and i == breaks[b][0]:
+            i = breaks[b][1]
+            b += 1
+            continue
+        ch = text[i]
+        if not dropped(ch):
+            chars.append(_fold_char(ch))
+            where.append(i)
+        i += 1
+    return "".join(chars), where
 
 
 @functools.lru_cache(maxsize=256)

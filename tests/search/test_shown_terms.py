@@ -66,3 +66,35 @@ def test_a_snippet_is_centred_on_the_word_folded_as_the_keyword_index_folds_it()
     assert abs(at - (len(snippet) - at - len("Café"))) < 40  # about as much text on each side
     assert term_spans("Un CAFÉ, des cafés, caf", ("cafe",)) == [(3, 7), (13, 17)]
     assert term_spans("a attribute a", ("a",)) == [(0, 1), (12, 13)]  # a short term: whole words only
+
+
+def test_words_the_keyword_index_finds_are_marked_where_they_are_printed():
+    from engine.search.snippets import term_spans
+
+    def marked(text: str, term: str) -> list[str]:
+        return [text[a:b] for a, b in term_spans(text, (term,))]
+
+    assert marked("قال كَتَبَ الولد", "كتب") == ["كَتَبَ"]  # harakat folded, the whole word marked
+    assert marked("אמר שָׁלוֹם לכם", "שלום") == ["שָׁלוֹם"]  # niqqud folded
+    assert marked("das Ge\u00adsamt\u00adkon\u00adzept steht", "Gesamtkonzept") == ["Ge\u00adsamt\u00adkon\u00adzept"]
+    assert marked("it was acknowl-\nedged by all", "acknowledged") == ["acknowl-\nedged"]  # split at a line end
+    assert marked("the n-\ntridecanal and", "tridecanal") == ["tridecanal"]  # a real hyphen's part stays a word
+    snippet = make_snippet("x " * 300 + "قال كَتَبَ الولد" + " y" * 300, ("كتب",))
+    assert "كَتَبَ" in snippet and snippet.startswith("…"), snippet
+
+
+def test_a_pdf_page_marks_both_halves_of_a_word_split_at_a_line_end():
+    import pymupdf
+
+    from engine.render import query_word_boxes
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    page.insert_text((40, 60), "The claim was acknowl-", fontsize=12)
+    page.insert_text((40, 80), "edged by the board and", fontsize=12)
+    boxes = query_word_boxes(page, ["acknowledged"])
+    assert len(boxes) == 2, boxes
+    assert boxes[0].y < boxes[1].y  # the line's last word, then the next line's first
+    assert query_word_boxes(page, ["board"]) and len(query_word_boxes(page, ["board"])) == 1
+    assert query_word_boxes(page, ["claimant"]) == []
+    doc.close()
